@@ -1,0 +1,69 @@
+"""Errors a user can act on: every problem in an input, gathered and reported together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found in one input.
+
+    Parameters
+    ----------
+    source : str
+        The file (or scenario key path root) the problem is in.
+    where : str
+        Row (``row 7``) or key path (``classes[0].ttft_p99_ms``) inside the source.
+    field : str
+        The column or key that breaks the rule ('' when the whole row or file is at fault).
+    rule : str
+        The rule that is broken, with the offending value.
+    fix : str
+        How to fix it.
+    """
+
+    source: str
+    where: str
+    field: str
+    rule: str
+    fix: str
+
+    def __str__(self) -> str:
+        """Render as one line: ``file, row 7, field 'lat': rule. Fix: ...``."""
+        parts = [self.source]
+        if self.where:
+            parts.append(self.where)
+        if self.field:
+            parts.append(f"field '{self.field}'")
+        return f"{', '.join(parts)}: {self.rule}. Fix: {self.fix}"
+
+
+class PlacementError(Exception):
+    """Base class for errors the command line reports without a traceback."""
+
+
+class InputError(PlacementError):
+    """One or more problems in a user's input, reported together.
+
+    Parameters
+    ----------
+    problems : list of Problem
+        Every problem found; never empty.
+    """
+
+    def __init__(self, problems: list[Problem]) -> None:
+        if not problems:
+            raise ValueError("InputError needs at least one problem")
+        self.problems = list(problems)
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in the input:"
+        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+
+
+class InfeasibleError(PlacementError):
+    """The scenario has no feasible placement; the message says which populations and why."""
+
+
+class SolverError(PlacementError):
+    """The solver failed or returned a solution that violates a constraint."""

@@ -1,0 +1,244 @@
+"""User populations: GeoNames cities, their goodput demand, and conservative aggregation.
+
+Demand per city is ``people x adoption x tokens per user per day x peak factor / 86,400``
+goodput tokens per second. Cities are aggregated into clusters by population-weighted k-means
+on the unit sphere; each cluster keeps its member cities so that latency can be checked for
+every member (a site is eligible for a cluster only if it is inside the budget for all of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from placement._errors import InputError, Problem
+from placement.geodesy import lat_lon_from_vectors, unit_vectors
+
+SECONDS_PER_DAY = 86_400.0
+CITY_COLUMNS = (
+    "geonameid",
+    "name",
+    "countrycode",
+    "latitude",
+    "longitude",
+    "population",
+    "timezone",
+)
+
+
+def load_cities(path: str | Path, *, min_population: int = 0, countries: list[str] | None = None) -> pd.DataFrame:
+    """Read a GeoNames cities CSV.
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV with the columns ``geonameid, name, countrycode, latitude, longitude, population,
+        timezone``.
+    min_population : int, optional
+        Keep cities with at least this many people.
+    countries : list of str, optional
+        ISO 3166-1 alpha-2 codes to keep.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``city_id, name, country_code, lat, lon, population, timezone``.
+
+    Raises
+    ------
+    InputError
+        Missing columns, unreadable numbers or out-of-range coordinates, with row numbers.
+    """
+    path = Path(path)
+    raw = pd.read_csv(path, dtype={"countrycode": str, "admin1code": str}, keep_default_na=False, encoding="utf-8")
+    problems = [
+        Problem(str(path), "header", c, "required column is missing", "use the GeoNames cities layout")
+        for c in CITY_COLUMNS
+        if c not in raw.columns
+    ]
+    if problems:
+        raise InputError(problems)
+    table = pd.DataFrame(
+        {
+            "city_id": raw["geonameid"].astype(str),
+            "name": raw["name"].astype(str),
+            "country_code": raw["countrycode"].astype(str),
+            "lat": pd.to_numeric(raw["latitude"], errors="coerce"),
+            "lon": pd.to_numeric(raw["longitude"], errors="coerce"),
+            "population": pd.to_numeric(raw["population"], errors="coerce"),
+            "timezone": raw["timezone"].astype(str),
+        }
+    )
+    bad = ~(table["lat"].between(-90, 90) & table["lon"].between(-180, 180) & (table["population"] >= 0))
+    for k in np.flatnonzero(bad.to_numpy())[:20]:
+        problems.append(
+            Problem(
+                str(path),
+                f"row {k + 1} (line {k + 2})",
+                "latitude/longitude/population",
+                "must be numbers in range",
+                "fix or remove the row",
+            )
+        )
+    if problems:
+        raise InputError(problems)
+    keep = table["population"] >= min_population
+    if countries:
+        keep &= table["country_code"].isin([c.upper() for c in countries])
+    return table[keep].reset_index(drop=True)
+
+
+def demand_tok_s(
+    population: NDArray[np.float64],
+    *,
+    adoption: float,
+    tokens_per_user_per_day: float,
+    peak_factor: float,
+) -> NDArray[np.float64]:
+    """Peak goodput demand of a population.
+
+    Parameters
+    ----------
+    population : numpy.ndarray
+        People. [persons]
+    adoption : float
+        Share of people who use the service.
+    tokens_per_user_per_day : float
+        Output tokens per user per day. [tokens/day]
+    peak_factor : float
+        Peak-hour rate over the daily mean.
+
+    Returns
+    -------
+    numpy.ndarray
+        Demand. [tokens/s]
+    """
+    return np.asarray(population * adoption * tokens_per_user_per_day * peak_factor / SECONDS_PER_DAY)
+
+
+def weighted_kmeans(
+    points: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    k: int,
+    *,
+    iterations: int = 25,
+    seed: int = 0,
+) -> NDArray[np.int64]:
+    """Weighted k-means (k-means++ seeding), deterministic for a given seed.
+
+    Parameters
+    ----------
+    points : numpy.ndarray
+        ``(n, d)`` points.
+    weights : numpy.ndarray
+        ``(n,)`` non-negative weights.
+    k : int
+        Number of clusters (at most ``n``).
+    iterations : int, optional
+        Lloyd iterations.
+    seed : int, optional
+        Seed for k-means++.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` cluster label of each point, labels ``0..k'-1`` with no empty cluster.
+    """
+    n = len(points)
+    k = min(k, n)
+    rng = np.random.default_rng(seed)
+    w = np.maximum(weights, 0.0) + 1e-12
+    centres = np.empty((k, points.shape[1]))
+    centres[0] = points[rng.choice(n, p=w / w.sum())]
+    nearest_sq = ((points - centres[0]) ** 2).sum(axis=1)
+    for c in range(1, k):
+        score = w * nearest_sq
+        total = score.sum()
+        pick = int(rng.choice(n, p=score / total)) if total > 0 else int(rng.integers(n))
+        centres[c] = points[pick]
+        nearest_sq = np.minimum(nearest_sq, ((points - centres[c]) ** 2).sum(axis=1))
+    labels = np.zeros(n, dtype=np.int64)
+    for _ in range(iterations):
+        distance_sq = (points**2).sum(axis=1)[:, None] - 2.0 * points @ centres.T + (centres**2).sum(axis=1)[None, :]
+        new_labels = distance_sq.argmin(axis=1)
+        if np.array_equal(new_labels, labels) and _ > 0:
+            break
+        labels = new_labels
+        sums = np.zeros_like(centres)
+        np.add.at(sums, labels, points * w[:, None])
+        mass = np.bincount(labels, weights=w, minlength=k)
+        filled = mass > 0
+        centres[filled] = sums[filled] / mass[filled, None]
+    _, dense = np.unique(labels, return_inverse=True)
+    return dense.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Populations:
+    """Demand points the optimiser serves, and the cities behind them.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per population: ``population_id, name, country_code, lat, lon, people,
+        demand_tok_s, n_cities``.
+    cities : pandas.DataFrame
+        The member cities, with a ``population_index`` column pointing into ``table``.
+    """
+
+    table: pd.DataFrame
+    cities: pd.DataFrame
+
+
+def aggregate(cities: pd.DataFrame, demand: NDArray[np.float64], clusters: int | None, *, seed: int = 0) -> Populations:
+    """Group cities into populations.
+
+    Parameters
+    ----------
+    cities : pandas.DataFrame
+        From :func:`load_cities`.
+    demand : numpy.ndarray
+        Demand per city. [tokens/s]
+    clusters : int or None
+        Number of clusters; ``None`` keeps each city as its own population.
+    seed : int, optional
+        Seed for the clustering.
+
+    Returns
+    -------
+    Populations
+        Aggregated populations with their members.
+    """
+    members = cities.copy()
+    members["demand_tok_s"] = demand
+    if clusters is None or clusters >= len(cities):
+        labels = np.arange(len(cities), dtype=np.int64)
+    else:
+        labels = weighted_kmeans(unit_vectors(cities["lat"], cities["lon"]), demand, clusters, seed=seed)
+    members["population_index"] = labels
+    vectors = unit_vectors(members["lat"], members["lon"]) * members["population"].to_numpy()[:, None]
+    n = int(labels.max()) + 1 if len(labels) else 0
+    summed = np.zeros((n, 3))
+    np.add.at(summed, labels, vectors)
+    lat, lon = lat_lon_from_vectors(summed)
+    biggest = members.sort_values("population", ascending=False).drop_duplicates("population_index")
+    biggest = biggest.set_index("population_index").sort_index()
+    counts = np.bincount(labels, minlength=n)
+    names = [name if c == 1 else f"{name} +{c - 1}" for name, c in zip(biggest["name"], counts, strict=True)]
+    table = pd.DataFrame(
+        {
+            "population_id": [f"p{k:04d}" for k in range(n)],
+            "name": names,
+            "country_code": biggest["country_code"].to_numpy(),
+            "lat": lat,
+            "lon": lon,
+            "people": np.bincount(labels, weights=members["population"].to_numpy(float), minlength=n),
+            "demand_tok_s": np.bincount(labels, weights=demand, minlength=n),
+            "n_cities": counts,
+        }
+    )
+    return Populations(table=table, cities=members.reset_index(drop=True))

@@ -1,0 +1,103 @@
+"""GeoJSON for real-estate and network teams (RFC 7946: lon/lat WGS84, no ``crs`` member).
+
+Geometry is built here from the plan's tables and nowhere else; files are written by
+:mod:`placement.outputs`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import geopandas as gpd
+import pandas as pd
+from shapely import LineString, Point
+
+WGS84 = "EPSG:4326"
+COORDINATE_DECIMALS = 5
+"""About 1 m at the equator: enough for a metro, small files."""
+
+
+def _line(lon0: float, lat0: float, lon1: float, lat1: float) -> LineString:
+    """A population-to-site line that does not wrap the long way round the antimeridian."""
+    if lon1 - lon0 > 180.0:
+        lon1 -= 360.0
+    elif lon0 - lon1 > 180.0:
+        lon1 += 360.0
+    return LineString([(lon0, lat0), (lon1, lat1)])
+
+
+def sites_frame(sites: pd.DataFrame) -> gpd.GeoDataFrame:
+    """Every candidate site as a point with its decision.
+
+    Parameters
+    ----------
+    sites : pandas.DataFrame
+        The plan's site table (``lat``, ``lon`` and figures).
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Points in WGS84.
+    """
+    geometry = [Point(lon, lat) for lon, lat in zip(sites["lon"], sites["lat"], strict=True)]
+    return gpd.GeoDataFrame(sites.drop(columns=["lat", "lon"]), geometry=geometry, crs=WGS84)
+
+
+def assignments_frame(assignments: pd.DataFrame) -> gpd.GeoDataFrame:
+    """Population-to-site lines with goodput, RTT and TTFT.
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        The plan's assignment table.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        LineStrings in WGS84.
+    """
+    coords = assignments[["pop_lon", "pop_lat", "site_lon", "site_lat"]].to_numpy(float)
+    geometry = [_line(*row) for row in coords.tolist()]
+    frame = assignments.drop(columns=["pop_lon", "pop_lat", "site_lon", "site_lat"])
+    return gpd.GeoDataFrame(frame, geometry=geometry, crs=WGS84)
+
+
+def populations_frame(populations: pd.DataFrame) -> gpd.GeoDataFrame:
+    """Population points with demand, served goodput and main site.
+
+    Parameters
+    ----------
+    populations : pandas.DataFrame
+        The plan's population table.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Points in WGS84.
+    """
+    geometry = [Point(lon, lat) for lon, lat in zip(populations["lon"], populations["lat"], strict=True)]
+    return gpd.GeoDataFrame(populations.drop(columns=["lat", "lon"]), geometry=geometry, crs=WGS84)
+
+
+def write_geojson(frame: gpd.GeoDataFrame, path: Path) -> None:
+    """Write RFC 7946 GeoJSON through GDAL (lon/lat, no ``crs`` member, rounded coordinates).
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        Features in WGS84.
+    path : Path
+        Destination file.
+    """
+    clean = frame.copy()
+    for column in clean.columns:
+        if column != "geometry" and pd.api.types.is_float_dtype(clean[column]):
+            clean[column] = clean[column].round(6)
+    clean.to_file(
+        path,
+        driver="GeoJSON",
+        engine="pyogrio",
+        RFC7946="YES",
+        COORDINATE_PRECISION=COORDINATE_DECIMALS,
+        WRITE_NAME="NO",
+    )

@@ -1,0 +1,102 @@
+"""Writing a plan to a results folder, whole or not at all.
+
+Every file is first written into a fresh sibling folder; only when all of them are written is
+it swapped in for the destination, so a failure leaves the previous results untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from placement import geo
+from placement._errors import PlacementError
+from placement.maps import draw_world_map
+from placement.plan import Plan
+from placement.report import render_markdown
+
+RESULT_FILES = (
+    "summary.json",
+    "sites.csv",
+    "assignments.csv",
+    "populations.csv",
+    "sites.geojson",
+    "assignments.geojson",
+    "populations.geojson",
+    "map.png",
+    "report.md",
+)
+MARKER = "summary.json"
+
+
+def _clean_json(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_json(v) for v in value]
+    return value
+
+
+def _write_all(plan: Plan, folder: Path) -> None:
+    summary = dict(plan.summary)
+    summary["notes"] = plan.notes
+    (folder / "summary.json").write_text(json.dumps(_clean_json(summary), indent=2) + "\n", encoding="utf-8")
+    plan.sites.to_csv(folder / "sites.csv", index=False, float_format="%.6g")
+    plan.assignments.to_csv(folder / "assignments.csv", index=False, float_format="%.6g")
+    plan.populations.to_csv(folder / "populations.csv", index=False, float_format="%.6g")
+    geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
+    geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
+    geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")
+    title = (
+        f"{plan.summary['scenario']}: {plan.summary['sites_open']} sites, "
+        f"${plan.summary['cost_per_million_goodput_tokens_usd'] or float('nan'):.3f} per million goodput tokens"
+    )
+    draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
+    (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
+
+
+def write_results(plan: Plan, out_dir: str | Path) -> Path:
+    """Write every result file of a plan into ``out_dir``, atomically.
+
+    Parameters
+    ----------
+    plan : Plan
+        A solved plan.
+    out_dir : str or Path
+        Destination folder. It is replaced as a whole; an existing folder that does not hold
+        placement results (no ``summary.json``) is refused rather than overwritten.
+
+    Returns
+    -------
+    Path
+        The folder written.
+
+    Raises
+    ------
+    PlacementError
+        If the destination exists and is not a results folder.
+    """
+    out = Path(out_dir).resolve()
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
+        raise PlacementError(f"{out} exists and is not a placement results folder; choose another --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        _write_all(plan, staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    retired = None
+    if out.exists():
+        retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        out.rename(retired / "results")
+    staging.rename(out)
+    if retired is not None:
+        shutil.rmtree(retired, ignore_errors=True)
+    return out

@@ -1,0 +1,326 @@
+"""The scenario file: what to place, for whom, under which objectives, at what cost.
+
+A scenario is YAML. Every problem in it is gathered into one :class:`InputError` that names each
+key path (``classes[0].ttft_p99_ms``), the rule and the fix. Paths inside the file are relative
+to the file's own folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from placement._errors import InputError, Problem
+from placement.economics import EconomicsParams
+from placement.latency import LatencyParams
+from placement.solver import SolverOptions
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SitesSection(_Section):
+    """Where the candidate sites come from."""
+
+    catalog: str = Field(description="CSV or GeoJSON site catalog, relative to the scenario file")
+
+
+class DemandSection(_Section):
+    """How user populations and their demand are derived from GeoNames cities."""
+
+    cities: str = Field(description="GeoNames cities CSV, relative to the scenario file")
+    min_population: int = Field(15_000, ge=0)
+    adoption: float = Field(gt=0, le=1, description="share of people who use the service")
+    tokens_per_user_per_day: float = Field(gt=0, description="output tokens per user per day")
+    peak_factor: float = Field(2.0, ge=1, description="peak-hour demand over the daily mean")
+    clusters: int | None = Field(400, ge=1, description="aggregate cities into this many clusters (null: none)")
+    countries: list[str] | None = Field(None, description="ISO 3166-1 alpha-2 codes to keep (null: all)")
+
+
+class WorkloadClass(_Section):
+    """A workload class: its latency objectives, TTFT budget and per-node goodput."""
+
+    name: str = Field(min_length=1)
+    share: float = Field(gt=0, le=1, description="share of demand in this class")
+    ttft_p99_ms: float = Field(gt=0)
+    itl_p99_ms: float = Field(gt=0)
+    network_round_trips: float = Field(2.0, ge=0.5, description="client-site round trips before the first token")
+    queue_ms: float = Field(ge=0)
+    retrieval_ms: float = Field(0.0, ge=0)
+    prefill_ms: float = Field(ge=0)
+    safety_tokenization_ms: float = Field(0.0, ge=0)
+    first_decode_ms: float = Field(ge=0)
+    goodput_tok_s_per_node: float = Field(gt=0, description="output tokens/s per node inside the ITL objective")
+
+    @property
+    def fixed_ttft_ms(self) -> float:
+        """Every TTFT component that does not depend on the network. [ms]"""
+        return self.queue_ms + self.retrieval_ms + self.prefill_ms + self.safety_tokenization_ms + self.first_decode_ms
+
+    @model_validator(mode="after")
+    def _budget_leaves_room_for_network(self) -> WorkloadClass:
+        if self.fixed_ttft_ms >= self.ttft_p99_ms:
+            raise ValueError(
+                f"the fixed TTFT components sum to {self.fixed_ttft_ms:g} ms, which leaves nothing of the "
+                f"{self.ttft_p99_ms:g} ms objective for the network; lower them or raise ttft_p99_ms"
+            )
+        return self
+
+
+class ServingSection(_Section):
+    """The serving node (first version: goodput per class is given, not computed)."""
+
+    model: str = "llama-3.1-70b"
+    accelerator: str = "h100-sxm"
+    gpus_per_node: int = Field(8, ge=1)
+    node_kw: float = Field(gt=0, description="IT power of one node at load [kW]")
+    headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail")
+
+
+class LatencySection(_Section):
+    """Parameters of the latency model."""
+
+    route_factor: float = Field(1.5, ge=1)
+    fixed_ms: float = Field(2.0, ge=0)
+    access_ms: float = Field(8.0, ge=0)
+
+    def params(self) -> LatencyParams:
+        """As :class:`placement.latency.LatencyParams`."""
+        return LatencyParams(route_factor=self.route_factor, fixed_ms=self.fixed_ms, access_ms=self.access_ms)
+
+
+class EconomicsSection(_Section):
+    """Cost inputs shared by every site."""
+
+    node_capex_usd: float = Field(gt=0)
+    node_life_years: float = Field(4.0, gt=0)
+    facility_life_years: float = Field(15.0, gt=0)
+    discount_rate: float = Field(0.08, ge=0, lt=1)
+    opex_usd_per_node_h: float = Field(0.0, ge=0)
+    site_fixed_cost_usd_per_h: float = Field(0.0, ge=0)
+
+    def params(self) -> EconomicsParams:
+        """As :class:`placement.economics.EconomicsParams`."""
+        return EconomicsParams(**self.model_dump())
+
+
+class SolverSection(_Section):
+    """Which solver and when to stop."""
+
+    name: Literal["highs", "cbc"] = "highs"
+    time_limit_s: float | None = Field(60.0, gt=0)
+    gap: float = Field(0.005, ge=0, lt=1)
+    threads: int = Field(1, ge=1)
+
+    def options(self, *, msg: bool = False) -> SolverOptions:
+        """As :class:`placement.solver.SolverOptions`."""
+        return SolverOptions(
+            name=self.name,
+            time_limit_s=self.time_limit_s,
+            gap=self.gap,
+            threads=self.threads,
+            msg=msg,
+        )
+
+
+class PolicySection(_Section):
+    """What to do when part of the demand cannot be served inside its objective."""
+
+    unreachable: Literal["stop", "report"] = Field(
+        "stop",
+        description="stop: a population with no site inside its budget stops the run; report: serve the rest",
+    )
+
+
+class Scenario(_Section):
+    """A whole scenario."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    sites: SitesSection
+    demand: DemandSection
+    classes: list[WorkloadClass] = Field(min_length=1)
+    serving: ServingSection
+    latency: LatencySection = LatencySection()
+    economics: EconomicsSection
+    solver: SolverSection = SolverSection()
+    policy: PolicySection = PolicySection()
+
+    @model_validator(mode="after")
+    def _classes_are_consistent(self) -> Scenario:
+        names = [c.name for c in self.classes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"class names must be unique, got {names}")
+        total = sum(c.share for c in self.classes)
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"class shares must sum to 1, they sum to {total:g}")
+        return self
+
+
+class LoadedScenario(BaseModel):
+    """A validated scenario and the folder its relative paths start from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scenario: Scenario
+    path: Path
+
+    def resolve(self, relative: str) -> Path:
+        """A path from the scenario, made absolute against the scenario's folder."""
+        candidate = Path(relative)
+        return candidate if candidate.is_absolute() else (self.path.parent / candidate).resolve()
+
+    @property
+    def catalog_path(self) -> Path:
+        """The site catalog file."""
+        return self.resolve(self.scenario.sites.catalog)
+
+    @property
+    def cities_path(self) -> Path:
+        """The cities file."""
+        return self.resolve(self.scenario.demand.cities)
+
+
+_FIXES = {
+    "missing": "add this key",
+    "extra_forbidden": "remove it or correct its spelling",
+    "greater_than": "use a larger value",
+    "greater_than_equal": "use a larger value",
+    "less_than": "use a smaller value",
+    "less_than_equal": "use a smaller value",
+    "float_parsing": "write a number",
+    "int_parsing": "write a whole number",
+    "int_from_float": "write a whole number",
+    "literal_error": "use one of the allowed values",
+    "too_short": "add at least one entry",
+    "string_type": "write a text value",
+    "list_type": "write a list",
+    "model_type": "write a mapping of keys to values",
+    "dict_type": "write a mapping of keys to values",
+}
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + part
+    return path or "(top level)"
+
+
+def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
+    model: Any = Scenario
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            return []
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))
+        model = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if model is None:
+            return []
+    return list(model.model_fields) if hasattr(model, "model_fields") else []
+
+
+def _problem_from_pydantic(source: str, error: Any) -> Problem:
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    fix = _FIXES.get(kind, "see the scenario format in the README")
+    if kind == "extra_forbidden":
+        known = _known_keys(loc)
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        fix = f"did you mean '{close[0]}'?" if close else f"remove it; known keys here: {', '.join(known)}"
+        message = "unknown key"
+    elif "input" in error and kind != "missing":
+        message = f"{message} (got {error['input']!r})"
+    return Problem(source, _key_path(loc), "", message, fix)
+
+
+def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
+    problems = []
+    for key, path in (
+        ("sites.catalog", loaded.catalog_path),
+        ("demand.cities", loaded.cities_path),
+    ):
+        if not path.is_file():
+            problems.append(
+                Problem(
+                    source,
+                    key,
+                    "",
+                    f"file not found: {path}",
+                    "give a path relative to the scenario file",
+                )
+            )
+    return problems
+
+
+def load_scenario(path: str | Path) -> LoadedScenario:
+    """Read and validate a scenario file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A YAML scenario.
+
+    Returns
+    -------
+    LoadedScenario
+        The scenario and its location.
+
+    Raises
+    ------
+    InputError
+        Listing every problem with its key path.
+    """
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise InputError([Problem(source, "", "", "file not found", "check the path")])
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise InputError(
+            [
+                Problem(
+                    source,
+                    where,
+                    "",
+                    f"not valid YAML ({getattr(exc, 'problem', exc)})",
+                    "fix the syntax",
+                )
+            ]
+        ) from None
+    if not isinstance(raw, dict):
+        raise InputError(
+            [
+                Problem(
+                    source,
+                    "",
+                    "",
+                    "the file must hold a mapping of keys to values",
+                    "see data/scenarios/default.yaml",
+                )
+            ]
+        )
+    try:
+        scenario = Scenario.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError([_problem_from_pydantic(source, e) for e in exc.errors()]) from None
+    loaded = LoadedScenario(scenario=scenario, path=path.resolve())
+    problems = _check_files(loaded, source)
+    if problems:
+        raise InputError(problems)
+    return loaded

@@ -1,0 +1,446 @@
+"""Build ``data/sites/world_metros.csv`` from cloud-region coordinates.
+
+Build-time tool only: it reads the shared data folder (cloud-region JSONs and the
+codecarbon country energy mix), clusters provider regions into metros, joins the
+hand-written per-metro figures in ``data/sites/metro_figures.csv`` and writes the
+catalog deterministically.  Tests and the application never run it.
+
+Usage (from the repository root)::
+
+    .venv/bin/python scripts/build_site_catalog.py --shared ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROVIDERS: tuple[str, ...] = ("aws", "azure", "gcp", "oci")
+CLUSTER_RADIUS_KM = 100.0
+EARTH_RADIUS_KM = 6371.0088
+
+OUTPUT_COLUMNS: tuple[str, ...] = (
+    "id",
+    "name",
+    "country_code",
+    "country",
+    "continent",
+    "lat",
+    "lon",
+    "mw_available",
+    "power_price_usd_per_mwh",
+    "pue",
+    "capex_usd_per_mw",
+    "carbon_intensity_g_per_kwh",
+    "locked",
+    "providers",
+    "source",
+)
+
+# Regions left out of the catalog entirely (key -> reason).
+EXCLUDED: dict[str, str] = {
+    "aws:us-gov-east-1": "GovCloud: restricted partition; coordinates are a US placeholder",
+    "aws:us-gov-west-1": "GovCloud: restricted partition; coordinates are a US placeholder",
+}
+
+# Published coordinates that are state/country placeholders or point at a city other
+# than the one the provider documents (key -> (lat, lon, location and basis)).
+COORD_FIXES: dict[str, tuple[float, float, str]] = {
+    "gcp:us-east4": (39.0438, -77.4874, "Ashburn, Virginia (GCP regions page)"),
+    "gcp:us-central1": (41.2619, -95.8608, "Council Bluffs, Iowa (GCP regions page)"),
+    "gcp:us-east1": (33.1960, -80.0131, "Moncks Corner, South Carolina (GCP regions page)"),
+    "gcp:us-west1": (45.5946, -121.1787, "The Dalles, Oregon (GCP regions page)"),
+    "gcp:europe-west1": (50.4491, 3.8185, "St. Ghislain, Belgium (GCP regions page)"),
+    "gcp:europe-west4": (53.4386, 6.8355, "Eemshaven, Netherlands (GCP regions page)"),
+    "gcp:europe-north1": (60.5697, 27.1981, "Hamina, Finland (GCP regions page)"),
+    "azure:eastus": (39.0438, -77.4874, "Virginia only; generic state point -> N. Virginia hub"),
+    "azure:francecentral": (48.8566, 2.3522, "Paris (Azure geographies page)"),
+    "azure:francesouth": (43.2965, 5.3698, "Marseille (Azure geographies page)"),
+    "azure:germanynorth": (52.5200, 13.4050, "Berlin (Azure geographies page)"),
+    "azure:ukwest": (51.4816, -3.1791, "Cardiff (Azure geographies page)"),
+    "azure:mexicocentral": (20.5888, -100.3899, "Queretaro State (Azure geographies page)"),
+    "azure:jioindiawest": (22.4707, 70.0577, "Jamnagar (Azure geographies page)"),
+    "azure:jioindiacentral": (21.1458, 79.0882, "Nagpur (Azure geographies page)"),
+}
+
+# Country name as spelled in the regions JSONs -> (ISO alpha-2, ISO alpha-3, continent).
+COUNTRIES: dict[str, tuple[str, str, str]] = {
+    "Australia": ("AU", "AUS", "Oceania"),
+    "Bahrain": ("BH", "BHR", "Asia"),
+    "Belgium": ("BE", "BEL", "Europe"),
+    "Brazil": ("BR", "BRA", "South America"),
+    "Canada": ("CA", "CAN", "North America"),
+    "Chile": ("CL", "CHL", "South America"),
+    "China": ("CN", "CHN", "Asia"),
+    "Finland": ("FI", "FIN", "Europe"),
+    "France": ("FR", "FRA", "Europe"),
+    "Germany": ("DE", "DEU", "Europe"),
+    "Hong Kong": ("HK", "HKG", "Asia"),
+    "India": ("IN", "IND", "Asia"),
+    "Indonesia": ("ID", "IDN", "Asia"),
+    "Ireland": ("IE", "IRL", "Europe"),
+    "Israel": ("IL", "ISR", "Asia"),
+    "Italy": ("IT", "ITA", "Europe"),
+    "Japan": ("JP", "JPN", "Asia"),
+    "Malaysia": ("MY", "MYS", "Asia"),
+    "Mexico": ("MX", "MEX", "North America"),
+    "Netherlands": ("NL", "NLD", "Europe"),
+    "Norway": ("NO", "NOR", "Europe"),
+    "Poland": ("PL", "POL", "Europe"),
+    "Qatar": ("QA", "QAT", "Asia"),
+    "Saudi Arabia": ("SA", "SAU", "Asia"),
+    "Singapore": ("SG", "SGP", "Asia"),
+    "South Africa": ("ZA", "ZAF", "Africa"),
+    "South Korea": ("KR", "KOR", "Asia"),
+    "Spain": ("ES", "ESP", "Europe"),
+    "Sweden": ("SE", "SWE", "Europe"),
+    "Switzerland": ("CH", "CHE", "Europe"),
+    "Taiwan": ("TW", "TWN", "Asia"),
+    "United Arab Emirates": ("AE", "ARE", "Asia"),
+    "United Kingdom": ("GB", "GBR", "Europe"),
+    "United States": ("US", "USA", "North America"),
+}
+
+# Estimation rules, documented in data/sites/SOURCES_sites.md.
+MW_BY_TIER: dict[str, float] = {"T1": 500.0, "T2": 200.0, "T3": 80.0, "T4": 30.0}
+PUE_BY_CLIMATE: dict[str, float] = {
+    "cool": 1.20,
+    "temperate": 1.30,
+    "hot-dry": 1.35,
+    "hot-humid": 1.45,
+}
+
+FIGURE_COLUMNS: tuple[str, ...] = (
+    "id",
+    "name",
+    "anchor",
+    "climate",
+    "mw_tier",
+    "power_price_usd_per_mwh",
+    "price_source",
+    "capex_usd_per_mw",
+    "capex_source",
+    "note",
+)
+
+
+class CatalogError(RuntimeError):
+    """Raised when the inputs cannot produce a complete, consistent catalog."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One provider region after exclusions and coordinate fixes.
+
+    Attributes
+    ----------
+    key : str
+        ``provider:region-code``, e.g. ``aws:us-east-1``.
+    country : str
+        Country name as spelled in the regions JSON.
+    lat, lon : float
+        Coordinates in decimal degrees (WGS84).
+    """
+
+    key: str
+    country: str
+    lat: float
+    lon: float
+
+
+def haversine_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    """Return the great-circle distance between two points.
+
+    Parameters
+    ----------
+    lat1, lon1, lat2, lon2 : float
+        Coordinates in decimal degrees.
+
+    Returns
+    -------
+    float
+        Distance in kilometres.
+    """
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    h = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(h))
+
+
+def load_regions(shared: Path) -> list[Region]:
+    """Read the four provider JSONs, drop exclusions and apply coordinate fixes.
+
+    Parameters
+    ----------
+    shared : Path
+        The shared data folder holding ``regions/{provider}_regions.json``.
+
+    Returns
+    -------
+    list of Region
+        Regions sorted by key.
+
+    Raises
+    ------
+    CatalogError
+        If a file is missing or a fix/exclusion names a region that does not exist.
+    """
+    regions: list[Region] = []
+    seen: set[str] = set()
+    for provider in PROVIDERS:
+        path = shared / "regions" / f"{provider}_regions.json"
+        if not path.is_file():
+            raise CatalogError(f"missing regions file: {path}")
+        data: dict[str, dict[str, object]] = json.loads(path.read_text(encoding="utf-8"))
+        for code, info in data.items():
+            key = f"{provider}:{code}"
+            seen.add(key)
+            if key in EXCLUDED:
+                continue
+            lat, lon = float(str(info["latitude"])), float(str(info["longitude"]))
+            if key in COORD_FIXES:
+                lat, lon, _ = COORD_FIXES[key]
+            regions.append(Region(key, str(info["country"]), lat, lon))
+    unknown = (set(EXCLUDED) | set(COORD_FIXES)) - seen
+    if unknown:
+        raise CatalogError(f"exclusions/fixes name unknown regions: {sorted(unknown)}")
+    return sorted(regions, key=lambda r: r.key)
+
+
+def cluster(regions: Sequence[Region], radius_km: float) -> list[list[Region]]:
+    """Group regions into metros by single linkage within one country.
+
+    Two regions are linked when they are in the same country and at most
+    ``radius_km`` apart; metros are the connected components.
+
+    Parameters
+    ----------
+    regions : sequence of Region
+        Regions to group.
+    radius_km : float
+        Linkage distance in kilometres.
+
+    Returns
+    -------
+    list of list of Region
+        Clusters, each sorted by key, ordered by their first key.
+    """
+    parent = list(range(len(regions)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, a in enumerate(regions):
+        for j in range(i + 1, len(regions)):
+            b = regions[j]
+            if a.country == b.country and haversine_km(a.lat, a.lon, b.lat, b.lon) <= radius_km:
+                parent[find(j)] = find(i)
+    groups: dict[int, list[Region]] = {}
+    for i, r in enumerate(regions):
+        groups.setdefault(find(i), []).append(r)
+    return sorted((sorted(g, key=lambda r: r.key) for g in groups.values()), key=lambda g: g[0].key)
+
+
+def read_figures(path: Path) -> list[dict[str, str]]:
+    """Read the hand-written per-metro figures.
+
+    Parameters
+    ----------
+    path : Path
+        ``data/sites/metro_figures.csv``.
+
+    Returns
+    -------
+    list of dict
+        One dict per metro row.
+
+    Raises
+    ------
+    CatalogError
+        On a wrong header, a duplicate id/anchor or an unknown tier/climate.
+    """
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != FIGURE_COLUMNS:
+            raise CatalogError(f"{path}: header must be {','.join(FIGURE_COLUMNS)}")
+        rows = list(reader)
+    for col in ("id", "anchor"):
+        values = [r[col] for r in rows]
+        dupes = sorted({v for v in values if values.count(v) > 1})
+        if dupes:
+            raise CatalogError(f"{path}: duplicate {col}: {dupes}")
+    for r in rows:
+        if r["mw_tier"] not in MW_BY_TIER or r["climate"] not in PUE_BY_CLIMATE:
+            raise CatalogError(f"{path}: bad mw_tier/climate in row {r['id']}")
+        if float(r["power_price_usd_per_mwh"]) <= 0 or float(r["capex_usd_per_mw"]) <= 0:
+            raise CatalogError(f"{path}: non-positive price/capex in row {r['id']}")
+    return rows
+
+
+def load_carbon(shared: Path) -> dict[str, tuple[float, int]]:
+    """Read codecarbon's carbon intensity by ISO3 country.
+
+    Parameters
+    ----------
+    shared : Path
+        The shared data folder.
+
+    Returns
+    -------
+    dict
+        ISO3 -> (gCO2/kWh, data year).
+    """
+    path = shared / "energy" / "codecarbon_global_energy_mix_by_country.json"
+    data: dict[str, dict[str, object]] = json.loads(path.read_text(encoding="utf-8"))
+    return {k: (float(str(v["carbon_intensity"])), int(str(v["year"]))) for k, v in data.items()}
+
+
+def build_rows(
+    clusters: Iterable[list[Region]],
+    figures: Sequence[dict[str, str]],
+    carbon: dict[str, tuple[float, int]],
+) -> list[dict[str, str]]:
+    """Join clusters with figures and carbon intensity into output rows.
+
+    Parameters
+    ----------
+    clusters : iterable of list of Region
+        Output of :func:`cluster`.
+    figures : sequence of dict
+        Output of :func:`read_figures`; each row's ``anchor`` names one member region.
+    carbon : dict
+        Output of :func:`load_carbon`.
+
+    Returns
+    -------
+    list of dict
+        Rows keyed by :data:`OUTPUT_COLUMNS`, sorted by id.
+
+    Raises
+    ------
+    CatalogError
+        If a metro lacks figures, a figure row matches no metro, an anchor is
+        shared by two metros, or a country is unknown.
+    """
+    by_anchor = {f["anchor"]: f for f in figures}
+    used: set[str] = set()
+    rows: list[dict[str, str]] = []
+    missing: list[str] = []
+    for members in clusters:
+        keys = [m.key for m in members]
+        hits = [by_anchor[k] for k in keys if k in by_anchor]
+        if len(hits) != 1:
+            missing.append(f"{keys} ({len(hits)} figure rows)")
+            continue
+        fig = hits[0]
+        used.add(fig["anchor"])
+        country = members[0].country
+        if country not in COUNTRIES:
+            raise CatalogError(f"unknown country {country!r} for metro {fig['id']}")
+        iso2, iso3, continent = COUNTRIES[country]
+        if iso3 not in carbon:
+            raise CatalogError(f"codecarbon has no carbon intensity for {iso3}")
+        intensity, year = carbon[iso3]
+        lat = sum(m.lat for m in members) / len(members)
+        lon = sum(m.lon for m in members) / len(members)
+        fixed = ",".join(m.key for m in members if m.key in COORD_FIXES)
+        source = "; ".join(
+            s
+            for s in (
+                f"price: {fig['price_source']}",
+                f"mw: estimate {fig['mw_tier']}",
+                f"pue: estimate climate {fig['climate']}",
+                f"capex: {fig['capex_source']}",
+                f"carbon: codecarbon {iso3} {year}",
+                f"coords: corrected for {fixed}" if fixed else "",
+                fig["note"],
+            )
+            if s
+        )
+        rows.append(
+            {
+                "id": fig["id"],
+                "name": fig["name"],
+                "country_code": iso2,
+                "country": country,
+                "continent": continent,
+                "lat": f"{lat:.4f}",
+                "lon": f"{lon:.4f}",
+                "mw_available": f"{MW_BY_TIER[fig['mw_tier']]:.0f}",
+                "power_price_usd_per_mwh": f"{float(fig['power_price_usd_per_mwh']):.1f}",
+                "pue": f"{PUE_BY_CLIMATE[fig['climate']]:.2f}",
+                "capex_usd_per_mw": f"{float(fig['capex_usd_per_mw']):.0f}",
+                "carbon_intensity_g_per_kwh": f"{intensity:.1f}",
+                "locked": "false",
+                "providers": ";".join(keys),
+                "source": source,
+            }
+        )
+    if missing:
+        raise CatalogError("metros without exactly one figure row:\n  " + "\n  ".join(missing))
+    stale = sorted(set(by_anchor) - used)
+    if stale:
+        raise CatalogError(f"figure rows whose anchor is in no metro: {stale}")
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def write_csv(rows: Sequence[dict[str, str]], path: Path) -> None:
+    """Write the catalog with a fixed column order and ``\\n`` line endings.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        Output of :func:`build_rows`.
+    path : Path
+        Destination CSV.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=OUTPUT_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the build.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Command-line arguments (defaults to ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Process exit code (0 on success, 1 on a catalog error).
+    """
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=REPO_ROOT.parent / "shared" / "data")
+    parser.add_argument("--figures", type=Path, default=REPO_ROOT / "data" / "sites" / "metro_figures.csv")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "sites" / "world_metros.csv")
+    parser.add_argument("--radius-km", type=float, default=CLUSTER_RADIUS_KM)
+    args = parser.parse_args(argv)
+    try:
+        regions = load_regions(args.shared)
+        clusters = cluster(regions, args.radius_km)
+        rows = build_rows(clusters, read_figures(args.figures), load_carbon(args.shared))
+    except CatalogError as exc:
+        print(f"build_site_catalog: error: {exc}", file=sys.stderr)
+        return 1
+    write_csv(rows, args.out)
+    print(f"wrote {len(rows)} metros from {len(regions)} regions to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
