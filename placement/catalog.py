@@ -33,7 +33,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("name", "text", True, help="display name"),
     Column("lat", "number", True, -90.0, 90.0, help="latitude, WGS84 [degrees]"),
     Column("lon", "number", True, -180.0, 180.0, help="longitude, WGS84 [degrees]"),
-    Column("mw_available", "number", True, 0.0, None, help="critical IT power available [MW]"),
+    Column("mw_available", "number", True, 0.0, None, help="facility power available, IT load x PUE [MW]"),
     Column("power_price_usd_per_mwh", "number", True, 0.0, None, help="electricity price [USD/MWh]"),
     Column("pue", "number", True, 1.0, 3.0, help="power usage effectiveness"),
     Column(

@@ -57,8 +57,11 @@ def add_open_variables(
     list of pulp.LpVariable
         ``open[j]``.
     """
-    lows = np.zeros(n_sites) if locked is None else locked.astype(float)
-    return [problem.add_variable(f"open_{j}", lowBound=lows[j], upBound=1, cat=pulp.LpBinary) for j in range(n_sites)]
+    opens = [problem.add_variable(f"open_{j}", cat=pulp.LpBinary) for j in range(n_sites)]
+    if locked is not None:
+        for j in np.flatnonzero(locked).tolist():
+            opens[j].lowBound = 1  # set after creation: PuLP resets a binary's bounds to [0, 1]
+    return opens
 
 
 def add_flow_variables(problem: pulp.LpProblem, pair_pop: IntArray, pair_site: IntArray) -> list[pulp.LpVariable]:

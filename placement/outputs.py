@@ -47,9 +47,9 @@ def _write_all(plan: Plan, folder: Path) -> None:
     summary = dict(plan.summary)
     summary["notes"] = plan.notes
     (folder / "summary.json").write_text(json.dumps(_clean_json(summary), indent=2) + "\n", encoding="utf-8")
-    plan.sites.to_csv(folder / "sites.csv", index=False, float_format="%.6g")
-    plan.assignments.to_csv(folder / "assignments.csv", index=False, float_format="%.6g")
-    plan.populations.to_csv(folder / "populations.csv", index=False, float_format="%.6g")
+    plan.sites.to_csv(folder / "sites.csv", index=False, float_format="%.10g")
+    plan.assignments.to_csv(folder / "assignments.csv", index=False, float_format="%.10g")
+    plan.populations.to_csv(folder / "populations.csv", index=False, float_format="%.10g")
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")

@@ -184,7 +184,8 @@ def _read_cbc_log(text: str, problem: pulp.LpProblem) -> tuple[SolveStatus, floa
     objective = math.nan if objective is None else float(objective)
     bound_match = _CBC_BOUND.search(text)
     if "optimal" in lowered and has_solution:
-        return SolveStatus.OPTIMAL, objective, objective, message
+        # "Optimal solution found (within gap tolerance)" prints the bound it proved; plain optimal may not.
+        return SolveStatus.OPTIMAL, objective, float(bound_match.group(1)) if bound_match else objective, message
     bound = float(bound_match.group(1)) if bound_match else math.nan
     if not problem.isMIP() and has_solution and problem.status == pulp.LpStatusOptimal:
         return SolveStatus.OPTIMAL, objective, objective, message or "LP optimal"

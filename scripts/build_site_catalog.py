@@ -108,7 +108,7 @@ COUNTRIES: dict[str, tuple[str, str, str]] = {
     "United States": ("US", "USA", "North America"),
 }
 
-# Estimation rules, documented in data/sites/SOURCES_sites.md.
+# Estimation rules, documented in data/SOURCES.md ("Site catalog").
 MW_BY_TIER: dict[str, float] = {"T1": 500.0, "T2": 200.0, "T3": 80.0, "T4": 30.0}
 PUE_BY_CLIMATE: dict[str, float] = {
     "cool": 1.20,

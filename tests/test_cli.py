@@ -1,0 +1,155 @@
+"""The command line end to end: solve the bundled world, read the outputs back, validate inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+
+from placement.cli import main
+from tests.conftest import CATALOG_HEADER, write_scenario
+
+SUMMARY_KEYS = {
+    "status",
+    "objective_usd_per_h",
+    "cost_per_million_goodput_tokens_usd",
+    "goodput_tok_s",
+    "tokens_per_s_per_mw",
+    "sites_open",
+    "mw_used",
+    "p99_ttft_ms_max",
+    "p99_ttft_ms_mean",
+    "unserved_share",
+    "solver",
+    "gap",
+    "runtime_s",
+}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("world") / "out"
+    assert main(["solve", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_default_run_writes_every_output(world: Path) -> None:
+    for name in ("summary.json", "sites.csv", "assignments.csv", "sites.geojson", "assignments.geojson", "map.png", "report.md"):
+        assert (world / name).stat().st_size > 0, name
+    summary = json.loads((world / "summary.json").read_text())
+    assert SUMMARY_KEYS <= set(summary)
+    assert summary["gap"] <= 0.005 + 1e-9
+    assert 0.2 <= summary["cost_per_million_goodput_tokens_usd"] <= 20  # seed 002's range
+    assert summary["sites_open"] >= 5
+
+
+def test_default_run_respects_every_constraint(world: Path) -> None:
+    summary = json.loads((world / "summary.json").read_text())
+    sites = pd.read_csv(world / "sites.csv")
+    assignments = pd.read_csv(world / "assignments.csv")
+    populations = pd.read_csv(world / "populations.csv")
+    # Latency: every assignment inside its objective.
+    assert (assignments["ttft_p99_ms"] <= assignments["ttft_objective_ms"] + 1e-6).all()
+    components = assignments[
+        ["network_ms", "queue_ms", "retrieval_ms", "prefill_ms", "safety_tokenization_ms", "first_decode_ms"]
+    ]
+    np.testing.assert_allclose(components.sum(axis=1), assignments["ttft_p99_ms"], rtol=1e-6)
+    # Power: nodes x kW x PUE within MW available, zero when closed.
+    assert (sites["mw_used"] <= sites["mw_available"] + 1e-9).all()
+    assert (sites.loc[~sites["open"], "nodes"] == 0).all()
+    # Capacity: goodput per site within nodes x 10,000 x (1 - 0.2).
+    assert (sites["goodput_tok_s"] <= sites["nodes"] * 8000 * (1 + 1e-9)).all()
+    # Goodput adds up; the cost report sums to the objective.
+    assert assignments["goodput_tok_s"].sum() == pytest.approx(summary["goodput_tok_s"])
+    assert sites["cost_usd_per_h"].sum() == pytest.approx(summary["objective_usd_per_h"])
+    assert populations["served_tok_s"].sum() == pytest.approx(summary["goodput_tok_s"], rel=1e-6)
+    served_share = populations["served_tok_s"].sum() / populations["demand_tok_s"].sum()
+    assert 1 - served_share == pytest.approx(summary["unserved_share"], abs=1e-9)
+
+
+def test_geojson_reads_back_and_follows_rfc7946(world: Path) -> None:
+    sites = gpd.read_file(world / "sites.geojson")
+    assert len(sites) == len(pd.read_csv(world / "sites.csv"))
+    assert set(sites.geom_type) == {"Point"}
+    assignments = gpd.read_file(world / "assignments.geojson")
+    assert set(assignments.geom_type) <= {"LineString", "MultiLineString"}
+    for name in ("sites.geojson", "assignments.geojson", "populations.geojson"):
+        doc = json.loads((world / name).read_text())
+        assert doc["type"] == "FeatureCollection" and "crs" not in doc
+        coords = np.array([c for f in doc["features"] for c in _points(f["geometry"])])
+        assert (np.abs(coords[:, 0]) <= 180).all() and (np.abs(coords[:, 1]) <= 90).all()
+
+
+def _points(geometry: dict) -> list[list[float]]:
+    if geometry["type"] == "Point":
+        return [geometry["coordinates"]]
+    if geometry["type"] == "LineString":
+        return geometry["coordinates"]
+    return [p for line in geometry["coordinates"] for p in line]
+
+
+def test_existing_non_results_folder_is_refused(tmp_path: Path, small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    precious = tmp_path / "mine"
+    precious.mkdir()
+    (precious / "thesis.txt").write_text("keep me")
+    assert main(["solve", str(small_scenario), "--out", str(precious), "--quiet"]) == 1
+    assert (precious / "thesis.txt").read_text() == "keep me"
+    assert "not a placement results folder" in capsys.readouterr().err
+
+
+def test_rerun_replaces_results_whole(tmp_path: Path, small_scenario: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["solve", str(small_scenario), "--out", str(out), "--quiet"]) == 0
+    (out / "stale.txt").write_text("from an older run")
+    assert main(["solve", str(small_scenario), "--out", str(out), "--quiet", "--solver", "cbc"]) == 0
+    assert not (out / "stale.txt").exists()
+    assert json.loads((out / "summary.json").read_text())["solver"] == "cbc"
+
+
+def test_unreachable_population_is_diagnosed_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cities = "geonameid,name,countrycode,admin1code,latitude,longitude,population,timezone\n"
+    cities += "1,New York,US,NY,40.71,-74.01,8000000,America/New_York\n9,Honolulu,US,HI,21.31,-157.86,350000,Pacific/Honolulu\n"
+    path = write_scenario(tmp_path, cities=cities)
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "Honolulu" in err and "nearest site Chicago" in err and "300 ms objective" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreachable_population_reported_when_policy_says_so(tmp_path: Path) -> None:
+    cities = "geonameid,name,countrycode,admin1code,latitude,longitude,population,timezone\n"
+    cities += "1,New York,US,NY,40.71,-74.01,8000000,America/New_York\n9,Honolulu,US,HI,21.31,-157.86,350000,Pacific/Honolulu\n"
+    path = write_scenario(tmp_path, cities=cities, policy={"unreachable": "report"})
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["status"] == "partial"
+    assert summary["unserved_share"] == pytest.approx(350_000 / 8_350_000)
+    assert any("Honolulu" in note for note in summary["notes"])
+
+
+def test_power_shortfall_is_diagnosed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # New York needs about 0.24 MW of facility power; its sites within 55 ms RTT hold 0.05 MW each.
+    catalog = (
+        CATALOG_HEADER
+        + "ashburn,Ashburn,US,NA,39.04,-77.49,0.05,80,1.3,1e7,false\nchicago,Chicago,US,NA,41.88,-87.63,0.05,60,1.3,1e7,false\n"
+    )
+    cities = "geonameid,name,countrycode,admin1code,latitude,longitude,population,timezone\n1,New York,US,NY,40.71,-74.01,8000000,America/New_York\n"
+    path = write_scenario(tmp_path, catalog=catalog, cities=cities)
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "New York" in err and "cannot be served" in err and "Ashburn" in err
+
+
+def test_validate_exit_codes(tmp_path: Path, small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(small_scenario)]) == 0
+    bad = tmp_path / "bad.csv"
+    bad.write_text(CATALOG_HEADER + "a,A,US,NA,95,0,1,1,1.2,1,false\n")
+    assert main(["validate", str(bad)]) == 1
+    assert "row 1 (line 2), field 'lat'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        main(["validate"])
+    assert usage.value.code == 2

@@ -1,0 +1,74 @@
+"""A bad scenario is one error listing every problem with its key path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from placement._errors import InputError
+from placement.scenario import load_scenario
+from tests.conftest import DEFAULT_SCENARIO, scenario_dict, write_scenario
+
+
+def problems_of(path: Path) -> list[str]:
+    with pytest.raises(InputError) as info:
+        load_scenario(path)
+    return [str(p) for p in info.value.problems]
+
+
+def test_default_scenario_is_valid() -> None:
+    loaded = load_scenario(DEFAULT_SCENARIO)
+    assert loaded.catalog_path.is_file() and loaded.cities_path.is_file()
+    assert loaded.scenario.classes[0].ttft_p99_ms == 300
+
+
+def test_every_problem_with_its_key_path(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path)
+    raw = scenario_dict()
+    raw["demand"]["adoption"] = 1.5
+    raw["classes"][0]["ttft_p99_ms"] = -3
+    raw["serving"]["headroom"] = 1.0
+    raw["solver"]["name"] = "gurobi"
+    raw["economics"]["node_capex"] = 1
+    del raw["economics"]["node_capex_usd"]
+    path.write_text(yaml.safe_dump(raw))
+    problems = problems_of(path)
+    joined = "\n".join(problems)
+    for key in ("demand.adoption", "classes[0].ttft_p99_ms", "serving.headroom", "solver.name", "economics.node_capex_usd"):
+        assert key in joined, key
+    assert "economics.node_capex" in joined and "did you mean 'node_capex_usd'" in joined
+    assert len(problems) == 6
+
+
+def test_fixed_components_leave_no_room_for_network(tmp_path: Path) -> None:
+    raw = scenario_dict()
+    raw["classes"][0]["prefill_ms"] = 290
+    path = write_scenario(tmp_path)
+    path.write_text(yaml.safe_dump(raw))
+    (problem,) = problems_of(path)
+    assert "classes[0]" in problem and "nothing of the" in problem
+
+
+def test_shares_must_sum_to_one(tmp_path: Path) -> None:
+    raw = scenario_dict()
+    raw["classes"][0]["share"] = 0.5
+    path = write_scenario(tmp_path)
+    path.write_text(yaml.safe_dump(raw))
+    (problem,) = problems_of(path)
+    assert "sum to 1" in problem
+
+
+def test_missing_files_are_named(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path)
+    (tmp_path / "catalog.csv").unlink()
+    (problem,) = problems_of(path)
+    assert "sites.catalog" in problem and "file not found" in problem
+
+
+def test_broken_yaml_gives_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\nsites: [unclosed\n")
+    (problem,) = problems_of(path)
+    assert "line" in problem and "YAML" in problem
