@@ -27,6 +27,7 @@ RESULT_FILES = (
     "sites.geojson",
     "assignments.geojson",
     "populations.geojson",
+    "population_members.csv",
     "map.png",
     "report.md",
 )
@@ -50,6 +51,11 @@ def _write_all(plan: Plan, folder: Path) -> None:
     plan.sites.to_csv(folder / "sites.csv", index=False, float_format="%.10g")
     plan.assignments.to_csv(folder / "assignments.csv", index=False, float_format="%.10g")
     plan.populations.to_csv(folder / "populations.csv", index=False, float_format="%.10g")
+    members = plan.instance.populations.cities
+    ids = plan.populations["population_id"].to_numpy()[members["population_index"].to_numpy()]
+    members.assign(population_id=ids).drop(columns=["population_index"]).to_csv(
+        folder / "population_members.csv", index=False, float_format="%.10g"
+    )
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")

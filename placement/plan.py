@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from placement._errors import InfeasibleError
+from placement._errors import InfeasibleError, SolverError
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms, ttft_p99_ms
 from placement.catalog import load_catalog
 from placement.demand import Populations, aggregate, demand_tok_s, load_cities
@@ -27,7 +27,7 @@ from placement.economics import (
     tokens_per_s_per_mw,
 )
 from placement.latency import population_site_rtt_ms
-from placement.model import PlacementInput, PlacementSolution, diagnose_shortfall, solve_placement
+from placement.model import PlacementInput, PlacementSolution, diagnose_shortfall, solve_placement, verify_solution
 from placement.scenario import LoadedScenario, WorkloadClass
 from placement.solver import SolveStatus
 
@@ -472,6 +472,9 @@ def _assemble(instance: Instance, solution: PlacementSolution, status: str, note
     sites = _site_table(instance, solution, served_by_site)
     assignments = _assignment_table(instance, solution)
     populations = _population_table(instance, served_commodity, assignments)
+    late = assignments["ttft_p99_ms"] > assignments["ttft_objective_ms"] + 1e-9
+    if late.any():
+        raise SolverError(f"{int(late.sum())} assignments exceed their TTFT objective; the model admitted a forbidden pair")
     summary = summarise(instance, solution, sites, assignments, status)
     return Plan(instance, solution, sites, assignments, populations, summary, notes)
 
@@ -522,6 +525,9 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     if status == SolveStatus.INFEASIBLE:
         progress("infeasible: diagnosing which populations cannot be served")
         elastic = diagnose_shortfall(instance.inputs, options)
+        violations = verify_solution(instance.inputs, elastic, elastic=True)
+        if violations:
+            raise SolverError("the diagnosis model returned a placement that violates constraints: " + "; ".join(violations))
         lines = _shortfall_message(instance, elastic)
         header = "the sites inside the latency budget do not have the power to serve all demand"
         if policy == "stop":
