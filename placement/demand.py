@@ -204,7 +204,8 @@ def aggregate(cities: pd.DataFrame, demand: NDArray[np.float64], clusters: int |
     demand : numpy.ndarray
         Demand per city. [tokens/s]
     clusters : int or None
-        Number of clusters; ``None`` keeps each city as its own population.
+        Number of spatial clusters; ``None`` keeps each city as its own population. A cluster
+        that spans a border is split by country, so the result may have a few more.
     seed : int, optional
         Seed for the clustering.
 
@@ -218,7 +219,10 @@ def aggregate(cities: pd.DataFrame, demand: NDArray[np.float64], clusters: int |
     if clusters is None or clusters >= len(cities):
         labels = np.arange(len(cities), dtype=np.int64)
     else:
-        labels = weighted_kmeans(unit_vectors(cities["lat"], cities["lon"]), demand, clusters, seed=seed)
+        spatial = weighted_kmeans(unit_vectors(cities["lat"], cities["lon"]), demand, clusters, seed=seed)
+        # A cluster never crosses a border, so data-residency rules apply to whole clusters.
+        keys = pd.Series(spatial.astype(str)) + "|" + cities["country_code"].reset_index(drop=True)
+        labels = pd.factorize(keys, sort=False)[0].astype(np.int64)
     members["population_index"] = labels
     vectors = unit_vectors(members["lat"], members["lon"]) * members["population"].to_numpy()[:, None]
     n = int(labels.max()) + 1 if len(labels) else 0

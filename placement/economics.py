@@ -128,6 +128,7 @@ def node_cost_usd_per_h(
     pue: ArrayLike,
     price_usd_per_mwh: ArrayLike,
     facility_capex_usd_per_mw: ArrayLike,
+    idle_power_share: float = 1.0,
 ) -> NodeCost:
     """All-in hourly cost of one node at each site.
 
@@ -143,6 +144,9 @@ def node_cost_usd_per_h(
         Power price per site. [USD/MWh]
     facility_capex_usd_per_mw : array_like
         Facility build cost per MW of IT load, per site. [USD/MW]
+    idle_power_share : float, optional
+        Share of node power drawn at zero load; only this part is a per-node cost, the rest
+        is charged per token served (1: the node always draws full power).
 
     Returns
     -------
@@ -160,7 +164,7 @@ def node_cost_usd_per_h(
     return NodeCost(
         node_capex_usd_per_h=node_capex * ones,
         facility_capex_usd_per_h=facility_capex * ones,
-        power_usd_per_h=power_usd_per_h(node_kw, pue_arr, price_usd_per_mwh) * ones,
+        power_usd_per_h=power_usd_per_h(node_kw * idle_power_share, pue_arr, price_usd_per_mwh) * ones,
         opex_usd_per_h=params.opex_usd_per_node_h * ones,
     )
 

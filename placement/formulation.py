@@ -64,7 +64,9 @@ def add_open_variables(
     return opens
 
 
-def add_flow_variables(problem: pulp.LpProblem, pair_pop: IntArray, pair_site: IntArray) -> list[pulp.LpVariable]:
+def add_flow_variables(
+    problem: pulp.LpProblem, pair_pop: IntArray, pair_site: IntArray, *, upper: float | None = None
+) -> list[pulp.LpVariable]:
     """Continuous flow per allowed pair.
 
     Parameters
@@ -152,22 +154,24 @@ def add_site_capacity(
     *,
     name: str = "capacity",
 ) -> None:
-    """Per-site capacity ``sum_i weight[i, j] * flow[i, j] <= capacity_per_unit[j] * var[j]``.
+    """Per-site capacity ``sum_i weight[i, j, t] * flow[i, j] <= capacity_per_unit[j] * var[j]`` for each t.
 
     With ``var = open`` and ``capacity_per_unit = capacity`` this is the classic capacitated
     facility-location row; with ``var = nodes`` and a weight of node-equivalents per unit of
-    flow it is the node-capacity row of the placement model.
+    share in each time slice it is the node-capacity row of the placement model, one per slice.
+    A slice whose weights at a site are all no larger than another slice's adds nothing and is
+    skipped.
 
     Parameters
     ----------
     problem : pulp.LpProblem
         The model.
     flows : sequence of pulp.LpVariable
-        Flow per pair.
+        Flow (or share) per pair.
     pair_site : numpy.ndarray
         Site index of each pair.
     pair_weight : numpy.ndarray
-        Capacity used per unit of flow, per pair.
+        ``(p,)`` or ``(p, T)`` capacity used per unit of flow, per pair (and slice).
     capacity_vars : sequence of pulp.LpVariable
         The variable that grants capacity at each site.
     capacity_per_unit : numpy.ndarray
@@ -175,10 +179,29 @@ def add_site_capacity(
     name : str, optional
         Row name prefix.
     """
+    weights = pair_weight.reshape(len(pair_weight), -1)
     for j, positions in enumerate(group_by(pair_site, len(capacity_vars))):
-        terms = [(flows[p], float(pair_weight[p])) for p in positions.tolist()]
-        terms.append((capacity_vars[j], -float(capacity_per_unit[j])))
-        problem.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), pulp.LpConstraintLE, f"{name}_{j}", 0.0))
+        for t in _undominated_columns(weights[positions]):
+            terms = [(flows[p], float(weights[p, t])) for p in positions.tolist()]
+            terms.append((capacity_vars[j], -float(capacity_per_unit[j])))
+            expr = pulp.LpAffineExpression(terms)
+            problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"{name}_{j}_{t}", 0.0))
+
+
+def _undominated_columns(block: FloatArray) -> list[int]:
+    """Columns of ``block`` not dominated (elementwise <=, and different) by another column."""
+    n_cols = block.shape[1]
+    if n_cols == 1 or block.shape[0] == 0:
+        return list(range(min(n_cols, 1 if block.shape[0] == 0 else n_cols)))
+    keep = []
+    for t in range(n_cols):
+        column = block[:, t : t + 1]
+        covers = (block >= column).all(axis=0)
+        strictly = covers & (block > column).any(axis=0)
+        earlier_equal = covers & (block == column).all(axis=0) & (np.arange(n_cols) < t)
+        if not strictly.any() and not earlier_equal.any():
+            keep.append(t)
+    return keep
 
 
 def linear_terms(variables: Sequence[pulp.LpVariable], coefficients: FloatArray) -> list[tuple[pulp.LpVariable, float]]:

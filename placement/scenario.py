@@ -56,6 +56,10 @@ class WorkloadClass(_Section):
     safety_tokenization_ms: float = Field(0.0, ge=0)
     first_decode_ms: float = Field(ge=0)
     goodput_tok_s_per_node: float = Field(gt=0, description="output tokens/s per node inside the ITL objective")
+    utilisation_cap: float | None = Field(
+        None, gt=0, le=1, description="share of node capacity usable by this class (null: 1 - serving.headroom)"
+    )
+    time_shiftable: bool = Field(False, description="deadline in hours: demand is spread flat over the day")
 
     @property
     def fixed_ttft_ms(self) -> float:
@@ -80,6 +84,7 @@ class ServingSection(_Section):
     gpus_per_node: int = Field(8, ge=1)
     node_kw: float = Field(gt=0, description="IT power of one node at load [kW]")
     headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail")
+    idle_power_share: float = Field(1.0, ge=0, le=1, description="share of node power drawn at zero load")
 
 
 class LatencySection(_Section):
@@ -135,6 +140,48 @@ class PolicySection(_Section):
         "stop",
         description="stop: a population with no site inside its budget stops the run; report: serve the rest",
     )
+    serving: Literal["all", "optional"] = Field(
+        "all", description="all: serve every reachable token; optional: minimise $/M goodput exactly (Dinkelbach)"
+    )
+    min_served_share: float = Field(0.0, ge=0, le=1, description="with optional serving, serve at least this share")
+
+
+class TimeSection(_Section):
+    """Follow-the-sun time slices."""
+
+    slices: int = Field(1, ge=1, le=24, description="1: the peak hour only; 24: every UTC hour; k: k blocks of hours")
+    profile: str | None = Field(None, description="diurnal demand profile by local hour (CSV local_hour,multiplier)")
+    power_price_profile: str | None = Field(None, description="power price multiplier by local hour at the site (CSV)")
+
+
+class ResidencyRule(_Section):
+    """Populations in these countries may only be served from sites in those."""
+
+    populations: list[str] = Field(min_length=1, description="ISO alpha-2 codes or group names")
+    sites: list[str] = Field(min_length=1, description="ISO alpha-2 codes or group names")
+
+
+class ResidencySection(_Section):
+    """Data residency: where each population's traffic may be served."""
+
+    groups: dict[str, list[str]] = Field(default_factory=dict, description="named groups of ISO alpha-2 codes")
+    rules: list[ResidencyRule] = Field(default_factory=list)
+    domestic_only_sites: list[str] = Field(
+        default_factory=list, description="sites in these countries serve only their own country's populations"
+    )
+
+
+class SitesOpenSection(_Section):
+    """Bounds on the number of open sites."""
+
+    min: int | None = Field(None, ge=0)
+    max: int | None = Field(None, ge=1)
+
+
+class FaultToleranceSection(_Section):
+    """24x7 fault domains."""
+
+    n_plus_one: bool = Field(False, description="survive the loss of any one site inside every budget")
 
 
 class Scenario(_Section):
@@ -150,6 +197,10 @@ class Scenario(_Section):
     economics: EconomicsSection
     solver: SolverSection = SolverSection()
     policy: PolicySection = PolicySection()
+    time: TimeSection = TimeSection()
+    residency: ResidencySection = ResidencySection()
+    sites_open: SitesOpenSection = SitesOpenSection()
+    fault_tolerance: FaultToleranceSection = FaultToleranceSection()
 
     @model_validator(mode="after")
     def _classes_are_consistent(self) -> Scenario:
@@ -159,6 +210,15 @@ class Scenario(_Section):
         total = sum(c.share for c in self.classes)
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"class shares must sum to 1, they sum to {total:g}")
+        bounds = self.sites_open
+        if bounds.min is not None and bounds.max is not None and bounds.min > bounds.max:
+            raise ValueError(f"sites_open.min ({bounds.min}) exceeds sites_open.max ({bounds.max})")
+        if self.time.slices > 1 and self.time.profile is None:
+            raise ValueError("time.slices > 1 needs time.profile (a diurnal profile by local hour)")
+        for rule in self.residency.rules:
+            for code in rule.populations + rule.sites:
+                if code not in self.residency.groups and not (len(code) == 2 and code.isupper()):
+                    raise ValueError(f"residency code {code!r} is neither an ISO alpha-2 code nor a group name")
         return self
 
 
@@ -248,10 +308,14 @@ def _problem_from_pydantic(source: str, error: Any) -> Problem:
 
 def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
     problems = []
-    for key, path in (
-        ("sites.catalog", loaded.catalog_path),
-        ("demand.cities", loaded.cities_path),
+    files = [("sites.catalog", loaded.catalog_path), ("demand.cities", loaded.cities_path)]
+    for key, relative in (
+        ("time.profile", loaded.scenario.time.profile),
+        ("time.power_price_profile", loaded.scenario.time.power_price_profile),
     ):
+        if relative is not None:
+            files.append((key, loaded.resolve(relative)))
+    for key, path in files:
         if not path.is_file():
             problems.append(
                 Problem(

@@ -13,21 +13,25 @@ from placement.solver import SolverOptions, SolveStatus
 from tests.conftest import SOLVERS
 
 
-def make_input(demand, pairs, weight, fixed, node_cost, node_mw, mw, locked=None, rtt=None) -> PlacementInput:
+def make_input(demand, pairs, weight, fixed, node_cost, node_mw, mw, locked=None, rtt=None, **options) -> PlacementInput:
     pair_c = np.array([p[0] for p in pairs], dtype=np.int64)
     pair_s = np.array([p[1] for p in pairs], dtype=np.int64)
     weight = np.broadcast_to(np.asarray(weight, dtype=float), (len(pairs),)).copy()
+    demand = np.asarray(demand, dtype=float)
     return PlacementInput(
-        demand_tok_s=np.asarray(demand, dtype=float),
+        slice_demand_tok_s=demand if demand.ndim == 2 else demand[:, None],
+        slice_hours=np.full(1 if demand.ndim == 1 else demand.shape[1], 24.0 / (1 if demand.ndim == 1 else demand.shape[1])),
         pair_commodity=pair_c,
         pair_site=pair_s,
         pair_nodes_per_tok_s=weight,
         pair_rtt_ms=np.asarray(rtt if rtt is not None else np.zeros(len(pairs)), dtype=float),
+        pair_cost_usd_per_h=np.zeros(len(pairs)),
         site_fixed_usd_per_h=np.asarray(fixed, dtype=float),
         site_node_usd_per_h=np.asarray(node_cost, dtype=float),
         site_node_mw=np.asarray(node_mw, dtype=float),
         site_mw_available=np.asarray(mw, dtype=float),
         site_locked=np.zeros(len(fixed), dtype=bool) if locked is None else np.asarray(locked, dtype=bool),
+        **options,
     )
 
 
@@ -81,10 +85,9 @@ def test_routing_goes_to_nearest_open_capacity(solver: str) -> None:
     )
     solution = solve_placement(data, SolverOptions(name=solver))
     # Population 1 goes to site 1 (4 ms) rather than site 0 (40 ms) at the same cost.
-    flows = dict(
-        zip(zip(data.pair_commodity.tolist(), data.pair_site.tolist(), strict=True), solution.pair_flow_tok_s, strict=True)
-    )
-    assert flows[(1, 1)] == pytest.approx(5_000)
+    keys = zip(data.pair_commodity.tolist(), data.pair_site.tolist(), strict=True)
+    shares = dict(zip(keys, solution.pair_share, strict=True))
+    assert shares[(1, 1)] == pytest.approx(1.0)
     assert verify_solution(data, solution) == []
 
 
@@ -104,14 +107,14 @@ def brute_force_placement(data: PlacementInput) -> float:
             if cost >= best:
                 continue
             graph = nx.DiGraph()
-            for c, d in enumerate(data.demand_tok_s):
+            for c, d in enumerate(data.slice_demand_tok_s[:, 0]):
                 graph.add_edge("s", ("c", c), capacity=float(d))
             for c, j in zip(data.pair_commodity.tolist(), data.pair_site.tolist(), strict=True):
                 if is_open[j]:
                     graph.add_edge(("c", c), ("j", j), capacity=float("inf"))
             for j in range(m):
                 graph.add_edge(("j", j), "t", capacity=nodes[j] / weight)
-            if nx.maximum_flow_value(graph, "s", "t") >= data.demand_tok_s.sum() * (1 - 1e-9):
+            if nx.maximum_flow_value(graph, "s", "t") >= data.slice_demand_tok_s[:, 0].sum() * (1 - 1e-9):
                 best = cost
     return best
 
@@ -150,5 +153,5 @@ def test_diagnosis_finds_the_population_short_of_power(solver: str) -> None:
     data = make_input([5_000, 15_000], [(0, 0), (0, 1), (1, 1)], 1e-4, [10, 10], [10, 10], [0.01, 0.01], [1.0, 0.01])
     assert solve_placement(data, SolverOptions(name=solver)).report.status == SolveStatus.INFEASIBLE
     elastic = diagnose_shortfall(data, SolverOptions(name=solver))
-    assert elastic.unserved_tok_s[0] == pytest.approx(0.0, abs=1e-6)
-    assert elastic.unserved_tok_s[1] == pytest.approx(5_000)
+    assert elastic.unserved_share[0] == pytest.approx(0.0, abs=1e-6)
+    assert elastic.unserved_share[1] == pytest.approx(5_000 / 15_000)

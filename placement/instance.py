@@ -1,0 +1,309 @@
+"""A scenario turned into model arrays: demand per slice, latency, TTFT, residency, costs.
+
+``catalog + cities + scenario -> latency -> TTFT budget -> economics -> PlacementInput``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from placement.budget import ttft_p99_ms
+from placement.catalog import load_catalog
+from placement.demand import Populations, aggregate, demand_tok_s, load_cities
+from placement.economics import NodeCost, node_cost_usd_per_h
+from placement.latency import population_site_rtt_ms
+from placement.model import PlacementInput
+from placement.residency import residency_mask
+from placement.scenario import LoadedScenario, WorkloadClass
+from placement.timeslices import (
+    HOURS,
+    block_demand,
+    block_mean,
+    hourly_multipliers,
+    load_profile,
+    site_offsets_h,
+    utc_offset_hours,
+)
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+Progress = Callable[[str], None]
+
+
+def quiet(_: str) -> None:
+    """Progress sink that prints nothing."""
+    return None
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A scenario turned into arrays, before solving.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario.
+    sites : pandas.DataFrame
+        The site catalog.
+    populations : Populations
+        Demand points and their member cities.
+    population_slice_demand_tok_s : numpy.ndarray
+        ``(n, T)`` demand of each population in each slice (all classes). [tokens/s]
+    population_mean_demand_tok_s : numpy.ndarray
+        ``(n,)`` daily mean demand. [tokens/s]
+    slice_hours : numpy.ndarray
+        ``(T,)`` hours per slice. [h]
+    rtt_ms : numpy.ndarray
+        ``(n, m)`` worst member-city round trip from each population to each site. [ms]
+    commodity_population, commodity_class : numpy.ndarray
+        Population and class index of each commodity.
+    ttft_ms : numpy.ndarray
+        ``(c, m)`` p99 TTFT of each commodity at each site. [ms]
+    within_budget : numpy.ndarray of bool
+        ``(c, m)`` pairs inside the class objective (latency only).
+    allowed : numpy.ndarray of bool
+        ``(c, m)`` pairs inside the objective, permitted by residency, at a site with power.
+    node_cost : NodeCost
+        Hourly cost of one node per site, by component (load-independent part).
+    inputs : PlacementInput
+        The model arrays (only commodities with at least one allowed site).
+    modelled : numpy.ndarray of int
+        Commodity index of each commodity row of ``inputs``.
+    build_s : float
+        Time to build the instance. [s]
+    """
+
+    loaded: LoadedScenario
+    sites: pd.DataFrame
+    populations: Populations
+    population_slice_demand_tok_s: FloatArray
+    population_mean_demand_tok_s: FloatArray
+    slice_hours: FloatArray
+    rtt_ms: FloatArray
+    commodity_population: IntArray
+    commodity_class: IntArray
+    ttft_ms: FloatArray
+    within_budget: NDArray[np.bool_]
+    allowed: NDArray[np.bool_]
+    node_cost: NodeCost
+    inputs: PlacementInput
+    modelled: IntArray
+    build_s: float
+
+    @property
+    def classes(self) -> list[WorkloadClass]:
+        """The workload classes."""
+        return self.loaded.scenario.classes
+
+    @property
+    def commodity_mean_demand_tok_s(self) -> FloatArray:
+        """Daily mean demand of every commodity. [tokens/s]"""
+        shares = np.array([c.share for c in self.classes])
+        return np.asarray(self.population_mean_demand_tok_s[self.commodity_population] * shares[self.commodity_class])
+
+    @property
+    def unreachable(self) -> NDArray[np.bool_]:
+        """Commodities with no allowed site."""
+        return np.asarray(~self.allowed.any(axis=1))
+
+
+def _worst_member_rtt_ms(populations: Populations, sites: pd.DataFrame, loaded: LoadedScenario) -> FloatArray:
+    """Round trip to each site from the farthest member city of each population (conservative)."""
+    cities = populations.cities.sort_values("population_index", kind="stable")
+    params = loaded.scenario.latency.params()
+    rtt = population_site_rtt_ms(cities["lat"], cities["lon"], sites["lat"], sites["lon"], params)
+    labels = cities["population_index"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+    return np.asarray(np.maximum.reduceat(rtt, starts, axis=0))
+
+
+def load_populations(loaded: LoadedScenario) -> Populations:
+    """Cities, their daily mean demand and their aggregation, as the scenario says.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario.
+
+    Returns
+    -------
+    Populations
+        Demand points with member cities; ``demand_tok_s`` is the daily mean.
+    """
+    spec = loaded.scenario.demand
+    cities = load_cities(loaded.cities_path, min_population=spec.min_population, countries=spec.countries)
+    demand = demand_tok_s(
+        cities["population"].to_numpy(float),
+        adoption=spec.adoption,
+        tokens_per_user_per_day=spec.tokens_per_user_per_day,
+        peak_factor=1.0,
+    )
+    return aggregate(cities, demand, spec.clusters)
+
+
+def slice_demand(loaded: LoadedScenario, populations: Populations) -> tuple[FloatArray, FloatArray]:
+    """Demand of each population in each time slice.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario (``time`` section and ``demand.peak_factor``).
+    populations : Populations
+        Populations with daily mean demand.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(n, T)`` demand per slice [tokens/s] and ``(T,)`` hours per slice.
+    """
+    spec = loaded.scenario
+    mean = populations.table["demand_tok_s"].to_numpy(float)
+    if spec.time.slices == 1 and spec.time.profile is None:
+        return (mean * spec.demand.peak_factor)[:, None], np.array([float(HOURS)])
+    assert spec.time.profile is not None
+    profile = load_profile(loaded.resolve(spec.time.profile))
+    cities = populations.cities
+    offsets = np.array([utc_offset_hours(tz) for tz in cities["timezone"].tolist()])
+    city_hourly = hourly_multipliers(offsets, profile) * cities["demand_tok_s"].to_numpy(float)[:, None]
+    hourly = np.zeros((len(mean), HOURS))
+    np.add.at(hourly, cities["population_index"].to_numpy(), city_hourly)
+    return block_demand(hourly, spec.time.slices)
+
+
+def _pair_energy_usd_per_h(
+    loaded: LoadedScenario,
+    sites: pd.DataFrame,
+    commodity_slice_demand: FloatArray,
+    slice_hours: FloatArray,
+    pair_commodity: IntArray,
+    pair_site: IntArray,
+    pair_class: IntArray,
+) -> FloatArray:
+    """Load-dependent energy cost of each pair at a share of 1, averaged over the day. [USD/h]"""
+    scenario = loaded.scenario
+    dynamic_share = 1.0 - scenario.serving.idle_power_share
+    if dynamic_share <= 0:
+        return np.zeros(len(pair_site))
+    goodput = np.array([c.goodput_tok_s_per_node for c in scenario.classes])
+    mw_per_tok_s = dynamic_share * scenario.serving.node_kw / 1000.0 / goodput[pair_class]
+    price = sites["power_price_usd_per_mwh"].to_numpy(float) * sites["pue"].to_numpy(float)
+    multiplier = _site_price_multiplier(loaded, sites, len(slice_hours))
+    weights = slice_hours / slice_hours.sum()
+    if len(slice_hours) == 1:  # a single peak slice: energy follows the daily mean, not the peak
+        commodity_slice_demand = commodity_slice_demand / loaded.scenario.demand.peak_factor
+    energy = commodity_slice_demand[pair_commodity] * (price[pair_site, None] * multiplier[pair_site]) * weights[None, :]
+    return np.asarray(mw_per_tok_s * energy.sum(axis=1))
+
+
+def _site_price_multiplier(loaded: LoadedScenario, sites: pd.DataFrame, n_slices: int) -> FloatArray:
+    """``(m, T)`` power price multiplier of each site in each slice (1 without a profile)."""
+    path = loaded.scenario.time.power_price_profile
+    if path is None:
+        return np.ones((len(sites), n_slices))
+    profile = load_profile(loaded.resolve(path))
+    hourly = hourly_multipliers(site_offsets_h(sites["lon"].to_numpy(float)), profile)
+    return block_mean(hourly, n_slices)
+
+
+def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Instance:
+    """Turn a scenario into model arrays.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        A validated scenario.
+    progress : callable, optional
+        Receives one line per step.
+
+    Returns
+    -------
+    Instance
+        Arrays ready for :func:`placement.plan.solve_instance`.
+    """
+    start = time.perf_counter()
+    scenario = loaded.scenario
+    sites = load_catalog(loaded.catalog_path)
+    progress(f"catalog: {len(sites)} candidate sites")
+    populations = load_populations(loaded)
+    progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")
+    pop_slices, slice_hours = slice_demand(loaded, populations)
+    pop_mean = populations.table["demand_tok_s"].to_numpy(float)
+    rtt = _worst_member_rtt_ms(populations, sites, loaded)
+    n_pop, n_class = len(populations.table), len(scenario.classes)
+    commodity_population = np.repeat(np.arange(n_pop, dtype=np.int64), n_class)
+    commodity_class = np.tile(np.arange(n_class, dtype=np.int64), n_pop)
+    ttft = np.empty((len(commodity_population), len(sites)))
+    for k, workload in enumerate(scenario.classes):
+        ttft[commodity_class == k] = ttft_p99_ms(rtt, workload)
+    objective = np.array([c.ttft_p99_ms for c in scenario.classes])[commodity_class]
+    within_budget = ttft <= objective[:, None]
+    permitted = residency_mask(
+        populations.table["country_code"].to_numpy(str), sites["country_code"].to_numpy(str), scenario.residency
+    )[commodity_population]
+    allowed = within_budget & permitted & (sites["mw_available"].to_numpy(float) > 0)[None, :]
+
+    shares = np.array([c.share for c in scenario.classes])[commodity_class]
+    shiftable = np.array([c.time_shiftable for c in scenario.classes])[commodity_class]
+    commodity_slices = pop_slices[commodity_population] * shares[:, None]
+    commodity_slices[shiftable] = (pop_mean[commodity_population] * shares)[shiftable, None]
+
+    serving = scenario.serving
+    node_cost = node_cost_usd_per_h(
+        scenario.economics.params(),
+        node_kw=serving.node_kw,
+        pue=sites["pue"],
+        price_usd_per_mwh=sites["power_price_usd_per_mwh"] * _site_price_multiplier(loaded, sites, len(slice_hours)).mean(axis=1),
+        facility_capex_usd_per_mw=sites["capex_usd_per_mw"],
+        idle_power_share=serving.idle_power_share,
+    )
+    fixed = sites["fixed_cost_usd_per_h"].fillna(scenario.economics.site_fixed_cost_usd_per_h).to_numpy(float)
+    modelled = np.flatnonzero(allowed.any(axis=1)).astype(np.int64)
+    pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
+    pair_class = commodity_class[modelled][pair_row]
+    goodput = np.array([c.goodput_tok_s_per_node for c in scenario.classes])
+    cap = np.array([c.utilisation_cap if c.utilisation_cap is not None else 1.0 - serving.headroom for c in scenario.classes])
+    inputs = PlacementInput(
+        slice_demand_tok_s=commodity_slices[modelled],
+        slice_hours=slice_hours,
+        pair_commodity=pair_row,
+        pair_site=pair_site,
+        pair_nodes_per_tok_s=1.0 / (goodput[pair_class] * cap[pair_class]),
+        pair_rtt_ms=rtt[commodity_population[modelled][pair_row], pair_site],
+        pair_cost_usd_per_h=_pair_energy_usd_per_h(
+            loaded, sites, commodity_slices[modelled], slice_hours, pair_row, pair_site, pair_class
+        ),
+        site_fixed_usd_per_h=fixed,
+        site_node_usd_per_h=node_cost.total_usd_per_h,
+        site_node_mw=serving.node_kw * sites["pue"].to_numpy(float) / 1000.0,
+        site_mw_available=sites["mw_available"].to_numpy(float),
+        site_locked=sites["locked"].to_numpy(bool),
+        min_sites_open=scenario.sites_open.min,
+        max_sites_open=scenario.sites_open.max,
+        fault_tolerant=scenario.fault_tolerance.n_plus_one,
+        daily_mean_tok_s=(pop_mean[commodity_population] * shares)[modelled],
+    )
+    progress(f"model: {len(modelled)} commodities x {len(slice_hours)} slices, {len(pair_row)} feasible pairs of {allowed.size}")
+    return Instance(
+        loaded,
+        sites,
+        populations,
+        pop_slices,
+        pop_mean,
+        slice_hours,
+        rtt,
+        commodity_population,
+        commodity_class,
+        ttft,
+        within_budget,
+        allowed,
+        node_cost,
+        inputs,
+        modelled,
+        time.perf_counter() - start,
+    )
