@@ -640,7 +640,7 @@ def solve_ratio(
         The best ratio design; ``iterations`` lists lambda, cost, goodput and the MILP value.
     """
     total = float(data.mean_demand_tok_s.sum())
-    min_served = max(min_served_share * total, 1e-9 * total)
+    min_served = min_served_share * total
     start = greedy_design(data)
     if start is not None:
         is_open, nodes, shares = start
@@ -662,6 +662,13 @@ def solve_ratio(
         served = solution.served_mean_tok_s(data)
         value = cost - lam * served
         history.append({"lambda_usd_per_tok_s": lam, "cost_usd_per_h": cost, "goodput_tok_s": served, "value_usd_per_h": value})
+        if served <= 0 and best is not None:
+            break  # at the optimal lambda, serving nothing ties at 0: keep the last design that serves
+        if value > tolerance * max(cost, 1.0) and best is not None:
+            # The previous design is worth exactly 0 at this lambda, so a positive optimum is a solver
+            # failure (seen with HiGHS presolve on tiny instances): keep the previous design.
+            history[-1]["rejected"] = 1.0
+            break
         best = (model, report)
         if served <= 0 or value >= -tolerance * max(cost, 1e-9):
             break
