@@ -75,6 +75,90 @@ def _solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compare(args: argparse.Namespace) -> int:
+    import json
+
+    import pandas as pd
+
+    from placement.baselines import all_baselines
+    from placement.charts import draw_comparison
+    from placement.instance import build_instance
+    from placement.outputs import write_folder
+    from placement.plan import solve_instance
+
+    progress = _Progress(args.quiet or args.json)
+    loaded = _with_overrides(load_scenario(args.scenario), args)
+    instance = build_instance(loaded, progress=progress)
+    plan = solve_instance(instance, progress=progress)
+    s = plan.summary
+    optimal = {
+        "placement": "optimal",
+        "cost_per_million_goodput_tokens_usd": s["cost_per_million_goodput_tokens_usd"],
+        "served_share": 1.0 - s["unserved_share"],
+        "tokens_per_s_per_mw": s["tokens_per_s_per_mw"],
+        "mw_used": s["mw_used"],
+        "cost_usd_per_h": s["objective_usd_per_h"],
+        "goodput_tok_s": s["goodput_tok_s"],
+        "sites_open": s["sites_open"],
+    }
+    rows = [optimal, *(b.as_dict() for b in all_baselines(instance))]
+    table = pd.DataFrame(rows)
+
+    def write(folder: Path) -> None:
+        table.to_csv(folder / "compare.csv", index=False, float_format="%.10g")
+        draw_comparison(rows, folder / "compare.png", title=f"{loaded.scenario.name}: same silicon, different arrangement")
+
+    out = write_folder(args.out, write)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    shown = table.assign(
+        **{
+            "$/M goodput": table["cost_per_million_goodput_tokens_usd"].map("{:.3f}".format),
+            "served": table["served_share"].map("{:.1%}".format),
+            "tok/s per MW": table["tokens_per_s_per_mw"].map("{:,.0f}".format),
+            "MW": table["mw_used"].map("{:.1f}".format),
+            "sites": table["sites_open"],
+        }
+    )[["placement", "$/M goodput", "served", "tok/s per MW", "MW", "sites"]]
+    print(shown.to_string(index=False))
+    print(f"table and chart in {out}")
+    return EXIT_OK
+
+
+def _explain(args: argparse.Namespace) -> int:
+    import json
+
+    import pandas as pd
+
+    from placement._errors import PlacementError
+    from placement.explain import explain, render_table
+    from placement.instance import build_instance
+    from placement.outputs import write_text_atomic
+
+    folder = Path(args.outdir)
+    summary_path = folder / "summary.json"
+    if not summary_path.is_file():
+        raise PlacementError(f"{folder} holds no summary.json: run 'cli.py solve --out {folder}' first")
+    summary = json.loads(summary_path.read_text())
+    scenario_path = Path(summary.get("scenario_path", ""))
+    if not scenario_path.is_file():
+        scenario_path = folder / "scenario.yaml"
+    progress = _Progress(args.quiet)
+    loaded = load_scenario(scenario_path)
+    instance = build_instance(loaded, progress=progress)
+    sites = pd.read_csv(folder / "sites.csv", dtype={"site_id": str})
+    if list(sites["site_id"]) != list(instance.sites["id"]):
+        raise PlacementError(f"{folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
+    if args.site is not None and args.site not in set(sites["site_id"]):
+        raise PlacementError(f"unknown site '{args.site}'; the plan's sites are: {', '.join(sites['site_id'])}")
+    records = explain(instance, sites, only=args.site, progress=progress)
+    write_text_atomic(folder / "explain.json", json.dumps(records, indent=2) + "\n")
+    print(render_table(records))
+    print(f"explain.json in {folder}")
+    return EXIT_OK
+
+
 def _validate(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.suffix.lower() in SCENARIO_SUFFIXES:
@@ -111,6 +195,20 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--verbose", action="store_true", help="show the solver log")
     solve.add_argument("--quiet", action="store_true", help="no progress lines")
     solve.set_defaults(handler=_solve)
+    compare = commands.add_parser("compare", help="the optimum versus nearest-metro, cheapest-power and single-region")
+    compare.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML")
+    compare.add_argument("--out", default="out-compare", help="folder for compare.csv and compare.png")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    compare.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
+    compare.add_argument("--time-limit", type=float, help="override the solver time limit [s]")
+    compare.add_argument("--gap", type=float, help="override the relative MIP gap")
+    compare.add_argument("--quiet", action="store_true", help="no progress lines")
+    compare.set_defaults(handler=_compare)
+    explain = commands.add_parser("explain", help="why each site of a solved plan is in or out")
+    explain.add_argument("outdir", help="a results folder written by 'solve'")
+    explain.add_argument("--site", help="explain one site only")
+    explain.add_argument("--quiet", action="store_true", help="no progress lines")
+    explain.set_defaults(handler=_explain)
     validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
     validate.add_argument("file")
     validate.set_defaults(handler=_validate)

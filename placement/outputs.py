@@ -10,6 +10,7 @@ import json
 import math
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,9 @@ RESULT_FILES = (
     "population_members.csv",
     "map.png",
     "report.md",
+    "scenario.yaml",
 )
-MARKER = "summary.json"
+MARKERS = ("summary.json", "compare.csv")
 
 
 def _clean_json(value: Any) -> Any:
@@ -47,6 +49,8 @@ def _clean_json(value: Any) -> Any:
 def _write_all(plan: Plan, folder: Path) -> None:
     summary = dict(plan.summary)
     summary["notes"] = plan.notes
+    summary["scenario_path"] = str(plan.instance.loaded.path)
+    shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
     (folder / "summary.json").write_text(json.dumps(_clean_json(summary), indent=2) + "\n", encoding="utf-8")
     plan.sites.to_csv(folder / "sites.csv", index=False, float_format="%.10g")
     plan.assignments.to_csv(folder / "assignments.csv", index=False, float_format="%.10g")
@@ -65,6 +69,64 @@ def _write_all(plan: Plan, folder: Path) -> None:
     )
     draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
+
+
+def write_folder(out_dir: str | Path, writer: Callable[[Path], None]) -> Path:
+    """Write a results folder whole or not at all.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        Destination folder. It is replaced as a whole; an existing folder that does not hold
+        placement results (no ``summary.json`` or ``compare.csv``) is refused.
+    writer : callable
+        Writes every file into the folder it is given.
+
+    Returns
+    -------
+    Path
+        The folder written.
+
+    Raises
+    ------
+    PlacementError
+        If the destination exists and is not a results folder.
+    """
+    out = Path(out_dir).resolve()
+    ours = any((out / name).exists() for name in MARKERS)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not ours)):
+        raise PlacementError(f"{out} exists and is not a placement results folder; choose another --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    try:
+        writer(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    retired = None
+    if out.exists():
+        retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        out.rename(retired / "results")
+    staging.rename(out)
+    if retired is not None:
+        shutil.rmtree(retired, ignore_errors=True)
+    return out
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write one file whole or not at all (temporary file, then rename).
+
+    Parameters
+    ----------
+    path : Path
+        Destination.
+    text : str
+        Content.
+    """
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with open(handle, "w", encoding="utf-8") as stream:
+        stream.write(text)
+    Path(temporary).replace(path)
 
 
 def write_results(plan: Plan, out_dir: str | Path) -> Path:
@@ -88,21 +150,4 @@ def write_results(plan: Plan, out_dir: str | Path) -> Path:
     PlacementError
         If the destination exists and is not a results folder.
     """
-    out = Path(out_dir).resolve()
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
-        raise PlacementError(f"{out} exists and is not a placement results folder; choose another --out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-    try:
-        _write_all(plan, staging)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    retired = None
-    if out.exists():
-        retired = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-        out.rename(retired / "results")
-    staging.rename(out)
-    if retired is not None:
-        shutil.rmtree(retired, ignore_errors=True)
-    return out
+    return write_folder(out_dir, lambda folder: _write_all(plan, folder))
