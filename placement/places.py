@@ -1,0 +1,224 @@
+"""Place names to coordinates (GeoNames cities or ``lat,lon``), and the round-trip report between two places."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from placement._errors import InputError, Problem
+from placement.demand import load_cities
+from placement.network import GraphLatencyParams, Network, point_to_point_rtt_ms
+
+CITIES_CSV = Path(__file__).resolve().parent.parent / "data" / "cities" / "geonames_cities15000.csv"
+_LAT_LON = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)\s*[,;\s]\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Place:
+    """A resolved place.
+
+    Parameters
+    ----------
+    name : str
+        City name as GeoNames spells it, or the coordinates as written.
+    country_code : str
+        ISO 3166-1 alpha-2 ('' for coordinates).
+    lat, lon : float
+        Location. [degrees]
+    note : str
+        How the text was matched when that is not obvious (ambiguity, prefix match); else ''.
+    """
+
+    name: str
+    country_code: str
+    lat: float
+    lon: float
+    note: str = ""
+
+
+def fold(text: str) -> str:
+    """Accent-, case- and space-insensitive key: ``'  São  Paulo'`` → ``'sao paulo'``."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(stripped.casefold().split())
+
+
+@lru_cache(maxsize=1)
+def default_cities() -> pd.DataFrame:
+    """The bundled GeoNames cities (``data/cities/geonames_cities15000.csv``), loaded once."""
+    return load_cities(CITIES_CSV)
+
+
+def _parse_lat_lon(text: str) -> tuple[float, float] | None:
+    match = _LAT_LON.match(text)
+    return (float(match.group(1)), float(match.group(2))) if match else None
+
+
+def _from_coordinates(text: str, lat: float, lon: float) -> Place:
+    if not (-90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0):
+        raise InputError(
+            [
+                Problem(
+                    "place", repr(text), "", f"latitude {lat:g} / longitude {lon:g} out of range", "give lat,lon within ±90,±180"
+                )
+            ]
+        )
+    return Place(name=f"{lat:g},{lon:g}", country_code="", lat=lat, lon=lon)
+
+
+def _split_country(text: str) -> tuple[str, str]:
+    """``'Portland, US'`` → (``'Portland'``, ``'US'``); otherwise (text, '')."""
+    head, _, tail = text.rpartition(",")
+    if head and re.fullmatch(r"\s*[A-Za-z]{2}\s*", tail):
+        return head, tail.strip().upper()
+    return text, ""
+
+
+def _pick(matches: pd.DataFrame, text: str, how: str) -> Place:
+    ranked = matches.sort_values(["population", "city_id"], ascending=[False, True], kind="stable")
+    best = ranked.iloc[0]
+    others = len(ranked) - 1
+    note = ""
+    if others or how != "exact":
+        what = f"named {text!r}" if how == "exact" else f"whose name starts with {text!r}"
+        note = f"{text!r} matched {best['name']} ({best['country_code']}, population {int(best['population']):,})" + (
+            f", the most populous of {others + 1} places {what}" if others else f" by {how}"
+        )
+    return Place(
+        name=str(best["name"]), country_code=str(best["country_code"]), lat=float(best["lat"]), lon=float(best["lon"]), note=note
+    )
+
+
+def resolve_place(text: str, cities: pd.DataFrame | None = None) -> Place:
+    """Resolve a city name (GeoNames, accent- and case-insensitive) or ``lat,lon`` to a place.
+
+    A name shared by several cities takes the most populous one, and ``note`` says so. A name
+    with no exact match is tried as the start of a longer name (``Frankfurt`` → ``Frankfurt am
+    Main``). ``Name, CC`` restricts the search to one country.
+
+    Parameters
+    ----------
+    text : str
+        ``"Chicago"``, ``"Sao Paulo"``, ``"Portland, US"`` or ``"41.88,-87.63"``.
+    cities : pandas.DataFrame, optional
+        Columns ``city_id, name, country_code, lat, lon, population`` as from
+        :func:`placement.demand.load_cities`; default the bundled GeoNames file.
+
+    Returns
+    -------
+    Place
+        Name, country, coordinates and a note on how it was matched.
+
+    Raises
+    ------
+    InputError
+        Unknown name (with close matches suggested) or coordinates out of range.
+    """
+    coordinates = _parse_lat_lon(text)
+    if coordinates is not None:
+        return _from_coordinates(text, *coordinates)
+    cities = default_cities() if cities is None else cities
+    name, country = _split_country(text)
+    pool = cities[cities["country_code"].eq(country)] if country else cities
+    keys = pool["name"].map(fold)
+    wanted = fold(name)
+    exact = pool[keys.eq(wanted).to_numpy()]
+    if len(exact):
+        return _pick(exact, name.strip(), "exact")
+    prefix = pool[keys.str.startswith(wanted + " ").to_numpy() | keys.str.startswith(wanted + "(").to_numpy()]
+    if wanted and len(prefix):
+        return _pick(prefix, name.strip(), "prefix")
+    raise InputError([_unknown(text, name, country, pool, keys)])
+
+
+def _unknown(text: str, name: str, country: str, pool: pd.DataFrame, keys: pd.Series) -> Problem:
+    wanted = fold(name)
+    unique = sorted(set(keys.tolist()))
+    close = difflib.get_close_matches(wanted, unique, n=5, cutoff=0.75)
+    # Also match the start of longer names ("Frankfrut" -> "Frankfurt am Main").
+    population = pool["population"].groupby(keys.to_numpy()).max()
+    heads: dict[str, str] = {}
+    for key in population.sort_values(ascending=False, kind="stable").index:
+        heads.setdefault(str(key)[: len(wanted)], str(key))
+    close += [heads[h] for h in difflib.get_close_matches(wanted, list(heads), n=5, cutoff=0.8) if heads[h] not in close]
+    shown = []
+    for key in close[:6]:
+        rows = pool[keys.eq(key).to_numpy()]
+        best = rows.iloc[int(np.argmax(rows["population"].to_numpy()))]
+        shown.append(f"{best['name']} ({best['country_code']})")
+    where = f" in {country}" if country else ""
+    fix = (
+        f"did you mean {', '.join(shown)}? Or give coordinates as lat,lon"
+        if shown
+        else "check the spelling, or give coordinates as lat,lon"
+    )
+    return Problem("place", repr(text), "", f"no city of 15,000+ people named {name.strip()!r}{where} in GeoNames", fix)
+
+
+def rtt_report(
+    from_text: str,
+    to_text: str,
+    *,
+    access: bool = False,
+    cities: pd.DataFrame | None = None,
+    params: GraphLatencyParams | None = None,
+    network: Network | None = None,
+) -> dict[str, Any]:
+    """Round trip between two named places, for ``cli.py rtt FROM TO``.
+
+    Parameters
+    ----------
+    from_text, to_text : str
+        City names or ``lat,lon`` (see :func:`resolve_place`).
+    access : bool, optional
+        Add a user's last mile at both ends (default: data center to data center).
+    cities : pandas.DataFrame, optional
+        City table; default the bundled GeoNames file.
+    params : GraphLatencyParams, optional
+        Model parameters; default the calibrated ones.
+    network : Network, optional
+        Hubs and links; default the bundled network.
+
+    Returns
+    -------
+    dict
+        ``from``, ``to`` (each ``name, country_code, lat, lon, note``), ``access``, ``rtt_ms``,
+        ``bound_ms``, ``path`` (hub names) and ``notes`` (the non-empty match notes).
+
+    Raises
+    ------
+    InputError
+        Either place cannot be resolved (both are checked and reported together).
+    """
+    places: list[Place] = []
+    problems: list[Problem] = []
+    for text in (from_text, to_text):
+        try:
+            places.append(resolve_place(text, cities))
+        except InputError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise InputError(problems)
+    a, b = places
+    result = point_to_point_rtt_ms(a.lat, a.lon, b.lat, b.lon, access=access, params=params, network=network)
+    return {
+        "from": _place_dict(a),
+        "to": _place_dict(b),
+        "access": access,
+        "rtt_ms": round(result.rtt_ms, 2),
+        "bound_ms": round(result.bound_ms, 2),
+        "path": result.path,
+        "notes": [p.note for p in places if p.note],
+    }
+
+
+def _place_dict(place: Place) -> dict[str, Any]:
+    return {"name": place.name, "country_code": place.country_code, "lat": place.lat, "lon": place.lon, "note": place.note}
