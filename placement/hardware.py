@@ -1,0 +1,409 @@
+"""Serving catalogs: model shapes and accelerators, from ``data/serving/*.csv``, checked row by row.
+
+Every figure in the bundled files has a source (``source`` column, ``data/serving/SOURCES_serving.md``).
+Loaders gather every problem in a file (row, field, rule, fix) and raise them together.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from placement._errors import InputError, Problem
+
+SERVING_DATA = Path(__file__).resolve().parent.parent / "data" / "serving"
+MODELS_CSV = SERVING_DATA / "models.csv"
+ACCELERATORS_CSV = SERVING_DATA / "accelerators.csv"
+
+#: Bytes per weight for each precision the catalogs know.
+WEIGHT_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
+#: Bytes per KV-cache element: FP4 weights keep an FP8 KV cache (what FP4 deployments ship).
+KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 1.0}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Shape of one open-weight model.
+
+    Parameters
+    ----------
+    id, name : str
+        Catalog id and display name.
+    params_total_b, params_active_b : float
+        Total parameters and parameters used per token (equal for dense models). [1e9]
+    layers, hidden, q_heads : int
+        Transformer layers, hidden size and query heads.
+    attention : str
+        ``"gqa"`` (grouped-query) or ``"mla"`` (multi-head latent attention).
+    kv_heads, head_dim : int
+        GQA shape (0 for MLA).
+    kv_lora_rank, rope_dim : int
+        MLA latent shape (0 for GQA).
+    experts, experts_per_token : int
+        Routed experts and experts per token (0 for dense models).
+    precisions : tuple of str
+        Weight precisions with public checkpoints or recipes.
+    """
+
+    id: str
+    name: str
+    params_total_b: float
+    params_active_b: float
+    layers: int
+    hidden: int
+    q_heads: int
+    attention: str
+    kv_heads: int
+    head_dim: int
+    kv_lora_rank: int
+    rope_dim: int
+    experts: int
+    experts_per_token: int
+    precisions: tuple[str, ...]
+
+    @property
+    def attention_dim(self) -> int:
+        """Per-head width an attention score and value read over (absorbed MLA: latent + rope)."""
+        return self.kv_lora_rank + self.rope_dim if self.attention == "mla" else self.head_dim
+
+
+@dataclass(frozen=True)
+class AcceleratorSpec:
+    """One accelerator and the node it ships in.
+
+    Parameters
+    ----------
+    id, name : str
+        Catalog id and display name.
+    hbm_gb : float
+        HBM per GPU. [GB]
+    hbm_tb_s : float
+        Peak HBM bandwidth per GPU. [TB/s]
+    tflops : dict of str to float
+        Dense tensor throughput per precision (only precisions the silicon supports). [TFLOP/s]
+    gpu_w : float
+        Board power per GPU. [W]
+    gpus_per_node : int
+        GPUs in one node (rack for NVL72).
+    node_kw : float
+        Maximum IT power of one node. [kW]
+    node_capex_usd : float
+        Purchase price estimate of one node. [USD]
+    scale_up_gb_s : float
+        Scale-up (NVLink / Infinity Fabric) bandwidth per GPU, each way. [GB/s]
+    scale_up_gpus : int
+        GPUs in one scale-up domain.
+    scale_out_gbit_s : float
+        Scale-out NIC bandwidth per GPU. [Gbit/s]
+    gemm_efficiency : float
+        Achieved fraction of dense tensor peak in large GEMMs (software stack included).
+    """
+
+    id: str
+    name: str
+    hbm_gb: float
+    hbm_tb_s: float
+    tflops: dict[str, float]
+    gpu_w: float
+    gpus_per_node: int
+    node_kw: float
+    node_capex_usd: float
+    scale_up_gb_s: float
+    scale_up_gpus: int
+    scale_out_gbit_s: float
+    gemm_efficiency: float
+
+
+_MODEL_NUMBERS = {
+    "params_total_b": (True, 0.1),
+    "params_active_b": (True, 0.1),
+    "layers": (True, 1.0),
+    "hidden": (True, 1.0),
+    "q_heads": (True, 1.0),
+    "kv_heads": (False, 1.0),
+    "head_dim": (False, 1.0),
+    "kv_lora_rank": (False, 1.0),
+    "rope_dim": (False, 1.0),
+    "experts": (False, 0.0),
+    "experts_per_token": (False, 0.0),
+}
+_ACCEL_NUMBERS = {
+    "hbm_gb": (True, 1.0),
+    "hbm_tb_s": (True, 0.01),
+    "bf16_tflops": (True, 1.0),
+    "fp8_tflops": (False, 1.0),
+    "fp4_tflops": (False, 1.0),
+    "gpu_w": (True, 1.0),
+    "gpus_per_node": (True, 1.0),
+    "node_kw": (True, 0.01),
+    "node_capex_usd": (True, 0.0),
+    "scale_up_gb_s": (True, 0.1),
+    "scale_up_gpus": (True, 1.0),
+    "scale_out_gbit_s": (True, 1.0),
+    "gemm_efficiency": (True, 0.05),
+}
+
+
+def _read(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise InputError([Problem(str(path), "", "", "file not found", "check the path")])
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError([Problem(str(path), "", "", f"not a readable CSV ({exc})", "save it as UTF-8 CSV")]) from exc
+
+
+def _numbers(raw: pd.DataFrame, rules: dict[str, tuple[bool, float]], path: Path, problems: list[Problem]) -> pd.DataFrame:
+    """Parse numeric columns; blank optional cells become 0. Gathers problems."""
+    out = pd.DataFrame(index=raw.index)
+    for column, (required, low) in rules.items():
+        if column not in raw:
+            problems.append(Problem(str(path), "", column, "column is missing", f"add a '{column}' column"))
+            continue
+        text = raw[column].astype(str).str.strip()
+        values = pd.to_numeric(text.where(text.ne("")), errors="coerce")
+        for k in range(len(raw)):
+            where, written, value = f"row {k + 1} (line {k + 2})", text.iloc[k], values.iloc[k]
+            if written == "":
+                if required:
+                    problems.append(Problem(str(path), where, column, "is missing", "give the figure and its source"))
+                continue
+            if pd.isna(value) or value < low:
+                problems.append(
+                    Problem(str(path), where, column, f"must be a number >= {low:g}, got {written!r}", "fix the figure")
+                )
+        out[column] = values.fillna(0.0).astype(float)
+    return out
+
+
+def _check_text(raw: pd.DataFrame, columns: tuple[str, ...], path: Path, problems: list[Problem]) -> None:
+    for column in columns:
+        if column not in raw:
+            problems.append(Problem(str(path), "", column, "column is missing", f"add a '{column}' column"))
+            continue
+        for k in [int(i) for i, v in enumerate(raw[column].astype(str).str.strip()) if v == ""]:
+            problems.append(Problem(str(path), f"row {k + 1} (line {k + 2})", column, "is empty", f"give the {column}"))
+    if "id" in raw:
+        dupes = raw["id"][raw["id"].duplicated()].tolist()
+        for value in dupes:
+            problems.append(Problem(str(path), "", "id", f"duplicate id {value!r}", "give every row a unique id"))
+
+
+def _model_rule_problems(row: pd.Series, num: pd.Series, where: str, path: Path) -> list[Problem]:
+    source, found = str(path), []
+    attention = str(row["attention"]).strip().lower()
+    if attention not in {"gqa", "mla"}:
+        found.append(Problem(source, where, "attention", f"must be gqa or mla, got {attention!r}", "write gqa or mla"))
+    elif attention == "gqa" and (num["kv_heads"] < 1 or num["head_dim"] < 1):
+        found.append(Problem(source, where, "kv_heads", "GQA needs kv_heads and head_dim", "give both"))
+    elif attention == "mla" and num["kv_lora_rank"] < 1:
+        found.append(Problem(source, where, "kv_lora_rank", "MLA needs kv_lora_rank (and rope_dim)", "give both"))
+    if num["params_active_b"] > num["params_total_b"]:
+        found.append(Problem(source, where, "params_active_b", "exceeds params_total_b", "check the model card"))
+    if num["experts"] > 0 and not 0 < num["experts_per_token"] < num["experts"]:
+        found.append(Problem(source, where, "experts_per_token", "must be between 1 and experts - 1", "check the config"))
+    unknown = sorted(set(str(row["precisions"]).split()) - set(WEIGHT_BYTES))
+    if unknown:
+        found.append(Problem(source, where, "precisions", f"unknown {unknown}", f"use {sorted(WEIGHT_BYTES)}"))
+    return found
+
+
+def load_models(path: str | Path = MODELS_CSV) -> dict[str, ModelSpec]:
+    """Read and check the model catalog.
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV with the columns of ``data/serving/models.csv``.
+
+    Returns
+    -------
+    dict of str to ModelSpec
+        Models by id.
+
+    Raises
+    ------
+    InputError
+        Every problem in the file: row, field, rule and fix.
+    """
+    path = Path(path)
+    raw = _read(path)
+    problems: list[Problem] = []
+    _check_text(raw, ("id", "name", "attention", "precisions", "source"), path, problems)
+    num = _numbers(raw, _MODEL_NUMBERS, path, problems)
+    if problems:
+        raise InputError(problems)
+    for k in range(len(raw)):
+        problems += _model_rule_problems(raw.iloc[k], num.iloc[k], f"row {k + 1} (line {k + 2})", path)
+    if problems:
+        raise InputError(problems)
+    models: dict[str, ModelSpec] = {}
+    for k in range(len(raw)):
+        row, n = raw.iloc[k], num.iloc[k]
+        models[str(row["id"]).strip()] = ModelSpec(
+            id=str(row["id"]).strip(),
+            name=str(row["name"]).strip(),
+            params_total_b=float(n["params_total_b"]),
+            params_active_b=float(n["params_active_b"]),
+            layers=int(n["layers"]),
+            hidden=int(n["hidden"]),
+            q_heads=int(n["q_heads"]),
+            attention=str(row["attention"]).strip().lower(),
+            kv_heads=int(n["kv_heads"]),
+            head_dim=int(n["head_dim"]),
+            kv_lora_rank=int(n["kv_lora_rank"]),
+            rope_dim=int(n["rope_dim"]),
+            experts=int(n["experts"]),
+            experts_per_token=int(n["experts_per_token"]),
+            precisions=tuple(str(row["precisions"]).split()),
+        )
+    return models
+
+
+def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, AcceleratorSpec]:
+    """Read and check the accelerator catalog.
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV with the columns of ``data/serving/accelerators.csv``.
+
+    Returns
+    -------
+    dict of str to AcceleratorSpec
+        Accelerators by id.
+
+    Raises
+    ------
+    InputError
+        Every problem in the file: row, field, rule and fix.
+    """
+    path = Path(path)
+    raw = _read(path)
+    problems: list[Problem] = []
+    _check_text(raw, ("id", "name", "source"), path, problems)
+    num = _numbers(raw, _ACCEL_NUMBERS, path, problems)
+    for k in [int(i) for i in (num["gemm_efficiency"] > 1.0).to_numpy().nonzero()[0]] if "gemm_efficiency" in num else []:
+        problems.append(
+            Problem(str(path), f"row {k + 1} (line {k + 2})", "gemm_efficiency", "must be <= 1", "give a fraction of peak")
+        )
+    if problems:
+        raise InputError(problems)
+    out: dict[str, AcceleratorSpec] = {}
+    for k in range(len(raw)):
+        row, n = raw.iloc[k], num.iloc[k]
+        tflops = {p: float(n[f"{p}_tflops"]) for p in WEIGHT_BYTES if float(n[f"{p}_tflops"]) > 0}
+        out[str(row["id"]).strip()] = AcceleratorSpec(
+            id=str(row["id"]).strip(),
+            name=str(row["name"]).strip(),
+            hbm_gb=float(n["hbm_gb"]),
+            hbm_tb_s=float(n["hbm_tb_s"]),
+            tflops=tflops,
+            gpu_w=float(n["gpu_w"]),
+            gpus_per_node=int(n["gpus_per_node"]),
+            node_kw=float(n["node_kw"]),
+            node_capex_usd=float(n["node_capex_usd"]),
+            scale_up_gb_s=float(n["scale_up_gb_s"]),
+            scale_up_gpus=int(n["scale_up_gpus"]),
+            scale_out_gbit_s=float(n["scale_out_gbit_s"]),
+            gemm_efficiency=float(n["gemm_efficiency"]),
+        )
+    return out
+
+
+@lru_cache(maxsize=1)
+def bundled_models() -> dict[str, ModelSpec]:
+    """The bundled model catalog (read once)."""
+    return load_models(MODELS_CSV)
+
+
+@lru_cache(maxsize=1)
+def bundled_accelerators() -> dict[str, AcceleratorSpec]:
+    """The bundled accelerator catalog (read once)."""
+    return load_accelerators(ACCELERATORS_CSV)
+
+
+def _unknown(kind: str, name: str, known: list[str], source: Path) -> InputError:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return InputError([Problem(str(source), "", kind, f"unknown {kind} {name!r}", f"{hint}known: {', '.join(sorted(known))}")])
+
+
+def get_model(name: str) -> ModelSpec:
+    """Look a model up by id in the bundled catalog; InputError lists the known ids."""
+    models = bundled_models()
+    if name not in models:
+        raise _unknown("model", name, list(models), MODELS_CSV)
+    return models[name]
+
+
+def get_accelerator(name: str) -> AcceleratorSpec:
+    """Look an accelerator up by id in the bundled catalog; InputError lists the known ids."""
+    accelerators = bundled_accelerators()
+    if name not in accelerators:
+        raise _unknown("accelerator", name, list(accelerators), ACCELERATORS_CSV)
+    return accelerators[name]
+
+
+def kv_bytes_per_token(model: ModelSpec, precision: str) -> float:
+    """KV-cache bytes one token adds, all layers.
+
+    GQA: ``2 · layers · kv_heads · head_dim · bytes``; MLA: ``layers · (kv_lora_rank + rope_dim) · bytes``.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Model shape.
+    precision : str
+        Weight precision; the KV element size follows :data:`KV_BYTES`.
+
+    Returns
+    -------
+    float
+        KV cache per token. [bytes]
+    """
+    element = KV_BYTES[precision]
+    if model.attention == "mla":
+        return float(model.layers * (model.kv_lora_rank + model.rope_dim) * element)
+    return float(2 * model.layers * model.kv_heads * model.head_dim * element)
+
+
+def weight_bytes(model: ModelSpec, precision: str) -> float:
+    """Bytes of all weights at a precision. [bytes]"""
+    return model.params_total_b * 1e9 * WEIGHT_BYTES[precision]
+
+
+def weight_bytes_read(model: ModelSpec, precision: str, tokens: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Weight bytes one forward step reads for ``tokens`` tokens in flight.
+
+    Dense models read every weight. MoE models read the shared part and the experts that at least
+    one token routes to: a fraction ``1 − (1 − k/E)^tokens`` of them (uniform routing).
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Model shape.
+    precision : str
+        Weight precision.
+    tokens : numpy.ndarray
+        Tokens in each step (decode batch plus prefill chunk).
+
+    Returns
+    -------
+    numpy.ndarray
+        Bytes read from HBM for weights, per step. [bytes]
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    if model.experts == 0:
+        return np.full_like(tokens, weight_bytes(model, precision))
+    e, k = model.experts, model.experts_per_token
+    expert_b = (model.params_total_b - model.params_active_b) / (e - k)
+    shared_b = model.params_active_b - k * expert_b
+    touched = 1.0 - (1.0 - k / e) ** np.maximum(tokens, 1.0)
+    return np.asarray((shared_b + e * expert_b * touched) * 1e9 * WEIGHT_BYTES[precision])
