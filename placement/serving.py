@@ -88,11 +88,15 @@ class ServingEfficiency:
 #: the MLPerf mean prompt below. Both rows are compute-bound, so they do not constrain η_bw.
 CALIBRATED = ServingEfficiency()
 
-#: Mean prompt length the MLPerf llama2-70b rows are consistent with at the calibrated efficiencies. [tokens]
-#: OpenOrca prompts are *capped* at 1,024 tokens; at a 1,024-token mean the DGX H100 server row (21,606 tok/s)
-#: would need 85 % of dense FP8 peak for the GEMMs alone, and more than 100 % once all-reduce, step overhead and
-#: queueing headroom are counted. This value is inferred, not measured: replace it by the dataset's mean.
-MLPERF_LLAMA2_MEAN_INPUT_TOKENS = 530
+#: Mean prompt over the longest prompt a class sends. ``input_tokens`` is the *longest* prompt (the cap: MLPerf's
+#: OpenOrca prompts run "up to ~1K tokens"); with lengths spread evenly below it the mean is half. Throughput, KV
+#: occupancy and the queue's mean service time follow the mean; the service-time spread (``service_cv2``) covers
+#: the rest. At a 1,024-token *mean* the DGX H100 server row (21,606 tok/s) would need 85 % of dense FP8 peak for
+#: the GEMMs alone, more than 100 % with all-reduce, step overhead and headroom: the rows imply a mean near half
+#: the cap (a free fit on both rows gives 530 of 1,024). Pass 1.0 when ``input_tokens`` is already the mean.
+PROMPT_MEAN_FRACTION = 0.5
+#: Longest prompt of the MLPerf llama2-70b set (OpenOrca, capped at 1,024 tokens). [tokens]
+MLPERF_LLAMA2_INPUT_TOKENS = 1024
 #: Mean answer length of the MLPerf llama2-70b set (reference README: 294.45 tokens per sample; DESIGN.md: ~290).
 MLPERF_LLAMA2_OUTPUT_TOKENS = 290
 
@@ -623,6 +627,7 @@ def serve(
     disaggregated: bool = False,
     min_tok_s_per_user: float = 0.0,
     pue: float = 1.0,
+    prompt_mean_fraction: float = PROMPT_MEAN_FRACTION,
     efficiency: ServingEfficiency = CALIBRATED,
 ) -> ServingResult:
     """Goodput of one node inside a p99 TTFT / p99 ITL objective, at the best batch and tensor-parallel degree.
@@ -636,7 +641,7 @@ def serve(
     precision : str
         Weight precision: ``bf16``, ``fp8`` or ``fp4`` (KV cache BF16, FP8, FP8).
     input_tokens, output_tokens : int
-        Prompt and answer length per request. [tokens]
+        Longest prompt and mean answer length per request. [tokens]
     ttft_p99_ms, itl_p99_ms : float
         The objective. [ms]
     node_cost_usd_h : float, optional
@@ -649,6 +654,8 @@ def serve(
         Interactivity floor: decode speed per user. [tokens/s]
     pue : float
         Facility PUE for ``tokens_per_s_per_mw``; 1.0 gives the node-level (IT power) figure.
+    prompt_mean_fraction : float
+        Mean prompt over ``input_tokens`` (see :data:`PROMPT_MEAN_FRACTION`); 1.0 when it is the mean.
     efficiency : ServingEfficiency
         Achieved efficiencies; defaults to the calibrated set.
 
@@ -662,7 +669,20 @@ def serve(
     InputError
         Unknown model or accelerator (with the known ids), unsupported precision, or a bad number.
     """
-    w = _Workload(float(input_tokens), float(output_tokens), ttft_p99_ms, itl_p99_ms, min_tok_s_per_user, prefix_cache_hit_rate)
+    if not 0.0 < prompt_mean_fraction <= 1.0:
+        raise InputError(
+            [
+                Problem(
+                    "goodput",
+                    "",
+                    "prompt_mean_fraction",
+                    f"must be in (0, 1], got {prompt_mean_fraction:g}",
+                    "use 0.5 for prompts spread up to input_tokens, 1.0 for a fixed length",
+                )
+            ]
+        )
+    mean_input = max(1.0, float(input_tokens) * prompt_mean_fraction)
+    w = _Workload(mean_input, float(output_tokens), ttft_p99_ms, itl_p99_ms, min_tok_s_per_user, prefix_cache_hit_rate)
     m, a = _check_request(model, accelerator, gpus, precision, w, node_cost_usd_h, pue)
     search = _disaggregated if disaggregated else _colocated
     found = [c for t in tp_options(a, gpus) if (c := search(m, a, precision, gpus, t, w, efficiency)) is not None]
@@ -715,6 +735,7 @@ def goodput_report(
     disaggregated: bool = False,
     min_tok_s_per_user: float = 0.0,
     pue: float = 1.0,
+    prompt_mean_fraction: float = PROMPT_MEAN_FRACTION,
 ) -> dict[str, Any]:
     """The CLI's ``goodput`` report: :func:`serve` as a JSON-ready dict.
 
@@ -742,6 +763,7 @@ def goodput_report(
         disaggregated=disaggregated,
         min_tok_s_per_user=min_tok_s_per_user,
         pue=pue,
+        prompt_mean_fraction=prompt_mean_fraction,
     )
     report = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(result).items()}
     if node_cost_usd_h is None:

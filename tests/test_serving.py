@@ -20,7 +20,7 @@ from placement.hardware import (
 )
 from placement.queueing import erlang_c, queue_wait_p99_ms, utilisation_cap
 from placement.serving import (
-    MLPERF_LLAMA2_MEAN_INPUT_TOKENS,
+    MLPERF_LLAMA2_INPUT_TOKENS,
     MLPERF_LLAMA2_OUTPUT_TOKENS,
     ServingEfficiency,
     decode_step,
@@ -146,7 +146,7 @@ def test_kv_transfer_is_bytes_over_nic_bandwidth() -> None:
 
 
 def test_disaggregated_ttft_includes_kv_transfer() -> None:
-    r = serve("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50, disaggregated=True)
+    r = serve("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50, disaggregated=True, prompt_mean_fraction=1.0)
     model = get_model("llama-3.1-70b")
     per_nic = kv_bytes_per_token(model, "fp8") * kv_copies(model, r.tp) / r.tp
     assert r.kv_transfer_ms == pytest.approx(kv_transfer_ms(2048, per_nic, 400))
@@ -240,7 +240,7 @@ def test_report_keys_cost_and_facility_yield() -> None:
 def test_calibration_rows_within_5_percent(accelerator: str, ttft_ms: float, itl_ms: float, published_tok_s: float) -> None:
     # MLPerf llama2-70b, 8 GPUs, FP8 at the mean prompt the rows are consistent with (see serving.py).
     got = goodput_report(
-        "llama-2-70b", accelerator, 8, "fp8", MLPERF_LLAMA2_MEAN_INPUT_TOKENS, MLPERF_LLAMA2_OUTPUT_TOKENS, ttft_ms, itl_ms
+        "llama-2-70b", accelerator, 8, "fp8", MLPERF_LLAMA2_INPUT_TOKENS, MLPERF_LLAMA2_OUTPUT_TOKENS, ttft_ms, itl_ms
     )["goodput_tok_s"]
     assert got == pytest.approx(published_tok_s, rel=0.05)
 
@@ -253,3 +253,11 @@ def test_pareto_curve_and_plot(tmp_path: Path) -> None:
     assert front["tok_s_per_gpu"].is_monotonic_decreasing  # faster per user costs throughput per GPU
     path = plot_pareto(curve, tmp_path / "pareto.png", itl_p99_ms=40)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_prompt_mean_fraction_halves_prefill_work() -> None:
+    # Prompts spread evenly up to 2,048 tokens cost the same as fixed 1,024-token prompts.
+    spread = serve("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50)
+    fixed = serve("llama-3.1-70b", "h100-sxm", 8, "fp8", 1024, 256, 2000, 50, prompt_mean_fraction=1.0)
+    assert spread.goodput_tok_s == pytest.approx(fixed.goodput_tok_s)
+    assert spread.prefill_ms == pytest.approx(fixed.prefill_ms)
