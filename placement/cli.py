@@ -159,6 +159,92 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _rtt(args: argparse.Namespace) -> int:
+    import json
+
+    from placement.places import rtt_report
+
+    report = rtt_report(args.origin, args.destination, access=args.access)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    origin, destination = report["from"], report["to"]
+    leg = "user to user (access legs included)" if args.access else "data center to data center"
+    print(f"{origin['name']} ({origin['country_code']}) -> {destination['name']} ({destination['country_code']}): {leg}")
+    print(f"  RTT {report['rtt_ms']:.1f} ms; physics bound {report['bound_ms']:.1f} ms (great circle in fiber)")
+    print(f"  path: {' > '.join(report['path'])}")
+    for note in report.get("notes", []):
+        print(f"  note: {note}")
+    return EXIT_OK
+
+
+def _goodput(args: argparse.Namespace) -> int:
+    import json
+
+    from placement.serving import goodput_report, pareto_curve, plot_pareto
+
+    report = goodput_report(
+        args.model,
+        args.accelerator,
+        args.gpus,
+        args.precision,
+        args.input_tokens,
+        args.output_tokens,
+        args.ttft_p99_ms,
+        args.itl_p99_ms,
+        node_cost_usd_h=args.node_cost_usd_h,
+        prefix_cache_hit_rate=args.prefix_cache_hit_rate,
+        disaggregated=args.disaggregated,
+        min_tok_s_per_user=args.min_tok_s_per_user,
+        pue=args.pue,
+        prompt_mean_fraction=args.prompt_mean_fraction,
+    )
+    if args.plot:
+        curve = pareto_curve(
+            args.model,
+            args.accelerator,
+            args.gpus,
+            args.precision,
+            args.input_tokens,
+            args.output_tokens,
+            prefix_cache_hit_rate=args.prefix_cache_hit_rate,
+        )
+        plot_pareto(
+            curve,
+            args.plot,
+            itl_p99_ms=args.itl_p99_ms,
+            title=f"{args.model} on {args.gpus} x {args.accelerator} ({args.precision})",
+        )
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return EXIT_OK
+    print(
+        f"{args.model} on {args.gpus} x {args.accelerator} ({args.precision}), {args.input_tokens} in / "
+        f"{args.output_tokens} out, p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 ITL <= {args.itl_p99_ms:g} ms"
+    )
+    if not report["goodput_tok_s"]:
+        print(f"  no goodput: {report['limit']}")
+        return EXIT_OK
+    print(
+        f"  goodput {report['goodput_tok_s']:,.0f} tok/s per node (batch {report['batch']}, TP {report['tp']}, "
+        f"{report['replicas']} replicas; limited by {report['limit']})"
+    )
+    print(
+        f"  ITL {report['itl_ms']:.1f} ms; TTFT {report['ttft_ms']:.0f} ms = queue {report['queue_p99_ms']:.0f} + "
+        f"prefill {report['prefill_ms']:.0f} + KV transfer {report['kv_transfer_ms']:.1f} + "
+        f"first decode {report['first_decode_ms']:.1f}"
+    )
+    print(
+        f"  node {report['node_kw']:.1f} kW; {report['tokens_per_s_per_mw']:,.0f} tok/s per MW; "
+        f"utilisation cap {report['utilisation_cap']:.2f}"
+    )
+    if "cost_per_million_goodput_tokens_usd" in report and report["cost_per_million_goodput_tokens_usd"] is not None:
+        print(f"  ${report['cost_per_million_goodput_tokens_usd']:.3f} per million goodput tokens at ${args.node_cost_usd_h:g}/h")
+    if args.plot:
+        print(f"  Pareto curve in {args.plot}")
+    return EXIT_OK
+
+
 def _validate(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.suffix.lower() in SCENARIO_SUFFIXES:
@@ -209,6 +295,35 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--site", help="explain one site only")
     explain.add_argument("--quiet", action="store_true", help="no progress lines")
     explain.set_defaults(handler=_explain)
+    rtt = commands.add_parser("rtt", help="round trip between two places (names or 'lat,lon')")
+    rtt.add_argument("origin", metavar="FROM", help='a city name ("Chicago", "Sao Paulo") or "lat,lon"')
+    rtt.add_argument("destination", metavar="TO", help="a city name or lat,lon")
+    rtt.add_argument("--access", action="store_true", help="add the users' access legs at both ends")
+    rtt.add_argument("--json", action="store_true", help="print JSON (rtt_ms, path, bound_ms, ...)")
+    rtt.set_defaults(handler=_rtt)
+    goodput = commands.add_parser("goodput", help="per-node goodput inside a p99 TTFT / ITL objective")
+    goodput.add_argument("--model", required=True, help="model id, e.g. llama-2-70b")
+    goodput.add_argument("--accelerator", required=True, help="accelerator id, e.g. h200")
+    goodput.add_argument("--gpus", type=int, default=8, help="GPUs per node")
+    goodput.add_argument("--precision", default="fp8", help="bf16, fp8 or fp4")
+    goodput.add_argument("--input-tokens", type=int, required=True, help="longest prompt [tokens]")
+    goodput.add_argument("--output-tokens", type=int, required=True, help="answer length [tokens]")
+    goodput.add_argument("--ttft-p99-ms", type=float, required=True)
+    goodput.add_argument("--itl-p99-ms", type=float, required=True)
+    goodput.add_argument("--node-cost-usd-h", type=float, help="all-in node cost, for $/M goodput tokens")
+    goodput.add_argument("--prefix-cache-hit-rate", type=float, default=0.0)
+    goodput.add_argument("--disaggregated", action="store_true", help="separate prefill and decode pools")
+    goodput.add_argument("--min-tok-s-per-user", type=float, default=0.0)
+    goodput.add_argument("--pue", type=float, default=1.0, help="for tokens/s per facility MW (1: IT power)")
+    goodput.add_argument(
+        "--prompt-mean-fraction",
+        type=float,
+        default=0.5,
+        help="mean prompt over --input-tokens (0.5: spread evenly up to it; 1: fixed length)",
+    )
+    goodput.add_argument("--plot", help="write the throughput-interactivity Pareto curve to this PNG")
+    goodput.add_argument("--json", action="store_true", help="print JSON")
+    goodput.set_defaults(handler=_goodput)
     validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
     validate.add_argument("file")
     validate.set_defaults(handler=_validate)

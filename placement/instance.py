@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,8 @@ from placement.demand import Populations, aggregate, demand_tok_s, load_cities
 from placement.economics import NodeCost, node_cost_usd_per_h
 from placement.latency import population_site_rtt_ms
 from placement.model import PlacementInput
+from placement.network import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network
+from placement.network import population_site_rtt_ms as graph_population_site_rtt_ms
 from placement.residency import residency_mask
 from placement.scenario import LoadedScenario, WorkloadClass
 from placement.timeslices import (
@@ -113,11 +115,39 @@ class Instance:
         return np.asarray(~self.allowed.any(axis=1))
 
 
+def population_site_rtt(loaded: LoadedScenario, lat_deg: FloatArray, lon_deg: FloatArray, sites: pd.DataFrame) -> FloatArray:
+    """Round trip from users at each point to each site, with the scenario's latency model. [ms]
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario (``latency`` section).
+    lat_deg, lon_deg : numpy.ndarray
+        User points. [degrees]
+    sites : pandas.DataFrame
+        Sites (``lat``, ``lon``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, m)`` round trips, the users' last mile included. [ms]
+    """
+    spec = loaded.scenario.latency
+    if spec.model == "great_circle":
+        return population_site_rtt_ms(lat_deg, lon_deg, sites["lat"], sites["lon"], spec.params())
+    network = default_network()
+    if spec.hubs is not None or spec.links is not None:
+        network = load_network(
+            loaded.resolve(spec.hubs) if spec.hubs else HUBS_CSV, loaded.resolve(spec.links) if spec.links else LINKS_CSV
+        )
+    params = replace(default_params(), last_mile_ms=spec.access_ms)
+    return graph_population_site_rtt_ms(lat_deg, lon_deg, sites["lat"], sites["lon"], params, network=network)
+
+
 def _worst_member_rtt_ms(populations: Populations, sites: pd.DataFrame, loaded: LoadedScenario) -> FloatArray:
     """Round trip to each site from the farthest member city of each population (conservative)."""
     cities = populations.cities.sort_values("population_index", kind="stable")
-    params = loaded.scenario.latency.params()
-    rtt = population_site_rtt_ms(cities["lat"], cities["lon"], sites["lat"], sites["lon"], params)
+    rtt = population_site_rtt(loaded, cities["lat"].to_numpy(float), cities["lon"].to_numpy(float), sites)
     labels = cities["population_index"].to_numpy()
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
     return np.asarray(np.maximum.reduceat(rtt, starts, axis=0))

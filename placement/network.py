@@ -55,6 +55,8 @@ WGS84 = "EPSG:4326"
 
 _HUB_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _BLANK = {"", "nan", "na", "null", "none"}
+ACCESS_HUBS = 3
+"""A point may enter the graph at any of this many nearest hubs."""
 _CHUNK_ROWS = 8192
 """Points matched to hubs per block (bounds the ``points x hubs`` scratch matrix)."""
 
@@ -535,6 +537,38 @@ def nearest_hub(lat_deg: ArrayLike, lon_deg: ArrayLike, network: Network) -> tup
     return index, great_circle_km(lat, lon, hub_lat[index], hub_lon[index])
 
 
+def nearest_hubs(
+    lat_deg: ArrayLike, lon_deg: ArrayLike, network: Network, k: int
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """The ``k`` hubs closest (great circle) to each point.
+
+    Parameters
+    ----------
+    lat_deg, lon_deg : array_like
+        Points (``n``). [degrees]
+    network : Network
+        Hubs.
+    k : int
+        Hubs per point.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(n, k)`` hub indices, nearest first, and great-circle distances to them. [km]
+    """
+    lat, lon = np.atleast_1d(np.asarray(lat_deg, dtype=float)), np.atleast_1d(np.asarray(lon_deg, dtype=float))
+    k = min(k, len(network.hubs))
+    points = unit_vectors(lat, lon)
+    index = np.empty((len(points), k), dtype=np.intp)
+    for start in range(0, len(points), _CHUNK_ROWS):
+        similarity = points[start : start + _CHUNK_ROWS] @ network.hub_vectors.T
+        top = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(similarity, top, axis=1), axis=1)
+        index[start : start + len(top)] = np.take_along_axis(top, order, axis=1)
+    hub_lat, hub_lon = network.hubs["lat"].to_numpy(float), network.hubs["lon"].to_numpy(float)
+    return index, great_circle_km(lat[:, None], lon[:, None], hub_lat[index], hub_lon[index])
+
+
 def access_rtt_ms(distance_km: ArrayLike, params: GraphLatencyParams, *, last_mile: bool) -> NDArray[np.float64]:
     """Round trip of the leg from a point to its hub.
 
@@ -573,12 +607,20 @@ def _graph_rtt_ms(
     *,
     last_mile_a: bool,
 ) -> NDArray[np.float64]:
-    """``(n, m)`` round trips: row access leg + hub-to-hub shortest path + column leg + fixed delay, bounded."""
-    hub_a, km_a = nearest_hub(lat_a, lon_a, network)
+    """``(n, m)`` round trips: row access leg + hub-to-hub shortest path + column leg + fixed delay, bounded.
+
+    A row point may reach the graph through any of its :data:`ACCESS_HUBS` nearest hubs and takes the
+    quickest, so a city next to a border hub with no direct link is not routed round the world.
+    """
+    hubs_a, km_a = nearest_hubs(lat_a, lon_a, network, ACCESS_HUBS)
     hub_b, km_b = nearest_hub(lat_b, lon_b, network)
-    leg_a = access_rtt_ms(km_a, params, last_mile=last_mile_a)
     leg_b = access_rtt_ms(km_b, params, last_mile=False) + params.fixed_ms
-    rtt = hub_rtt_matrix_ms(network, params)[:, hub_b][hub_a] + leg_a[:, None] + leg_b[None, :]
+    to_b = hub_rtt_matrix_ms(network, params)[:, hub_b]
+    rtt = np.full((hubs_a.shape[0], len(hub_b)), np.inf)
+    for k in range(hubs_a.shape[1]):
+        leg_a = access_rtt_ms(km_a[:, k], params, last_mile=last_mile_a)
+        rtt = np.minimum(rtt, to_b[hubs_a[:, k]] + leg_a[:, None])
+    rtt = rtt + leg_b[None, :]
     bound = physics_bound_rtt_ms(pairwise_km(lat_a, lon_a, lat_b, lon_b))
     return np.asarray(np.maximum(rtt, bound))
 

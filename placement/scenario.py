@@ -90,12 +90,17 @@ class ServingSection(_Section):
 class LatencySection(_Section):
     """Parameters of the latency model."""
 
-    route_factor: float = Field(1.5, ge=1)
-    fixed_ms: float = Field(2.0, ge=0)
-    access_ms: float = Field(8.0, ge=0)
+    model: Literal["graph", "great_circle"] = Field(
+        "graph", description="graph: calibrated metro/long-haul graph; great_circle: distance x route factor"
+    )
+    hubs: str | None = Field(None, description="graph hubs CSV (null: the bundled data/network/hubs.csv)")
+    links: str | None = Field(None, description="graph links CSV (null: the bundled data/network/links.csv)")
+    route_factor: float = Field(1.5, ge=1, description="great_circle only")
+    fixed_ms: float = Field(2.0, ge=0, description="great_circle only")
+    access_ms: float = Field(8.0, ge=0, description="users' last mile, round trip")
 
     def params(self) -> LatencyParams:
-        """As :class:`placement.latency.LatencyParams`."""
+        """As :class:`placement.latency.LatencyParams` (the great-circle model)."""
         return LatencyParams(route_factor=self.route_factor, fixed_ms=self.fixed_ms, access_ms=self.access_ms)
 
 
@@ -312,6 +317,8 @@ def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
     for key, relative in (
         ("time.profile", loaded.scenario.time.profile),
         ("time.power_price_profile", loaded.scenario.time.power_price_profile),
+        ("latency.hubs", loaded.scenario.latency.hubs),
+        ("latency.links", loaded.scenario.latency.links),
     ):
         if relative is not None:
             files.append((key, loaded.resolve(relative)))

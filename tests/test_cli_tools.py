@@ -1,0 +1,98 @@
+"""cli.py rtt and cli.py goodput: the contracts other tools score against."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from placement.cli import main
+
+
+def test_rtt_json_has_the_contract_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rtt", "Chicago", "Frankfurt am Main", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {"rtt_ms", "path", "bound_ms"} <= set(report)
+    assert 85 <= report["rtt_ms"] <= 105  # seed: Chicago-Frankfurt 90-100 ms
+    assert report["rtt_ms"] >= report["bound_ms"]
+    assert report["path"][0] == "Chicago" and report["path"][-1] == "Frankfurt"
+
+
+def test_rtt_access_adds_both_last_miles(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rtt", "Chicago", "Ashburn", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)["rtt_ms"]
+    assert main(["rtt", "Chicago", "Ashburn", "--json", "--access"]) == 0
+    assert json.loads(capsys.readouterr().out)["rtt_ms"] > plain + 10
+
+
+def test_rtt_coordinates_and_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rtt", "41.88,-87.63", "Sao Paulo"]) == 0
+    assert "São Paulo" in capsys.readouterr().out
+    assert main(["rtt", "Chicgo", "Paris"]) == 1
+    assert "did you mean Chicago" in capsys.readouterr().err
+
+
+def test_goodput_json_has_the_contract_keys(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    plot = tmp_path / "pareto.png"
+    args = [
+        "goodput",
+        "--model",
+        "llama-2-70b",
+        "--accelerator",
+        "h200",
+        "--gpus",
+        "8",
+        "--precision",
+        "fp8",
+        "--input-tokens",
+        "1024",
+        "--output-tokens",
+        "290",
+        "--ttft-p99-ms",
+        "450",
+        "--itl-p99-ms",
+        "40",
+        "--node-cost-usd-h",
+        "30",
+        "--json",
+        "--plot",
+        str(plot),
+    ]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    keys = {
+        "goodput_tok_s",
+        "batch",
+        "itl_ms",
+        "ttft_ms",
+        "node_kw",
+        "tokens_per_s_per_mw",
+        "cost_per_million_goodput_tokens_usd",
+    }
+    assert keys <= set(report)
+    assert report["goodput_tok_s"] == pytest.approx(19_424, rel=0.10)  # MLPerf v5.0 H200 interactive row
+    assert report["itl_ms"] <= 40 and report["ttft_ms"] <= 450
+    assert report["cost_per_million_goodput_tokens_usd"] == pytest.approx(30 / (report["goodput_tok_s"] * 3600 / 1e6))
+    assert plot.stat().st_size > 0
+
+
+def test_goodput_unknown_model_lists_known(capsys: pytest.CaptureFixture[str]) -> None:
+    args = [
+        "goodput",
+        "--model",
+        "llama-9",
+        "--accelerator",
+        "h200",
+        "--input-tokens",
+        "1",
+        "--output-tokens",
+        "1",
+        "--ttft-p99-ms",
+        "100",
+        "--itl-p99-ms",
+        "50",
+    ]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "unknown model 'llama-9'" in err and "llama-3.1-70b" in err
