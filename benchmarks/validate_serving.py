@@ -17,8 +17,8 @@ from placement.hardware import get_accelerator, get_model
 from placement.serving import (
     CALIBRATED,
     MLPERF_LLAMA2_INPUT_TOKENS,
-    PROMPT_MEAN_FRACTION,
     MLPERF_LLAMA2_OUTPUT_TOKENS,
+    PROMPT_MEAN_FRACTION,
     ServingEfficiency,
     serve,
 )
