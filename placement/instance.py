@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement._errors import InputError, Problem
 from placement.budget import ttft_p99_ms
 from placement.catalog import load_catalog
 from placement.demand import Populations, aggregate, demand_tok_s, load_cities
@@ -153,6 +154,45 @@ def _worst_member_rtt_ms(populations: Populations, sites: pd.DataFrame, loaded: 
     return np.asarray(np.maximum.reduceat(rtt, starts, axis=0))
 
 
+def load_sites(loaded: LoadedScenario) -> pd.DataFrame:
+    """The site catalog with the scenario's what-ifs applied (exclusions, power price, MW).
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The adjusted catalog.
+
+    Raises
+    ------
+    InputError
+        If ``sites.exclude`` names a site the catalog does not have, or leaves no site.
+    """
+    spec = loaded.scenario.sites
+    sites = load_catalog(loaded.catalog_path)
+    unknown = sorted(set(spec.exclude) - set(sites["id"]))
+    problems = [
+        Problem(str(loaded.path), "sites.exclude", "", f"unknown site id {site!r}", "use ids from the catalog")
+        for site in unknown
+    ]
+    sites = sites[~sites["id"].isin(spec.exclude)].reset_index(drop=True)
+    if sites.empty:
+        problems.append(Problem(str(loaded.path), "sites.exclude", "", "every site is excluded", "keep at least one"))
+    if problems:
+        raise InputError(problems)
+    multiplier = sites["continent"].map(spec.power_price_multiplier).fillna(1.0)
+    by_country = sites["country_code"].map(spec.power_price_multiplier)
+    multiplier = by_country.fillna(multiplier)
+    return sites.assign(
+        power_price_usd_per_mwh=sites["power_price_usd_per_mwh"] * multiplier,
+        mw_available=sites["mw_available"] * spec.mw_multiplier,
+    )
+
+
 def load_populations(loaded: LoadedScenario) -> Populations:
     """Cities, their daily mean demand and their aggregation, as the scenario says.
 
@@ -173,7 +213,7 @@ def load_populations(loaded: LoadedScenario) -> Populations:
         adoption=spec.adoption,
         tokens_per_user_per_day=spec.tokens_per_user_per_day,
         peak_factor=1.0,
-    )
+    ) * spec.growth
     return aggregate(cities, demand, spec.clusters)
 
 
@@ -258,7 +298,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     """
     start = time.perf_counter()
     scenario = loaded.scenario
-    sites = load_catalog(loaded.catalog_path)
+    sites = load_sites(loaded)
     progress(f"catalog: {len(sites)} candidate sites")
     populations = load_populations(loaded)
     progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")

@@ -28,6 +28,12 @@ class SitesSection(_Section):
     """Where the candidate sites come from."""
 
     catalog: str = Field(description="CSV or GeoJSON site catalog, relative to the scenario file")
+    power_price_multiplier: dict[str, float] = Field(
+        default_factory=dict,
+        description="what-if: multiply power prices by continent name or ISO alpha-2 country (country wins)",
+    )
+    mw_multiplier: float = Field(1.0, ge=0, description="what-if: multiply every site's MW available")
+    exclude: list[str] = Field(default_factory=list, description="site ids to leave out")
 
 
 class DemandSection(_Section):
@@ -40,6 +46,7 @@ class DemandSection(_Section):
     peak_factor: float = Field(2.0, ge=1, description="peak-hour demand over the daily mean")
     clusters: int | None = Field(400, ge=1, description="aggregate cities into this many clusters (null: none)")
     countries: list[str] | None = Field(None, description="ISO 3166-1 alpha-2 codes to keep (null: all)")
+    growth: float = Field(1.0, gt=0, description="what-if: multiply every population's demand")
 
 
 class WorkloadClass(_Section):
