@@ -74,11 +74,8 @@ def _commodity_arrays(instance: Instance) -> tuple[FloatArray, FloatArray, Float
     mean = instance.commodity_mean_demand_tok_s
     slices = instance.population_slice_demand_tok_s[instance.commodity_population] * shares[:, None]
     slices[shiftable] = mean[shiftable, None]
-    goodput = np.array([c.goodput_tok_s_per_node for c in scenario.classes])
-    cap = np.array(
-        [c.utilisation_cap if c.utilisation_cap is not None else 1.0 - scenario.serving.headroom for c in scenario.classes]
-    )
-    weight = 1.0 / (goodput * cap)[instance.commodity_class]
+    goodput = np.array([p.goodput_tok_s_per_node for p in instance.profiles])
+    weight = np.array([p.nodes_per_tok_s for p in instance.profiles])[instance.commodity_class]
     return slices, weight, mean, goodput[instance.commodity_class]
 
 
@@ -117,7 +114,7 @@ def evaluate(instance: Instance, name: str, preferred_sites: NDArray[np.int64]) 
     is_open = nodes > 0
     inside = (site >= 0) & instance.within_budget[np.arange(len(site)), np.maximum(site, 0)]
     dynamic = 1.0 - instance.loaded.scenario.serving.idle_power_share
-    energy_mw_per_tok_s = dynamic * instance.loaded.scenario.serving.node_kw / 1000.0 / per_node
+    energy_mw_per_tok_s = dynamic * instance.node_kw / 1000.0 / per_node
     price = instance.sites["power_price_usd_per_mwh"].to_numpy(float) * instance.sites["pue"].to_numpy(float)
     served = site >= 0
     energy = float((mean[served] * energy_mw_per_tok_s[served] * price[site[served]]).sum())

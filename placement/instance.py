@@ -20,8 +20,9 @@ from placement.demand import Populations, aggregate, demand_tok_s, load_cities
 from placement.economics import NodeCost, node_cost_usd_per_h
 from placement.latency import population_site_rtt_ms
 from placement.model import PlacementInput
-from placement.network import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network
+from placement.network import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network, site_site_rtt_ms
 from placement.network import population_site_rtt_ms as graph_population_site_rtt_ms
+from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
 from placement.residency import residency_mask
 from placement.scenario import LoadedScenario, WorkloadClass
 from placement.timeslices import (
@@ -77,9 +78,19 @@ class Instance:
     inputs : PlacementInput
         The model arrays (only commodities with at least one allowed site).
     modelled : numpy.ndarray of int
-        Commodity index of each commodity row of ``inputs``.
+        A representative commodity of each row of ``inputs``.
     build_s : float
         Time to build the instance. [s]
+    profiles : list of ClassProfile
+        Per-node goodput and node-side TTFT of each class (given or from the serving model).
+    retrieval_extra_ms : numpy.ndarray
+        ``(k, m)`` round trip from each site to each class's remote retrieval store (0 if local). [ms]
+    node_kw : float
+        IT power of one node. [kW]
+    row_of_commodity : numpy.ndarray of int
+        ``(c,)`` model row serving each commodity (-1: no allowed site). Commodities of one class
+        with the same allowed sites and the same demand shape over the day share a row: they are
+        interchangeable, so merging them is exact and keeps the model small.
     """
 
     loaded: LoadedScenario
@@ -98,6 +109,10 @@ class Instance:
     inputs: PlacementInput
     modelled: IntArray
     build_s: float
+    profiles: list[ClassProfile]
+    retrieval_extra_ms: FloatArray
+    node_kw: float
+    row_of_commodity: IntArray
 
     @property
     def classes(self) -> list[WorkloadClass]:
@@ -109,6 +124,14 @@ class Instance:
         """Daily mean demand of every commodity. [tokens/s]"""
         shares = np.array([c.share for c in self.classes])
         return np.asarray(self.population_mean_demand_tok_s[self.commodity_population] * shares[self.commodity_class])
+
+    @property
+    def commodity_peak_demand_tok_s(self) -> FloatArray:
+        """Largest slice demand of every commodity (the daily mean for time-shiftable classes). [tokens/s]"""
+        shares = np.array([c.share for c in self.classes])[self.commodity_class]
+        shiftable = np.array([c.time_shiftable for c in self.classes])[self.commodity_class]
+        peak = self.population_slice_demand_tok_s.max(axis=1)[self.commodity_population] * shares
+        return np.asarray(np.where(shiftable, self.commodity_mean_demand_tok_s, peak))
 
     @property
     def unreachable(self) -> NDArray[np.bool_]:
@@ -152,6 +175,52 @@ def _worst_member_rtt_ms(populations: Populations, sites: pd.DataFrame, loaded: 
     labels = cities["population_index"].to_numpy()
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
     return np.asarray(np.maximum.reduceat(rtt, starts, axis=0))
+
+
+def retrieval_extra_ms(loaded: LoadedScenario, sites: pd.DataFrame) -> FloatArray:
+    """Round trip from each site to each class's remote retrieval store (0 where it is local). [ms]
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario.
+    sites : pandas.DataFrame
+        The sites.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(k, m)`` extra retrieval time per class and site. [ms]
+
+    Raises
+    ------
+    InputError
+        If a class names a retrieval store that is not a site of the catalog.
+    """
+    classes = loaded.scenario.classes
+    extra = np.zeros((len(classes), len(sites)))
+    ids = sites["id"].tolist()
+    problems = []
+    for k, workload in enumerate(classes):
+        store = workload.retrieval_store_site
+        if store is None:
+            continue
+        if store not in ids:
+            problems.append(
+                Problem(str(loaded.path), f"classes[{k}].retrieval_store_site", "", f"unknown site {store!r}", "use a catalog id")
+            )
+            continue
+        j = ids.index(store)
+        lat, lon = sites["lat"].to_numpy(float), sites["lon"].to_numpy(float)
+        if loaded.scenario.latency.model == "great_circle":
+            params = replace(loaded.scenario.latency.params(), access_ms=0.0)
+            extra[k] = population_site_rtt_ms(lat, lon, lat[j : j + 1], lon[j : j + 1], params)[:, 0]
+        else:
+            extra[k] = site_site_rtt_ms(lat, lon, lat[j : j + 1], lon[j : j + 1])[:, 0]
+        extra[k, j] = 0.0
+    if problems:
+        raise InputError(problems)
+    return extra
 
 
 def load_sites(loaded: LoadedScenario) -> pd.DataFrame:
@@ -208,12 +277,15 @@ def load_populations(loaded: LoadedScenario) -> Populations:
     """
     spec = loaded.scenario.demand
     cities = load_cities(loaded.cities_path, min_population=spec.min_population, countries=spec.countries)
-    demand = demand_tok_s(
-        cities["population"].to_numpy(float),
-        adoption=spec.adoption,
-        tokens_per_user_per_day=spec.tokens_per_user_per_day,
-        peak_factor=1.0,
-    ) * spec.growth
+    demand = (
+        demand_tok_s(
+            cities["population"].to_numpy(float),
+            adoption=spec.adoption,
+            tokens_per_user_per_day=spec.tokens_per_user_per_day,
+            peak_factor=1.0,
+        )
+        * spec.growth
+    )
     return aggregate(cities, demand, spec.clusters)
 
 
@@ -254,14 +326,15 @@ def _pair_energy_usd_per_h(
     pair_commodity: IntArray,
     pair_site: IntArray,
     pair_class: IntArray,
+    profiles: list[ClassProfile],
 ) -> FloatArray:
     """Load-dependent energy cost of each pair at a share of 1, averaged over the day. [USD/h]"""
     scenario = loaded.scenario
     dynamic_share = 1.0 - scenario.serving.idle_power_share
     if dynamic_share <= 0:
         return np.zeros(len(pair_site))
-    goodput = np.array([c.goodput_tok_s_per_node for c in scenario.classes])
-    mw_per_tok_s = dynamic_share * scenario.serving.node_kw / 1000.0 / goodput[pair_class]
+    goodput = np.array([p.goodput_tok_s_per_node for p in profiles])
+    mw_per_tok_s = dynamic_share * node_kw(loaded) / 1000.0 / goodput[pair_class]
     price = sites["power_price_usd_per_mwh"].to_numpy(float) * sites["pue"].to_numpy(float)
     multiplier = _site_price_multiplier(loaded, sites, len(slice_hours))
     weights = slice_hours / slice_hours.sum()
@@ -279,6 +352,40 @@ def _site_price_multiplier(loaded: LoadedScenario, sites: pd.DataFrame, n_slices
     profile = load_profile(loaded.resolve(path))
     hourly = hourly_multipliers(site_offsets_h(sites["lon"].to_numpy(float)), profile)
     return block_mean(hourly, n_slices)
+
+
+def merge_commodities(
+    allowed: NDArray[np.bool_], commodity_class: IntArray, commodity_slices: FloatArray
+) -> tuple[IntArray, IntArray]:
+    """Group interchangeable commodities: same class, same allowed sites, same demand shape.
+
+    Parameters
+    ----------
+    allowed : numpy.ndarray of bool
+        ``(c, m)`` allowed pairs.
+    commodity_class : numpy.ndarray of int
+        ``(c,)`` class of each commodity.
+    commodity_slices : numpy.ndarray
+        ``(c, T)`` demand per slice.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``row_of_commodity`` (``(c,)``, -1 for commodities with no allowed site) and the first
+        commodity of each row.
+    """
+    row_of_commodity = np.full(len(commodity_class), -1, dtype=np.int64)
+    rows: dict[bytes, int] = {}
+    firsts: list[int] = []
+    peaks = np.maximum(commodity_slices.max(axis=1), 1e-300)
+    shapes = np.round(commodity_slices / peaks[:, None], 6)
+    for c in np.flatnonzero(allowed.any(axis=1)).tolist():
+        key = int(commodity_class[c]).to_bytes(4, "little") + np.packbits(allowed[c]).tobytes() + shapes[c].tobytes()
+        row = rows.setdefault(key, len(rows))
+        if row == len(firsts):
+            firsts.append(c)
+        row_of_commodity[c] = row
+    return row_of_commodity, np.array(firsts, dtype=np.int64)
 
 
 def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Instance:
@@ -308,9 +415,11 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     n_pop, n_class = len(populations.table), len(scenario.classes)
     commodity_population = np.repeat(np.arange(n_pop, dtype=np.int64), n_class)
     commodity_class = np.tile(np.arange(n_class, dtype=np.int64), n_pop)
+    profiles = class_profiles(loaded)
+    retrieval_extra = retrieval_extra_ms(loaded, sites)
     ttft = np.empty((len(commodity_population), len(sites)))
-    for k, workload in enumerate(scenario.classes):
-        ttft[commodity_class == k] = ttft_p99_ms(rtt, workload)
+    for k, profile in enumerate(profiles):
+        ttft[commodity_class == k] = ttft_p99_ms(rtt, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
     objective = np.array([c.ttft_p99_ms for c in scenario.classes])[commodity_class]
     within_budget = ttft <= objective[:, None]
     permitted = residency_mask(
@@ -324,41 +433,53 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     commodity_slices[shiftable] = (pop_mean[commodity_population] * shares)[shiftable, None]
 
     serving = scenario.serving
+    kw = node_kw(loaded)
     node_cost = node_cost_usd_per_h(
-        scenario.economics.params(),
-        node_kw=serving.node_kw,
+        scenario.economics.params(catalog_node_capex_usd(loaded)),
+        node_kw=kw,
         pue=sites["pue"],
         price_usd_per_mwh=sites["power_price_usd_per_mwh"] * _site_price_multiplier(loaded, sites, len(slice_hours)).mean(axis=1),
         facility_capex_usd_per_mw=sites["capex_usd_per_mw"],
         idle_power_share=serving.idle_power_share,
     )
     fixed = sites["fixed_cost_usd_per_h"].fillna(scenario.economics.site_fixed_cost_usd_per_h).to_numpy(float)
-    modelled = np.flatnonzero(allowed.any(axis=1)).astype(np.int64)
+    commodity_mean = pop_mean[commodity_population] * shares
+    row_of_commodity, modelled = merge_commodities(allowed, commodity_class, commodity_slices)
+    n_rows = len(modelled)
+    row_slices = np.zeros((n_rows, commodity_slices.shape[1]))
+    members = row_of_commodity >= 0
+    np.add.at(row_slices, row_of_commodity[members], commodity_slices[members])
+    row_mean = np.bincount(row_of_commodity[members], weights=commodity_mean[members], minlength=n_rows).astype(float)
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
     pair_class = commodity_class[modelled][pair_row]
-    goodput = np.array([c.goodput_tok_s_per_node for c in scenario.classes])
-    cap = np.array([c.utilisation_cap if c.utilisation_cap is not None else 1.0 - serving.headroom for c in scenario.classes])
+    member_rtt = np.zeros((n_rows, len(sites)))
+    np.add.at(member_rtt, row_of_commodity[members], rtt[commodity_population[members]] * commodity_mean[members, None])
+    row_rtt = member_rtt / np.maximum(row_mean, 1e-12)[:, None]
+    nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in profiles])
     inputs = PlacementInput(
-        slice_demand_tok_s=commodity_slices[modelled],
+        slice_demand_tok_s=row_slices,
         slice_hours=slice_hours,
         pair_commodity=pair_row,
         pair_site=pair_site,
-        pair_nodes_per_tok_s=1.0 / (goodput[pair_class] * cap[pair_class]),
-        pair_rtt_ms=rtt[commodity_population[modelled][pair_row], pair_site],
+        pair_nodes_per_tok_s=nodes_per_tok_s[pair_class],
+        pair_rtt_ms=row_rtt[pair_row, pair_site],
         pair_cost_usd_per_h=_pair_energy_usd_per_h(
-            loaded, sites, commodity_slices[modelled], slice_hours, pair_row, pair_site, pair_class
+            loaded, sites, row_slices, slice_hours, pair_row, pair_site, pair_class, profiles
         ),
         site_fixed_usd_per_h=fixed,
         site_node_usd_per_h=node_cost.total_usd_per_h,
-        site_node_mw=serving.node_kw * sites["pue"].to_numpy(float) / 1000.0,
+        site_node_mw=kw * sites["pue"].to_numpy(float) / 1000.0,
         site_mw_available=sites["mw_available"].to_numpy(float),
         site_locked=sites["locked"].to_numpy(bool),
         min_sites_open=scenario.sites_open.min,
         max_sites_open=scenario.sites_open.max,
         fault_tolerant=scenario.fault_tolerance.n_plus_one,
-        daily_mean_tok_s=(pop_mean[commodity_population] * shares)[modelled],
+        daily_mean_tok_s=row_mean,
     )
-    progress(f"model: {len(modelled)} commodities x {len(slice_hours)} slices, {len(pair_row)} feasible pairs of {allowed.size}")
+    progress(
+        f"model: {len(commodity_population)} commodities in {n_rows} rows x {len(slice_hours)} slices, "
+        f"{len(pair_row)} feasible pairs of {allowed.size}"
+    )
     return Instance(
         loaded,
         sites,
@@ -376,4 +497,8 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         inputs,
         modelled,
         time.perf_counter() - start,
+        profiles,
+        retrieval_extra,
+        kw,
+        row_of_commodity,
     )

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from placement._errors import InfeasibleError, SolverError
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.formulation import group_by
 from placement.instance import Instance, Progress, build_instance, quiet
 from placement.model import PlacementSolution, diagnose_shortfall, solve_placement, solve_ratio
 from placement.scenario import LoadedScenario
@@ -33,7 +34,7 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
     lines = []
     for c in rows[:limit].tolist():
         i, k = int(instance.commodity_population[c]), int(instance.commodity_class[c])
-        workload = instance.classes[k]
+        workload = instance.profiles[k]
         j = int(np.argmin(instance.ttft_ms[c]))
         where = f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {workload.name}"
         if instance.within_budget[c].any():
@@ -41,7 +42,7 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
             continue
         lines.append(
             f"{where}: nearest site {instance.sites['name'].iat[j]} has p99 TTFT {instance.ttft_ms[c, j]:.1f} ms "
-            f"(RTT {instance.rtt_ms[i, j]:.1f} ms) over the {workload.ttft_p99_ms:g} ms objective, "
+            f"(RTT {instance.rtt_ms[i, j]:.1f} ms) over the {workload.ttft_objective_ms:g} ms objective, "
             f"which allows at most {max_rtt_ms(workload):.1f} ms RTT"
         )
     if len(rows) > limit:
@@ -172,17 +173,40 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
     )
 
 
-def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame:
+def commodity_pairs(instance: Instance, solution: PlacementSolution) -> tuple[IntArray, IntArray, FloatArray]:
+    """The solution per commodity: every member of a model row takes the row's shares.
+
+    Parameters
+    ----------
+    instance : Instance
+        What was solved.
+    solution : PlacementSolution
+        The answer.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Commodity, site and share of every (commodity, site) pair with a positive share.
+    """
     data = instance.inputs
-    used = solution.pair_share > 1e-9
-    rows = data.pair_commodity[used]
-    commodity = instance.modelled[rows]
-    site = data.pair_site[used]
+    used = np.flatnonzero(solution.pair_share > 1e-9)
+    members = np.flatnonzero(instance.row_of_commodity >= 0)
+    groups = group_by(instance.row_of_commodity[members], len(instance.modelled))
+    counts = np.array([len(groups[r]) for r in data.pair_commodity[used].tolist()], dtype=np.int64)
+    commodity = (
+        np.concatenate([members[groups[r]] for r in data.pair_commodity[used].tolist()]).astype(np.int64)
+        if len(used)
+        else np.zeros(0, dtype=np.int64)
+    )
+    return commodity, np.repeat(data.pair_site[used], counts), np.repeat(solution.pair_share[used], counts)
+
+
+def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame:
+    commodity, site, share = commodity_pairs(instance, solution)
     pop = instance.commodity_population[commodity]
     klass = instance.commodity_class[commodity]
     table = instance.populations.table
     rtt = instance.rtt_ms[pop, site]
-    share = solution.pair_share[used]
     frame = pd.DataFrame(
         {
             "population_id": table["population_id"].to_numpy()[pop],
@@ -191,8 +215,8 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
             "class": [instance.classes[k].name for k in klass.tolist()],
             "site_id": instance.sites["id"].to_numpy()[site],
             "site": instance.sites["name"].to_numpy()[site],
-            "goodput_tok_s": share * data.mean_demand_tok_s[rows],
-            "peak_goodput_tok_s": share * data.peak_demand_tok_s[rows],
+            "goodput_tok_s": share * instance.commodity_mean_demand_tok_s[commodity],
+            "peak_goodput_tok_s": share * instance.commodity_peak_demand_tok_s[commodity],
             "share_of_demand": share,
             "rtt_ms": rtt,
             "ttft_p99_ms": instance.ttft_ms[commodity, site],
@@ -202,9 +226,9 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
     frame["ttft_slack_ms"] = frame["ttft_objective_ms"] - frame["ttft_p99_ms"]
     for name in COMPONENTS:
         frame[name] = 0.0
-    for k, workload in enumerate(instance.classes):
+    for k, profile in enumerate(instance.profiles):
         mask = klass == k
-        parts = ttft_components_ms(rtt[mask], workload)
+        parts = ttft_components_ms(rtt[mask], profile, retrieval_extra_ms=instance.retrieval_extra_ms[k][site[mask]])
         for name in COMPONENTS:
             frame.loc[mask, name] = parts[name]
     frame["pop_lat"] = table["lat"].to_numpy()[pop]
@@ -217,10 +241,9 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
 
 def _population_table(instance: Instance, solution: PlacementSolution, assignments: pd.DataFrame) -> pd.DataFrame:
     table = instance.populations.table.copy()
-    data = instance.inputs
-    served_commodity = np.zeros(len(instance.commodity_population))
-    served_commodity[instance.modelled] = np.bincount(
-        data.pair_commodity, weights=solution.pair_mean_flow_tok_s(data), minlength=len(instance.modelled)
+    commodity, _, share = commodity_pairs(instance, solution)
+    served_commodity = np.bincount(
+        commodity, weights=share * instance.commodity_mean_demand_tok_s[commodity], minlength=len(instance.commodity_population)
     )
     served = np.bincount(instance.commodity_population, weights=served_commodity, minlength=len(table))
     table["peak_demand_tok_s"] = instance.population_slice_demand_tok_s.max(axis=1)
@@ -273,7 +296,10 @@ def summarise(
     demand = float(instance.commodity_mean_demand_tok_s.sum())
     mw_used = float(sites["mw_used"].sum())
     objective = float(sites["cost_usd_per_h"].sum())
-    weights = assignments["goodput_tok_s"].to_numpy()
+    # TTFT headlines are for interactive traffic: time-shiftable classes have deadlines, not TTFT.
+    interactive_names = [c.name for c in instance.classes if not c.time_shiftable] or [c.name for c in instance.classes]
+    interactive = assignments[assignments["class"].isin(interactive_names)]
+    weights = interactive["goodput_tok_s"].to_numpy()
     report = solution.report
     open_reachable = (instance.allowed & solution.open[None, :]).sum(axis=1)
     coverage = float(instance.commodity_mean_demand_tok_s[open_reachable >= 2].sum() / demand) if demand > 0 else 0.0
@@ -290,8 +316,17 @@ def summarise(
                 "cost_per_million_goodput_tokens_usd": _num(float(cost_per_million_tokens_usd(class_cost[k], served))),
                 "ttft_objective_ms": workload.ttft_p99_ms,
                 "p99_ttft_ms_max": float(rows["ttft_p99_ms"].max()) if len(rows) else None,
-                "p99_itl_ms": workload.itl_p99_ms,
-                "goodput_tok_s_per_node": workload.goodput_tok_s_per_node,
+                "itl_objective_ms": workload.itl_p99_ms,
+                "p99_itl_ms": instance.profiles[k].itl_ms,
+                "goodput_tok_s_per_node": instance.profiles[k].goodput_tok_s_per_node,
+                "utilisation_cap": instance.profiles[k].utilisation_cap,
+                "node_ttft_ms": {
+                    "queue": instance.profiles[k].queue_ms,
+                    "prefill": instance.profiles[k].prefill_ms,
+                    "first_decode": instance.profiles[k].first_decode_ms,
+                },
+                "cache_hit_rate": instance.profiles[k].cache_hit_rate,
+                "goodput_from": instance.profiles[k].source,
             }
         )
     return {
@@ -307,9 +342,11 @@ def summarise(
         "sites_candidate": len(sites),
         "nodes": int(sites["nodes"].sum()),
         "mw_used": mw_used,
-        "p99_ttft_ms_max": _num(float(assignments["ttft_p99_ms"].max())) if len(assignments) else None,
-        "p99_ttft_ms_mean": _num(float(np.average(assignments["ttft_p99_ms"], weights=weights))) if weights.sum() > 0 else None,
-        "p99_itl_ms": max(c.itl_p99_ms for c in instance.classes),
+        "p99_ttft_ms_max": _num(float(interactive["ttft_p99_ms"].max())) if len(interactive) else None,
+        "p99_ttft_ms_mean": _num(float(np.average(interactive["ttft_p99_ms"], weights=weights))) if weights.sum() > 0 else None,
+        "p99_itl_ms": max(p.itl_ms for p in instance.profiles),
+        "cache_hit_rate": _weighted_hit_rate(instance, assignments),
+        "node_kw": instance.node_kw,
         "fault_domain_coverage": coverage,
         "n_plus_one": instance.inputs.fault_tolerant,
         "unserved_share": max(0.0, 1.0 - goodput / demand) if demand > 0 else 0.0,
@@ -327,6 +364,14 @@ def summarise(
         "runtime_s": report.runtime_s,
         "build_s": instance.build_s,
     }
+
+
+def _weighted_hit_rate(instance: Instance, assignments: pd.DataFrame) -> float:
+    """Prefix-cache hit rate weighted by each class's served goodput."""
+    served = assignments.groupby("class")["goodput_tok_s"].sum()
+    rates = {p.name: p.cache_hit_rate for p in instance.profiles}
+    total = float(served.sum())
+    return float(sum(rates[str(name)] * value for name, value in served.items()) / total) if total > 0 else 0.0
 
 
 def _num(value: float | None) -> float | None:

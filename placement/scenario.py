@@ -50,47 +50,88 @@ class DemandSection(_Section):
 
 
 class WorkloadClass(_Section):
-    """A workload class: its latency objectives, TTFT budget and per-node goodput."""
+    """A workload class: its latency objectives, TTFT budget and per-node goodput.
+
+    Per-node goodput is either given (``goodput_tok_s_per_node`` with ``queue_ms``, ``prefill_ms``
+    and ``first_decode_ms``) or computed by the serving model from ``serving`` and the class's
+    token counts, inside ``serving_ttft_budget_ms`` (the p99 TTFT the node may spend).
+    """
 
     name: str = Field(min_length=1)
     share: float = Field(gt=0, le=1, description="share of demand in this class")
     ttft_p99_ms: float = Field(gt=0)
     itl_p99_ms: float = Field(gt=0)
-    network_round_trips: float = Field(2.0, ge=0.5, description="client-site round trips before the first token")
-    queue_ms: float = Field(ge=0)
-    retrieval_ms: float = Field(0.0, ge=0)
-    prefill_ms: float = Field(ge=0)
+    connection: Literal["warm", "cold"] = Field(
+        "warm", description="warm: 1 round trip to the first token; cold: + TCP and TLS 1.3 handshakes (3)"
+    )
+    network_round_trips: float | None = Field(None, ge=0.5, description="overrides connection")
+    retrieval_ms: float = Field(0.0, ge=0, description="retrieval lookup time")
+    retrieval_store_site: str | None = Field(None, description="site id of a remote retrieval store (adds its RTT)")
     safety_tokenization_ms: float = Field(0.0, ge=0)
-    first_decode_ms: float = Field(ge=0)
-    goodput_tok_s_per_node: float = Field(gt=0, description="output tokens/s per node inside the ITL objective")
+    queue_ms: float | None = Field(None, ge=0, description="given-goodput classes: queue and admission")
+    prefill_ms: float | None = Field(None, ge=0, description="given-goodput classes: prefill")
+    first_decode_ms: float | None = Field(None, ge=0, description="given-goodput classes: first decode step")
+    goodput_tok_s_per_node: float | None = Field(None, gt=0, description="given goodput (null: serving model)")
     utilisation_cap: float | None = Field(
-        None, gt=0, le=1, description="share of node capacity usable by this class (null: 1 - serving.headroom)"
+        None, gt=0, le=1, description="given-goodput classes: usable share of capacity (null: 1 - serving.headroom)"
+    )
+    input_tokens: int = Field(1024, ge=1, description="serving model: longest prompt")
+    output_tokens: int = Field(290, ge=1, description="serving model: answer length")
+    prefix_cache_hit_rate: float = Field(0.0, ge=0, lt=1)
+    min_tok_s_per_user: float = Field(0.0, ge=0, description="serving model: interactivity floor")
+    serving_ttft_budget_ms: float | None = Field(
+        None, gt=0, description="serving model: p99 TTFT the node may spend (queue, prefill, KV transfer, first decode)"
     )
     time_shiftable: bool = Field(False, description="deadline in hours: demand is spread flat over the day")
 
     @property
-    def fixed_ttft_ms(self) -> float:
-        """Every TTFT component that does not depend on the network. [ms]"""
-        return self.queue_ms + self.retrieval_ms + self.prefill_ms + self.safety_tokenization_ms + self.first_decode_ms
+    def round_trips(self) -> float:
+        """Client-site round trips before the first token."""
+        if self.network_round_trips is not None:
+            return self.network_round_trips
+        return 1.0 if self.connection == "warm" else 3.0
+
+    @property
+    def given(self) -> bool:
+        """Whether goodput and the node's TTFT components are given rather than computed."""
+        return self.goodput_tok_s_per_node is not None
 
     @model_validator(mode="after")
-    def _budget_leaves_room_for_network(self) -> WorkloadClass:
-        if self.fixed_ttft_ms >= self.ttft_p99_ms:
+    def _components_are_complete(self) -> WorkloadClass:
+        if self.given:
+            missing = [k for k in ("queue_ms", "prefill_ms", "first_decode_ms") if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"with goodput_tok_s_per_node given, also give {', '.join(missing)}")
+            fixed = (
+                self.retrieval_ms
+                + self.safety_tokenization_ms
+                + sum(getattr(self, k) for k in ("queue_ms", "prefill_ms", "first_decode_ms"))
+            )
+        else:
+            if self.serving_ttft_budget_ms is None:
+                raise ValueError(
+                    "give goodput_tok_s_per_node (with queue_ms, prefill_ms, first_decode_ms) or "
+                    "serving_ttft_budget_ms for the serving model"
+                )
+            fixed = self.retrieval_ms + self.safety_tokenization_ms + self.serving_ttft_budget_ms
+        if fixed >= self.ttft_p99_ms:
             raise ValueError(
-                f"the fixed TTFT components sum to {self.fixed_ttft_ms:g} ms, which leaves nothing of the "
+                f"the fixed TTFT components sum to {fixed:g} ms, which leaves nothing of the "
                 f"{self.ttft_p99_ms:g} ms objective for the network; lower them or raise ttft_p99_ms"
             )
         return self
 
 
 class ServingSection(_Section):
-    """The serving node (first version: goodput per class is given, not computed)."""
+    """The serving node: model, accelerator and how it is run."""
 
     model: str = "llama-3.1-70b"
     accelerator: str = "h100-sxm"
     gpus_per_node: int = Field(8, ge=1)
-    node_kw: float = Field(gt=0, description="IT power of one node at load [kW]")
-    headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail")
+    precision: str = "fp8"
+    disaggregated: bool = Field(False, description="separate prefill and decode pools")
+    node_kw: float | None = Field(None, gt=0, description="IT power of one node [kW] (null: accelerator catalog)")
+    headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail (given-goodput classes)")
     idle_power_share: float = Field(1.0, ge=0, le=1, description="share of node power drawn at zero load")
 
 
@@ -114,16 +155,19 @@ class LatencySection(_Section):
 class EconomicsSection(_Section):
     """Cost inputs shared by every site."""
 
-    node_capex_usd: float = Field(gt=0)
+    node_capex_usd: float | None = Field(None, gt=0, description="null: the accelerator catalog's node capex")
     node_life_years: float = Field(4.0, gt=0)
     facility_life_years: float = Field(15.0, gt=0)
     discount_rate: float = Field(0.08, ge=0, lt=1)
     opex_usd_per_node_h: float = Field(0.0, ge=0)
     site_fixed_cost_usd_per_h: float = Field(0.0, ge=0)
 
-    def params(self) -> EconomicsParams:
-        """As :class:`placement.economics.EconomicsParams`."""
-        return EconomicsParams(**self.model_dump())
+    def params(self, catalog_node_capex_usd: float) -> EconomicsParams:
+        """As :class:`placement.economics.EconomicsParams`, the catalog's node capex unless one is given."""
+        values = self.model_dump()
+        if values["node_capex_usd"] is None:
+            values["node_capex_usd"] = catalog_node_capex_usd
+        return EconomicsParams(**values)
 
 
 class SolverSection(_Section):

@@ -33,10 +33,11 @@ def test_every_problem_with_its_key_path(tmp_path: Path) -> None:
     raw["solver"]["name"] = "gurobi"
     raw["economics"]["node_capex"] = 1
     del raw["economics"]["node_capex_usd"]
+    del raw["demand"]["tokens_per_user_per_day"]
     path.write_text(yaml.safe_dump(raw))
     problems = problems_of(path)
     joined = "\n".join(problems)
-    for key in ("demand.adoption", "classes[0].ttft_p99_ms", "serving.headroom", "solver.name", "economics.node_capex_usd"):
+    for key in ("demand.adoption", "classes[0].ttft_p99_ms", "serving.headroom", "solver.name", "demand.tokens_per_user_per_day"):
         assert key in joined, key
     assert "economics.node_capex" in joined and "did you mean 'node_capex_usd'" in joined
     assert len(problems) == 6

@@ -1,0 +1,189 @@
+"""What one node does for each workload class: goodput inside the SLO and the node's TTFT parts.
+
+A class either states its per-node goodput and node-side TTFT components, or they come from the
+serving model (:mod:`placement.serving`): the largest batch that meets the p99 ITL objective and
+fits in HBM, prefill for the class's prompts, KV transfer when disaggregated, and the queueing
+tail, inside the part of the TTFT objective the node may spend (``serving_ttft_budget_ms``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placement._errors import InputError, Problem
+from placement.hardware import get_accelerator
+from placement.scenario import LoadedScenario, WorkloadClass
+from placement.serving import serve
+
+
+@dataclass(frozen=True)
+class ClassProfile:
+    """A workload class as the optimiser sees it.
+
+    Parameters
+    ----------
+    name : str
+        Class name.
+    ttft_objective_ms, itl_objective_ms : float
+        The class's p99 objectives. [ms]
+    round_trips : float
+        Client-site round trips before the first token.
+    queue_ms, prefill_ms, first_decode_ms : float
+        Node-side TTFT components (prefill includes any KV transfer). [ms]
+    retrieval_ms, safety_tokenization_ms : float
+        Other fixed TTFT components. [ms]
+    goodput_tok_s_per_node : float
+        Output tokens/s one node delivers inside the objectives, tail headroom included. [tokens/s]
+    utilisation_cap : float
+        Share of ``goodput_tok_s_per_node`` usable (1 when the serving model already applied it).
+    itl_ms : float
+        p99 inter-token latency achieved. [ms]
+    cache_hit_rate : float
+        Prefix-cache hit rate.
+    source : str
+        ``"scenario"`` or ``"serving model"``.
+    """
+
+    name: str
+    ttft_objective_ms: float
+    itl_objective_ms: float
+    round_trips: float
+    queue_ms: float
+    prefill_ms: float
+    first_decode_ms: float
+    retrieval_ms: float
+    safety_tokenization_ms: float
+    goodput_tok_s_per_node: float
+    utilisation_cap: float
+    itl_ms: float
+    cache_hit_rate: float
+    source: str
+
+    @property
+    def fixed_ttft_ms(self) -> float:
+        """Every TTFT component that does not depend on the network. [ms]"""
+        return self.queue_ms + self.retrieval_ms + self.prefill_ms + self.safety_tokenization_ms + self.first_decode_ms
+
+    @property
+    def nodes_per_tok_s(self) -> float:
+        """Node-equivalents used per tok/s of this class. [nodes/(tokens/s)]"""
+        return 1.0 / (self.goodput_tok_s_per_node * self.utilisation_cap)
+
+
+def node_kw(loaded: LoadedScenario) -> float:
+    """IT power of one node: the scenario's, or the accelerator catalog's pro rata. [kW]"""
+    serving = loaded.scenario.serving
+    if serving.node_kw is not None:
+        return serving.node_kw
+    accel = get_accelerator(serving.accelerator)
+    return accel.node_kw * serving.gpus_per_node / accel.gpus_per_node
+
+
+def catalog_node_capex_usd(loaded: LoadedScenario) -> float:
+    """Capex of one node from the accelerator catalog, pro rata to its GPUs. [USD]"""
+    serving = loaded.scenario.serving
+    accel = get_accelerator(serving.accelerator)
+    return accel.node_capex_usd * serving.gpus_per_node / accel.gpus_per_node
+
+
+def _given(workload: WorkloadClass, headroom: float) -> ClassProfile:
+    assert workload.goodput_tok_s_per_node is not None
+    cap = workload.utilisation_cap if workload.utilisation_cap is not None else 1.0 - headroom
+    return ClassProfile(
+        workload.name,
+        workload.ttft_p99_ms,
+        workload.itl_p99_ms,
+        workload.round_trips,
+        workload.queue_ms or 0.0,
+        workload.prefill_ms or 0.0,
+        workload.first_decode_ms or 0.0,
+        workload.retrieval_ms,
+        workload.safety_tokenization_ms,
+        workload.goodput_tok_s_per_node,
+        cap,
+        workload.itl_p99_ms,
+        workload.prefix_cache_hit_rate,
+        "scenario",
+    )
+
+
+def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassProfile | Problem:
+    serving = loaded.scenario.serving
+    assert workload.serving_ttft_budget_ms is not None
+    result = serve(
+        serving.model,
+        serving.accelerator,
+        serving.gpus_per_node,
+        serving.precision,
+        workload.input_tokens,
+        workload.output_tokens,
+        workload.serving_ttft_budget_ms,
+        workload.itl_p99_ms,
+        prefix_cache_hit_rate=workload.prefix_cache_hit_rate,
+        disaggregated=serving.disaggregated,
+        min_tok_s_per_user=workload.min_tok_s_per_user,
+    )
+    if result.goodput_tok_s <= 0:
+        return Problem(
+            str(loaded.path),
+            f"classes[{k}]",
+            "",
+            f"{serving.model} on {serving.gpus_per_node} x {serving.accelerator} delivers no goodput inside "
+            f"ITL {workload.itl_p99_ms:g} ms / node TTFT {workload.serving_ttft_budget_ms:g} ms ({result.limit})",
+            "relax the objectives, or use more GPUs per node or a faster accelerator",
+        )
+    return ClassProfile(
+        workload.name,
+        workload.ttft_p99_ms,
+        workload.itl_p99_ms,
+        workload.round_trips,
+        result.queue_p99_ms,
+        result.prefill_ms + result.kv_transfer_ms,
+        result.first_decode_ms,
+        workload.retrieval_ms,
+        workload.safety_tokenization_ms,
+        result.goodput_tok_s,
+        1.0,
+        result.itl_ms,
+        workload.prefix_cache_hit_rate,
+        "serving model",
+    )
+
+
+def class_profiles(loaded: LoadedScenario) -> list[ClassProfile]:
+    """Each class's per-node goodput and node-side TTFT, given or computed.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario.
+
+    Returns
+    -------
+    list of ClassProfile
+        In the scenario's class order.
+
+    Raises
+    ------
+    InputError
+        For an unknown model or accelerator, or a class no node can serve inside its objectives.
+    """
+    scenario = loaded.scenario
+    problems: list[Problem] = []
+    profiles: list[ClassProfile] = []
+    for k, workload in enumerate(scenario.classes):
+        if workload.given:
+            profiles.append(_given(workload, scenario.serving.headroom))
+            continue
+        try:
+            outcome = _computed(loaded, k, workload)
+        except InputError as exc:
+            problems += exc.problems
+            continue
+        if isinstance(outcome, Problem):
+            problems.append(outcome)
+        else:
+            profiles.append(outcome)
+    if problems:
+        raise InputError(problems)
+    return profiles
