@@ -344,7 +344,9 @@ def summarise(
         "mw_used": mw_used,
         "p99_ttft_ms_max": _num(float(interactive["ttft_p99_ms"].max())) if len(interactive) else None,
         "p99_ttft_ms_mean": _num(float(np.average(interactive["ttft_p99_ms"], weights=weights))) if weights.sum() > 0 else None,
-        "p99_itl_ms": max(p.itl_ms for p in instance.profiles),
+        "p99_itl_ms": max(
+            p.itl_ms for p, c in zip(instance.profiles, instance.classes, strict=True) if c.name in interactive_names
+        ),
         "cache_hit_rate": _weighted_hit_rate(instance, assignments),
         "node_kw": instance.node_kw,
         "fault_domain_coverage": coverage,
