@@ -210,12 +210,24 @@ def _add_site_count_rows(problem: pulp.LpProblem, data: PlacementInput, opens: l
         problem.addConstraint(pulp.LpConstraint(total, pulp.LpConstraintLE, "max_sites_open", data.max_sites_open))
 
 
-def _add_coverage_rows(problem: pulp.LpProblem, data: PlacementInput, opens: list[pulp.LpVariable]) -> None:
-    """Every commodity with demand keeps at least two open sites inside its budget."""
+def _add_coverage_rows(
+    problem: pulp.LpProblem,
+    data: PlacementInput,
+    opens: list[pulp.LpVariable],
+    unserved: list[pulp.LpVariable] | None = None,
+) -> None:
+    """Every commodity with demand keeps at least two open sites inside its budget.
+
+    In an elastic model the requirement falls with the share left unserved (``2 - 2 u``), so a
+    commodity that cannot have two sites shows up as unserved instead of making the model infeasible.
+    """
     for c, positions in enumerate(fm.group_by(data.pair_commodity, data.n_commodities)):
         if data.peak_demand_tok_s[c] <= 0:
             continue
-        expr = pulp.LpAffineExpression([(opens[int(data.pair_site[p])], 1.0) for p in positions.tolist()])
+        terms = [(opens[int(data.pair_site[p])], 1.0) for p in positions.tolist()]
+        if unserved is not None:
+            terms.append((unserved[c], 2.0))
+        expr = pulp.LpAffineExpression(terms)
         problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintGE, f"cover2_{c}", 2.0))
 
 
@@ -306,7 +318,7 @@ def build_model(
     _add_site_count_rows(problem, data, opens)
     failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]] = {}
     if data.fault_tolerant:
-        _add_coverage_rows(problem, data, opens)
+        _add_coverage_rows(problem, data, opens, unserved)
         failover = _add_failover(problem, data, opens, nodes, shares)
     cost_terms = (
         fm.linear_terms(opens, data.site_fixed_usd_per_h)
@@ -396,18 +408,19 @@ def verify_solution(data: PlacementInput, solution: PlacementSolution, *, option
         solution.nodes.astype(float) * data.site_node_mw, data.site_mw_available * solution.open, what="site power"
     )
     if data.fault_tolerant:
-        problems += _verify_failover(data, solution)
+        problems += _verify_failover(data, solution, optional=optional)
     if not optional and not solution.iterations:
         cost = data.cost_usd_per_h(solution.open, solution.nodes, share)
         problems += check_objective(solution.report.objective, cost, what="objective ($/h)")
     return problems
 
 
-def _verify_failover(data: PlacementInput, solution: PlacementSolution) -> list[str]:
+def _verify_failover(data: PlacementInput, solution: PlacementSolution, *, optional: bool) -> list[str]:
     problems: list[str] = []
     peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
     coverage = np.bincount(data.pair_commodity, weights=solution.open[data.pair_site].astype(float), minlength=data.n_commodities)
-    thin = (coverage < 2) & (data.peak_demand_tok_s > 0)
+    required = 2.0 - 2.0 * solution.unserved_share if optional else np.full(data.n_commodities, 2.0)
+    thin = (coverage < required - 1e-6) & (data.peak_demand_tok_s > 0)
     if thin.any():
         problems.append(f"{int(thin.sum())} commodities have fewer than two open sites inside their budget")
     normal = np.bincount(data.pair_site, weights=solution.pair_share * peak_load, minlength=data.n_sites)

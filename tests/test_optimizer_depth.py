@@ -197,3 +197,42 @@ def test_two_class_scenario_reports_cost_per_class(tmp_path: Path) -> None:
     assert costs["chat"] / costs["batch"] > 5
     total = sum(c["cost_usd_per_h"] for c in plan.summary["classes"])
     assert total == pytest.approx(plan.summary["objective_usd_per_h"], rel=1e-9)
+
+
+def test_residency_rule_end_to_end(tmp_path: Path) -> None:
+    from placement._errors import InfeasibleError
+    from placement.plan import run
+    from placement.scenario import load_scenario
+    from tests.conftest import write_scenario
+
+    # US users may only be served from Germany: too far for 300 ms, so the run stops and says why.
+    path = write_scenario(tmp_path, residency={"rules": [{"populations": ["US"], "sites": ["DE"]}]})
+    with pytest.raises(InfeasibleError) as info:
+        run(load_scenario(path))
+    assert "New York" in str(info.value)
+    # Europeans kept in the EU are served from Frankfurt exactly as before.
+    eu = tmp_path / "eu"
+    eu.mkdir()
+    path = write_scenario(eu, residency={"groups": {"EU": ["DE", "FR"]}, "rules": [{"populations": ["EU"], "sites": ["EU"]}]})
+    plan = run(load_scenario(path))
+    europe = plan.assignments[plan.assignments["country_code"].isin(["DE", "FR"])]
+    assert set(europe["site_id"]) == {"frankfurt"}
+
+
+def test_n_plus_one_end_to_end(tmp_path: Path) -> None:
+    from placement._errors import InfeasibleError
+    from placement.plan import run
+    from placement.scenario import load_scenario
+    from tests.conftest import SMALL_CATALOG, write_scenario
+
+    # Europe reaches only Frankfurt: N+1 cannot be met, and the diagnosis says so.
+    path = write_scenario(tmp_path, fault_tolerance={"n_plus_one": True})
+    with pytest.raises(InfeasibleError, match="N\\+1"):
+        run(load_scenario(path))
+    # With a second European site it can: every population keeps two open sites.
+    both = tmp_path / "both"
+    both.mkdir()
+    catalog = SMALL_CATALOG + "amsterdam,Amsterdam,NL,Europe,52.37,4.90,50,120,1.3,10000000,false\n"
+    plan = run(load_scenario(write_scenario(both, catalog=catalog, fault_tolerance={"n_plus_one": True})))
+    assert plan.summary["n_plus_one"] and plan.summary["fault_domain_coverage"] == pytest.approx(1.0)
+    assert plan.sites["open"].sum() >= 3
