@@ -81,13 +81,13 @@ _FALSE = {"false", "0", "no", "n", "f", ""}
 
 
 def _read_csv_text(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8")
+    return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8-sig")
 
 
 def _read_geojson_text(path: Path, problems: list[Problem]) -> pd.DataFrame:
     source = str(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         problems.append(Problem(source, "", "", f"not valid JSON ({exc})", "export the catalog again as GeoJSON"))
         return pd.DataFrame()

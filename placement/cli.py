@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -345,3 +346,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug, not bad input: say so plainly, traceback on request
+        if os.environ.get("PLACEMENT_DEBUG"):
+            raise
+        print(
+            f"error: internal failure ({type(exc).__name__}: {exc}). This is a bug in placement, not in your input; "
+            "run again with PLACEMENT_DEBUG=1 for the traceback and report it.",
+            file=sys.stderr,
+        )
+        return EXIT_INVALID

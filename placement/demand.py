@@ -54,7 +54,12 @@ def load_cities(path: str | Path, *, min_population: int = 0, countries: list[st
         Missing columns, unreadable numbers or out-of-range coordinates, with row numbers.
     """
     path = Path(path)
-    raw = pd.read_csv(path, dtype={"countrycode": str, "admin1code": str}, keep_default_na=False, encoding="utf-8")
+    try:
+        raw = pd.read_csv(path, dtype={"countrycode": str, "admin1code": str}, keep_default_na=False, encoding="utf-8-sig")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise InputError(
+            [Problem(str(path), "", "", f"not a readable cities CSV ({exc})", "use the GeoNames cities layout")]
+        ) from None
     problems = [
         Problem(str(path), "header", c, "required column is missing", "use the GeoNames cities layout")
         for c in CITY_COLUMNS

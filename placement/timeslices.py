@@ -44,7 +44,12 @@ def load_profile(path: str | Path) -> NDArray[np.float64]:
         When hours are missing or repeated, or a multiplier is negative or not a number.
     """
     source = str(path)
-    table = pd.read_csv(path)
+    try:
+        table = pd.read_csv(path, encoding="utf-8-sig")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise InputError(
+            [Problem(source, "", "", f"not a readable profile CSV ({exc})", "write local_hour,multiplier rows")]
+        ) from None
     problems = []
     for column in ("local_hour", "multiplier"):
         if column not in table.columns:

@@ -108,3 +108,28 @@ def test_bundled_catalog_covers_every_inhabited_continent() -> None:
     assert len(sites) >= 60
     assert set(sites["continent"]) >= {"North America", "South America", "Europe", "Africa", "Asia", "Oceania"}
     assert sites["source"].str.len().gt(0).all()
+
+
+def test_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
+    path = tmp_path / "sites.csv"
+    path.write_bytes(("\ufeff" + SMALL_CATALOG).encode("utf-8"))
+    assert load_catalog(path)["id"].tolist() == ["ashburn", "chicago", "frankfurt"]
+
+
+@pytest.mark.parametrize("payload", [b"\x00\xff\xfe garbage \x81\x82", b'{"type": "Feature"}', b'id,name\n"unclosed'])
+def test_hostile_files_give_input_errors(tmp_path: Path, payload: bytes) -> None:
+    for suffix in (".csv", ".geojson"):
+        path = tmp_path / f"sites{suffix}"
+        path.write_bytes(payload)
+        with pytest.raises(InputError):
+            load_catalog(path)
+
+
+def test_cli_never_shows_a_traceback_for_bad_cities(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from placement.cli import main
+    from tests.conftest import write_scenario
+
+    path = write_scenario(tmp_path, cities="\x00\x01 not a csv \x02")
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "cities.csv" in err
