@@ -246,6 +246,14 @@ def _goodput(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _report(args: argparse.Namespace) -> int:
+    from placement.report_html import rerender_report
+
+    for path in rerender_report(args.outdir):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
 def _validate(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.suffix.lower() in SCENARIO_SUFFIXES:
@@ -325,6 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_argument("--plot", help="write the throughput-interactivity Pareto curve to this PNG")
     goodput.add_argument("--json", action="store_true", help="print JSON")
     goodput.set_defaults(handler=_goodput)
+    report = commands.add_parser("report", help="rebuild report.md and report.html of a results folder (no re-solve)")
+    report.add_argument("outdir", help="a results folder written by 'solve'")
+    report.set_defaults(handler=_report)
     validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
     validate.add_argument("file")
     validate.set_defaults(handler=_validate)

@@ -16,9 +16,13 @@ from typing import Any
 
 from placement import geo
 from placement._errors import PlacementError
+from placement.catchments import write_catchments, write_network
 from placement.maps import draw_world_map
 from placement.plan import Plan
+from placement.regional_maps import draw_regional_maps
 from placement.report import render_markdown
+from placement.report_html import write_report_html
+from placement.webmap import write_webmap
 
 RESULT_FILES = (
     "summary.json",
@@ -32,6 +36,11 @@ RESULT_FILES = (
     "map.png",
     "report.md",
     "scenario.yaml",
+    "catchments.geojson",
+    "network.geojson",
+    "map.html",
+    "report.html",
+    "ttft_budget.png",
 )
 MARKERS = ("summary.json", "compare.csv")
 
@@ -69,6 +78,11 @@ def _write_all(plan: Plan, folder: Path) -> None:
     )
     draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
+    write_catchments(plan, folder)
+    write_network(folder)
+    draw_regional_maps(plan, folder)
+    write_webmap(plan, folder / "map.html")
+    write_report_html(plan, folder)  # last: embeds map.png, map_*.png and ttft_budget.png
 
 
 def write_folder(out_dir: str | Path, writer: Callable[[Path], None]) -> Path:

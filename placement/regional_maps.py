@@ -1,0 +1,347 @@
+"""Regional static maps (PNG): the world map's story, zoomed to each region that has open sites.
+
+Every regional map uses the same scales as the others (marker area per MW, colour per $/M goodput),
+so two regions can be compared by eye. Catchments (the land each open site serves) are shaded in
+their site's colour.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import geopandas as gpd
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import shapely
+from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
+from matplotlib.colors import Colormap, Normalize
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from numpy.typing import ArrayLike, NDArray
+
+from placement.maps import load_basemap
+from placement.plan import Plan
+
+__all__ = ["REGIONS", "Region", "draw_region", "draw_regional_maps", "draw_regional_maps_from_tables", "regions_with_open_sites"]
+
+COST_CMAP = "viridis_r"
+"""Colour map of $/M goodput (low cost yellow-green, high cost purple), as on the world map."""
+CATCHMENT_CMAP = "Pastel1"
+"""Tints that tell neighbouring catchments apart (they carry no value)."""
+MARKER_AREA_MAX_PT2 = 900.0
+"""Marker area of the largest open site. [points^2]"""
+MARKER_AREA_MIN_PT2 = 30.0
+"""Marker area of an open site with (almost) no MW. [points^2]"""
+
+
+@dataclass(frozen=True)
+class Region:
+    """A rectangular map extent.
+
+    Parameters
+    ----------
+    key : str
+        File-name key (``map_<key>.png``).
+    title : str
+        Human-readable name.
+    lon_min_deg, lon_max_deg, lat_min_deg, lat_max_deg : float
+        Extent. [degrees]
+    """
+
+    key: str
+    title: str
+    lon_min_deg: float
+    lon_max_deg: float
+    lat_min_deg: float
+    lat_max_deg: float
+
+    def contains(self, lon_deg: pd.Series, lat_deg: pd.Series) -> pd.Series:
+        """Whether each point lies inside the extent."""
+        return lon_deg.between(self.lon_min_deg, self.lon_max_deg) & lat_deg.between(self.lat_min_deg, self.lat_max_deg)
+
+
+REGIONS = (
+    Region("north_america", "North America", -170.0, -50.0, 7.0, 72.0),
+    Region("south_america", "South America", -95.0, -30.0, -57.0, 15.0),
+    Region("europe", "Europe", -25.0, 45.0, 34.0, 71.0),
+    Region("africa_middle_east", "Africa and the Middle East", -20.0, 65.0, -36.0, 40.0),
+    Region("asia_pacific", "Asia-Pacific", 60.0, 180.0, -48.0, 56.0),
+)
+"""The regional zooms; a region is drawn only when it holds an open site."""
+
+
+def regions_with_open_sites(sites: pd.DataFrame, regions: tuple[Region, ...] = REGIONS) -> list[Region]:
+    """The regions that hold at least one open site.
+
+    Parameters
+    ----------
+    sites : pandas.DataFrame
+        The plan's site table (``open``, ``lon``, ``lat``).
+    regions : tuple of Region, optional
+        Candidate extents.
+
+    Returns
+    -------
+    list of Region
+        In the order given.
+    """
+    opened = sites[sites["open"].astype(bool)]
+    return [r for r in regions if bool(r.contains(opened["lon"], opened["lat"]).any())]
+
+
+def _marker_area_pt2(mw: ArrayLike, mw_max: float) -> NDArray[np.float64]:
+    """Marker area for a site's MW on the shared scale. [points^2]"""
+    return MARKER_AREA_MIN_PT2 + np.asarray(mw, dtype=float) * (MARKER_AREA_MAX_PT2 / max(mw_max, 1e-9))
+
+
+def _cost_norm(sites: pd.DataFrame) -> Normalize:
+    cost = sites.loc[sites["open"].astype(bool), "cost_per_million_goodput_tokens_usd"].dropna()
+    low, high = (float(cost.min()), float(cost.max())) if len(cost) else (0.0, 1.0)
+    return Normalize(vmin=low, vmax=high if high > low else low + 1e-6)
+
+
+def _segments(assignments: pd.DataFrame, region: Region) -> list[NDArray[np.float64]]:
+    """Each population's line to its main site (most goodput), when an end is in the region.
+
+    Lines across the antimeridian are left out (a flat map would draw them across the world).
+    """
+    main = assignments.sort_values("goodput_tok_s", ascending=False).drop_duplicates("population_id")
+    ends = main[["pop_lon", "pop_lat", "site_lon", "site_lat"]].astype(float)
+    inside = region.contains(ends["pop_lon"], ends["pop_lat"]) | region.contains(ends["site_lon"], ends["site_lat"])
+    short = (ends["pop_lon"] - ends["site_lon"]).abs() <= 180.0
+    rows = ends[inside & short].to_numpy()
+    return [np.array([[a, b], [c, d]]) for a, b, c, d in rows.tolist()]
+
+
+def _draw_catchments(ax: Axes, catchments: gpd.GeoDataFrame | None) -> None:
+    """Shade catchments in alternating tints (to tell neighbours apart) with dark outlines."""
+    if catchments is None or catchments.empty:
+        return
+    palette = plt.get_cmap(CATCHMENT_CMAP)
+    tints = [palette(k % palette.N) for k in range(len(catchments))]
+    catchments.plot(ax=ax, color=tints, alpha=0.35, edgecolor="none", zorder=1)
+    catchments.boundary.plot(ax=ax, color="#555555", linewidth=0.7, alpha=0.8, zorder=1.5)
+    for name, shape in zip(catchments["name"], catchments.geometry, strict=True):
+        largest = max(shapely.get_parts(shape), key=lambda part: part.area)
+        anchor = largest.representative_point()
+        ax.annotate(f"served by {name}", (anchor.x, anchor.y), fontsize=6.5, style="italic", color="#444444",
+                    ha="center", zorder=1.6, annotation_clip=True)  # fmt: skip
+
+
+def _draw_populations(ax: Axes, populations: pd.DataFrame) -> None:
+    served = populations["unserved_tok_s"] <= 1e-6 * populations["demand_tok_s"].clip(lower=1.0)
+    area = 4 + 60 * np.sqrt(populations["demand_tok_s"] / max(float(populations["demand_tok_s"].max()), 1e-9))
+    ax.scatter(
+        populations.loc[served, "lon"],
+        populations.loc[served, "lat"],
+        s=area[served],
+        c="#2b5c8a",
+        alpha=0.5,
+        linewidths=0,
+        zorder=3,
+    )
+    ax.scatter(
+        populations.loc[~served, "lon"],
+        populations.loc[~served, "lat"],
+        s=area[~served] + 10,
+        marker="x",
+        c="#c0392b",
+        linewidths=1.2,
+        zorder=4,
+    )
+
+
+def _draw_sites(ax: Axes, sites: pd.DataFrame, region: Region, cmap: Colormap, norm: Normalize, mw_max: float) -> None:
+    inside = sites[region.contains(sites["lon"], sites["lat"])]
+    is_open = inside["open"].astype(bool)
+    closed, opened = inside[~is_open], inside[is_open]
+    ax.scatter(closed["lon"], closed["lat"], s=22, marker="^", facecolors="none", edgecolors="#6b6b6b", linewidths=0.9, zorder=5)
+    ax.scatter(
+        opened["lon"],
+        opened["lat"],
+        s=_marker_area_pt2(opened["mw_used"], mw_max),
+        c=opened["cost_per_million_goodput_tokens_usd"],
+        cmap=cmap,
+        norm=norm,
+        edgecolors="black",
+        linewidths=0.8,
+        zorder=6,
+    )
+    for row in opened.itertuples(index=False):
+        ax.annotate(
+            f"{row.name}\n{row.mw_used:.1f} MW, ${row.cost_per_million_goodput_tokens_usd:.2f}/M",
+            (row.lon, row.lat),
+            xytext=(7, 5),
+            textcoords="offset points",
+            fontsize=7.5,
+            zorder=5.5,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.6},
+        )
+
+
+def _size_key_mw(mw_max: float) -> list[float]:
+    """Two or three round MW values for the marker-size legend."""
+    if mw_max <= 0:
+        return [1.0]
+    top = 10 ** math.floor(math.log10(mw_max))
+    top = max(v * top for v in (1, 2, 5) if v * top <= mw_max)
+    return sorted({round(top / 10, 3), round(top / 2, 3), top} - {0.0})
+
+
+def _legend(ax: Axes, mw_max: float) -> None:
+    handles: list[Line2D | Patch] = [
+        Line2D([], [], marker="o", linestyle="", markerfacecolor="white", markeredgecolor="black",
+               markersize=math.sqrt(float(_marker_area_pt2([mw], mw_max)[0])), label=f"open site using {mw:g} MW")
+        for mw in _size_key_mw(mw_max)
+    ]  # fmt: skip
+    handles += [
+        Line2D([], [], marker="^", linestyle="", markerfacecolor="none", markeredgecolor="#6b6b6b",
+               label="candidate site, not opened"),
+        Line2D([], [], marker="o", linestyle="", color="#2b5c8a", alpha=0.6, label="user population served (area ~ demand)"),
+        Line2D([], [], marker="x", linestyle="", color="#c0392b", label="population with no site inside its TTFT objective"),
+        Line2D([], [], color="#4a78b5", label="population -> its main site (most goodput)"),
+        Patch(facecolor="#fbb4ae", alpha=0.5, edgecolor="#555555",
+              label="catchment: land whose users one site serves\n(labelled in italics; tints only tell neighbours apart)"),
+    ]  # fmt: skip
+    ax.legend(
+        handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3, fontsize=7.5, frameon=False, labelspacing=1.2
+    )
+
+
+def draw_region(
+    plan_tables: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+    region: Region,
+    path: Path,
+    *,
+    title: str,
+    basemap: gpd.GeoDataFrame,
+    catchments: gpd.GeoDataFrame | None = None,
+) -> Path:
+    """Draw one regional map.
+
+    Parameters
+    ----------
+    plan_tables : tuple of pandas.DataFrame
+        The plan's ``(sites, assignments, populations)`` tables (as in the CSV files).
+    region : Region
+        Extent to draw.
+    path : Path
+        PNG to write.
+    title : str
+        Title line (the region's figures are added below it).
+    basemap : geopandas.GeoDataFrame
+        Country polygons.
+    catchments : geopandas.GeoDataFrame, optional
+        Catchment polygons with ``cost_per_million_goodput_tokens_usd`` (see
+        :mod:`placement.catchments`).
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    sites, assignments, populations = plan_tables
+    cmap, norm = plt.get_cmap(COST_CMAP), _cost_norm(sites)
+    mw_max = float(sites["mw_used"].max()) if len(sites) else 1.0
+    fig, ax = plt.subplots(figsize=(11, 8), dpi=110)
+    ax.set_facecolor("#dde9f2")
+    basemap.plot(ax=ax, color="#f3f1ec", edgecolor="#b8b5ad", linewidth=0.5, zorder=0.5)
+    _draw_catchments(ax, catchments)
+    ax.add_collection(LineCollection(_segments(assignments, region), colors="#4a78b5", linewidths=0.6, alpha=0.45, zorder=2))
+    _draw_populations(ax, populations)
+    _draw_sites(ax, sites, region, cmap, norm, mw_max)
+    _legend(ax, mw_max)
+    _finish(fig, ax, region, title, sites, cmap, norm)
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _finish(fig: Figure, ax: Axes, region: Region, title: str, sites: pd.DataFrame, cmap: Colormap, norm: Normalize) -> None:
+    inside = sites[region.contains(sites["lon"], sites["lat"]) & sites["open"].astype(bool)]
+    share = float(inside["goodput_share"].sum())
+    ax.set_xlim(region.lon_min_deg, region.lon_max_deg)
+    ax.set_ylim(region.lat_min_deg, region.lat_max_deg)
+    ax.set_aspect(1.0 / math.cos(math.radians((region.lat_min_deg + region.lat_max_deg) / 2)))
+    ax.set_xlabel("longitude [degrees]")
+    ax.set_ylabel("latitude [degrees]")
+    ax.set_title(
+        f"{title}\n{region.title}: {len(inside)} open sites, {inside['mw_used'].sum():.1f} MW, "
+        f"{inside['nodes'].sum():,} nodes, {share:.0%} of the plan's goodput",
+        fontsize=10,
+    )
+    mappable = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
+    bar = fig.colorbar(mappable, ax=ax, shrink=0.6, pad=0.01)
+    bar.set_label("open site: $ per million goodput tokens\n(all-in $/h / tokens delivered inside the SLO)")
+
+
+def draw_regional_maps(plan: Plan, folder: Path, *, with_catchments: bool = True) -> list[Path]:
+    """Write ``map_<region>.png`` for every region with an open site.
+
+    Parameters
+    ----------
+    plan : Plan
+        A solved plan.
+    folder : Path
+        Results folder.
+    with_catchments : bool, optional
+        Shade each open site's catchment (see :mod:`placement.catchments`).
+
+    Returns
+    -------
+    list of Path
+        The files written, in the order of :data:`REGIONS`.
+    """
+    from placement.catchments import catchments_of
+
+    catchments = catchments_of(plan) if with_catchments else None
+    return draw_regional_maps_from_tables(
+        (plan.sites, plan.assignments, plan.populations),
+        Path(folder),
+        title=f"{plan.summary.get('scenario', 'placement')}",
+        catchments=catchments,
+    )
+
+
+def draw_regional_maps_from_tables(
+    plan_tables: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+    folder: Path,
+    *,
+    title: str,
+    catchments: gpd.GeoDataFrame | None = None,
+) -> list[Path]:
+    """Write ``map_<region>.png`` for every region with an open site, from the plan's tables.
+
+    Parameters
+    ----------
+    plan_tables : tuple of pandas.DataFrame
+        ``(sites, assignments, populations)`` as in ``sites.csv``, ``assignments.csv`` and
+        ``populations.csv``.
+    folder : Path
+        Results folder.
+    title : str
+        First title line of every map.
+    catchments : geopandas.GeoDataFrame, optional
+        Catchment polygons to shade.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
+    basemap = load_basemap()
+    sites = plan_tables[0]
+    return [
+        draw_region(
+            plan_tables, region, Path(folder) / f"map_{region.key}.png", title=title, basemap=basemap, catchments=catchments
+        )
+        for region in regions_with_open_sites(sites)
+    ]

@@ -1,0 +1,450 @@
+"""The report as one self-contained HTML file, and rebuilding a folder's reports without re-solving.
+
+``report.html`` carries the seeds' five numbers, the cost breakdown, the TTFT budget chart, the
+site table and every map of the folder, the PNGs embedded as ``data:`` URIs: it can be mailed on
+its own. :func:`rerender_report` rebuilds ``report.md``, ``ttft_budget.png`` and ``report.html``
+from the files of an existing results folder (``python cli.py report OUTDIR``).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from placement._errors import PlacementError
+from placement.plan import Plan
+from placement.report import cost_breakdown, render_markdown
+
+__all__ = [
+    "COMPONENT_LABELS",
+    "budget_rows",
+    "draw_ttft_budget",
+    "read_results",
+    "render_html",
+    "rerender_report",
+    "write_report_html",
+]
+
+COMPONENT_LABELS = {
+    "network_ms": "network (round trips x RTT)",
+    "queue_ms": "queue and admission",
+    "retrieval_ms": "retrieval",
+    "prefill_ms": "prefill",
+    "safety_tokenization_ms": "safety and tokenization",
+    "first_decode_ms": "first decode step",
+}
+"""TTFT components in the order they are spent, with the words the report uses."""
+COMPONENT_COLOURS = ("#4a78b5", "#e3a33b", "#8c6bb1", "#d1495b", "#66a182", "#7f7f7f")
+NOT_MODELLED = "not modelled"
+MAP_ORDER = ("map.png", "map_north_america.png", "map_south_america.png", "map_europe.png", "map_africa_middle_east.png")
+
+
+# ----------------------------------------------------------------------------- TTFT budget chart
+
+
+def budget_rows(assignments: pd.DataFrame, *, worst: int = 6) -> pd.DataFrame:
+    """The median population and the worst ones by p99 TTFT, with their TTFT components.
+
+    Each (population, class) is represented by its main assignment (the site carrying most of its
+    goodput).
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        The plan's assignment table (``assignments.csv``).
+    worst : int, optional
+        How many of the worst populations to show.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows from ``assignments`` (worst first, the median last) with a ``label`` column.
+    """
+    main = assignments.sort_values("goodput_tok_s", ascending=False).drop_duplicates(["population_id", "class"])
+    ranked = main.sort_values("ttft_p99_ms", ascending=False).reset_index(drop=True)
+    if ranked.empty:
+        return ranked.assign(label=pd.Series(dtype=str))
+    median = len(ranked) // 2
+    labels = {k: f"worst #{k + 1}" for k in range(min(worst, len(ranked)))}
+    labels[median] = f"{labels[median]}, also the median" if median in labels else "median"
+    picks = sorted(labels)
+    rows = ranked.loc[picks].copy()
+    rows["label"] = [
+        f"{labels[k]}: {row['population']} ({row['country_code']}) -> {row['site']}, {row['class']}"
+        for k, (_, row) in zip(picks, rows.iterrows(), strict=True)
+    ]
+    return rows
+
+
+def draw_ttft_budget(assignments: pd.DataFrame, path: Path, *, worst: int = 6) -> Path:
+    """Stacked bars of the p99 TTFT budget for the median and the worst populations.
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        The plan's assignment table with the columns of :data:`COMPONENT_LABELS`,
+        ``ttft_objective_ms`` and ``ttft_p99_ms``.
+    path : Path
+        PNG to write.
+    worst : int, optional
+        How many of the worst populations to show.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    rows = budget_rows(assignments, worst=worst).iloc[::-1]
+    fig, ax = plt.subplots(figsize=(11, 1.8 + 0.5 * max(len(rows), 1)), dpi=110, layout="constrained")
+    y = np.arange(len(rows))
+    left = np.zeros(len(rows))
+    for (column, label), colour in zip(COMPONENT_LABELS.items(), COMPONENT_COLOURS, strict=True):
+        width = rows[column].to_numpy(float) if column in rows else np.zeros(len(rows))
+        ax.barh(y, width, left=left, color=colour, label=label, height=0.6)
+        left += width
+    if len(rows):
+        objective = rows["ttft_objective_ms"].to_numpy(float)
+        ax.scatter(objective, y, marker="|", s=900, color="black", linewidths=2, zorder=5, label="p99 TTFT objective")
+        rtt = rows["rtt_ms"].to_numpy(float) if "rtt_ms" in rows else np.full(len(rows), np.nan)
+        for k, (total, goal, trip) in enumerate(zip(left, objective, rtt, strict=True)):
+            text = f"{total:.0f} ms; RTT {trip:.0f} ms; slack {goal - total:.0f} ms"
+            ax.annotate(text, (max(total, goal), k), xytext=(8, -3), textcoords="offset points", fontsize=8)
+        ax.set_xlim(0, float(max(objective.max(), left.max())) * 1.45)
+    ax.set_yticks(y, rows["label"].tolist() if len(rows) else [])
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_xlabel("p99 time to first token [ms]")
+    ax.set_title("Where the p99 TTFT budget goes: the median population and the worst ones", fontsize=10)
+    fig.legend(loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------------------- HTML
+
+
+def _fmt(value: Any, spec: str, missing: str = NOT_MODELLED) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return missing
+    return format(value, spec)
+
+
+def _image(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    caption = html.escape(alt)
+    return f'<figure><img alt="{caption}" src="data:image/png;base64,{data}"><figcaption>{caption}</figcaption></figure>'
+
+
+def _table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = ()) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{"num" if c in numeric else ""}">{html.escape(str(v))}</td>'
+            for c, v in zip(frame.columns, row, strict=True)
+        )
+        + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _five_numbers(summary: dict[str, Any]) -> str:
+    goodput = summary.get("goodput_tok_s")
+    demand = summary.get("demand_tok_s")
+    rows = [
+        ("tokens/s per MW", _fmt(summary.get("tokens_per_s_per_mw"), ",.0f"), "goodput per MW of facility power used"),
+        (
+            "goodput (not throughput)",
+            f"{_fmt(goodput, ',.0f')} tok/s" + (f" of {demand:,.0f} demanded" if isinstance(demand, int | float) else ""),
+            "tokens delivered inside the TTFT and ITL objectives (daily mean)",
+        ),
+        ("p99 inter-token latency", f"{_fmt(summary.get('p99_itl_ms'), 'g')} ms", "objective every counted token meets"),
+        ("KV cache hit rate", _fmt(summary.get("cache_hit_rate"), ".0%"), "prefix-cache hits (per-node goodput is an input)"),
+        (
+            "fault-domain coverage",
+            _fmt(summary.get("fault_domain_coverage"), ".1%"),
+            "share of demand with a second open site inside its budget",
+        ),
+    ]
+    cells = "".join(
+        f'<div class="card"><div class="value">{html.escape(v)}</div><div class="name">{html.escape(n)}</div>'
+        f'<div class="hint">{html.escape(h)}</div></div>'
+        for n, v, h in rows
+    )
+    return f'<div class="cards">{cells}</div>'
+
+
+def _costs(sites: pd.DataFrame) -> str:
+    parts = cost_breakdown(sites)
+    total = max(parts["total"], 1e-12)
+    rows = "".join(
+        f"<tr><td>{html.escape(name.replace('_', ' '))}</td><td class='num'>{value:,.0f}</td>"
+        f"<td><div class='bar' style='width:{100 * value / total:.1f}%'></div>{value / total:.1%}</td></tr>"
+        for name, value in parts.items()
+        if name != "total"
+    )
+    return (
+        "<table><thead><tr><th>component</th><th>$/h</th><th>share</th></tr></thead>"
+        f"<tbody>{rows}<tr><th>total</th><th class='num'>{parts['total']:,.0f}</th><th>100%</th></tr></tbody></table>"
+    )
+
+
+def _site_table(sites: pd.DataFrame) -> str:
+    opened = sites[sites["open"].astype(bool)].sort_values("goodput_tok_s", ascending=False)
+    frame = pd.DataFrame(
+        {
+            "site": opened["name"],
+            "MW used": opened["mw_used"].map(lambda v: f"{v:.2f}"),
+            "MW avail.": opened["mw_available"].map(lambda v: f"{v:g}"),
+            "nodes": opened["nodes"].map(lambda v: f"{int(v):,}"),
+            "$/h": opened["cost_usd_per_h"].map(lambda v: f"{v:,.0f}"),
+            "goodput tok/s": opened["goodput_tok_s"].map(lambda v: f"{v:,.0f}"),
+            "goodput share": opened["goodput_share"].map(lambda v: f"{v:.1%}"),
+            "$/M goodput": opened["cost_per_million_goodput_tokens_usd"].map(lambda v: f"{v:.3f}"),
+            "tok/s per MW": opened["tokens_per_s_per_mw"].map(lambda v: f"{v:,.0f}"),
+            "power $/MWh": opened["power_price_usd_per_mwh"].map(lambda v: f"{v:g}"),
+        }
+    )
+    return _table(frame, numeric=tuple(frame.columns[1:]))
+
+
+def _rejected(sites: pd.DataFrame) -> str:
+    closed = sites[~sites["open"].astype(bool)]
+    counts = closed["reason"].fillna("").value_counts()
+    items = "".join(f"<li>{n} sites: {html.escape(str(reason))}</li>" for reason, n in counts.items())
+    names = ", ".join(html.escape(str(n)) for n in closed["name"])
+    return f"<ul>{items}</ul><details><summary>the {len(closed)} sites not opened</summary><p>{names}</p></details>"
+
+
+def _unserved(populations: pd.DataFrame) -> str:
+    short = populations[populations["unserved_tok_s"] > 1e-6 * populations["demand_tok_s"].clip(lower=1.0)]
+    if short.empty:
+        return "<p>Every population is served inside its objective.</p>"
+    top = short.sort_values("unserved_tok_s", ascending=False).head(15)
+    frame = pd.DataFrame(
+        {
+            "population": top["name"],
+            "country": top["country_code"],
+            "unserved tok/s": top["unserved_tok_s"].map(lambda v: f"{v:,.0f}"),
+            "nearest site RTT ms": top["nearest_site_rtt_ms"].map(lambda v: f"{v:.0f}"),
+        }
+    )
+    more = f"<p>... and {len(short) - len(top)} more (populations.csv).</p>" if len(short) > len(top) else ""
+    return _table(frame, numeric=("unserved tok/s", "nearest site RTT ms")) + more
+
+
+def _maps(folder: Path) -> str:
+    names = [n for n in MAP_ORDER if (folder / n).exists()]
+    names += sorted(p.name for p in folder.glob("map_*.png") if p.name not in names)
+    captions = {"map.png": "World"}
+    figures = [
+        _image(folder / n, captions.get(n, n.removeprefix("map_").removesuffix(".png").replace("_", " ").title())) for n in names
+    ]
+    link = (
+        '<p>Interactive map (layers, popups; works offline): <a href="map.html">map.html</a></p>'
+        if (folder / "map.html").exists()
+        else ""
+    )
+    return link + "".join(figures)
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
+.headline{font-size:1.15em}.cards{display:flex;flex-wrap:wrap;gap:.8em}
+.card{flex:1 1 190px;border:1px solid #ddd;border-radius:6px;padding:.7em;background:#fafafa}
+.card .value{font-size:1.3em;font-weight:600}.card .name{font-weight:600;margin-top:.2em}.card .hint{font-size:.8em;color:#666}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+th,td{border-bottom:1px solid #e5e5e5;padding:.25em .6em;text-align:left}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.bar{display:inline-block;height:.8em;background:#4a78b5;margin-right:.4em;vertical-align:middle}
+figure{margin:1em 0}img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
+.notes{font-size:.85em;white-space:pre-wrap;background:#f6f6f6;padding:.7em;border-radius:4px}
+"""
+
+
+def render_html(
+    summary: dict[str, Any],
+    sites: pd.DataFrame,
+    populations: pd.DataFrame,
+    notes: list[str],
+    folder: Path,
+) -> str:
+    """The report as one HTML document with the folder's PNGs embedded.
+
+    Parameters
+    ----------
+    summary : dict
+        Headline figures (``summary.json``); ``cache_hit_rate`` and other absent figures are
+        reported as "not modelled".
+    sites, populations : pandas.DataFrame
+        The plan's tables.
+    notes : list of str
+        Diagnoses to show.
+    folder : Path
+        Results folder whose ``map*.png`` and ``ttft_budget.png`` are embedded.
+
+    Returns
+    -------
+    str
+        HTML text.
+    """
+    folder = Path(folder)
+    name = html.escape(str(summary.get("scenario", "placement")))
+    cost = _fmt(summary.get("cost_per_million_goodput_tokens_usd"), ".3f", "n/a")
+    budget = _image(folder / "ttft_budget.png", "p99 TTFT budget by component") if (folder / "ttft_budget.png").exists() else ""
+    body = [
+        f"<h1>Placement report: {name}</h1>",
+        f"<p class='headline'><b>${cost} per million goodput tokens</b>: "
+        f"${_fmt(summary.get('objective_usd_per_h'), ',.0f', 'n/a')}/h for {_fmt(summary.get('goodput_tok_s'), ',.0f', 'n/a')} "
+        f"goodput tok/s.</p>",
+        f"<p>Status <b>{html.escape(str(summary.get('status')))}</b> ({html.escape(str(summary.get('solver')))}: "
+        f"{html.escape(str(summary.get('solver_message')))}, gap {_fmt(summary.get('gap'), '.3%', 'n/a')}). "
+        f"{summary.get('sites_open')} of {summary.get('sites_candidate')} candidate sites open, "
+        f"{_fmt(summary.get('nodes'), ',', 'n/a')} nodes, {_fmt(summary.get('mw_used'), '.1f', 'n/a')} MW. "
+        f"p99 TTFT: demand-weighted mean {_fmt(summary.get('p99_ttft_ms_mean'), '.0f', 'n/a')} ms, "
+        f"worst {_fmt(summary.get('p99_ttft_ms_max'), '.0f', 'n/a')} ms. "
+        f"Unserved share of demand: {_fmt(summary.get('unserved_share'), '.2%', 'n/a')}.</p>",
+        "<h2>The five numbers</h2>",
+        _five_numbers(summary),
+        "<h2>Cost breakdown</h2>",
+        _costs(sites),
+        "<h2>TTFT budget</h2>",
+        budget,
+        "<h2>Open sites</h2>",
+        _site_table(sites),
+        "<h2>Sites not opened</h2>",
+        _rejected(sites),
+        "<h2>Maps</h2>",
+        _maps(folder),
+        "<h2>Populations not served inside their objective</h2>",
+        _unserved(populations),
+    ]
+    if notes:
+        body += ["<h2>Notes</h2>", f"<div class='notes'>{html.escape(chr(10).join(notes))}</div>"]
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
+        f"<title>Placement report: {name}</title><style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def _write_atomic(path: Path, write: Callable[[Path], object]) -> Path:
+    """Write a file through a temporary sibling, then rename it into place."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(handle)
+    try:
+        write(Path(temporary))
+        Path(temporary).replace(path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _write_text(path: Path, text: str) -> Path:
+    return _write_atomic(path, lambda target: target.write_text(text, encoding="utf-8"))
+
+
+def write_report_html(plan: Plan, folder: Path) -> Path:
+    """Draw ``ttft_budget.png`` and write ``report.html`` into a results folder.
+
+    Call it after the maps are written: it embeds every ``map*.png`` it finds.
+
+    Parameters
+    ----------
+    plan : Plan
+        A solved plan.
+    folder : Path
+        Results folder.
+
+    Returns
+    -------
+    Path
+        ``report.html``.
+    """
+    folder = Path(folder)
+    draw_ttft_budget(plan.assignments, folder / "ttft_budget.png")
+    text = render_html(plan.summary, plan.sites, plan.populations, plan.notes, folder)
+    return _write_text(folder / "report.html", text)
+
+
+# ----------------------------------------------------------------------------- re-rendering
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """A results table, with only empty cells as missing (so Namibia's ``NA`` stays a code)."""
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+def read_results(out_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The summary and tables of a results folder.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        A folder written by ``cli.py solve``.
+
+    Returns
+    -------
+    tuple
+        ``(summary, sites, assignments, populations)``.
+
+    Raises
+    ------
+    PlacementError
+        If a file is missing.
+    """
+    folder = Path(out_dir)
+    names = ("summary.json", "sites.csv", "assignments.csv", "populations.csv")
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise PlacementError(f"{folder} is not a complete results folder: {', '.join(missing)} missing; run 'cli.py solve' first")
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    sites = _read_csv(folder / "sites.csv")
+    sites["open"] = sites["open"].astype(str).str.lower().isin(["true", "1"])
+    return summary, sites, _read_csv(folder / "assignments.csv"), _read_csv(folder / "populations.csv")
+
+
+def rerender_report(out_dir: str | Path) -> list[Path]:
+    """Rebuild ``report.md``, ``ttft_budget.png`` and ``report.html`` of a results folder.
+
+    Reads ``summary.json``, ``sites.csv``, ``assignments.csv`` and ``populations.csv``, re-uses
+    the maps already in the folder, and does not solve anything. Each file is replaced whole.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        A folder written by ``cli.py solve``.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+
+    Raises
+    ------
+    PlacementError
+        If the folder lacks one of the files read.
+    """
+    folder = Path(out_dir)
+    summary, sites, assignments, populations = read_results(folder)
+    notes = [str(n) for n in summary.get("notes") or []]
+    budget = _write_atomic(folder / "ttft_budget.png", lambda target: draw_ttft_budget(assignments, target))
+    markdown = _write_text(folder / "report.md", render_markdown(summary, sites, populations, notes))
+    report = _write_text(folder / "report.html", render_html(summary, sites, populations, notes, folder))
+    return [markdown, budget, report]

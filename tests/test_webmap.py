@@ -1,0 +1,167 @@
+"""The interactive map opens offline in headless Chromium without console errors and draws a
+picture; the regional maps and report.html around it are written and can be rebuilt from files."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from placement.plan import Plan, run
+from placement.regional_maps import draw_regional_maps
+from placement.report_html import budget_rows, render_html, rerender_report, write_report_html
+from placement.scenario import load_scenario
+from placement.webmap import write_webmap
+from tests.conftest import write_scenario
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--proxy-server=127.0.0.1:9",  # network off: any request would go to a closed port
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--virtual-time-budget=5000",
+)
+
+
+@pytest.fixture(scope="module")
+def plan_and_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Path]:
+    folder = tmp_path_factory.mktemp("webmap")
+    plan = run(load_scenario(write_scenario(folder)))
+    out = folder / "out"
+    out.mkdir()
+    write_webmap(plan, out / "map.html")
+    return plan, out
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip("chromium is not installed (apt-get install chromium): the headless check of map.html needs it")
+
+
+def _browse(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    command = [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, page.resolve().as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _console_lines(stderr: str) -> list[str]:
+    """Messages the page wrote to its console (errors, uncaught exceptions, CSP refusals)."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+
+
+# ----------------------------------------------------------------------------- the page itself
+
+
+def test_page_is_self_contained(plan_and_folder: tuple[Plan, Path]) -> None:
+    _, out = plan_and_folder
+    text = (out / "map.html").read_text(encoding="utf-8")
+    assert "Leaflet 1.9.4" in text  # the vendored library is inlined
+    assert not re.search(r"<script[^>]+src=|<link\b|url\(\s*['\"]?(https?:)?//|@import", text)
+    assert "default-src 'none'" in text  # the page may not fetch anything
+    assert (out / "map.html").stat().st_size < 5_000_000
+
+
+def test_page_data_carries_the_plan(plan_and_folder: tuple[Plan, Path]) -> None:
+    plan, out = plan_and_folder
+    text = (out / "map.html").read_text(encoding="utf-8")
+    raw = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)
+    assert raw is not None
+    data = json.loads(raw.group(1))
+    assert len(data["sites"]) == len(plan.sites)
+    assert sum(s["open"] for s in data["sites"]) == int(plan.sites["open"].sum())
+    assert len(data["assignments"]) == len(plan.assignments)
+    assert len(data["links"]) > 100 and len(data["countries"]["features"]) > 100
+    assert {f["properties"]["site_id"] for f in data["catchments"]["features"]} <= set(
+        plan.sites.loc[plan.sites["open"], "site_id"]
+    )
+    for population in data["populations"]:
+        for row in population["rows"]:  # class, site, share, goodput, rtt, ttft, objective, components...
+            assert sum(row[7:]) == pytest.approx(row[5], abs=0.01)
+            assert row[5] <= row[6] + 1e-6
+
+
+def test_map_opens_offline_without_console_errors(plan_and_folder: tuple[Plan, Path], tmp_path: Path) -> None:
+    _, out = plan_and_folder
+    done = _browse(out / "map.html", tmp_path / "profile", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert 'data-ready="1"' in done.stdout, "the page script did not finish"
+    assert 'data-errors="0"' in done.stdout, re.findall(r'<pre id="errors"[^>]*>(.*?)</pre>', done.stdout, re.S)
+    assert _console_lines(done.stderr) == []
+
+
+def test_screenshot_is_a_map_not_a_blank_page(plan_and_folder: tuple[Plan, Path], tmp_path: Path) -> None:
+    _, out = plan_and_folder
+    shot = tmp_path / "map.png"
+    done = _browse(out / "map.html", tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,800")
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    pixels = (matplotlib.image.imread(shot)[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
+    colours, counts = np.unique(pixels, axis=0, return_counts=True)
+    assert len(colours) > 200, f"only {len(colours)} colours: the map did not draw"
+    assert counts.max() / counts.sum() < 0.8, "one colour covers most of the page"
+
+
+def test_harness_sees_a_console_error(tmp_path: Path) -> None:
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><script>undefinedFunction();</script></body></html>", encoding="utf-8")
+    done = _browse(page, tmp_path / "profile", "--dump-dom")
+    assert any("undefinedFunction" in line for line in _console_lines(done.stderr)), done.stderr[-2000:]
+
+
+# ----------------------------------------------------------------------------- maps and report around it
+
+
+def test_regional_maps_only_where_sites_are_open(plan_and_folder: tuple[Plan, Path]) -> None:
+    plan, out = plan_and_folder
+    written = draw_regional_maps(plan, out)
+    assert [p.name for p in written] == ["map_north_america.png", "map_europe.png"]  # Ashburn/Chicago and Frankfurt
+    for path in written:
+        image = matplotlib.image.imread(path)
+        assert image.shape[0] > 500 and image.shape[1] > 700
+
+
+def test_ttft_budget_rows_are_the_worst_and_the_median(plan_and_folder: tuple[Plan, Path]) -> None:
+    plan, _ = plan_and_folder
+    rows = budget_rows(plan.assignments, worst=2)
+    ranked = plan.assignments["ttft_p99_ms"].sort_values(ascending=False).to_numpy()
+    assert rows["ttft_p99_ms"].iloc[0] == pytest.approx(ranked[0])
+    assert rows["label"].iloc[-1].startswith("median")
+    assert rows["ttft_p99_ms"].iloc[-1] == pytest.approx(ranked[len(ranked) // 2])
+
+
+def test_report_html_embeds_every_map_and_can_be_rebuilt(plan_and_folder: tuple[Plan, Path]) -> None:
+    plan, out = plan_and_folder
+    draw_regional_maps(plan, out)
+    (out / "summary.json").write_text(json.dumps({**plan.summary, "notes": plan.notes}), encoding="utf-8")
+    plan.sites.to_csv(out / "sites.csv", index=False)
+    plan.assignments.to_csv(out / "assignments.csv", index=False)
+    plan.populations.to_csv(out / "populations.csv", index=False)
+    first = write_report_html(plan, out).read_text(encoding="utf-8")
+    assert first.count("data:image/png;base64,") == 1 + 2  # TTFT budget and the two regional maps
+    without = {k: v for k, v in plan.summary.items() if k != "cache_hit_rate"}
+    assert "not modelled" in render_html(without, plan.sites, plan.populations, [], out)
+    assert "<script" not in first and 'src="http' not in first
+    for name in ("tokens/s per MW", "goodput (not throughput)", "p99 inter-token latency", "fault-domain coverage"):
+        assert name in first
+    (out / "report.html").unlink()
+    (out / "ttft_budget.png").unlink()
+    written = rerender_report(out)
+    assert {p.name for p in written} == {"report.md", "report.html", "ttft_budget.png"}
+    again = (out / "report.html").read_text(encoding="utf-8")
+    assert again == first
