@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize
 from matplotlib.lines import Line2D
@@ -43,6 +44,24 @@ def _segments(assignments: pd.DataFrame) -> list[np.ndarray]:
     return segments
 
 
+def draw_populations(ax: Axes, populations: pd.DataFrame) -> None:
+    """Population points: served ones as dots sized by demand, unserved ones as red crosses.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Where to draw.
+    populations : pandas.DataFrame
+        The plan's population table (``lat``, ``lon``, ``demand_tok_s``, ``unserved_tok_s``).
+    """
+    served = populations["unserved_tok_s"] <= 1e-6 * populations["demand_tok_s"].clip(lower=1.0)
+    area = 4 + 60 * np.sqrt(populations["demand_tok_s"] / max(float(populations["demand_tok_s"].max()), 1e-9))
+    ax.scatter(populations.loc[served, "lon"], populations.loc[served, "lat"], s=area[served], c="#2b5c8a",
+               alpha=0.5, linewidths=0, zorder=3)  # fmt: skip
+    ax.scatter(populations.loc[~served, "lon"], populations.loc[~served, "lat"], s=area[~served] + 10, marker="x",
+               c="#c0392b", linewidths=1.2, zorder=4)  # fmt: skip
+
+
 def draw_world_map(
     sites: pd.DataFrame,
     assignments: pd.DataFrame,
@@ -69,26 +88,7 @@ def draw_world_map(
     fig, ax = plt.subplots(figsize=(16, 7.4), dpi=110)
     world.plot(ax=ax, color="#eceae4", edgecolor="#b8b5ad", linewidth=0.4)
     ax.add_collection(LineCollection(_segments(assignments), colors="#4a78b5", linewidths=0.5, alpha=0.35, zorder=2))
-    served = populations["unserved_tok_s"] <= 1e-6 * populations["demand_tok_s"].clip(lower=1.0)
-    size = 4 + 60 * np.sqrt(populations["demand_tok_s"] / max(populations["demand_tok_s"].max(), 1e-9))
-    ax.scatter(
-        populations.loc[served, "lon"],
-        populations.loc[served, "lat"],
-        s=size[served],
-        c="#2b5c8a",
-        alpha=0.5,
-        linewidths=0,
-        zorder=3,
-    )
-    ax.scatter(
-        populations.loc[~served, "lon"],
-        populations.loc[~served, "lat"],
-        s=size[~served] + 10,
-        marker="x",
-        c="#c0392b",
-        linewidths=1.2,
-        zorder=4,
-    )
+    draw_populations(ax, populations)
     closed = sites[~sites["open"]]
     ax.scatter(
         closed["lon"],

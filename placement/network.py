@@ -38,7 +38,7 @@ from shapely import LineString, Point
 
 from placement._errors import InputError, Problem
 from placement.geodesy import great_circle_km, pairwise_km, unit_vectors
-from placement.latency import FIBER_KM_PER_MS, physics_bound_rtt_ms
+from placement.latency import physics_bound_rtt_ms
 
 NETWORK_DIR = Path(__file__).resolve().parent.parent / "data" / "network"
 """The bundled network: ``hubs.csv``, ``links.csv`` and ``calibrated.json``."""
@@ -413,7 +413,7 @@ def fiber_rtt_ms(length_km: ArrayLike) -> NDArray[np.float64]:
     numpy.ndarray
         ``2 * length / (c / 1.468)``. [ms]
     """
-    return np.asarray(2.0 * np.asarray(length_km, dtype=float) / FIBER_KM_PER_MS)
+    return physics_bound_rtt_ms(length_km)
 
 
 def link_lengths_km(network: Network, params: GraphLatencyParams) -> NDArray[np.float64]:

@@ -27,7 +27,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from numpy.typing import ArrayLike, NDArray
 
-from placement.maps import load_basemap
+from placement.maps import draw_populations, load_basemap
 from placement.plan import Plan
 
 __all__ = ["REGIONS", "Region", "draw_region", "draw_regional_maps", "draw_regional_maps_from_tables", "regions_with_open_sites"]
@@ -136,29 +136,6 @@ def _draw_catchments(ax: Axes, catchments: gpd.GeoDataFrame | None) -> None:
                     ha="center", zorder=1.6, annotation_clip=True)  # fmt: skip
 
 
-def _draw_populations(ax: Axes, populations: pd.DataFrame) -> None:
-    served = populations["unserved_tok_s"] <= 1e-6 * populations["demand_tok_s"].clip(lower=1.0)
-    area = 4 + 60 * np.sqrt(populations["demand_tok_s"] / max(float(populations["demand_tok_s"].max()), 1e-9))
-    ax.scatter(
-        populations.loc[served, "lon"],
-        populations.loc[served, "lat"],
-        s=area[served],
-        c="#2b5c8a",
-        alpha=0.5,
-        linewidths=0,
-        zorder=3,
-    )
-    ax.scatter(
-        populations.loc[~served, "lon"],
-        populations.loc[~served, "lat"],
-        s=area[~served] + 10,
-        marker="x",
-        c="#c0392b",
-        linewidths=1.2,
-        zorder=4,
-    )
-
-
 def _draw_sites(ax: Axes, sites: pd.DataFrame, region: Region, cmap: Colormap, norm: Normalize, mw_max: float) -> None:
     inside = sites[region.contains(sites["lon"], sites["lat"])]
     is_open = inside["open"].astype(bool)
@@ -256,7 +233,7 @@ def draw_region(
     basemap.plot(ax=ax, color="#f3f1ec", edgecolor="#b8b5ad", linewidth=0.5, zorder=0.5)
     _draw_catchments(ax, catchments)
     ax.add_collection(LineCollection(_segments(assignments, region), colors="#4a78b5", linewidths=0.6, alpha=0.45, zorder=2))
-    _draw_populations(ax, populations)
+    draw_populations(ax, populations)
     _draw_sites(ax, sites, region, cmap, norm, mw_max)
     _legend(ax, mw_max)
     _finish(fig, ax, region, title, sites, cmap, norm)
