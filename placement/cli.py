@@ -254,6 +254,30 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from placement.sweep import run_sweep
+
+    table = run_sweep(args.sweep, out_dir=args.out, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet)
+    solved = table[table["error"] == ""]
+    cost = solved["cost_per_million_goodput_tokens_usd"]
+    if len(solved):
+        print(
+            f"{len(solved)} of {len(table)} cases solved: ${cost.min():.3f} to ${cost.max():.3f} per million goodput tokens "
+            f"(largest gap {solved['gap'].max():.2%})"
+        )
+    for row in table[table["error"] != ""].head(5).to_dict("records"):
+        print(f"case {row['case']} ({row['case_id']}) failed: {str(row['error']).splitlines()[0]}")
+    print(f"results in {Path(args.out).resolve()}")
+    return EXIT_OK if len(solved) else EXIT_INVALID
+
+
 def _validate(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.suffix.lower() in SCENARIO_SUFFIXES:
@@ -336,6 +360,13 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="rebuild report.md and report.html of a results folder (no re-solve)")
     report.add_argument("outdir", help="a results folder written by 'solve'")
     report.set_defaults(handler=_report)
+    sweep = commands.add_parser("sweep", help="solve many what-ifs of a scenario in parallel (Dask), resumable")
+    sweep.add_argument("sweep", metavar="SWEEP", help="sweep YAML (see data/sweeps/example.yaml)")
+    sweep.add_argument("--out", default="out-sweep", help="results folder; cases already in it are not solved again")
+    sweep.add_argument("--workers", type=_positive_int, help="local worker processes, one thread each (default 2)")
+    sweep.add_argument("--scheduler", metavar="ADDRESS", help="submit to a running Dask scheduler, e.g. tcp://host:8786")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
+    sweep.set_defaults(handler=_sweep)
     validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
     validate.add_argument("file")
     validate.set_defaults(handler=_validate)
