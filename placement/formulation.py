@@ -153,6 +153,7 @@ def add_site_capacity(
     capacity_per_unit: FloatArray,
     *,
     name: str = "capacity",
+    columns: Sequence[Sequence[int]] | None = None,
 ) -> None:
     """Per-site capacity ``sum_i weight[i, j, t] * flow[i, j] <= capacity_per_unit[j] * var[j]`` for each t.
 
@@ -178,10 +179,13 @@ def add_site_capacity(
         Capacity granted per unit of that variable, per site.
     name : str, optional
         Row name prefix.
+    columns : sequence of sequence of int, optional
+        The slices to write a row for at each site (default: every undominated slice).
     """
     weights = pair_weight.reshape(len(pair_weight), -1)
     for j, positions in enumerate(group_by(pair_site, len(capacity_vars))):
-        for t in _undominated_columns(weights[positions]):
+        chosen = _undominated_columns(weights[positions]) if columns is None else list(columns[j])
+        for t in chosen:
             terms = [(flows[p], float(weights[p, t])) for p in positions.tolist()]
             terms.append((capacity_vars[j], -float(capacity_per_unit[j])))
             expr = pulp.LpAffineExpression(terms)

@@ -16,7 +16,8 @@ peak demand (conservative across slices).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pulp
@@ -24,7 +25,7 @@ from numpy.typing import NDArray
 
 from placement import formulation as fm
 from placement._errors import SolverError
-from placement.solver import SolverOptions, SolverReport, solve_problem
+from placement.solver import SolverOptions, SolverReport, SolveStatus, relative_gap, solve_problem
 from placement.verify import ABS_TOL, check_capacity, check_objective
 
 FloatArray = NDArray[np.float64]
@@ -283,6 +284,7 @@ def build_model(
     unserved_penalty_usd_per_tok_s: float | None = None,
     served_value_usd_per_tok_s: float | None = None,
     min_served_tok_s: float = 0.0,
+    capacity_slices: list[list[int]] | None = None,
 ) -> _Model:
     """Build the placement MILP.
 
@@ -297,6 +299,9 @@ def build_model(
         minimise cost minus lambda times goodput).
     min_served_tok_s : float, optional
         With optional serving, serve at least this much mean goodput. [tokens/s]
+    capacity_slices : list of list of int, optional
+        Node-capacity rows only for these slices at each site (a relaxation, for row
+        generation); default every undominated slice.
 
     Returns
     -------
@@ -313,7 +318,9 @@ def build_model(
         unserved = [problem.add_variable(f"unserved_{c}", lowBound=0, upBound=1) for c in range(data.n_commodities)]
     fm.add_demand_balance(problem, shares, data.pair_commodity, np.ones(data.n_commodities), unserved=unserved)
     fm.add_linking(problem, shares, opens, data.pair_commodity, data.pair_site, np.ones(data.n_commodities))
-    fm.add_site_capacity(problem, shares, data.pair_site, data.pair_slice_load(), nodes, np.ones(data.n_sites))
+    fm.add_site_capacity(
+        problem, shares, data.pair_site, data.pair_slice_load(), nodes, np.ones(data.n_sites), columns=capacity_slices
+    )
     _add_power_rows(problem, data, nodes, opens)
     _add_site_count_rows(problem, data, opens)
     failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]] = {}
@@ -338,28 +345,31 @@ def build_model(
     return _Model(problem, opens, nodes, shares, unserved, failover, cost_terms)
 
 
-def _route_to_nearest(model: _Model, data: PlacementInput, options: SolverOptions) -> SolverReport:
-    """With open sites and nodes fixed, send each share to the nearest capacity (an LP).
+def _route_to_nearest(
+    data: PlacementInput, solution: PlacementSolution, options: SolverOptions, *, optional: bool
+) -> tuple[_Model, SolverReport]:
+    """With open sites and nodes fixed, send each share to the nearest capacity (an LP on the full model).
 
     Unserved shares, where allowed, keep their values; load-dependent costs keep their total.
     """
-    for var in model.opens + model.nodes:
-        value = round(var.varValue or 0.0)
-        var.lowBound = value
-        var.upBound = value
+    model = build_model(data, unserved_penalty_usd_per_tok_s=0.0 if optional else None)
+    for var, value in zip(model.opens, solution.open.tolist(), strict=True):
+        var.lowBound = var.upBound = 1 if value else 0
+    for var, count in zip(model.nodes, solution.nodes.tolist(), strict=True):
+        var.lowBound = var.upBound = int(count)
     if model.unserved is not None:
-        for u in model.unserved:
-            u.lowBound = u.upBound = max(0.0, min(1.0, u.varValue or 0.0))
+        for var, share in zip(model.unserved, solution.unserved_share.tolist(), strict=True):
+            var.lowBound = var.upBound = max(0.0, min(1.0, share))
     weight = data.pair_rtt_ms * data.mean_demand_tok_s[data.pair_commodity]
     if np.any(data.pair_cost_usd_per_h):
-        current = float(sum((v.varValue or 0.0) * c for v, c in zip(model.shares, data.pair_cost_usd_per_h, strict=True)))
+        current = float(solution.pair_share @ data.pair_cost_usd_per_h)
         budget = pulp.LpAffineExpression(fm.linear_terms(model.shares, data.pair_cost_usd_per_h))
         model.problem.addConstraint(
             pulp.LpConstraint(budget, pulp.LpConstraintLE, "routing_cost_budget", current * (1 + 1e-9) + 1e-9)
         )
     model.problem.setObjective(pulp.LpAffineExpression(fm.linear_terms(model.shares, weight)))
     quiet = SolverOptions(name=options.name, time_limit_s=options.time_limit_s, gap=1e-9, threads=options.threads, msg=False)
-    return solve_problem(model.problem, quiet)
+    return model, solve_problem(model.problem, quiet)
 
 
 def verify_solution(data: PlacementInput, solution: PlacementSolution, *, optional: bool = False) -> list[str]:
@@ -474,9 +484,9 @@ def _finish(
     if violations:
         raise SolverError(f"{report.solver} returned a placement that violates constraints: " + "; ".join(violations))
     if route_nearest and not data.fault_tolerant:
-        routing = _route_to_nearest(model, data, options)
+        routing_model, routing = _route_to_nearest(data, solution, options, optional=optional)
         if routing.status.has_solution:
-            routed = _extract(model, data, report, routing)
+            routed = _extract(routing_model, data, report, routing)
             if not verify_solution(data, routed, optional=True) and abs(
                 routed.objective_usd_per_h - solution.objective_usd_per_h
             ) <= 1e-6 * max(1.0, solution.objective_usd_per_h):
@@ -539,22 +549,97 @@ def _set_warm_start(model: _Model, design: tuple[BoolArray, IntArray, FloatArray
         var.setInitialValue(value)
 
 
+LAZY_SLICES_FROM = 6
+"""With at least this many time slices, node-capacity rows are generated lazily."""
+INITIAL_SLICES_PER_SITE = 2
+MAX_ROUNDS = 8
+
+
+def _site_slice_load(data: PlacementInput, shares: FloatArray) -> FloatArray:
+    """``(m, T)`` node-equivalents each site carries in each slice."""
+    load = np.zeros((data.n_sites, len(data.slice_hours)))
+    np.add.at(load, data.pair_site, data.pair_slice_load() * shares[:, None])
+    return load
+
+
+def _initial_slices(data: PlacementInput) -> list[list[int]]:
+    """Each site's busiest slices if it served every pair it may serve."""
+    potential = _site_slice_load(data, np.ones(len(data.pair_site)))
+    return [sorted(np.argsort(-potential[j])[:INITIAL_SLICES_PER_SITE].tolist()) for j in range(data.n_sites)]
+
+
+def _add_violated(data: PlacementInput, solution: PlacementSolution, active: list[list[int]]) -> int:
+    """Add every (site, slice) whose capacity the solution exceeds; return how many were added."""
+    load = _site_slice_load(data, solution.pair_share)
+    over = load > solution.nodes[:, None] + 1e-6 * np.maximum(1.0, solution.nodes[:, None])
+    added = 0
+    for j, t in zip(*np.nonzero(over), strict=True):
+        if int(t) not in active[int(j)]:
+            active[int(j)].append(int(t))
+            added += 1
+    return added
+
+
+def _solve_once(
+    data: PlacementInput,
+    options: SolverOptions,
+    *,
+    warm: tuple[BoolArray, IntArray, FloatArray] | None,
+    capacity_slices: list[list[int]] | None,
+) -> tuple[_Model, SolverReport]:
+    model = build_model(data, capacity_slices=capacity_slices)
+    if warm is not None:
+        _set_warm_start(model, warm)
+    return model, solve_problem(model.problem, options, warm_start=warm is not None)
+
+
+def _repair_nodes(data: PlacementInput, solution: PlacementSolution, report: SolverReport) -> PlacementSolution | None:
+    """Raise node counts so every slice fits; None if a site's power does not allow it."""
+    load = _site_slice_load(data, solution.pair_share).max(axis=1)
+    nodes = np.maximum(solution.nodes, np.ceil(load - 1e-9).astype(np.int64))
+    if (nodes > data.site_max_nodes).any():
+        return None
+    cost = data.cost_usd_per_h(solution.open, nodes, solution.pair_share)
+    repaired = replace(
+        report,
+        status=SolveStatus.FEASIBLE,
+        objective=cost,
+        gap=relative_gap(cost, report.best_bound),
+        message=f"{report.message}; node counts raised to carry every slice",
+    )
+    return replace(solution, nodes=nodes, objective_usd_per_h=cost, report=repaired)
+
+
+def _verified(data: PlacementInput, solution: PlacementSolution, *, optional: bool) -> PlacementSolution:
+    violations = verify_solution(data, solution, optional=optional)
+    if violations:
+        raise SolverError(f"{solution.report.solver} returned a placement that violates constraints: " + "; ".join(violations))
+    return solution
+
+
 def solve_placement(
     data: PlacementInput, options: SolverOptions, *, route_nearest: bool = True, warm_start: bool = True
 ) -> PlacementSolution:
     """Solve the placement MILP (all demand served) and verify the answer.
+
+    With ``options.lazy_slices`` and many time slices the node-capacity rows are generated
+    lazily (it pays on models whose root LP is too slow for the time limit): the model starts with
+    each site's two busiest slices, and every (site, slice) the answer overloads is added before
+    solving again. Each round is a relaxation of the full model, so its bound is a valid bound,
+    and an answer that overloads nothing is an answer of the full model. If time runs out first,
+    the last answer's node counts are raised to carry every slice (power permitting).
 
     Parameters
     ----------
     data : PlacementInput
         The arrays.
     options : SolverOptions
-        Solver, time limit and gap.
+        Solver, time limit (for all rounds together) and gap.
     route_nearest : bool, optional
         After the cost-optimal design is found, re-route shares to the nearest open capacity
         (an LP with the design fixed; the cost does not change).
     warm_start : bool, optional
-        Give CBC a greedy design to start from (PuLP's HiGHS takes none).
+        Start the solver from a greedy design (CBC and HiGHS).
 
     Returns
     -------
@@ -566,16 +651,35 @@ def solve_placement(
     SolverError
         If the solver's answer violates a constraint.
     """
-    model = build_model(data)
-    use_warm = False
-    if warm_start and options.name == "cbc":
-        design = greedy_design(data)
-        if design is not None:
-            _set_warm_start(model, design)
-            use_warm = True
-    report = solve_problem(model.problem, options, warm_start=use_warm)
-    if not report.status.has_solution:
-        return _empty(data, report)
+    warm = greedy_design(data) if warm_start else None
+    lazy = options.lazy_slices and len(data.slice_hours) >= LAZY_SLICES_FROM and not data.fault_tolerant
+    active = _initial_slices(data) if lazy else None
+    start = time.perf_counter()
+    rounds = 0
+    while True:
+        rounds += 1
+        elapsed = time.perf_counter() - start
+        remaining = None if options.time_limit_s is None else max(1.0, options.time_limit_s - elapsed)
+        model, report = _solve_once(data, replace(options, time_limit_s=remaining), warm=warm, capacity_slices=active)
+        if not report.status.has_solution:
+            if report.status == SolveStatus.INFEASIBLE or active is None:
+                return _empty(data, report)
+            active = None  # no answer on a relaxation in time: the full model gets what is left
+            continue
+        if active is None:
+            break
+        solution = _extract(model, data, report, None)
+        if _add_violated(data, solution, active) == 0:
+            break
+        out_of_time = options.time_limit_s is not None and time.perf_counter() - start >= options.time_limit_s
+        if out_of_time or rounds >= MAX_ROUNDS:
+            repaired = _repair_nodes(data, solution, report)
+            if repaired is not None:
+                return _verified(data, repaired, optional=False)
+            active = None
+    total = time.perf_counter() - start
+    note = f" ({rounds} rounds of capacity rows)" if rounds > 1 else ""
+    report = replace(report, runtime_s=total, message=report.message + note)
     return _finish(model, data, options, report, route_nearest=route_nearest, optional=False)
 
 

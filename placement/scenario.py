@@ -177,6 +177,7 @@ class SolverSection(_Section):
     time_limit_s: float | None = Field(60.0, gt=0)
     gap: float = Field(0.005, ge=0, lt=1)
     threads: int = Field(1, ge=1)
+    lazy_slices: bool = Field(False, description="generate time-slice capacity rows lazily (very large models)")
 
     def options(self, *, msg: bool = False) -> SolverOptions:
         """As :class:`placement.solver.SolverOptions`."""
@@ -186,6 +187,7 @@ class SolverSection(_Section):
             gap=self.gap,
             threads=self.threads,
             msg=msg,
+            lazy_slices=self.lazy_slices,
         )
 
 

@@ -63,6 +63,8 @@ class SolverOptions:
         Solver threads.
     msg : bool
         Show the solver's log.
+    lazy_slices : bool
+        Generate node-capacity rows of time slices lazily (placement models with many slices).
     """
 
     name: str = "highs"
@@ -70,6 +72,7 @@ class SolverOptions:
     gap: float = 1e-6
     threads: int = 1
     msg: bool = False
+    lazy_slices: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,10 +209,30 @@ def _solve_cbc(problem: pulp.LpProblem, options: SolverOptions, *, warm_start: b
     return SolverReport("cbc", status, objective, bound, relative_gap(objective, bound), runtime_s, message)
 
 
-def _solve_highs(problem: pulp.LpProblem, options: SolverOptions) -> SolverReport:
+class _HiGHSWithStart(pulp.HiGHS):  # type: ignore[misc]
+    """PuLP's in-process HiGHS, handing the variables' initial values to HiGHS as a starting solution."""
+
+    def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        import highspy
+
+        variables = lp.variables()
+        start = [var.varValue for var in variables]
+        if all(value is not None for value in start):
+            solution = highspy.HighsSolution()
+            values = [0.0] * len(variables)
+            for var, value in zip(variables, start, strict=True):
+                values[var.index] = float(value)
+            solution.col_value = values
+            solution.value_valid = True
+            lp.solverModel.setSolution(solution)
+        super().callSolver(lp)
+
+
+def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start: bool) -> SolverReport:
     import highspy
 
-    solver = pulp.HiGHS(msg=options.msg, timeLimit=options.time_limit_s, gapRel=options.gap, threads=options.threads)
+    kind = _HiGHSWithStart if warm_start else pulp.HiGHS
+    solver = kind(msg=options.msg, timeLimit=options.time_limit_s, gapRel=options.gap, threads=options.threads)
     start = time.perf_counter()
     with _quiet_stdout(not options.msg):
         problem.solve(solver)
@@ -243,8 +266,8 @@ def solve_problem(problem: pulp.LpProblem, options: SolverOptions, *, warm_start
     options : SolverOptions
         Solver name, limits and verbosity.
     warm_start : bool, optional
-        Pass the variables' current values to CBC as a starting solution (HiGHS through PuLP
-        takes none).
+        Pass the variables' current values to the solver as a starting solution (every
+        variable needs a value).
 
     Returns
     -------
@@ -255,4 +278,4 @@ def solve_problem(problem: pulp.LpProblem, options: SolverOptions, *, warm_start
         raise SolverError(f"unknown solver '{options.name}': choose one of {', '.join(SOLVERS)}")
     if options.name == "cbc":
         return _solve_cbc(problem, options, warm_start=warm_start)
-    return _solve_highs(problem, options)
+    return _solve_highs(problem, options, warm_start=warm_start)

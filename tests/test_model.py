@@ -155,3 +155,37 @@ def test_diagnosis_finds_the_population_short_of_power(solver: str) -> None:
     elastic = diagnose_shortfall(data, SolverOptions(name=solver))
     assert elastic.unserved_share[0] == pytest.approx(0.0, abs=1e-6)
     assert elastic.unserved_share[1] == pytest.approx(5_000 / 15_000)
+
+
+def random_sliced(seed: int, n_pop: int = 12, m: int = 5, slices: int = 8):
+    rng = np.random.default_rng(seed)
+    pairs = sorted({(c, j) for c in range(n_pop) for j in range(m) if rng.random() < 0.5} | {(c, c % m) for c in range(n_pop)})
+    phase = rng.integers(0, slices, n_pop)
+    shape = 1.0 + np.cos(2 * np.pi * (np.arange(slices)[None, :] - phase[:, None]) / slices)
+    demand = rng.uniform(2_000, 9_000, n_pop)[:, None] * shape
+    return make_input(demand, pairs, 1e-4, rng.uniform(5, 60, m), rng.uniform(8, 20, m), [0.01] * m, [0.2] * m)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("seed", range(3))
+def test_lazy_slice_rows_reach_the_full_optimum(solver: str, seed: int) -> None:
+    data = random_sliced(seed)
+    full = solve_placement(data, SolverOptions(name=solver, gap=1e-9))
+    lazy = solve_placement(data, SolverOptions(name=solver, gap=1e-9, lazy_slices=True))
+    assert lazy.report.status == SolveStatus.OPTIMAL
+    assert lazy.objective_usd_per_h == pytest.approx(full.objective_usd_per_h, rel=1e-7)
+    assert verify_solution(data, lazy) == []
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_warm_start_is_never_worse_than_greedy(solver: str) -> None:
+    from placement.model import greedy_design
+
+    data = random_sliced(7, n_pop=40, m=8, slices=6)
+    design = greedy_design(data)
+    assert design is not None
+    greedy_cost = data.cost_usd_per_h(*design)
+    solution = solve_placement(data, SolverOptions(name=solver, time_limit_s=0.05, gap=0.0), route_nearest=False)
+    assert solution.report.status.has_solution
+    assert solution.objective_usd_per_h <= greedy_cost * (1 + 1e-9)
+    assert verify_solution(data, solution) == []
