@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from placement._errors import InputError, PlacementError
 from placement.catalog import load_catalog
@@ -278,11 +279,44 @@ def _sweep(args: argparse.Namespace) -> int:
     return EXIT_OK if len(solved) else EXIT_INVALID
 
 
+def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
+    """Everything a solve reads besides the YAML: catalog, cities, serving classes, retrieval stores."""
+    from placement._errors import Problem
+    from placement.demand import load_cities
+    from placement.instance import load_sites, retrieval_extra_ms
+    from placement.profiles import class_profiles
+
+    problems: list[Problem] = []
+    sites = None
+    try:
+        sites = load_sites(loaded)
+    except InputError as exc:
+        problems += exc.problems
+    checks: list[Callable[[], object]] = [lambda: load_cities(loaded.cities_path), lambda: class_profiles(loaded)]
+    catalog = sites
+    if catalog is None:  # exclusions failed: check retrieval stores against the whole catalog
+        try:
+            catalog = load_catalog(loaded.catalog_path)
+        except InputError:
+            catalog = None
+    if catalog is not None:
+        stores = catalog
+        checks.append(lambda: retrieval_extra_ms(loaded, stores))
+    for check in checks:
+        try:
+            check()
+        except InputError as exc:
+            problems += exc.problems
+    if problems:
+        raise InputError(problems)
+    return sites
+
+
 def _validate(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.suffix.lower() in SCENARIO_SUFFIXES:
         loaded = load_scenario(path)
-        sites = load_catalog(loaded.catalog_path)
+        sites = _check_scenario_inputs(loaded)
         print(
             f"ok: scenario {loaded.scenario.name} with {len(loaded.scenario.classes)} classes; "
             f"catalog {loaded.catalog_path.name}: {len(sites)} sites"

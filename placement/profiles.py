@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from placement._errors import InputError, Problem
-from placement.hardware import get_accelerator
+from placement.hardware import get_accelerator, get_model
 from placement.scenario import LoadedScenario, WorkloadClass
 from placement.serving import serve
 
@@ -170,6 +170,14 @@ def class_profiles(loaded: LoadedScenario) -> list[ClassProfile]:
     """
     scenario = loaded.scenario
     problems: list[Problem] = []
+    if not all(workload.given for workload in scenario.classes):
+        for key, lookup in (("serving.model", get_model), ("serving.accelerator", get_accelerator)):
+            try:
+                lookup(getattr(scenario.serving, key.split(".")[1]))
+            except InputError as exc:
+                problems += [Problem(str(loaded.path), key, "", p.rule, p.fix) for p in exc.problems]
+        if problems:
+            raise InputError(problems)
     profiles: list[ClassProfile] = []
     for k, workload in enumerate(scenario.classes):
         if workload.given:

@@ -153,3 +153,23 @@ def test_validate_exit_codes(tmp_path: Path, small_scenario: Path, capsys: pytes
     with pytest.raises(SystemExit) as usage:
         main(["validate"])
     assert usage.value.code == 2
+
+
+def test_validate_checks_what_a_solve_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chat = {
+        "name": "chat",
+        "share": 1.0,
+        "ttft_p99_ms": 300,
+        "itl_p99_ms": 50,
+        "serving_ttft_budget_ms": 170,
+        "retrieval_store_site": "atlantis",
+    }
+    path = write_scenario(
+        tmp_path, classes=[chat], serving={"accelerator": "h900"}, sites={"catalog": "catalog.csv", "exclude": ["nowhere"]}
+    )
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "3 problems" in err
+    assert "serving.accelerator" in err and "did you mean 'h200'" in err
+    assert "sites.exclude" in err and "nowhere" in err
+    assert "retrieval_store_site" in err and "atlantis" in err
