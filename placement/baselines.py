@@ -68,15 +68,14 @@ class Baseline:
 
 def _commodity_arrays(instance: Instance) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Slice demand, node-equivalents per tok/s, daily mean demand and goodput per node of every commodity."""
-    scenario = instance.loaded.scenario
-    shares = np.array([c.share for c in scenario.classes])[instance.commodity_class]
-    shiftable = np.array([c.time_shiftable for c in scenario.classes])[instance.commodity_class]
-    mean = instance.commodity_mean_demand_tok_s
-    slices = instance.population_slice_demand_tok_s[instance.commodity_population] * shares[:, None]
-    slices[shiftable] = mean[shiftable, None]
     goodput = np.array([p.goodput_tok_s_per_node for p in instance.profiles])
-    weight = np.array([p.nodes_per_tok_s for p in instance.profiles])[instance.commodity_class]
-    return slices, weight, mean, goodput[instance.commodity_class]
+    weight = np.array([p.nodes_per_tok_s for p in instance.profiles])
+    return (
+        instance.commodity_slice_demand_tok_s,
+        weight[instance.commodity_class],
+        instance.commodity_mean_demand_tok_s,
+        goodput[instance.commodity_class],
+    )
 
 
 def evaluate(instance: Instance, name: str, preferred_sites: NDArray[np.int64]) -> Baseline:

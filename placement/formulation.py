@@ -196,7 +196,7 @@ def _undominated_columns(block: FloatArray) -> list[int]:
     """Columns of ``block`` not dominated (elementwise <=, and different) by another column."""
     n_cols = block.shape[1]
     if n_cols == 1 or block.shape[0] == 0:
-        return list(range(min(n_cols, 1 if block.shape[0] == 0 else n_cols)))
+        return [0]  # one slice, or a site with no pairs: one row is enough
     keep = []
     for t in range(n_cols):
         column = block[:, t : t + 1]

@@ -59,8 +59,6 @@ class Instance:
         Demand points and their member cities.
     population_slice_demand_tok_s : numpy.ndarray
         ``(n, T)`` demand of each population in each slice (all classes). [tokens/s]
-    population_mean_demand_tok_s : numpy.ndarray
-        ``(n,)`` daily mean demand. [tokens/s]
     slice_hours : numpy.ndarray
         ``(T,)`` hours per slice. [h]
     rtt_ms : numpy.ndarray
@@ -91,13 +89,16 @@ class Instance:
         ``(c,)`` model row serving each commodity (-1: no allowed site). Commodities of one class
         with the same allowed sites and the same demand shape over the day share a row: they are
         interchangeable, so merging them is exact and keeps the model small.
+    commodity_slice_demand_tok_s : numpy.ndarray
+        ``(c, T)`` demand of every commodity in each slice (flat for time-shiftable classes). [tokens/s]
+    commodity_mean_demand_tok_s : numpy.ndarray
+        ``(c,)`` daily mean demand of every commodity. [tokens/s]
     """
 
     loaded: LoadedScenario
     sites: pd.DataFrame
     populations: Populations
     population_slice_demand_tok_s: FloatArray
-    population_mean_demand_tok_s: FloatArray
     slice_hours: FloatArray
     rtt_ms: FloatArray
     commodity_population: IntArray
@@ -113,6 +114,8 @@ class Instance:
     retrieval_extra_ms: FloatArray
     node_kw: float
     row_of_commodity: IntArray
+    commodity_slice_demand_tok_s: FloatArray
+    commodity_mean_demand_tok_s: FloatArray
 
     @property
     def classes(self) -> list[WorkloadClass]:
@@ -120,18 +123,9 @@ class Instance:
         return self.loaded.scenario.classes
 
     @property
-    def commodity_mean_demand_tok_s(self) -> FloatArray:
-        """Daily mean demand of every commodity. [tokens/s]"""
-        shares = np.array([c.share for c in self.classes])
-        return np.asarray(self.population_mean_demand_tok_s[self.commodity_population] * shares[self.commodity_class])
-
-    @property
     def commodity_peak_demand_tok_s(self) -> FloatArray:
         """Largest slice demand of every commodity (the daily mean for time-shiftable classes). [tokens/s]"""
-        shares = np.array([c.share for c in self.classes])[self.commodity_class]
-        shiftable = np.array([c.time_shiftable for c in self.classes])[self.commodity_class]
-        peak = self.population_slice_demand_tok_s.max(axis=1)[self.commodity_population] * shares
-        return np.asarray(np.where(shiftable, self.commodity_mean_demand_tok_s, peak))
+        return np.asarray(self.commodity_slice_demand_tok_s.max(axis=1))
 
     @property
     def unreachable(self) -> NDArray[np.bool_]:
@@ -430,7 +424,8 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     shares = np.array([c.share for c in scenario.classes])[commodity_class]
     shiftable = np.array([c.time_shiftable for c in scenario.classes])[commodity_class]
     commodity_slices = pop_slices[commodity_population] * shares[:, None]
-    commodity_slices[shiftable] = (pop_mean[commodity_population] * shares)[shiftable, None]
+    commodity_mean = pop_mean[commodity_population] * shares
+    commodity_slices[shiftable] = commodity_mean[shiftable, None]
 
     serving = scenario.serving
     kw = node_kw(loaded)
@@ -443,7 +438,6 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         idle_power_share=serving.idle_power_share,
     )
     fixed = sites["fixed_cost_usd_per_h"].fillna(scenario.economics.site_fixed_cost_usd_per_h).to_numpy(float)
-    commodity_mean = pop_mean[commodity_population] * shares
     row_of_commodity, modelled = merge_commodities(allowed, commodity_class, commodity_slices)
     n_rows = len(modelled)
     row_slices = np.zeros((n_rows, commodity_slices.shape[1]))
@@ -485,7 +479,6 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         sites,
         populations,
         pop_slices,
-        pop_mean,
         slice_hours,
         rtt,
         commodity_population,
@@ -501,4 +494,6 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         retrieval_extra,
         kw,
         row_of_commodity,
+        commodity_slices,
+        commodity_mean,
     )

@@ -121,6 +121,12 @@ class PlacementInput:
         """``(p, T)`` node-equivalents each pair uses in each slice at a share of 1."""
         return np.asarray(self.slice_demand_tok_s[self.pair_commodity] * self.pair_nodes_per_tok_s[:, None])
 
+    def site_slice_load(self, shares: FloatArray) -> FloatArray:
+        """``(m, T)`` node-equivalents each site carries in each slice under the given shares."""
+        load = np.zeros((self.n_sites, len(self.slice_hours)))
+        np.add.at(load, self.pair_site, self.pair_slice_load() * shares[:, None])
+        return load
+
     def cost_usd_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> float:
         """Total cost of a design. [USD/h]"""
         return float(
@@ -410,10 +416,7 @@ def verify_solution(data: PlacementInput, solution: PlacementSolution, *, option
         problems.append(f"{n_open} sites open, fewer than the minimum {data.min_sites_open}")
     if data.max_sites_open is not None and n_open > data.max_sites_open:
         problems.append(f"{n_open} sites open, more than the maximum {data.max_sites_open}")
-    load = data.pair_slice_load() * share[:, None]
-    site_load = np.zeros((data.n_sites, load.shape[1]))
-    np.add.at(site_load, data.pair_site, load)
-    problems += check_capacity(site_load.max(axis=1), solution.nodes.astype(float), what="node capacity")
+    problems += check_capacity(data.site_slice_load(share).max(axis=1), solution.nodes.astype(float), what="node capacity")
     problems += check_capacity(
         solution.nodes.astype(float) * data.site_node_mw, data.site_mw_available * solution.open, what="site power"
     )
@@ -555,22 +558,15 @@ INITIAL_SLICES_PER_SITE = 2
 MAX_ROUNDS = 8
 
 
-def _site_slice_load(data: PlacementInput, shares: FloatArray) -> FloatArray:
-    """``(m, T)`` node-equivalents each site carries in each slice."""
-    load = np.zeros((data.n_sites, len(data.slice_hours)))
-    np.add.at(load, data.pair_site, data.pair_slice_load() * shares[:, None])
-    return load
-
-
 def _initial_slices(data: PlacementInput) -> list[list[int]]:
     """Each site's busiest slices if it served every pair it may serve."""
-    potential = _site_slice_load(data, np.ones(len(data.pair_site)))
+    potential = data.site_slice_load(np.ones(len(data.pair_site)))
     return [sorted(np.argsort(-potential[j])[:INITIAL_SLICES_PER_SITE].tolist()) for j in range(data.n_sites)]
 
 
 def _add_violated(data: PlacementInput, solution: PlacementSolution, active: list[list[int]]) -> int:
     """Add every (site, slice) whose capacity the solution exceeds; return how many were added."""
-    load = _site_slice_load(data, solution.pair_share)
+    load = data.site_slice_load(solution.pair_share)
     over = load > solution.nodes[:, None] + 1e-6 * np.maximum(1.0, solution.nodes[:, None])
     added = 0
     for j, t in zip(*np.nonzero(over), strict=True):
@@ -595,7 +591,7 @@ def _solve_once(
 
 def _repair_nodes(data: PlacementInput, solution: PlacementSolution, report: SolverReport) -> PlacementSolution | None:
     """Raise node counts so every slice fits; None if a site's power does not allow it."""
-    load = _site_slice_load(data, solution.pair_share).max(axis=1)
+    load = data.site_slice_load(solution.pair_share).max(axis=1)
     nodes = np.maximum(solution.nodes, np.ceil(load - 1e-9).astype(np.int64))
     if (nodes > data.site_max_nodes).any():
         return None

@@ -106,11 +106,9 @@ def _site_loads(instance: Instance, solution: PlacementSolution) -> tuple[FloatA
     data = instance.inputs
     flow = solution.pair_mean_flow_tok_s(data)
     served = np.bincount(data.pair_site, weights=flow, minlength=data.n_sites).astype(float)
-    load = data.pair_slice_load() * solution.pair_share[:, None]
-    site_load = np.zeros((data.n_sites, load.shape[1]))
-    np.add.at(site_load, data.pair_site, load)
+    peak_load = data.site_slice_load(solution.pair_share).max(axis=1)
     energy = np.bincount(data.pair_site, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=data.n_sites)
-    return served, site_load.max(axis=1), energy.astype(float)
+    return served, peak_load, energy.astype(float)
 
 
 def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame:
