@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO))
 
 from placement.catalog import load_catalog  # noqa: E402
 from placement.instance import build_instance  # noqa: E402
-from placement.model import build_model  # noqa: E402
+from placement.optimize.model import build_model  # noqa: E402
 from placement.plan import solve_instance  # noqa: E402
 from placement.scenario import LoadedScenario, load_scenario  # noqa: E402
 

@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from placement.sweep import run_sweep  # noqa: E402
+from placement.sweep.run import run_sweep  # noqa: E402
 
 SWEEP = REPO / "data" / "sweeps" / "example.yaml"
 

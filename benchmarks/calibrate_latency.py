@@ -21,7 +21,7 @@ Loss: mean absolute log ratio (symmetric, scale-free) on the training pairs, min
 bounded Nelder-Mead from a fixed start. The naive model (great circle x one constant + fixed ms)
 is fitted the same way on the same pairs.
 
-Writes ``data/network/calibrated.json`` (read by :mod:`placement.network` as the default) and
+Writes ``data/network/calibrated.json`` (read by :mod:`placement.network.graph` as the default) and
 prints: model | params | train median APE | train p90 APE | held-out median APE | held-out p90
 APE | n pairs.
 """
@@ -44,8 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from placement.geodesy import pairwise_km  # noqa: E402
-from placement.latency import physics_bound_rtt_ms  # noqa: E402
-from placement.network import (  # noqa: E402
+from placement.network.graph import (  # noqa: E402
     CALIBRATED_JSON,
     GraphLatencyParams,
     default_network,
@@ -53,6 +52,7 @@ from placement.network import (  # noqa: E402
     point_to_point_rtt_ms,
     site_site_rtt_ms,
 )
+from placement.network.great_circle import physics_bound_rtt_ms  # noqa: E402
 
 MATRIX_CSV = REPO / "data" / "latency" / "azure_interregion_rtt_ms.csv"
 COORDS_JSON = REPO / "data" / "latency" / "azure_region_coordinates.json"
@@ -238,7 +238,7 @@ def main() -> None:
 
     if not args.no_write:
         record = {
-            "model": "graph latency (placement.network)",
+            "model": "graph latency (placement.network.graph)",
             "generated_by": "benchmarks/calibrate_latency.py",
             "data": "data/latency/azure_interregion_rtt_ms.csv (Microsoft published P50 inter-region round trips, CC-BY-4.0)",
             "split": {

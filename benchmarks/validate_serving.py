@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from placement.hardware import get_accelerator, get_model
-from placement.serving import (
+from placement.serving.hardware import get_accelerator, get_model
+from placement.serving.physics import (
     CALIBRATED,
     MLPERF_LLAMA2_INPUT_TOKENS,
     MLPERF_LLAMA2_OUTPUT_TOKENS,

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from placement._errors import InputError, PlacementError
+from placement.bundled import default_scenario_path
 from placement.catalog import load_catalog
 from placement.scenario import LoadedScenario, load_scenario
 
-DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "data" / "scenarios" / "default.yaml"
+DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 SCENARIO_SUFFIXES = {".yaml", ".yml"}
 
@@ -49,7 +50,7 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.outputs import write_results
+    from placement.outputs.writer import write_results
     from placement.plan import run
 
     progress = _Progress(args.quiet)
@@ -83,9 +84,9 @@ def _compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from placement.baselines import all_baselines
-    from placement.charts import draw_comparison
     from placement.instance import build_instance
-    from placement.outputs import write_folder
+    from placement.outputs.charts import draw_comparison
+    from placement.outputs.writer import write_folder
     from placement.plan import solve_instance
 
     progress = _Progress(args.quiet or args.json)
@@ -136,7 +137,7 @@ def _explain(args: argparse.Namespace) -> int:
     from placement._errors import PlacementError
     from placement.explain import explain, render_table
     from placement.instance import build_instance
-    from placement.outputs import write_text_atomic
+    from placement.outputs.writer import write_text_atomic
 
     folder = Path(args.outdir)
     summary_path = folder / "summary.json"
@@ -164,7 +165,7 @@ def _explain(args: argparse.Namespace) -> int:
 def _rtt(args: argparse.Namespace) -> int:
     import json
 
-    from placement.places import rtt_report
+    from placement.network.places import rtt_report
 
     report = rtt_report(args.origin, args.destination, access=args.access)
     if args.json:
@@ -183,7 +184,7 @@ def _rtt(args: argparse.Namespace) -> int:
 def _goodput(args: argparse.Namespace) -> int:
     import json
 
-    from placement.serving import goodput_report, pareto_curve, plot_pareto
+    from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
 
     report = goodput_report(
         args.model,
@@ -248,7 +249,7 @@ def _goodput(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from placement.report_html import rerender_report
+    from placement.outputs.report_html import rerender_report
 
     for path in rerender_report(args.outdir):
         print(f"wrote {path}")
@@ -263,7 +264,7 @@ def _positive_int(text: str) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from placement.sweep import run_sweep
+    from placement.sweep.run import run_sweep
 
     table = run_sweep(args.sweep, out_dir=args.out, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet)
     solved = table[table["error"] == ""]
@@ -282,7 +283,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
     """Everything a solve reads besides the YAML: catalog, cities, serving classes, retrieval stores."""
     from placement._errors import Problem
-    from placement.demand import load_cities
+    from placement.cities import load_cities
     from placement.instance import load_sites, retrieval_extra_ms
     from placement.profiles import class_profiles
 

@@ -20,8 +20,8 @@ import pandas as pd
 import pulp
 
 from placement.instance import Instance
-from placement.model import build_model
-from placement.solver import SolverOptions, solve_problem
+from placement.optimize.model import build_model
+from placement.optimize.solver import SolverOptions, solve_problem
 
 
 def _fix_open(model: Any, is_open: np.ndarray) -> None:

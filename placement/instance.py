@@ -16,12 +16,13 @@ from numpy.typing import NDArray
 from placement._errors import InputError, Problem
 from placement.budget import ttft_p99_ms
 from placement.catalog import load_catalog
-from placement.demand import Populations, aggregate, demand_tok_s, load_cities
+from placement.cities import load_cities
+from placement.demand import Populations, aggregate, demand_tok_s
 from placement.economics import NodeCost, node_cost_usd_per_h
-from placement.latency import population_site_rtt_ms
-from placement.model import PlacementInput
-from placement.network import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network, site_site_rtt_ms
-from placement.network import population_site_rtt_ms as graph_population_site_rtt_ms
+from placement.network.graph import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network, site_site_rtt_ms
+from placement.network.graph import population_site_rtt_ms as graph_population_site_rtt_ms
+from placement.network.great_circle import population_site_rtt_ms
+from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
 from placement.residency import residency_mask
 from placement.scenario import LoadedScenario, WorkloadClass

@@ -1,7 +1,7 @@
 """From a scenario to a verified siting plan: the one pipeline the CLI and notebooks call.
 
 ``instance -> solve (all served, or exact ratio) -> verify -> tables``. Geometry and files stay
-out of this module; :mod:`placement.outputs` writes them.
+out of this module; :mod:`placement.outputs.writer` writes them.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from numpy.typing import NDArray
 from placement._errors import InfeasibleError, SolverError
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
-from placement.formulation import group_by
 from placement.instance import Instance, Progress, build_instance, quiet
-from placement.model import PlacementSolution, diagnose_shortfall, solve_placement, solve_ratio
+from placement.optimize.formulation import group_by
+from placement.optimize.problem import PlacementSolution
+from placement.optimize.solve import diagnose_shortfall, solve_placement, solve_ratio
+from placement.optimize.solver import SolveStatus
 from placement.scenario import LoadedScenario
-from placement.solver import SolveStatus
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -1,7 +1,7 @@
 """What one node does for each workload class: goodput inside the SLO and the node's TTFT parts.
 
 A class either states its per-node goodput and node-side TTFT components, or they come from the
-serving model (:mod:`placement.serving`): the largest batch that meets the p99 ITL objective and
+serving model (:mod:`placement.serving.physics`): the largest batch that meets the p99 ITL objective and
 fits in HBM, prefill for the class's prompts, KV transfer when disaggregated, and the queueing
 tail, inside the part of the TTFT objective the node may spend (``serving_ttft_budget_ms``).
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from placement._errors import InputError, Problem
-from placement.hardware import get_accelerator, get_model
 from placement.scenario import LoadedScenario, WorkloadClass
-from placement.serving import serve
+from placement.serving.hardware import get_accelerator, get_model
+from placement.serving.physics import serve
 
 
 @dataclass(frozen=True)

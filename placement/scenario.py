@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from placement._errors import InputError, Problem
 from placement.economics import EconomicsParams
-from placement.latency import LatencyParams
-from placement.solver import SolverOptions
+from placement.network.great_circle import LatencyParams
+from placement.optimize.solver import SolverOptions
 
 
 class _Section(BaseModel):
@@ -148,7 +148,7 @@ class LatencySection(_Section):
     access_ms: float = Field(8.0, ge=0, description="users' last mile, round trip")
 
     def params(self) -> LatencyParams:
-        """As :class:`placement.latency.LatencyParams` (the great-circle model)."""
+        """As :class:`placement.network.great_circle.LatencyParams` (the great-circle model)."""
         return LatencyParams(route_factor=self.route_factor, fixed_ms=self.fixed_ms, access_ms=self.access_ms)
 
 
@@ -180,7 +180,7 @@ class SolverSection(_Section):
     lazy_slices: bool = Field(False, description="generate time-slice capacity rows lazily (very large models)")
 
     def options(self, *, msg: bool = False) -> SolverOptions:
-        """As :class:`placement.solver.SolverOptions`."""
+        """As :class:`placement.optimize.solver.SolverOptions`."""
         return SolverOptions(
             name=self.name,
             time_limit_s=self.time_limit_s,

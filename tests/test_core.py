@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import linprog
 
 from placement import facility_location
-from placement.solver import SolveStatus
+from placement.optimize.solver import SolveStatus
 from tests.conftest import SOLVERS
 
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import shapely
 
-from placement.catchments import catchment_frame, write_catchments, write_network
 from placement.cli import main
+from placement.outputs.catchments import catchment_frame, write_catchments, write_network
 from placement.plan import Plan, run
 from placement.scenario import load_scenario
 from tests.conftest import write_scenario

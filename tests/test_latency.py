@@ -6,9 +6,15 @@ import numpy as np
 import pytest
 
 from placement.catalog import load_catalog
-from placement.demand import load_cities
+from placement.cities import load_cities
 from placement.geodesy import great_circle_km, pairwise_km
-from placement.latency import FIBER_KM_PER_MS, LatencyParams, path_rtt_ms, physics_bound_rtt_ms, population_site_rtt_ms
+from placement.network.great_circle import (
+    FIBER_KM_PER_MS,
+    LatencyParams,
+    path_rtt_ms,
+    physics_bound_rtt_ms,
+    population_site_rtt_ms,
+)
 from tests.conftest import REPO
 
 CHICAGO, ASHBURN, FRANKFURT = (41.88, -87.63), (39.04, -77.49), (50.11, 8.68)

@@ -8,8 +8,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from placement.model import PlacementInput, diagnose_shortfall, solve_placement, verify_solution
-from placement.solver import SolverOptions, SolveStatus
+from placement.optimize.problem import PlacementInput
+from placement.optimize.solve import diagnose_shortfall, solve_placement
+from placement.optimize.solver import SolverOptions, SolveStatus
+from placement.optimize.verify import verify_solution
 from tests.conftest import SOLVERS
 
 
@@ -179,7 +181,7 @@ def test_lazy_slice_rows_reach_the_full_optimum(solver: str, seed: int) -> None:
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_warm_start_is_never_worse_than_greedy(solver: str) -> None:
-    from placement.model import greedy_design
+    from placement.optimize.heuristics import greedy_design
 
     data = random_sliced(7, n_pop=40, m=8, slices=6)
     design = greedy_design(data)

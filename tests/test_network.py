@@ -13,10 +13,9 @@ import pytest
 
 from placement._errors import InputError
 from placement.catalog import load_catalog
-from placement.demand import load_cities
+from placement.cities import load_cities
 from placement.geodesy import great_circle_km, pairwise_km
-from placement.latency import physics_bound_rtt_ms
-from placement.network import (
+from placement.network.graph import (
     ACCESS_HUBS,
     CALIBRATED_JSON,
     GraphLatencyParams,
@@ -36,7 +35,8 @@ from placement.network import (
     population_site_rtt_ms,
     site_site_rtt_ms,
 )
-from placement.places import fold, resolve_place, rtt_report
+from placement.network.great_circle import physics_bound_rtt_ms
+from placement.network.places import fold, resolve_place, rtt_report
 from tests.conftest import REPO
 
 CHICAGO, ASHBURN, FRANKFURT = (41.88, -87.63), (39.04, -77.49), (50.11, 8.68)

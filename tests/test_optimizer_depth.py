@@ -9,10 +9,12 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from placement.model import greedy_design, solve_placement, solve_ratio, verify_solution
+from placement.optimize.heuristics import greedy_design
+from placement.optimize.solve import solve_placement, solve_ratio
+from placement.optimize.solver import SolverOptions, SolveStatus
+from placement.optimize.verify import verify_solution
 from placement.residency import residency_mask
 from placement.scenario import ResidencyRule, ResidencySection
-from placement.solver import SolverOptions, SolveStatus
 from placement.timeslices import block_demand, hourly_multipliers, utc_offset_hours
 from tests.conftest import SOLVERS
 from tests.test_model import make_input

@@ -10,7 +10,7 @@ import pytest
 from placement.instance import build_instance, merge_commodities
 from placement.plan import run
 from placement.scenario import load_scenario
-from placement.serving import serve
+from placement.serving.physics import serve
 from tests.conftest import scenario_dict, write_scenario
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from placement._errors import InputError
 from placement.economics import cost_per_million_tokens_usd
-from placement.hardware import (
+from placement.serving.hardware import (
     ACCELERATORS_CSV,
     MODELS_CSV,
     get_accelerator,
@@ -18,8 +18,7 @@ from placement.hardware import (
     load_accelerators,
     load_models,
 )
-from placement.queueing import erlang_c, queue_wait_p99_ms, utilisation_cap
-from placement.serving import (
+from placement.serving.physics import (
     MLPERF_LLAMA2_INPUT_TOKENS,
     MLPERF_LLAMA2_OUTPUT_TOKENS,
     ServingEfficiency,
@@ -34,6 +33,7 @@ from placement.serving import (
     prefill_ms,
     serve,
 )
+from placement.serving.queueing import erlang_c, queue_wait_p99_ms, utilisation_cap
 
 KIB = 1024
 

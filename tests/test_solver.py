@@ -8,8 +8,8 @@ import numpy as np
 import pulp
 import pytest
 
-from placement import formulation as fm
-from placement.solver import SolverOptions, SolveStatus, _read_cbc_log, relative_gap, solve_problem
+from placement.optimize import formulation as fm
+from placement.optimize.solver import SolverOptions, SolveStatus, _read_cbc_log, relative_gap, solve_problem
 from tests.conftest import SOLVERS
 
 CBC_TIME_LIMIT_LOG = """

@@ -22,16 +22,16 @@ import yaml
 from placement._errors import InfeasibleError, InputError, PlacementError
 from placement.plan import run
 from placement.scenario import load_scenario
-from placement.sweep import (
+from placement.sweep.analysis import pareto_frontier, sensitivity
+from placement.sweep.run import run_sweep
+from placement.sweep.spec import (
     Range,
     SweepSpec,
     expand_overrides,
     parse_key_path,
     prepare_sweep,
-    run_sweep,
     set_key_path,
 )
-from placement.sweep_analysis import pareto_frontier, sensitivity
 from tests.conftest import REPO, write_scenario
 
 # 2 TTFT objectives x 2 growths x 2 catalogs = 8 cases; without Frankfurt, Berlin and Paris are

@@ -13,11 +13,11 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+from placement.outputs.regional_maps import draw_regional_maps
+from placement.outputs.report_html import budget_rows, render_html, rerender_report, write_report_html
+from placement.outputs.webmap import write_webmap
 from placement.plan import Plan, run
-from placement.regional_maps import draw_regional_maps
-from placement.report_html import budget_rows, render_html, rerender_report, write_report_html
 from placement.scenario import load_scenario
-from placement.webmap import write_webmap
 from tests.conftest import write_scenario
 
 CHROMIUM_FLAGS = (

@@ -27,7 +27,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from numpy.typing import ArrayLike, NDArray
 
-from placement.maps import draw_populations, load_basemap
+from placement.outputs.world_map import draw_populations, load_basemap
 from placement.plan import Plan
 
 __all__ = ["REGIONS", "Region", "draw_region", "draw_regional_maps", "draw_regional_maps_from_tables", "regions_with_open_sites"]
@@ -218,7 +218,7 @@ def draw_region(
         Country polygons.
     catchments : geopandas.GeoDataFrame, optional
         Catchment polygons with ``cost_per_million_goodput_tokens_usd`` (see
-        :mod:`placement.catchments`).
+        :mod:`placement.outputs.catchments`).
 
     Returns
     -------
@@ -270,14 +270,14 @@ def draw_regional_maps(plan: Plan, folder: Path, *, with_catchments: bool = True
     folder : Path
         Results folder.
     with_catchments : bool, optional
-        Shade each open site's catchment (see :mod:`placement.catchments`).
+        Shade each open site's catchment (see :mod:`placement.outputs.catchments`).
 
     Returns
     -------
     list of Path
         The files written, in the order of :data:`REGIONS`.
     """
-    from placement.catchments import catchments_of
+    from placement.outputs.catchments import catchments_of
 
     catchments = catchments_of(plan) if with_catchments else None
     return draw_regional_maps_from_tables(

@@ -16,6 +16,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from placement.plan import Plan
 
 __all__ = ["VENDOR_DIR", "leaflet_assets", "render_webmap", "webmap_data", "write_webmap"]
 
-VENDOR_DIR = Path(__file__).resolve().parent / "vendor" / "leaflet"
+VENDOR_DIR = Path(str(files("placement").joinpath("vendor", "leaflet")))
 """Vendored Leaflet (``leaflet.js``, ``leaflet.css``, ``images/``, ``LICENSE``)."""
 COST_CMAP = "viridis_r"
 """Site colour by $/M goodput, as on the static maps."""
@@ -220,9 +221,9 @@ def webmap_data(
     plan : Plan
         A solved plan.
     catchments : geopandas.GeoDataFrame, optional
-        Catchment polygons (default: :func:`placement.catchments.catchments_of`).
+        Catchment polygons (default: :func:`placement.outputs.catchments.catchments_of`).
     links : geopandas.GeoDataFrame, optional
-        Latency graph links (default: :func:`placement.network.links_frame`).
+        Latency graph links (default: :func:`placement.network.graph.links_frame`).
     basemap : geopandas.GeoDataFrame, optional
         Country polygons (default: the bundled Natural Earth file).
 
@@ -231,9 +232,9 @@ def webmap_data(
     dict
         ``summary, countries, sites, populations, assignments, catchments, links, legend``.
     """
-    from placement.catchments import catchments_of
-    from placement.maps import load_basemap
-    from placement.network import links_frame
+    from placement.network.graph import links_frame
+    from placement.outputs.catchments import catchments_of
+    from placement.outputs.world_map import load_basemap
 
     catchments = catchments_of(plan) if catchments is None else catchments
     links = links_frame() if links is None else links

@@ -24,8 +24,8 @@ from numpy.typing import NDArray
 from shapely import MultiPoint
 from shapely.geometry.base import BaseGeometry
 
-from placement import geo
-from placement.maps import load_basemap
+from placement.outputs import geojson as geo
+from placement.outputs.world_map import load_basemap
 from placement.plan import Plan
 
 WORLD_BOX = shapely.box(-180.0, -90.0, 180.0, 90.0)
@@ -145,7 +145,7 @@ def catchment_frame(
         Radius of land a member city may claim. [degrees]
     simplify_deg : float, optional
         Outline simplification tolerance. [degrees]; the outlines are then snapped to the
-        GeoJSON coordinate grid (:data:`placement.geo.COORDINATE_DECIMALS`), so rounding on
+        GeoJSON coordinate grid (:data:`placement.outputs.geojson.COORDINATE_DECIMALS`), so rounding on
         writing cannot collapse a ring.
     land : shapely geometry, optional
         Land to clip to (default: :func:`land_geometry` of the bundled basemap).
@@ -238,7 +238,7 @@ def write_network(folder: Path) -> Path:
     Path
         The file written.
     """
-    from placement.network import links_frame
+    from placement.network.graph import links_frame
 
     path = Path(folder) / "network.geojson"
     geo.write_geojson(links_frame(), path)

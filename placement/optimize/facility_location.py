@@ -1,6 +1,6 @@
 """Capacitated facility location on plain arrays: no geometry, no files.
 
-The placement MILP shares its building steps (:mod:`placement.formulation`), so the same code is
+The placement MILP shares its building steps (:mod:`placement.optimize.formulation`), so the same code is
 tested here against brute force and hand-worked optima.
 """
 
@@ -13,10 +13,10 @@ import numpy as np
 import pulp
 from numpy.typing import ArrayLike, NDArray
 
-from placement import formulation as fm
 from placement._errors import SolverError
-from placement.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
-from placement.verify import check_capacity, check_flows, check_objective
+from placement.optimize import formulation as fm
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
+from placement.optimize.verify import check_capacity, check_flows, check_objective
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,9 @@ from matplotlib.collections import LineCollection
 from matplotlib.colors import Normalize
 from matplotlib.lines import Line2D
 
-BASEMAP = Path(__file__).resolve().parent.parent / "data" / "geo" / "naturalearth_lowres_countries_110m.geojson"
+from placement.bundled import bundled_path
+
+BASEMAP = bundled_path("geo", "naturalearth_lowres_countries_110m.geojson")
 
 
 def load_basemap(path: Path = BASEMAP) -> gpd.GeoDataFrame:

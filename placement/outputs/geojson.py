@@ -1,7 +1,7 @@
 """GeoJSON for real-estate and network teams (RFC 7946: lon/lat WGS84, no ``crs`` member).
 
 Geometry is built here from the plan's tables and nowhere else; files are written by
-:mod:`placement.outputs`.
+:mod:`placement.outputs.writer`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ The model (DESIGN.md section 3):
 - **Disaggregated**: prefill and decode pools sized from their loads; the prompt's KV crosses the
   scale-out NIC and its transfer time is added to TTFT.
 - **Tail**: prompts queue for prefill (M/G/c, Allen–Cunneen); the highest utilisation whose p99 wait
-  fits the TTFT budget caps goodput (:mod:`placement.queueing`).
+  fits the TTFT budget caps goodput (:mod:`placement.serving.queueing`).
 
 Goodput = utilisation cap × capacity at the best batch and tensor-parallel degree that meet every objective.
 """
@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from placement._errors import InputError, Problem
 from placement.economics import cost_per_million_tokens_usd
 from placement.economics import tokens_per_s_per_mw as _yield_per_mw
-from placement.hardware import (
+from placement.serving.hardware import (
     AcceleratorSpec,
     ModelSpec,
     get_accelerator,
@@ -43,7 +43,7 @@ from placement.hardware import (
     weight_bytes,
     weight_bytes_read,
 )
-from placement.queueing import queue_wait_p99_ms, utilisation_cap
+from placement.serving.queueing import queue_wait_p99_ms, utilisation_cap
 
 ACTIVATION_BYTES = 2.0  # all-reduce payloads are BF16 activations
 

@@ -7,17 +7,17 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from placement._errors import InputError, Problem
-from placement.demand import load_cities
-from placement.network import GraphLatencyParams, Network, point_to_point_rtt_ms
+from placement.bundled import bundled_path
+from placement.cities import load_cities
+from placement.network.graph import GraphLatencyParams, Network, point_to_point_rtt_ms
 
-CITIES_CSV = Path(__file__).resolve().parent.parent / "data" / "cities" / "geonames_cities15000.csv"
+CITIES_CSV = bundled_path("cities", "geonames_cities15000.csv")
 _LAT_LON = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)\s*[,;\s]\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)\s*$")
 
 
@@ -110,7 +110,7 @@ def resolve_place(text: str, cities: pd.DataFrame | None = None) -> Place:
         ``"Chicago"``, ``"Sao Paulo"``, ``"Portland, US"`` or ``"41.88,-87.63"``.
     cities : pandas.DataFrame, optional
         Columns ``city_id, name, country_code, lat, lon, population`` as from
-        :func:`placement.demand.load_cities`; default the bundled GeoNames file.
+        :func:`placement.cities.load_cities`; default the bundled GeoNames file.
 
     Returns
     -------

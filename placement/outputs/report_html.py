@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from placement._errors import PlacementError
+from placement.outputs.report_md import cost_breakdown, render_markdown
 from placement.plan import Plan
-from placement.report import cost_breakdown, render_markdown
 
 __all__ = [
     "COMPONENT_LABELS",

@@ -16,8 +16,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
+from placement.bundled import bundled_path
 
-SERVING_DATA = Path(__file__).resolve().parent.parent / "data" / "serving"
+SERVING_DATA = bundled_path("serving")
 MODELS_CSV = SERVING_DATA / "models.csv"
 ACCELERATORS_CSV = SERVING_DATA / "accelerators.csv"
 

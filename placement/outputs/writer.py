@@ -14,15 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from placement import geo
 from placement._errors import PlacementError
-from placement.catchments import write_catchments, write_network
-from placement.maps import draw_world_map
+from placement.outputs import geojson as geo
+from placement.outputs.catchments import write_catchments, write_network
+from placement.outputs.regional_maps import draw_regional_maps
+from placement.outputs.report_html import write_report_html
+from placement.outputs.report_md import render_markdown
+from placement.outputs.webmap import write_webmap
+from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
-from placement.regional_maps import draw_regional_maps
-from placement.report import render_markdown
-from placement.report_html import write_report_html
-from placement.webmap import write_webmap
 
 RESULT_FILES = (
     "summary.json",

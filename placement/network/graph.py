@@ -7,7 +7,7 @@ cable system between its landings. Both are editable data: ``data/network/hubs.c
 fiber, both ways, plus a per-hop equipment delay; its length is the published route length where
 one is known, else the great circle times a route factor of its kind. Because every edge is at
 least as long as the great circle between its ends, every path is too (triangle inequality), so
-no round trip can beat :func:`placement.latency.physics_bound_rtt_ms`; the bound is also
+no round trip can beat :func:`placement.network.great_circle.physics_bound_rtt_ms`; the bound is also
 enforced with ``np.maximum``.
 
 A point (a user population, a data center) reaches the graph at its nearest hub over an access
@@ -37,10 +37,11 @@ from numpy.typing import ArrayLike, NDArray
 from shapely import LineString, Point
 
 from placement._errors import InputError, Problem
+from placement.bundled import bundled_path
 from placement.geodesy import great_circle_km, pairwise_km, unit_vectors
-from placement.latency import physics_bound_rtt_ms
+from placement.network.great_circle import physics_bound_rtt_ms
 
-NETWORK_DIR = Path(__file__).resolve().parent.parent / "data" / "network"
+NETWORK_DIR = bundled_path("network")
 """The bundled network: ``hubs.csv``, ``links.csv`` and ``calibrated.json``."""
 
 HUBS_CSV = NETWORK_DIR / "hubs.csv"

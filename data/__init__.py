@@ -1,0 +1,1 @@
+"""Bundled data, installed as the package ``placement.data``; read it through :mod:`placement.bundled`."""

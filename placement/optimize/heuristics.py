@@ -1,0 +1,102 @@
+"""Heuristics around the MILP: greedy warm start, routing to the nearest open capacity, node repair."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pulp
+
+from placement.optimize import formulation as fm
+from placement.optimize.model import PlacementModel, build_model
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, relative_gap, solve_problem
+
+
+def route_to_nearest(
+    data: PlacementInput, solution: PlacementSolution, options: SolverOptions, *, optional: bool
+) -> tuple[PlacementModel, SolverReport]:
+    """With open sites and nodes fixed, send each share to the nearest capacity (an LP on the full model).
+
+    Unserved shares, where allowed, keep their values; load-dependent costs keep their total.
+    """
+    model = build_model(data, unserved_penalty_usd_per_tok_s=0.0 if optional else None)
+    for var, value in zip(model.opens, solution.open.tolist(), strict=True):
+        var.lowBound = var.upBound = 1 if value else 0
+    for var, count in zip(model.nodes, solution.nodes.tolist(), strict=True):
+        var.lowBound = var.upBound = int(count)
+    if model.unserved is not None:
+        for var, share in zip(model.unserved, solution.unserved_share.tolist(), strict=True):
+            var.lowBound = var.upBound = max(0.0, min(1.0, share))
+    weight = data.pair_rtt_ms * data.mean_demand_tok_s[data.pair_commodity]
+    if np.any(data.pair_cost_usd_per_h):
+        current = float(solution.pair_share @ data.pair_cost_usd_per_h)
+        budget = pulp.LpAffineExpression(fm.linear_terms(model.shares, data.pair_cost_usd_per_h))
+        model.problem.addConstraint(
+            pulp.LpConstraint(budget, pulp.LpConstraintLE, "routing_cost_budget", current * (1 + 1e-9) + 1e-9)
+        )
+    model.problem.setObjective(pulp.LpAffineExpression(fm.linear_terms(model.shares, weight)))
+    quiet = SolverOptions(name=options.name, time_limit_s=options.time_limit_s, gap=1e-9, threads=options.threads, msg=False)
+    return model, solve_problem(model.problem, quiet)
+
+
+def greedy_design(data: PlacementInput) -> tuple[BoolArray, IntArray, FloatArray] | None:
+    """A quick feasible design for a warm start: cheapest reachable site first.
+
+    Commodities with the fewest options go first; each goes whole to the open site with the
+    lowest node cost that reaches it and has power left, opening sites as needed.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+
+    Returns
+    -------
+    tuple or None
+        ``(open, nodes, shares)``, or None when the greedy rule finds no feasible design
+        (N+1 and site-count bounds are not attempted).
+    """
+    if data.fault_tolerant or data.min_sites_open is not None or data.max_sites_open is not None:
+        return None
+    load = data.pair_slice_load()
+    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
+    site_load = np.zeros((data.n_sites, load.shape[1]))
+    is_open = data.site_locked.copy()
+    shares = np.zeros(len(data.pair_site))
+    order = sorted(range(data.n_commodities), key=lambda c: len(by_commodity[c]))
+    for c in order:
+        options = by_commodity[c]
+        if len(options) == 0:
+            return None
+        ranked = sorted(
+            options.tolist(), key=lambda p: (not is_open[data.pair_site[p]], data.site_node_usd_per_h[data.pair_site[p]])
+        )
+        for p in ranked:
+            j = int(data.pair_site[p])
+            if np.ceil((site_load[j] + load[p]).max() - 1e-9) <= data.site_max_nodes[j]:
+                site_load[j] += load[p]
+                shares[p] = 1.0
+                is_open[j] = True
+                break
+        else:
+            return None
+    nodes = np.ceil(site_load.max(axis=1) - 1e-9).astype(np.int64)
+    return is_open, np.maximum(nodes, 0), shares
+
+
+def repair_nodes(data: PlacementInput, solution: PlacementSolution, report: SolverReport) -> PlacementSolution | None:
+    """Raise node counts so every slice fits; None if a site's power does not allow it."""
+    load = data.site_slice_load(solution.pair_share).max(axis=1)
+    nodes = np.maximum(solution.nodes, np.ceil(load - 1e-9).astype(np.int64))
+    if (nodes > data.site_max_nodes).any():
+        return None
+    cost = data.cost_usd_per_h(solution.open, nodes, solution.pair_share)
+    repaired = replace(
+        report,
+        status=SolveStatus.FEASIBLE,
+        objective=cost,
+        gap=relative_gap(cost, report.best_bound),
+        message=f"{report.message}; node counts raised to carry every slice",
+    )
+    return replace(solution, nodes=nodes, objective_usd_per_h=cost, report=repaired)

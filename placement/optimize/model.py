@@ -1,0 +1,207 @@
+"""The placement MILP on arrays: which sites open, how many nodes each, which shares go where.
+
+Commodities are (population, workload class) pairs with a goodput demand in tokens/s in each
+time slice. Each allowed (commodity, site) pair carries a *share* of the commodity's demand, the
+same in every slice (DESIGN.md section 7: one assignment for the day, capacity checked in every
+hour keeps the model small). Nodes are sized once per site and shared by every class and slice;
+each tok/s of a class uses ``1 / (goodput per node x utilisation cap)`` node-equivalents.
+
+Options, each a few rows: locked sites, a minimum / maximum number of open sites, optional
+serving (unserved shares), and N+1 fault tolerance by exact single-failure scenarios: for every
+site f, the shares it carries are re-routed to other open sites inside each commodity's budget
+without exceeding any node count, all other shares staying where they are, at every commodity's
+peak demand (conservative across slices).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pulp
+
+from placement.optimize import formulation as fm
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
+
+
+@dataclass
+class PlacementModel:
+    """The PuLP problem and its variables, kept together so a solution can be read back."""
+
+    problem: pulp.LpProblem
+    opens: list[pulp.LpVariable]
+    nodes: list[pulp.LpVariable]
+    shares: list[pulp.LpVariable]
+    unserved: list[pulp.LpVariable] | None
+    failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]]
+    cost_terms: list[tuple[pulp.LpVariable, float]]
+
+
+def _add_node_variables(problem: pulp.LpProblem, data: PlacementInput) -> list[pulp.LpVariable]:
+    return [
+        problem.add_variable(f"nodes_{j}", lowBound=0, upBound=int(n), cat=pulp.LpInteger)
+        for j, n in enumerate(data.site_max_nodes)
+    ]
+
+
+def _add_power_rows(
+    problem: pulp.LpProblem, data: PlacementInput, nodes: list[pulp.LpVariable], opens: list[pulp.LpVariable]
+) -> None:
+    """``nodes[j] * node_mw[j] <= mw_available[j] * open[j]``."""
+    for j in range(data.n_sites):
+        expr = pulp.LpAffineExpression([(nodes[j], float(data.site_node_mw[j])), (opens[j], -float(data.site_mw_available[j]))])
+        problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"power_{j}", 0.0))
+
+
+def _add_site_count_rows(problem: pulp.LpProblem, data: PlacementInput, opens: list[pulp.LpVariable]) -> None:
+    """``min_sites_open <= sum_j open[j] <= max_sites_open``."""
+    total = pulp.LpAffineExpression([(y, 1.0) for y in opens])
+    if data.min_sites_open is not None:
+        problem.addConstraint(pulp.LpConstraint(total, pulp.LpConstraintGE, "min_sites_open", data.min_sites_open))
+    if data.max_sites_open is not None:
+        problem.addConstraint(pulp.LpConstraint(total, pulp.LpConstraintLE, "max_sites_open", data.max_sites_open))
+
+
+def _add_coverage_rows(
+    problem: pulp.LpProblem,
+    data: PlacementInput,
+    opens: list[pulp.LpVariable],
+    unserved: list[pulp.LpVariable] | None = None,
+) -> None:
+    """Every commodity with demand keeps at least two open sites inside its budget.
+
+    In an elastic model the requirement falls with the share left unserved (``2 - 2 u``), so a
+    commodity that cannot have two sites shows up as unserved instead of making the model infeasible.
+    """
+    for c, positions in enumerate(fm.group_by(data.pair_commodity, data.n_commodities)):
+        if data.peak_demand_tok_s[c] <= 0:
+            continue
+        terms = [(opens[int(data.pair_site[p])], 1.0) for p in positions.tolist()]
+        if unserved is not None:
+            terms.append((unserved[c], 2.0))
+        expr = pulp.LpAffineExpression(terms)
+        problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintGE, f"cover2_{c}", 2.0))
+
+
+def _add_failover(
+    problem: pulp.LpProblem,
+    data: PlacementInput,
+    opens: list[pulp.LpVariable],
+    nodes: list[pulp.LpVariable],
+    shares: list[pulp.LpVariable],
+) -> dict[int, tuple[IntArray, list[pulp.LpVariable]]]:
+    """Single-failure scenarios: when site f fails, the shares it carries move to other sites.
+
+    For each site f and each commodity c allowed at f, variables ``z[f, c, j]`` (j != f, allowed
+    for c) re-route ``share[c, f]``; at every other site j the normal load plus the re-routed load
+    at peak demand stays within ``nodes[j]``.
+    """
+    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
+    by_site = fm.group_by(data.pair_site, data.n_sites)
+    peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
+    failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]] = {}
+    for f in range(data.n_sites):
+        failed_pairs = by_site[f]
+        if len(failed_pairs) == 0:
+            continue
+        backup_pairs = np.concatenate([by_commodity[int(data.pair_commodity[p])] for p in failed_pairs.tolist()])
+        backup_pairs = backup_pairs[data.pair_site[backup_pairs] != f]
+        z = [problem.add_variable(f"failover_{f}_{p}", lowBound=0, upBound=1) for p in backup_pairs.tolist()]
+        z_by_commodity = fm.group_by(data.pair_commodity[backup_pairs], data.n_commodities)
+        for p in failed_pairs.tolist():
+            c = int(data.pair_commodity[p])
+            terms = [(z[q], 1.0) for q in z_by_commodity[c].tolist()] + [(shares[p], -1.0)]
+            problem.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), pulp.LpConstraintEQ, f"reroute_{f}_{c}", 0.0))
+        for q, p in enumerate(backup_pairs.tolist()):
+            expr = pulp.LpAffineExpression([(z[q], 1.0), (opens[int(data.pair_site[p])], -1.0)])
+            problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"failover_link_{f}_{p}", 0.0))
+        z_by_site = fm.group_by(data.pair_site[backup_pairs], data.n_sites)
+        for j in range(data.n_sites):
+            if j == f or len(z_by_site[j]) == 0:
+                continue
+            terms = [(shares[p], float(peak_load[p])) for p in by_site[j].tolist()]
+            terms += [(z[q], float(peak_load[backup_pairs[q]])) for q in z_by_site[j].tolist()]
+            terms.append((nodes[j], -1.0))
+            problem.addConstraint(
+                pulp.LpConstraint(pulp.LpAffineExpression(terms), pulp.LpConstraintLE, f"failover_cap_{f}_{j}", 0.0)
+            )
+        failover[f] = (backup_pairs.astype(np.int64), z)
+    return failover
+
+
+def build_model(
+    data: PlacementInput,
+    *,
+    unserved_penalty_usd_per_tok_s: float | None = None,
+    served_value_usd_per_tok_s: float | None = None,
+    min_served_tok_s: float = 0.0,
+    capacity_slices: list[list[int]] | None = None,
+) -> PlacementModel:
+    """Build the placement MILP.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    unserved_penalty_usd_per_tok_s : float, optional
+        Demand may go unserved at this price per mean tok/s (an elastic model for diagnosis).
+    served_value_usd_per_tok_s : float, optional
+        Demand may go unserved; each mean tok/s served is worth this much (a Dinkelbach step:
+        minimise cost minus lambda times goodput).
+    min_served_tok_s : float, optional
+        With optional serving, serve at least this much mean goodput. [tokens/s]
+    capacity_slices : list of list of int, optional
+        Node-capacity rows only for these slices at each site (a relaxation, for row
+        generation); default every undominated slice.
+
+    Returns
+    -------
+    PlacementModel
+        The problem and its variables.
+    """
+    problem = pulp.LpProblem("placement", pulp.LpMinimize)
+    opens = fm.add_open_variables(problem, data.n_sites, locked=data.site_locked)
+    nodes = _add_node_variables(problem, data)
+    shares = fm.add_flow_variables(problem, data.pair_commodity, data.pair_site, upper=1.0)
+    optional = unserved_penalty_usd_per_tok_s is not None or served_value_usd_per_tok_s is not None
+    unserved = None
+    if optional:
+        unserved = [problem.add_variable(f"unserved_{c}", lowBound=0, upBound=1) for c in range(data.n_commodities)]
+    fm.add_demand_balance(problem, shares, data.pair_commodity, np.ones(data.n_commodities), unserved=unserved)
+    fm.add_linking(problem, shares, opens, data.pair_commodity, data.pair_site, np.ones(data.n_commodities))
+    fm.add_site_capacity(
+        problem, shares, data.pair_site, data.pair_slice_load(), nodes, np.ones(data.n_sites), columns=capacity_slices
+    )
+    _add_power_rows(problem, data, nodes, opens)
+    _add_site_count_rows(problem, data, opens)
+    failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]] = {}
+    if data.fault_tolerant:
+        _add_coverage_rows(problem, data, opens, unserved)
+        failover = _add_failover(problem, data, opens, nodes, shares)
+    cost_terms = (
+        fm.linear_terms(opens, data.site_fixed_usd_per_h)
+        + fm.linear_terms(nodes, data.site_node_usd_per_h)
+        + fm.linear_terms(shares, data.pair_cost_usd_per_h)
+    )
+    objective = list(cost_terms)
+    mean = data.mean_demand_tok_s
+    if unserved is not None and unserved_penalty_usd_per_tok_s is not None:
+        objective += fm.linear_terms(unserved, unserved_penalty_usd_per_tok_s * mean)
+    if served_value_usd_per_tok_s is not None:
+        objective += fm.linear_terms(shares, -served_value_usd_per_tok_s * mean[data.pair_commodity])
+    if optional and min_served_tok_s > 0:
+        served = pulp.LpAffineExpression(fm.linear_terms(shares, mean[data.pair_commodity]))
+        problem.addConstraint(pulp.LpConstraint(served, pulp.LpConstraintGE, "min_served", min_served_tok_s))
+    problem.setObjective(pulp.LpAffineExpression(objective))
+    return PlacementModel(problem, opens, nodes, shares, unserved, failover, cost_terms)
+
+
+def set_warm_start(model: PlacementModel, design: tuple[BoolArray, IntArray, FloatArray]) -> None:
+    """Give the solver a starting design: open flags, node counts and shares."""
+    is_open, nodes, shares = design
+    for var, value in zip(model.opens, is_open.tolist(), strict=True):
+        var.setInitialValue(1 if value else 0)
+    for var, value in zip(model.nodes, nodes.tolist(), strict=True):
+        var.setInitialValue(int(value))
+    for var, value in zip(model.shares, shares.tolist(), strict=True):
+        var.setInitialValue(value)

@@ -1,0 +1,167 @@
+"""The placement problem and its answer, as arrays: what the MILP reads and what it returns.
+
+Commodities are (population, workload class) pairs with a goodput demand in tokens/s in each
+time slice; pairs are the allowed (commodity, site) combinations. See :mod:`placement.optimize.model`
+for the formulation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placement.optimize.solver import SolverReport
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class PlacementInput:
+    """Everything the MILP needs, as arrays.
+
+    Parameters
+    ----------
+    slice_demand_tok_s : numpy.ndarray
+        ``(c, T)`` goodput demand of each commodity in each time slice. [tokens/s]
+    slice_hours : numpy.ndarray
+        ``(T,)`` hours of the day each slice stands for (they sum to 24). [h]
+    pair_commodity, pair_site : numpy.ndarray
+        ``(p,)`` indices of each allowed pair.
+    pair_nodes_per_tok_s : numpy.ndarray
+        ``(p,)`` node-equivalents used per tok/s on each pair. [nodes/(tokens/s)]
+    pair_rtt_ms : numpy.ndarray
+        ``(p,)`` round trip of each pair; used to route shares to the nearest open capacity
+        once the design is fixed. [ms]
+    pair_cost_usd_per_h : numpy.ndarray
+        ``(p,)`` cost that scales with the share carried (load-dependent energy), averaged over
+        the day, at a share of 1. [USD/h]
+    site_fixed_usd_per_h : numpy.ndarray
+        ``(m,)`` cost of an open site. [USD/h]
+    site_node_usd_per_h : numpy.ndarray
+        ``(m,)`` all-in cost of one node at each site, load-independent part. [USD/h]
+    site_node_mw : numpy.ndarray
+        ``(m,)`` facility power of one node, PUE included. [MW]
+    site_mw_available : numpy.ndarray
+        ``(m,)`` facility power available. [MW]
+    site_locked : numpy.ndarray of bool
+        ``(m,)`` sites that must be open.
+    min_sites_open, max_sites_open : int or None
+        Bounds on the number of open sites.
+    fault_tolerant : bool
+        Require N+1: every commodity keeps a second open site inside its budget, and the load
+        of any single failed site can be re-routed within budget and capacity.
+    daily_mean_tok_s : numpy.ndarray, optional
+        ``(c,)`` daily mean demand, when the slices do not cover the day in proportion (a single
+        peak slice); default: the hour-weighted mean of the slices. [tokens/s]
+    """
+
+    slice_demand_tok_s: FloatArray
+    slice_hours: FloatArray
+    pair_commodity: IntArray
+    pair_site: IntArray
+    pair_nodes_per_tok_s: FloatArray
+    pair_rtt_ms: FloatArray
+    pair_cost_usd_per_h: FloatArray
+    site_fixed_usd_per_h: FloatArray
+    site_node_usd_per_h: FloatArray
+    site_node_mw: FloatArray
+    site_mw_available: FloatArray
+    site_locked: BoolArray
+    min_sites_open: int | None = None
+    max_sites_open: int | None = None
+    fault_tolerant: bool = False
+    daily_mean_tok_s: FloatArray | None = None
+
+    @property
+    def n_sites(self) -> int:
+        """Number of candidate sites."""
+        return len(self.site_fixed_usd_per_h)
+
+    @property
+    def n_commodities(self) -> int:
+        """Number of commodities."""
+        return int(self.slice_demand_tok_s.shape[0])
+
+    @property
+    def mean_demand_tok_s(self) -> FloatArray:
+        """Daily mean demand of each commodity. [tokens/s]"""
+        if self.daily_mean_tok_s is not None:
+            return self.daily_mean_tok_s
+        return np.asarray(self.slice_demand_tok_s @ self.slice_hours / self.slice_hours.sum())
+
+    @property
+    def peak_demand_tok_s(self) -> FloatArray:
+        """Largest slice demand of each commodity. [tokens/s]"""
+        return np.asarray(self.slice_demand_tok_s.max(axis=1))
+
+    @property
+    def site_max_nodes(self) -> IntArray:
+        """Most nodes each site's power allows."""
+        return np.floor(self.site_mw_available / self.site_node_mw + 1e-9).astype(np.int64)
+
+    def pair_slice_load(self) -> FloatArray:
+        """``(p, T)`` node-equivalents each pair uses in each slice at a share of 1."""
+        return np.asarray(self.slice_demand_tok_s[self.pair_commodity] * self.pair_nodes_per_tok_s[:, None])
+
+    def site_slice_load(self, shares: FloatArray) -> FloatArray:
+        """``(m, T)`` node-equivalents each site carries in each slice under the given shares."""
+        load = np.zeros((self.n_sites, len(self.slice_hours)))
+        np.add.at(load, self.pair_site, self.pair_slice_load() * shares[:, None])
+        return load
+
+    def cost_usd_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> float:
+        """Total cost of a design. [USD/h]"""
+        return float(
+            self.site_fixed_usd_per_h[is_open].sum()
+            + (nodes * self.site_node_usd_per_h).sum()
+            + (shares * self.pair_cost_usd_per_h).sum()
+        )
+
+
+@dataclass(frozen=True)
+class PlacementSolution:
+    """A solved placement.
+
+    Parameters
+    ----------
+    open : numpy.ndarray of bool
+        ``(m,)`` open sites.
+    nodes : numpy.ndarray of int
+        ``(m,)`` nodes per site.
+    pair_share : numpy.ndarray
+        ``(p,)`` share of each commodity's demand served on each pair.
+    unserved_share : numpy.ndarray
+        ``(c,)`` share of each commodity's demand left unserved.
+    objective_usd_per_h : float
+        Cost of the design (penalties and ratio terms excluded). [USD/h]
+    report : SolverReport
+        The (last) MILP solve.
+    routing_report : SolverReport or None
+        The routing LP solved with the design fixed.
+    failover_share : dict
+        ``{site f: (p,) shares re-routed when f fails}`` (N+1 only).
+    iterations : list of dict
+        Dinkelbach iterations (ratio objective only).
+    """
+
+    open: BoolArray
+    nodes: IntArray
+    pair_share: FloatArray
+    unserved_share: FloatArray
+    objective_usd_per_h: float
+    report: SolverReport
+    routing_report: SolverReport | None = None
+    failover_share: dict[int, FloatArray] = field(default_factory=dict)
+    iterations: list[dict[str, float]] = field(default_factory=list)
+
+    def pair_mean_flow_tok_s(self, data: PlacementInput) -> FloatArray:
+        """Daily mean goodput carried on each pair. [tokens/s]"""
+        return np.asarray(self.pair_share * data.mean_demand_tok_s[data.pair_commodity])
+
+    def served_mean_tok_s(self, data: PlacementInput) -> float:
+        """Daily mean goodput served in total. [tokens/s]"""
+        return float(self.pair_mean_flow_tok_s(data).sum())

@@ -1,0 +1,303 @@
+"""Solving the placement MILP: warm start, lazy time-slice rows, verification, diagnosis, exact ratio.
+
+Every answer is checked against every constraint (:func:`placement.optimize.verify.verify_solution`)
+before it is returned; an answer that violates one is a :class:`SolverError`, never "optimal".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from placement._errors import SolverError
+from placement.optimize import formulation as fm
+from placement.optimize.heuristics import greedy_design, repair_nodes, route_to_nearest
+from placement.optimize.model import PlacementModel, build_model, set_warm_start
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
+from placement.optimize.verify import verify_solution
+
+
+def _extract(
+    model: PlacementModel, data: PlacementInput, report: SolverReport, routing: SolverReport | None
+) -> PlacementSolution:
+    is_open = fm.values(model.opens) > 0.5
+    nodes = np.rint(fm.values(model.nodes)).astype(np.int64)
+    shares = np.clip(fm.values(model.shares), 0.0, 1.0)
+    unserved = fm.values(model.unserved) if model.unserved is not None else np.zeros(data.n_commodities)
+    failover = {}
+    for f, (pairs, z) in model.failover.items():
+        moved = np.zeros(len(data.pair_site))
+        moved[pairs] = np.clip(fm.values(z), 0.0, 1.0)
+        failover[f] = moved
+    objective = data.cost_usd_per_h(is_open, nodes, shares)
+    return PlacementSolution(is_open, nodes, shares, unserved, objective, report, routing, failover)
+
+
+def _empty(data: PlacementInput, report: SolverReport) -> PlacementSolution:
+    m, p, c = data.n_sites, len(data.pair_site), data.n_commodities
+    return PlacementSolution(np.zeros(m, bool), np.zeros(m, np.int64), np.zeros(p), np.ones(c), math.nan, report)
+
+
+def _finish(
+    model: PlacementModel,
+    data: PlacementInput,
+    options: SolverOptions,
+    report: SolverReport,
+    *,
+    route_nearest: bool,
+    optional: bool,
+) -> PlacementSolution:
+    solution = _extract(model, data, report, None)
+    violations = verify_solution(data, solution, optional=optional)
+    if violations:
+        raise SolverError(f"{report.solver} returned a placement that violates constraints: " + "; ".join(violations))
+    if route_nearest and not data.fault_tolerant:
+        routing_model, routing = route_to_nearest(data, solution, options, optional=optional)
+        if routing.status.has_solution:
+            routed = _extract(routing_model, data, report, routing)
+            if not verify_solution(data, routed, optional=True) and abs(
+                routed.objective_usd_per_h - solution.objective_usd_per_h
+            ) <= 1e-6 * max(1.0, solution.objective_usd_per_h):
+                return routed
+    return solution
+
+
+LAZY_SLICES_FROM = 6
+"""With at least this many time slices, node-capacity rows are generated lazily."""
+
+
+INITIAL_SLICES_PER_SITE = 2
+
+
+MAX_ROUNDS = 8
+
+
+def _initial_slices(data: PlacementInput) -> list[list[int]]:
+    """Each site's busiest slices if it served every pair it may serve."""
+    potential = data.site_slice_load(np.ones(len(data.pair_site)))
+    return [sorted(np.argsort(-potential[j])[:INITIAL_SLICES_PER_SITE].tolist()) for j in range(data.n_sites)]
+
+
+def _add_violated(data: PlacementInput, solution: PlacementSolution, active: list[list[int]]) -> int:
+    """Add every (site, slice) whose capacity the solution exceeds; return how many were added."""
+    load = data.site_slice_load(solution.pair_share)
+    over = load > solution.nodes[:, None] + 1e-6 * np.maximum(1.0, solution.nodes[:, None])
+    added = 0
+    for j, t in zip(*np.nonzero(over), strict=True):
+        if int(t) not in active[int(j)]:
+            active[int(j)].append(int(t))
+            added += 1
+    return added
+
+
+def _solve_once(
+    data: PlacementInput,
+    options: SolverOptions,
+    *,
+    warm: tuple[BoolArray, IntArray, FloatArray] | None,
+    capacity_slices: list[list[int]] | None,
+) -> tuple[PlacementModel, SolverReport]:
+    model = build_model(data, capacity_slices=capacity_slices)
+    if warm is not None:
+        set_warm_start(model, warm)
+    return model, solve_problem(model.problem, options, warm_start=warm is not None)
+
+
+def _verified(data: PlacementInput, solution: PlacementSolution, *, optional: bool) -> PlacementSolution:
+    violations = verify_solution(data, solution, optional=optional)
+    if violations:
+        raise SolverError(f"{solution.report.solver} returned a placement that violates constraints: " + "; ".join(violations))
+    return solution
+
+
+def solve_placement(
+    data: PlacementInput, options: SolverOptions, *, route_nearest: bool = True, warm_start: bool = True
+) -> PlacementSolution:
+    """Solve the placement MILP (all demand served) and verify the answer.
+
+    With ``options.lazy_slices`` and many time slices the node-capacity rows are generated
+    lazily (it pays on models whose root LP is too slow for the time limit): the model starts with
+    each site's two busiest slices, and every (site, slice) the answer overloads is added before
+    solving again. Each round is a relaxation of the full model, so its bound is a valid bound,
+    and an answer that overloads nothing is an answer of the full model. If time runs out first,
+    the last answer's node counts are raised to carry every slice (power permitting).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    options : SolverOptions
+        Solver, time limit (for all rounds together) and gap.
+    route_nearest : bool, optional
+        After the cost-optimal design is found, re-route shares to the nearest open capacity
+        (an LP with the design fixed; the cost does not change).
+    warm_start : bool, optional
+        Start the solver from a greedy design (CBC and HiGHS).
+
+    Returns
+    -------
+    PlacementSolution
+        The solution; check ``report.status`` (an infeasible model has no solution).
+
+    Raises
+    ------
+    SolverError
+        If the solver's answer violates a constraint.
+    """
+    warm = greedy_design(data) if warm_start else None
+    lazy = options.lazy_slices and len(data.slice_hours) >= LAZY_SLICES_FROM and not data.fault_tolerant
+    active = _initial_slices(data) if lazy else None
+    start = time.perf_counter()
+    rounds = 0
+    while True:
+        rounds += 1
+        elapsed = time.perf_counter() - start
+        remaining = None if options.time_limit_s is None else max(1.0, options.time_limit_s - elapsed)
+        model, report = _solve_once(data, replace(options, time_limit_s=remaining), warm=warm, capacity_slices=active)
+        if not report.status.has_solution:
+            if report.status == SolveStatus.INFEASIBLE or active is None:
+                return _empty(data, report)
+            active = None  # no answer on a relaxation in time: the full model gets what is left
+            continue
+        if active is None:
+            break
+        solution = _extract(model, data, report, None)
+        if _add_violated(data, solution, active) == 0:
+            break
+        out_of_time = options.time_limit_s is not None and time.perf_counter() - start >= options.time_limit_s
+        if out_of_time or rounds >= MAX_ROUNDS:
+            repaired = repair_nodes(data, solution, report)
+            if repaired is not None:
+                return _verified(data, repaired, optional=False)
+            active = None
+    total = time.perf_counter() - start
+    note = f" ({rounds} rounds of capacity rows)" if rounds > 1 else ""
+    report = replace(report, runtime_s=total, message=report.message + note)
+    return _finish(model, data, options, report, route_nearest=route_nearest, optional=False)
+
+
+def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> PlacementSolution:
+    """Solve an elastic model in which demand may go unserved at a high price.
+
+    The commodities left unserved are those that no feasible placement can cover inside their
+    latency budget (the power of the sites they reach is too small, or N+1 cannot be met).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    options : SolverOptions
+        Solver settings.
+
+    Returns
+    -------
+    PlacementSolution
+        With ``unserved_share`` set.
+    """
+    per_node = float(np.max(data.site_node_usd_per_h)) if data.n_sites else 1.0
+    penalty = (
+        1e3
+        * per_node
+        * float(np.max(data.pair_nodes_per_tok_s, initial=1.0))
+        * float(np.max(data.peak_demand_tok_s / np.maximum(data.mean_demand_tok_s, 1e-12), initial=1.0))
+        + 1.0
+    )
+    model = build_model(data, unserved_penalty_usd_per_tok_s=penalty)
+    report = solve_problem(model.problem, options)
+    if not report.status.has_solution:
+        raise SolverError(f"the elastic diagnosis model could not be solved ({report.message})")
+    solution = _extract(model, data, report, None)
+    violations = verify_solution(data, solution, optional=True)
+    if violations:
+        raise SolverError("the diagnosis model returned a placement that violates constraints: " + "; ".join(violations))
+    return solution
+
+
+def solve_ratio(
+    data: PlacementInput,
+    options: SolverOptions,
+    *,
+    min_served_share: float = 0.0,
+    tolerance: float = 1e-6,
+    max_iterations: int = 30,
+    route_nearest: bool = True,
+) -> PlacementSolution:
+    """Minimise cost per goodput token exactly when serving is optional (Dinkelbach).
+
+    Each iteration solves ``min cost - lambda * goodput`` over all designs and serving shares;
+    lambda is then set to the ratio of the design found. The sequence decreases and stops when
+    the MILP's optimum is (within ``tolerance`` of the cost) zero: lambda is then the minimum of
+    cost / goodput.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    options : SolverOptions
+        Solver settings; the MILP gap should be tight for an exact ratio.
+    min_served_share : float, optional
+        Serve at least this share of total mean demand (0 allows any positive amount).
+    tolerance : float, optional
+        Stop when ``|cost - lambda * goodput| <= tolerance * cost``.
+    max_iterations : int, optional
+        Safety bound on iterations.
+    route_nearest : bool, optional
+        Re-route served shares to the nearest open capacity at the end.
+
+    Returns
+    -------
+    PlacementSolution
+        The best ratio design; ``iterations`` lists lambda, cost, goodput and the MILP value.
+    """
+    total = float(data.mean_demand_tok_s.sum())
+    min_served = min_served_share * total
+    start = greedy_design(data)
+    if start is not None:
+        is_open, nodes, shares = start
+        served = float((shares * data.mean_demand_tok_s[data.pair_commodity]).sum())
+        lam = data.cost_usd_per_h(is_open, nodes, shares) / served
+    else:
+        lam = float(np.min(data.site_node_usd_per_h)) * float(np.min(data.pair_nodes_per_tok_s))
+    history: list[dict[str, float]] = []
+    best: tuple[PlacementModel, SolverReport] | None = None
+    for _ in range(max_iterations):
+        model = build_model(data, served_value_usd_per_tok_s=lam, min_served_tok_s=min_served)
+        report = solve_problem(model.problem, options)
+        if not report.status.has_solution:
+            if best is None:
+                return _empty(data, report)
+            break
+        solution = _extract(model, data, report, None)
+        cost = solution.objective_usd_per_h
+        served = solution.served_mean_tok_s(data)
+        value = cost - lam * served
+        history.append({"lambda_usd_per_tok_s": lam, "cost_usd_per_h": cost, "goodput_tok_s": served, "value_usd_per_h": value})
+        if served <= 0 and best is not None:
+            break  # at the optimal lambda, serving nothing ties at 0: keep the last design that serves
+        if value > tolerance * max(cost, 1.0) and best is not None:
+            # The previous design is worth exactly 0 at this lambda, so a positive optimum is a solver
+            # failure (seen with HiGHS presolve on tiny instances): keep the previous design.
+            history[-1]["rejected"] = 1.0
+            break
+        best = (model, report)
+        if served <= 0 or value >= -tolerance * max(cost, 1e-9):
+            break
+        lam = cost / served
+    assert best is not None
+    model, report = best
+    solution = _finish(model, data, options, report, route_nearest=route_nearest, optional=True)
+    return PlacementSolution(
+        solution.open,
+        solution.nodes,
+        solution.pair_share,
+        solution.unserved_share,
+        solution.objective_usd_per_h,
+        report,
+        solution.routing_report,
+        solution.failover_share,
+        history,
+    )

@@ -1,0 +1,199 @@
+"""Independent checks of a solution against every constraint, run after each solve.
+
+Nothing here trusts the solver: the arrays are re-read and every row is re-evaluated, so an
+answer that violates a constraint is never reported as optimal (spopt issue #314).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placement.optimize.problem import FloatArray, PlacementInput, PlacementSolution
+
+ABS_TOL = 1e-6
+REL_TOL = 1e-6
+
+
+def _tolerance(scale: FloatArray | float) -> FloatArray:
+    return np.asarray(ABS_TOL + REL_TOL * np.abs(scale))
+
+
+def check_flows(
+    flow: FloatArray,
+    demand: FloatArray,
+    allowed: NDArray[np.bool_],
+    is_open: NDArray[np.bool_],
+    *,
+    served_in_full: NDArray[np.bool_] | None = None,
+) -> list[str]:
+    """Check non-negativity, demand balance, allowed pairs and closed sites.
+
+    Parameters
+    ----------
+    flow : numpy.ndarray
+        ``(n, m)`` flow from population i to site j.
+    demand : numpy.ndarray
+        ``(n,)`` demand.
+    allowed : numpy.ndarray of bool
+        ``(n, m)`` pairs that may carry flow.
+    is_open : numpy.ndarray of bool
+        ``(m,)`` open sites.
+    served_in_full : numpy.ndarray of bool, optional
+        Populations that must be served in full (default: all).
+
+    Returns
+    -------
+    list of str
+        One message per violated rule (empty when all hold).
+    """
+    problems: list[str] = []
+    tol = _tolerance(demand)
+    if (flow < -ABS_TOL).any():
+        problems.append(f"negative flow on {int((flow < -ABS_TOL).sum())} pairs")
+    served = flow.sum(axis=1)
+    must = np.ones(len(demand), dtype=bool) if served_in_full is None else served_in_full
+    short = must & (np.abs(served - demand) > tol)
+    if short.any():
+        i = int(np.flatnonzero(short)[0])
+        problems.append(
+            f"demand balance broken for {int(short.sum())} populations (first: {i}: served {served[i]:.6g} of {demand[i]:.6g})"
+        )
+    over = ~must & (served > demand + tol)
+    if over.any():
+        problems.append(f"{int(over.sum())} populations served more than their demand")
+    forbidden = ~allowed & (flow > ABS_TOL)
+    if forbidden.any():
+        problems.append(f"flow on {int(forbidden.sum())} pairs that are not allowed (over the latency objective)")
+    closed = ~is_open[None, :] & (flow > ABS_TOL)
+    if closed.any():
+        problems.append(f"flow to closed sites on {int(closed.sum())} pairs")
+    return problems
+
+
+def check_capacity(used: FloatArray, capacity: FloatArray, *, what: str) -> list[str]:
+    """Check ``used <= capacity`` site by site.
+
+    Parameters
+    ----------
+    used : numpy.ndarray
+        Capacity used per site.
+    capacity : numpy.ndarray
+        Capacity available per site.
+    what : str
+        Name of the resource, for the message.
+
+    Returns
+    -------
+    list of str
+        One message if any site is over (empty otherwise).
+    """
+    over = used > capacity + _tolerance(capacity)
+    if not over.any():
+        return []
+    j = int(np.flatnonzero(over)[0])
+    return [f"{what} exceeded at {int(over.sum())} sites (first: site {j}: {used[j]:.6g} > {capacity[j]:.6g})"]
+
+
+def check_objective(claimed: float, recomputed: float, *, what: str = "objective") -> list[str]:
+    """Check that the cost the solver claims equals the cost recomputed from the solution.
+
+    Parameters
+    ----------
+    claimed : float
+        Objective reported by the solver.
+    recomputed : float
+        The same objective evaluated from the solution arrays.
+    what : str, optional
+        Name for the message.
+
+    Returns
+    -------
+    list of str
+        One message if they differ beyond tolerance.
+    """
+    if abs(claimed - recomputed) <= 1e-6 * max(1.0, abs(recomputed)):
+        return []
+    return [f"{what} claimed {claimed:.9g} but the solution costs {recomputed:.9g}"]
+
+
+def verify_solution(data: PlacementInput, solution: PlacementSolution, *, optional: bool = False) -> list[str]:
+    """Check a placement against every constraint of the model.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays the model was built from.
+    solution : PlacementSolution
+        The solution.
+    optional : bool, optional
+        Whether demand was allowed to go unserved.
+
+    Returns
+    -------
+    list of str
+        One message per violated rule (empty when all hold).
+    """
+    problems: list[str] = []
+    share = solution.pair_share
+    if (share < -ABS_TOL).any() or (share > 1 + ABS_TOL).any():
+        problems.append("a share outside [0, 1]")
+    served = np.bincount(data.pair_commodity, weights=share, minlength=data.n_commodities)
+    balance = served + (solution.unserved_share if optional else 0.0)
+    off = np.abs(balance - 1.0) > 1e-6
+    if off.any():
+        problems.append(f"demand balance broken for {int(off.sum())} commodities")
+    closed = ~solution.open[data.pair_site] & (share > ABS_TOL)
+    if closed.any():
+        problems.append(f"demand sent to closed sites on {int(closed.sum())} pairs")
+    if (solution.nodes < 0).any() or (solution.nodes > data.site_max_nodes).any():
+        problems.append("node count outside [0, max nodes]")
+    if not solution.open[data.site_locked].all():
+        problems.append("a locked site is closed")
+    n_open = int(solution.open.sum())
+    if data.min_sites_open is not None and n_open < data.min_sites_open:
+        problems.append(f"{n_open} sites open, fewer than the minimum {data.min_sites_open}")
+    if data.max_sites_open is not None and n_open > data.max_sites_open:
+        problems.append(f"{n_open} sites open, more than the maximum {data.max_sites_open}")
+    problems += check_capacity(data.site_slice_load(share).max(axis=1), solution.nodes.astype(float), what="node capacity")
+    problems += check_capacity(
+        solution.nodes.astype(float) * data.site_node_mw, data.site_mw_available * solution.open, what="site power"
+    )
+    if data.fault_tolerant:
+        problems += _verify_failover(data, solution, optional=optional)
+    if not optional and not solution.iterations:
+        cost = data.cost_usd_per_h(solution.open, solution.nodes, share)
+        problems += check_objective(solution.report.objective, cost, what="objective ($/h)")
+    return problems
+
+
+def _verify_failover(data: PlacementInput, solution: PlacementSolution, *, optional: bool) -> list[str]:
+    problems: list[str] = []
+    peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
+    coverage = np.bincount(data.pair_commodity, weights=solution.open[data.pair_site].astype(float), minlength=data.n_commodities)
+    required = 2.0 - 2.0 * solution.unserved_share if optional else np.full(data.n_commodities, 2.0)
+    thin = (coverage < required - 1e-6) & (data.peak_demand_tok_s > 0)
+    if thin.any():
+        problems.append(f"{int(thin.sum())} commodities have fewer than two open sites inside their budget")
+    normal = np.bincount(data.pair_site, weights=solution.pair_share * peak_load, minlength=data.n_sites)
+    for f, moved in solution.failover_share.items():
+        if solution.pair_share[data.pair_site == f].sum() <= ABS_TOL:
+            continue
+        to_closed = (moved > ABS_TOL) & (~solution.open[data.pair_site] | (data.pair_site == f))
+        if to_closed.any():
+            problems.append(f"failure of site {f} re-routes demand to closed or failed sites")
+        extra = np.bincount(data.pair_site, weights=moved * peak_load, minlength=data.n_sites)
+        after = normal + extra
+        after[f] = 0.0
+        over = after > solution.nodes + 1e-6 * np.maximum(1.0, solution.nodes)
+        if over.any():
+            problems.append(f"failure of site {f} overloads {int(over.sum())} sites")
+        moved_by_commodity = np.bincount(data.pair_commodity, weights=moved, minlength=data.n_commodities)
+        lost = np.bincount(
+            data.pair_commodity[data.pair_site == f],
+            weights=solution.pair_share[data.pair_site == f],
+            minlength=data.n_commodities,
+        )
+        if np.abs(moved_by_commodity - lost).max() > 1e-6:
+            problems.append(f"failure of site {f} leaves demand without a backup")
+    return problems
