@@ -470,6 +470,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         max_sites_open=scenario.sites_open.max,
         fault_tolerant=scenario.fault_tolerance.n_plus_one,
         daily_mean_tok_s=row_mean,
+        protect=allowed[modelled].sum(axis=1) >= 2,  # N+1 needs a second site in reach
     )
     progress(
         f"model: {len(commodity_population)} commodities in {n_rows} rows x {len(slice_hours)} slices, "

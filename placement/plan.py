@@ -27,7 +27,7 @@ from placement.scenario import LoadedScenario
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["Instance", "Plan", "build_instance", "run", "solve_instance", "summarise"]
+__all__ = ["Instance", "Plan", "build_instance", "run", "solve_instance", "summarise", "unprotectable_commodities"]
 
 
 def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15) -> list[str]:
@@ -49,6 +49,42 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
     if len(rows) > limit:
         lines.append(f"... and {len(rows) - limit} more")
     return lines
+
+
+def _unprotectable_message(instance: Instance, rows: IntArray, *, limit: int = 15) -> list[str]:
+    """One line per commodity that has a single site inside its objective: N+1 cannot hold for it."""
+    table = instance.populations.table
+    lines = []
+    for c in rows[:limit].tolist():
+        i, k = int(instance.commodity_population[c]), int(instance.commodity_class[c])
+        j = int(np.flatnonzero(instance.allowed[c])[0])
+        lines.append(
+            f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {instance.classes[k].name}: "
+            f"only {instance.sites['name'].iat[j]} is inside its {instance.classes[k].ttft_p99_ms:g} ms objective "
+            f"(p99 TTFT {instance.ttft_ms[c, j]:.1f} ms)"
+        )
+    if len(rows) > limit:
+        lines.append(f"... and {len(rows) - limit} more")
+    return lines
+
+
+def unprotectable_commodities(instance: Instance) -> IntArray:
+    """Commodities with demand that N+1 cannot protect: a single site inside their objective.
+
+    Parameters
+    ----------
+    instance : Instance
+        What is solved.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Commodity indices (empty unless the scenario asks for N+1).
+    """
+    if not instance.inputs.fault_tolerant:
+        return np.zeros(0, dtype=np.int64)
+    single = (instance.allowed.sum(axis=1) == 1) & (instance.commodity_mean_demand_tok_s > 0)
+    return np.flatnonzero(single).astype(np.int64)
 
 
 def _shortfall_message(instance: Instance, elastic: PlacementSolution, *, limit: int = 15) -> list[str]:
@@ -390,6 +426,24 @@ def _assemble(instance: Instance, solution: PlacementSolution, status: str, note
     return Plan(instance, solution, sites, assignments, populations, summary, notes)
 
 
+def _unprotectable_notes(instance: Instance, policy: str) -> list[str]:
+    """List the populations N+1 cannot protect, or stop on them when the policy says so."""
+    single = unprotectable_commodities(instance)
+    if len(single) == 0:
+        return []
+    lines = _unprotectable_message(instance, single)
+    header = f"{len(single)} population-class pairs have a single site inside their TTFT objective, so N+1 cannot protect them"
+    if policy == "stop":
+        raise InfeasibleError(
+            "\n  - ".join([header + " (policy.unreachable: stop):", *lines])
+            + "\nFix: add candidate sites near them, relax the objective, set fault_tolerance.n_plus_one: false, "
+            "or set policy.unreachable: report"
+        )
+    return [header + "; they are served by that site without a backup, and every other population is protected:"] + [
+        f"  - {line}" for line in lines
+    ]
+
+
 def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress = quiet) -> Plan:
     """Solve an instance and tabulate the plan.
 
@@ -430,6 +484,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         notes += [f"  - {line}" for line in lines]
     if len(instance.modelled) == 0:
         raise InfeasibleError("no population can be served by any site inside its objective")
+    notes += _unprotectable_notes(instance, policy.unreachable)
     progress(f"solving with {options.name} (gap {options.gap:g}, time limit {options.time_limit_s} s)")
     if policy.serving == "optional":
         solution = solve_ratio(instance.inputs, options, min_served_share=policy.min_served_share)
