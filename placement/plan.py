@@ -200,7 +200,10 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             "goodput_tok_s": served,
             "goodput_share": served / max(served.sum(), 1e-12),
             "peak_utilisation": np.where(solution.nodes > 0, peak_load / np.maximum(solution.nodes, 1), 0.0),
-            "cost_per_million_goodput_tokens_usd": np.where(solution.open, cost_per_million_tokens_usd(cost, served), np.nan),
+            # Undefined (NaN, written as null) for a closed site and for an open one that serves nothing.
+            "cost_per_million_goodput_tokens_usd": np.where(
+                solution.open & (served > 0), cost_per_million_tokens_usd(cost, served), np.nan
+            ),
             "tokens_per_s_per_mw": tokens_per_s_per_mw(served, mw_used),
             "carbon_intensity_g_per_kwh": sites["carbon_intensity_g_per_kwh"],
             "reason": reason,
@@ -286,7 +289,8 @@ def _population_table(instance: Instance, solution: PlacementSolution, assignmen
     table["unserved_tok_s"] = np.maximum(table["demand_tok_s"].to_numpy() - served, 0.0)
     table["nearest_site_rtt_ms"] = instance.rtt_ms.min(axis=1)
     main = assignments.sort_values("goodput_tok_s", ascending=False).drop_duplicates("population_id")
-    table["main_site_id"] = table["population_id"].map(main.set_index("population_id")["site_id"]).fillna("")
+    main_site = table["population_id"].map(main.set_index("population_id")["site_id"])
+    table["main_site_id"] = main_site.astype(object).fillna("")  # float NaN when nothing is served
     return table
 
 
