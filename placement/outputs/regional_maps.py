@@ -27,7 +27,15 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from numpy.typing import ArrayLike, NDArray
 
-from placement.outputs.world_map import COST_COLUMN, cost_colours, cost_norm, draw_populations, finite_points, load_basemap
+from placement.outputs.world_map import (
+    COST_COLUMN,
+    NO_COST_COLOUR,
+    cost_colours,
+    cost_norm,
+    draw_populations,
+    finite_points,
+    load_basemap,
+)
 from placement.plan import Plan
 
 __all__ = ["REGIONS", "Region", "draw_region", "draw_regional_maps", "draw_regional_maps_from_tables", "regions_with_open_sites"]
@@ -181,6 +189,8 @@ def _legend(ax: Axes, mw_max: float) -> None:
         for mw in _size_key_mw(mw_max)
     ]  # fmt: skip
     handles += [
+        Line2D([], [], marker="o", linestyle="", markerfacecolor=NO_COST_COLOUR, markeredgecolor="black",
+               label="open site without goodput\n(N+1 spare, or a partial plan): no $/M"),
         Line2D([], [], marker="^", linestyle="", markerfacecolor="none", markeredgecolor="#6b6b6b",
                label="candidate site, not opened"),
         Line2D([], [], marker="o", linestyle="", color="#2b5c8a", alpha=0.6, label="user population served (area ~ demand)"),
