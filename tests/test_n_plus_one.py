@@ -7,9 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from placement._errors import InfeasibleError
 from placement.cli import main
+from placement.instance import build_instance
 from placement.optimize import solve
 from placement.optimize.problem import PlacementInput
 from placement.optimize.solve import solve_placement
@@ -17,7 +19,7 @@ from placement.optimize.solver import SolverOptions, SolveStatus
 from placement.optimize.verify import verify_solution
 from placement.plan import run, unprotectable_commodities
 from placement.scenario import load_scenario
-from tests.conftest import SOLVERS, write_scenario
+from tests.conftest import DEFAULT_SCENARIO, SOLVERS, write_scenario
 from tests.test_model import make_input
 
 # Three sites A, B, C ($100, $200, $300 per hour open; $10, $20, $30 per node), 10,000 tok/s per node.
@@ -145,3 +147,26 @@ def test_strict_policy_stops_on_populations_n_plus_one_cannot_protect(tmp_path: 
     assert "2 population-class pairs have a single site inside their TTFT objective" in message
     assert "Berlin (DE)" in message and "Paris (FR)" in message
     assert "policy.unreachable: report" in message  # the fix names the setting
+
+
+WORLD_24X7 = DEFAULT_SCENARIO.parent / "world-24x7.yaml"
+
+
+def test_world_24x7_is_the_default_world_with_n_plus_one() -> None:
+    default = yaml.safe_load(DEFAULT_SCENARIO.read_text())
+    world = yaml.safe_load(WORLD_24X7.read_text())
+    assert world.pop("fault_tolerance") == {"n_plus_one": True}
+    assert world["solver"].pop("time_limit_s") == 180
+    default["solver"].pop("time_limit_s")
+    for key in ("name", "description"):
+        world.pop(key), default.pop(key)
+    assert world == default
+
+
+def test_world_24x7_cannot_protect_four_populations() -> None:
+    # Building the instance is enough (no solve): the four chat populations with one metro in reach.
+    instance = build_instance(load_scenario(WORLD_24X7))
+    single = unprotectable_commodities(instance)
+    names = instance.populations.table["name"].to_numpy()[instance.commodity_population[single]]
+    assert sorted(names.tolist()) == ["Abéché +14", "Faaa +2", "Kidal +1", "Niamey +24"]
+    assert instance.inputs.protected.sum() == instance.inputs.n_commodities - 4
