@@ -518,8 +518,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         raise InfeasibleError(f"the solver found no placement ({solution.report.message}); raise solver.time_limit_s")
     if status == SolveStatus.FEASIBLE:
         notes.append(
-            f"stopped at the time limit with a proven gap of {solution.report.gap:.2%}: "
-            "the answer is feasible, not proven optimal"
+            f"proven gap {solution.report.gap:.2%}: the answer is feasible, not proven optimal ({solution.report.message})"
         )
     label = status.value if not len(unreachable) else "partial"
     return _assemble(instance, solution, label, notes)
