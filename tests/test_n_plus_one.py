@@ -13,9 +13,10 @@ from placement._errors import InfeasibleError
 from placement.cli import main
 from placement.instance import build_instance
 from placement.optimize import solve
-from placement.optimize.problem import PlacementInput
+from placement.optimize.heuristics import greedy_failover_design
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solve import solve_placement
-from placement.optimize.solver import SolverOptions, SolveStatus
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus
 from placement.optimize.verify import verify_solution
 from placement.plan import run, unprotectable_commodities
 from placement.scenario import load_scenario
@@ -170,3 +171,17 @@ def test_world_24x7_cannot_protect_four_populations() -> None:
     names = instance.populations.table["name"].to_numpy()[instance.commodity_population[single]]
     assert sorted(names.tolist()) == ["Abéché +14", "Faaa +2", "Kidal +1", "Niamey +24"]
     assert instance.inputs.protected.sum() == instance.inputs.n_commodities - 4
+
+
+def test_greedy_n_plus_one_design_is_feasible() -> None:
+    # The warm start must be an N+1 design the checker accepts, or the solver ignores it.
+    data = _three_sites(protect=np.array([False, True, True]))
+    greedy = greedy_failover_design(data)
+    assert greedy is not None
+    (is_open, nodes, shares), failover = greedy
+    report = SolverReport("greedy", SolveStatus.FEASIBLE, data.cost_usd_per_h(is_open, nodes, shares), 0.0, 1.0, 0.0, "")
+    design = PlacementSolution(is_open, nodes, shares, np.zeros(3), report.objective, report, None, failover)
+    assert verify_solution(data, design) == []
+    assert design.objective_usd_per_h >= 670.0  # never below the optimum
+    # With c0 protected too it has no second site: no design.
+    assert greedy_failover_design(_three_sites()) is None

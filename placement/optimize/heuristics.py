@@ -101,8 +101,11 @@ def _second_sites(data: PlacementInput, is_open: BoolArray, by_commodity: list[I
 
 def _reroute_greedily(
     data: PlacementInput, is_open: BoolArray, shares: FloatArray, by_commodity: list[IntArray]
-) -> dict[int, FloatArray]:
-    """For every site f, move each protected share at f whole to the commodity's cheapest other open site."""
+) -> dict[int, FloatArray] | None:
+    """For every site f, move each protected share at f whole to the commodity's cheapest other open site.
+
+    None when a protected commodity has no other open site.
+    """
     failover: dict[int, FloatArray] = {}
     protected = data.protected
     for f in range(data.n_sites):
@@ -114,7 +117,7 @@ def _reroute_greedily(
             options = by_commodity[int(data.pair_commodity[p])]
             options = options[(data.pair_site[options] != f) & is_open[data.pair_site[options]]]
             if len(options) == 0:
-                return {}
+                return None
             moved[options[np.argmin(data.site_node_usd_per_h[data.pair_site[options]])]] += shares[p]
         failover[f] = moved
     return failover
@@ -147,6 +150,8 @@ def greedy_failover_design(
     by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
     is_open = _second_sites(data, is_open, by_commodity)
     failover = _reroute_greedily(data, is_open, shares, by_commodity)
+    if failover is None:
+        return None
     peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
     normal = np.bincount(data.pair_site, weights=shares * peak_load, minlength=data.n_sites)
     need = data.site_slice_load(shares).max(axis=1)
