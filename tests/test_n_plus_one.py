@@ -14,9 +14,10 @@ from placement.cli import main
 from placement.instance import build_instance
 from placement.optimize import solve
 from placement.optimize.heuristics import greedy_failover_design
+from placement.optimize.model import build_model
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solve import solve_placement
-from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
 from placement.optimize.verify import verify_solution
 from placement.plan import run, unprotectable_commodities
 from placement.scenario import load_scenario
@@ -88,18 +89,19 @@ def test_verify_flags_a_broken_failover_of_a_protected_commodity() -> None:
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
-def test_large_n_plus_one_is_solved_on_candidate_sites_with_an_honest_gap(solver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_n_plus_one_is_solved_on_candidate_sites_with_a_valid_bound(solver: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Force the path the bundled world takes. Every site here is some protected commodity's
     # cheapest or second cheapest, so the candidates are all sites and the optimum is found
-    # (670); the only bound it can prove is the plan's without N+1 (340), so it says "feasible".
+    # (670). The spare-capacity relaxation is tight here (A >= 2, C >= 1, B >= 1 as worked out
+    # above), so its bound proves the answer optimal.
     monkeypatch.setattr(solve, "FULL_FAILOVER_MAX_VARIABLES", 0)
     data = _three_sites(protect=np.array([False, True, True]))
     assert solve.failover_variable_count(data) == 4  # c1 and c2: 2 x 1 re-routes each
     solution = solve.solve_placement(data, SolverOptions(name=solver))
     assert solution.objective_usd_per_h == pytest.approx(670.0)
-    assert solution.report.status == SolveStatus.FEASIBLE
-    assert solution.report.best_bound == pytest.approx(340.0)
-    assert solution.report.gap == pytest.approx((670.0 - 340.0) / 670.0)
+    assert solution.report.status == SolveStatus.OPTIMAL
+    assert solution.report.best_bound == pytest.approx(670.0)
+    assert "N+1 on 3 of 3 candidate sites" in solution.report.message
     assert verify_solution(data, solution) == []
 
 
@@ -185,3 +187,18 @@ def test_greedy_n_plus_one_design_is_feasible() -> None:
     assert design.objective_usd_per_h >= 670.0  # never below the optimum
     # With c0 protected too it has no second site: no design.
     assert greedy_failover_design(_three_sites()) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spare_capacity_relaxation_never_exceeds_the_exact_n_plus_one(seed: int) -> None:
+    # Its optimum is the bound the world run reports, so it must be a lower bound of the exact model.
+    rng = np.random.default_rng(seed)
+    pairs = sorted({(c, int(j)) for c in range(4) for j in rng.choice(4, size=int(rng.integers(2, 5)), replace=False)})
+    demand = rng.uniform(5_000, 25_000, size=4)
+    data = make_input(demand, pairs, 1e-4, rng.uniform(50, 300, 4), rng.uniform(5, 30, 4), [0.01] * 4, [1.0] * 4,
+                      fault_tolerant=True)  # fmt: skip
+    exact = solve_placement(data, SolverOptions(name="highs"), warm_start=False)
+    relaxed = build_model(data, failover_rows="spare")
+    report = solve_problem(relaxed.problem, SolverOptions(name="highs"))
+    assert exact.report.status == SolveStatus.OPTIMAL and report.status == SolveStatus.OPTIMAL
+    assert report.objective <= exact.objective_usd_per_h + 1e-6

@@ -8,14 +8,16 @@ each tok/s of a class uses ``1 / (goodput per node x utilisation cap)`` node-equ
 
 Options, each a few rows: locked sites, a minimum / maximum number of open sites, optional
 serving (unserved shares), and N+1 fault tolerance by exact single-failure scenarios: for every
-site f, the shares it carries are re-routed to other open sites inside each commodity's budget
-without exceeding any node count, all other shares staying where they are, at every commodity's
-peak demand (conservative across slices).
+site f, the shares of the protected commodities it carries are re-routed to other open sites
+inside each commodity's budget without exceeding any node count, all other shares staying where
+they are, at every commodity's peak demand (conservative across slices). Commodities left out of
+``PlacementInput.protect`` (a single site in reach) keep their normal load and have no backup.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import pulp
@@ -172,6 +174,31 @@ def _add_failover(
     return failover, site_peak
 
 
+def _add_spare_rows(
+    problem: pulp.LpProblem,
+    data: PlacementInput,
+    nodes: list[pulp.LpVariable],
+    shares: list[pulp.LpVariable],
+) -> list[pulp.LpVariable | None]:
+    """A relaxation of the failure scenarios without re-routing variables (a valid lower bound).
+
+    When site f fails, a protected commodity's share at f must fit in the spare nodes
+    (``nodes[j] - site_peak[j]``) of the other sites it reaches: the sum of scenario f's capacity
+    rows over those sites, with the other commodities' re-routes dropped. One row per pair.
+    """
+    peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
+    site_peak = _add_peak_load_variables(problem, data, shares, peak_load)
+    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
+    for p in np.flatnonzero(data.protected[data.pair_commodity]).tolist():
+        f = int(data.pair_site[p])
+        others = [int(j) for j in data.pair_site[by_commodity[int(data.pair_commodity[p])]].tolist() if j != f]
+        terms = [(shares[p], float(peak_load[p]))] + [(nodes[j], -1.0) for j in others]
+        terms += [(var, 1.0) for var in (site_peak[j] for j in others) if var is not None]
+        expr = pulp.LpAffineExpression(terms)
+        problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"spare_{p}", 0.0))
+    return site_peak
+
+
 def build_model(
     data: PlacementInput,
     *,
@@ -179,6 +206,7 @@ def build_model(
     served_value_usd_per_tok_s: float | None = None,
     min_served_tok_s: float = 0.0,
     capacity_slices: list[list[int]] | None = None,
+    failover_rows: Literal["exact", "spare"] = "exact",
 ) -> PlacementModel:
     """Build the placement MILP.
 
@@ -196,6 +224,9 @@ def build_model(
     capacity_slices : list of list of int, optional
         Node-capacity rows only for these slices at each site (a relaxation, for row
         generation); default every undominated slice.
+    failover_rows : {"exact", "spare"}, optional
+        With N+1, the exact single-failure scenarios, or their relaxation by spare capacity
+        (no re-routing variables; its optimum is a lower bound of the exact model's).
 
     Returns
     -------
@@ -221,7 +252,10 @@ def build_model(
     site_peak: list[pulp.LpVariable | None] = []
     if data.fault_tolerant:
         _add_coverage_rows(problem, data, opens, unserved)
-        failover, site_peak = _add_failover(problem, data, opens, nodes, shares)
+        if failover_rows == "exact":
+            failover, site_peak = _add_failover(problem, data, opens, nodes, shares)
+        else:
+            site_peak = _add_spare_rows(problem, data, nodes, shares)
     cost_terms = (
         fm.linear_terms(opens, data.site_fixed_usd_per_h)
         + fm.linear_terms(nodes, data.site_node_usd_per_h)
