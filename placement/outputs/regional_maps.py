@@ -190,7 +190,7 @@ def _legend(ax: Axes, mw_max: float) -> None:
     ]  # fmt: skip
     handles += [
         Line2D([], [], marker="o", linestyle="", markerfacecolor=NO_COST_COLOUR, markeredgecolor="black",
-               label="open site without goodput\n(N+1 spare, or a partial plan): no $/M"),
+               label="open site serving no goodput (N+1 spare)"),
         Line2D([], [], marker="^", linestyle="", markerfacecolor="none", markeredgecolor="#6b6b6b",
                label="candidate site, not opened"),
         Line2D([], [], marker="o", linestyle="", color="#2b5c8a", alpha=0.6, label="user population served (area ~ demand)"),

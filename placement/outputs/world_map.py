@@ -216,7 +216,7 @@ def _draw_legend(ax: Axes) -> None:
         Line2D([], [], marker="o", linestyle="", markerfacecolor="#7fc97f", markeredgecolor="black", markersize=10,
                label="open site (area ~ MW used)"),
         Line2D([], [], marker="o", linestyle="", markerfacecolor=NO_COST_COLOUR, markeredgecolor="black",
-               label="open site without goodput (N+1 spare, or a partial plan): no $/M"),
+               label="open site serving no goodput (N+1 spare)"),
         Line2D([], [], marker="^", linestyle="", markerfacecolor="none", markeredgecolor="#6b6b6b",
                label="candidate site, not opened"),
         Line2D([], [], marker="o", linestyle="", color="#2b5c8a", alpha=0.6, label="population served (area ~ demand)"),
