@@ -188,11 +188,6 @@ def kv_copies(model: ModelSpec, tp: int) -> float:
     return max(1.0, tp / model.kv_heads)
 
 
-def peak_tflops(accel: AcceleratorSpec, precision: str) -> float:
-    """Dense tensor throughput of one GPU at a weight precision. [TFLOP/s]"""
-    return accel.tflops[precision]
-
-
 def achieved_tflops(accel: AcceleratorSpec, precision: str, eff: ServingEfficiency) -> float:
     """Achieved tensor throughput of one GPU: ``η_c · F``. [TFLOP/s]"""
     share = accel.gemm_efficiency if eff.tensor is None else eff.tensor
