@@ -8,12 +8,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placement._errors import InputError, PlacementError
 from placement.bundled import default_scenario_path
 from placement.catalog import load_catalog
 from placement.scenario import LoadedScenario, load_scenario
+
+if TYPE_CHECKING:
+    from placement.serving.physics import ServingRequest
 
 DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -181,12 +184,10 @@ def _rtt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _goodput(args: argparse.Namespace) -> int:
-    import json
+def _serving_request(args: argparse.Namespace) -> ServingRequest:
+    from placement.serving.physics import ServingRequest
 
-    from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
-
-    report = goodput_report(
+    return ServingRequest(
         args.model,
         args.accelerator,
         args.gpus,
@@ -195,35 +196,30 @@ def _goodput(args: argparse.Namespace) -> int:
         args.output_tokens,
         args.ttft_p99_ms,
         args.itl_p99_ms,
-        node_cost_usd_h=args.node_cost_usd_h,
         prefix_cache_hit_rate=args.prefix_cache_hit_rate,
         disaggregated=args.disaggregated,
         min_tok_s_per_user=args.min_tok_s_per_user,
-        pue=args.pue,
         prompt_mean_fraction=args.prompt_mean_fraction,
+        node_cost_usd_h=args.node_cost_usd_h,
+        pue=args.pue,
     )
+
+
+def _goodput(args: argparse.Namespace) -> int:
+    import json
+
+    from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
+
+    request = _serving_request(args)
+    report = goodput_report(request)
     if args.plot:
-        curve = pareto_curve(
-            args.model,
-            args.accelerator,
-            args.gpus,
-            args.precision,
-            args.input_tokens,
-            args.output_tokens,
-            prefix_cache_hit_rate=args.prefix_cache_hit_rate,
-        )
-        plot_pareto(
-            curve,
-            args.plot,
-            itl_p99_ms=args.itl_p99_ms,
-            title=f"{args.model} on {args.gpus} x {args.accelerator} ({args.precision})",
-        )
+        plot_pareto(pareto_curve(request), args.plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
     if args.json:
         print(json.dumps(report, indent=2))
         return EXIT_OK
     print(
-        f"{args.model} on {args.gpus} x {args.accelerator} ({args.precision}), {args.input_tokens} in / "
-        f"{args.output_tokens} out, p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 ITL <= {args.itl_p99_ms:g} ms"
+        f"{request.label}, {args.input_tokens} in / {args.output_tokens} out, "
+        f"p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 ITL <= {args.itl_p99_ms:g} ms"
     )
     if not report["goodput_tok_s"]:
         print(f"  no goodput: {report['limit']}")
