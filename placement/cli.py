@@ -6,13 +6,12 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from placement._errors import InputError, PlacementError
+from placement._errors import PlacementError
 from placement.bundled import default_scenario_path
-from placement.catalog import load_catalog
 from placement.scenario import LoadedScenario, load_scenario
 
 if TYPE_CHECKING:
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-SCENARIO_SUFFIXES = {".yaml", ".yml"}
 
 
 class _Progress:
@@ -84,50 +82,15 @@ def _solve(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     import json
 
-    import pandas as pd
+    from placement.outputs.compare import compare_placements, render_comparison, write_comparison
 
-    from placement.baselines import all_baselines
-    from placement.instance import build_instance
-    from placement.outputs.charts import draw_comparison
-    from placement.outputs.writer import write_folder
-    from placement.plan import solve_instance
-
-    progress = _Progress(args.quiet or args.json)
     loaded = _with_overrides(load_scenario(args.scenario), args)
-    instance = build_instance(loaded, progress=progress)
-    plan = solve_instance(instance, progress=progress)
-    s = plan.summary
-    optimal = {
-        "placement": "optimal",
-        "cost_per_million_goodput_tokens_usd": s["cost_per_million_goodput_tokens_usd"],
-        "served_share": 1.0 - s["unserved_share"],
-        "tokens_per_s_per_mw": s["tokens_per_s_per_mw"],
-        "mw_used": s["mw_used"],
-        "cost_usd_per_h": s["objective_usd_per_h"],
-        "goodput_tok_s": s["goodput_tok_s"],
-        "sites_open": s["sites_open"],
-    }
-    rows = [optimal, *(b.as_dict() for b in all_baselines(instance))]
-    table = pd.DataFrame(rows)
-
-    def write(folder: Path) -> None:
-        table.to_csv(folder / "compare.csv", index=False, float_format="%.10g")
-        draw_comparison(rows, folder / "compare.png", title=f"{loaded.scenario.name}: same silicon, different arrangement")
-
-    out = write_folder(args.out, write)
+    rows = compare_placements(loaded, progress=_Progress(args.quiet or args.json))
+    out = write_comparison(rows, args.out, title=f"{loaded.scenario.name}: same silicon, different arrangement")
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    shown = table.assign(
-        **{
-            "$/M goodput": table["cost_per_million_goodput_tokens_usd"].map("{:.3f}".format),
-            "served": table["served_share"].map("{:.1%}".format),
-            "tok/s per MW": table["tokens_per_s_per_mw"].map("{:,.0f}".format),
-            "MW": table["mw_used"].map("{:.1f}".format),
-            "sites": table["sites_open"],
-        }
-    )[["placement", "$/M goodput", "served", "tok/s per MW", "MW", "sites"]]
-    print(shown.to_string(index=False))
+    print(render_comparison(rows))
     print(f"table and chart in {out}")
     return EXIT_OK
 
@@ -135,30 +98,11 @@ def _compare(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     import json
 
-    import pandas as pd
-
-    from placement._errors import PlacementError
-    from placement.explain import explain, render_table
-    from placement.instance import build_instance
+    from placement.explain import explain_folder, render_table
     from placement.outputs.writer import write_text_atomic
 
     folder = Path(args.outdir)
-    summary_path = folder / "summary.json"
-    if not summary_path.is_file():
-        raise PlacementError(f"{folder} holds no summary.json: run 'cli.py solve --out {folder}' first")
-    summary = json.loads(summary_path.read_text())
-    scenario_path = Path(summary.get("scenario_path", ""))
-    if not scenario_path.is_file():
-        scenario_path = folder / "scenario.yaml"
-    progress = _Progress(args.quiet)
-    loaded = load_scenario(scenario_path)
-    instance = build_instance(loaded, progress=progress)
-    sites = pd.read_csv(folder / "sites.csv", dtype={"site_id": str})
-    if list(sites["site_id"]) != list(instance.sites["id"]):
-        raise PlacementError(f"{folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
-    if args.site is not None and args.site not in set(sites["site_id"]):
-        raise PlacementError(f"unknown site '{args.site}'; the plan's sites are: {', '.join(sites['site_id'])}")
-    records = explain(instance, sites, only=args.site, progress=progress)
+    records = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
     write_text_atomic(folder / "explain.json", json.dumps(records, indent=2) + "\n")
     print(render_table(records))
     print(f"explain.json in {folder}")
@@ -276,51 +220,17 @@ def _sweep(args: argparse.Namespace) -> int:
     return EXIT_OK if len(solved) else EXIT_INVALID
 
 
-def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
-    """Everything a solve reads besides the YAML: catalog, cities, serving classes, retrieval stores."""
-    from placement._errors import Problem
-    from placement.cities import load_cities
-    from placement.instance import load_sites, retrieval_extra_ms
-    from placement.profiles import class_profiles
-
-    problems: list[Problem] = []
-    sites = None
-    try:
-        sites = load_sites(loaded)
-    except InputError as exc:
-        problems += exc.problems
-    checks: list[Callable[[], object]] = [lambda: load_cities(loaded.cities_path), lambda: class_profiles(loaded)]
-    catalog = sites
-    if catalog is None:  # exclusions failed: check retrieval stores against the whole catalog
-        try:
-            catalog = load_catalog(loaded.catalog_path)
-        except InputError:
-            catalog = None
-    if catalog is not None:
-        stores = catalog
-        checks.append(lambda: retrieval_extra_ms(loaded, stores))
-    for check in checks:
-        try:
-            check()
-        except InputError as exc:
-            problems += exc.problems
-    if problems:
-        raise InputError(problems)
-    return sites
-
-
 def _validate(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if path.suffix.lower() in SCENARIO_SUFFIXES:
-        loaded = load_scenario(path)
-        sites = _check_scenario_inputs(loaded)
+    from placement.validate import validate_file
+
+    checked = validate_file(args.file)
+    if checked.loaded is not None:
         print(
-            f"ok: scenario {loaded.scenario.name} with {len(loaded.scenario.classes)} classes; "
-            f"catalog {loaded.catalog_path.name}: {len(sites)} sites"
+            f"ok: scenario {checked.loaded.scenario.name} with {len(checked.loaded.scenario.classes)} classes; "
+            f"catalog {checked.loaded.catalog_path.name}: {len(checked.sites)} sites"
         )
     else:
-        sites = load_catalog(path)
-        print(f"ok: catalog {path} with {len(sites)} sites")
+        print(f"ok: catalog {checked.path} with {len(checked.sites)} sites")
     return EXIT_OK
 
 
