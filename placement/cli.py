@@ -234,10 +234,34 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _init(args: argparse.Namespace) -> int:
+    from placement.bundled import copy_scenario
+
+    written = copy_scenario(args.dir, args.scenario)
+    for path in written:
+        print(f"wrote {path}")
+    scenario = written[0]
+    print("next: edit the scenario and its site catalog, then")
+    print(f"  placement validate {scenario}")
+    print(f"  placement solve {scenario} --out {Path(args.dir) / 'out'}")
+    return EXIT_OK
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    from placement.bundled import describe_scenarios
+
+    for scenario in describe_scenarios():
+        print(f"{scenario.key}  ({scenario.name})")
+        print(f"  {scenario.description}")
+        print(f"  {scenario.path}")
+    print("copy one to edit: placement init DIR [--scenario KEY]")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``cli.py``."""
     parser = argparse.ArgumentParser(
-        prog="cli.py",
+        prog="placement",
         description="Place LLM inference capacity at the lowest cost per million goodput tokens.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -308,6 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--scheduler", metavar="ADDRESS", help="submit to a running Dask scheduler, e.g. tcp://host:8786")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
     sweep.set_defaults(handler=_sweep)
+    init = commands.add_parser("init", help="copy a bundled scenario, its site catalog and data into a folder to edit")
+    init.add_argument("dir", metavar="DIR", help="folder to create (existing files are never overwritten)")
+    init.add_argument("--scenario", default="default", help="bundled scenario to copy (see 'scenarios'; default: default)")
+    init.set_defaults(handler=_init)
+    scenarios = commands.add_parser("scenarios", help="list the bundled scenarios")
+    scenarios.set_defaults(handler=_scenarios)
     validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
     validate.add_argument("file")
     validate.set_defaults(handler=_validate)
