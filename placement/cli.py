@@ -1,4 +1,4 @@
-"""Command line: ``python cli.py solve|validate``. Parses arguments and calls library functions."""
+"""The ``placement`` command (and ``python cli.py`` in a checkout): parses arguments, calls library functions, prints."""
 
 from __future__ import annotations
 
@@ -259,7 +259,7 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``cli.py``."""
+    """The argument parser of the ``placement`` command."""
     parser = argparse.ArgumentParser(
         prog="placement",
         description="Place LLM inference capacity at the lowest cost per million goodput tokens.",
