@@ -97,16 +97,19 @@ def _bundled_files(raw: Any, folder: Path) -> list[str]:
         return [v for value in raw.values() for v in _bundled_files(value, folder)]
     if isinstance(raw, list):
         return [v for value in raw for v in _bundled_files(value, folder)]
-    if isinstance(raw, str) and not Path(raw).is_absolute() and raw.endswith((".csv", ".geojson", ".json", ".yaml")):
-        target = (folder / raw).resolve()
-        if target.is_file() and target.is_relative_to(bundled_path().resolve()):
-            return [raw]
+    if isinstance(raw, str) and raw.strip() and "\n" not in raw and not Path(raw).is_absolute():
+        try:
+            target = (folder / raw).resolve()
+            if target.is_file() and target.is_relative_to(bundled_path().resolve()):
+                return [raw]
+        except OSError:  # text that is not a path (too long for one)
+            return []
     return []
 
 
 def _relocated(text: str, old: str, new: str) -> str:
     """The YAML text with the path value ``old`` (quoted or not) replaced by ``new``; comments kept."""
-    pattern = re.compile(r"(:\s*)(['\"]?)" + re.escape(old) + r"\2(?=\s|$)", re.MULTILINE)
+    pattern = re.compile(r"((?::|^\s*-|[\[,])\s*)(['\"]?)" + re.escape(old) + r"\2(?=\s|$|[\],])", re.MULTILINE)
     return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{new}{m.group(2)}", text)
 
 
@@ -120,6 +123,9 @@ def _starter_files(source: Path) -> tuple[str, str, dict[Path, Path]]:
         relative = origin.relative_to(data_root)
         copies[origin] = relative
         text = _relocated(text, value, relative.as_posix())
+    left = _bundled_files(yaml.safe_load(text), source.parent)
+    if left:  # a path written in a form the rewrite does not know: better no copy than a broken one
+        raise PlacementError(f"cannot relocate {', '.join(left)} in {source.name}: a bug in placement, please report it")
     sweep = bundled_path("sweeps", "example.yaml").read_text(encoding="utf-8")
     sweep = f"# Copied by 'placement init': the base is {INIT_SCENARIO} in this folder.\n" + _relocated(
         sweep, "../scenarios/default.yaml", INIT_SCENARIO

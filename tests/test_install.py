@@ -74,12 +74,18 @@ def test_wheel_carries_every_bundled_file(tmp_path: Path) -> None:
     assert "placement = placement.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
-def test_every_bundled_scenario_validates() -> None:
+def test_every_bundled_scenario_validates_as_bundled_and_as_copied(tmp_path: Path) -> None:
     scenarios = bundled_scenarios()
     assert {p.stem for p in scenarios} >= {"default", "europe-small"}
     for path in scenarios:
         checked = validate_file(path)
         assert checked.loaded is not None and len(checked.sites) > 0, path
+        written = copy_scenario(tmp_path / path.stem, path.stem)
+        copied = validate_file(written[0])
+        assert copied.loaded is not None and len(copied.sites) == len(checked.sites), path
+        data_root = bundled_path().resolve()
+        assert not copied.loaded.catalog_path.is_relative_to(data_root)
+        assert not copied.loaded.cities_path.is_relative_to(data_root)
 
 
 def test_scenarios_lists_name_description_and_path(capsys: pytest.CaptureFixture[str]) -> None:
