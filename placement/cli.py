@@ -165,9 +165,11 @@ def _explain(args: argparse.Namespace) -> int:
 def _rtt(args: argparse.Namespace) -> int:
     import json
 
+    from placement.network.graph import default_network, default_params
     from placement.network.places import rtt_report
 
-    report = rtt_report(args.origin, args.destination, access=args.access)
+    # The rtt command reads no scenario: it uses the bundled network and calibrated parameters, explicitly.
+    report = rtt_report(args.origin, args.destination, access=args.access, params=default_params(), network=default_network())
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return EXIT_OK
@@ -284,7 +286,7 @@ def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
     """Everything a solve reads besides the YAML: catalog, cities, serving classes, retrieval stores."""
     from placement._errors import Problem
     from placement.cities import load_cities
-    from placement.instance import load_sites, retrieval_extra_ms
+    from placement.instance import build_latency_model, load_sites, retrieval_extra_ms
     from placement.profiles import class_profiles
 
     problems: list[Problem] = []
@@ -302,7 +304,14 @@ def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
             catalog = None
     if catalog is not None:
         stores = catalog
-        checks.append(lambda: retrieval_extra_ms(loaded, stores))
+        checks.append(
+            lambda: retrieval_extra_ms(
+                loaded.scenario.classes,
+                stores,
+                build_latency_model(loaded.scenario.latency, loaded.resolve),
+                source=str(loaded.path),
+            )
+        )
     for check in checks:
         try:
             check()

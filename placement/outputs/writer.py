@@ -16,7 +16,7 @@ from typing import Any
 
 from placement._errors import PlacementError
 from placement.outputs import geojson as geo
-from placement.outputs.catchments import write_catchments, write_network
+from placement.outputs.catchments import catchment_frame, write_catchments, write_network
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import write_report_html
 from placement.outputs.report_md import render_markdown
@@ -78,10 +78,12 @@ def _write_all(plan: Plan, folder: Path) -> None:
     )
     draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
-    write_catchments(plan, folder)
-    write_network(folder)
-    draw_regional_maps(plan, folder)
-    write_webmap(plan, folder / "map.html")
+    catchments = catchment_frame(plan)  # once: the GeoJSON, the regional maps and the web map draw the same
+    links = plan.instance.latency.links_frame()  # the network the plan's round trips were computed on
+    write_catchments(catchments, folder)
+    write_network(links, folder)
+    draw_regional_maps(plan, folder, catchments=catchments)
+    write_webmap(plan, folder / "map.html", catchments=catchments, links=links)
     write_report_html(plan, folder)  # last: embeds map.png, map_*.png and ttft_budget.png
 
 
