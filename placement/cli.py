@@ -50,9 +50,10 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.outputs.writer import write_results
+    from placement.outputs.writer import check_output_folder, write_results
     from placement.plan import run
 
+    check_output_folder(args.out)
     progress = _Progress(args.quiet)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
@@ -86,9 +87,10 @@ def _compare(args: argparse.Namespace) -> int:
     from placement.baselines import all_baselines
     from placement.instance import build_instance
     from placement.outputs.charts import draw_comparison
-    from placement.outputs.writer import write_folder
+    from placement.outputs.writer import check_output_folder, write_folder
     from placement.plan import solve_instance
 
+    check_output_folder(args.out)
     progress = _Progress(args.quiet or args.json)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     instance = build_instance(loaded, progress=progress)
@@ -266,8 +268,10 @@ def _positive_int(text: str) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from placement.outputs.writer import check_output_folder
     from placement.sweep.run import run_sweep
 
+    check_output_folder(args.out, results_markers=None)  # run_sweep checks its own marker
     table = run_sweep(args.sweep, out_dir=args.out, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet)
     solved = table[table["error"] == ""]
     cost = solved["cost_per_million_goodput_tokens_usd"]
