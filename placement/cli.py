@@ -287,10 +287,9 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
-    """Everything a solve reads besides the YAML: catalog, cities, serving classes, retrieval stores."""
+    """Everything a solve reads besides the YAML: catalog, filtered cities, classes, latency network, retrieval stores."""
     from placement._errors import Problem
-    from placement.cities import load_cities
-    from placement.instance import build_latency_model, load_sites, retrieval_extra_ms
+    from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
     from placement.profiles import class_profiles
 
     problems: list[Problem] = []
@@ -299,7 +298,7 @@ def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
         sites = load_sites(loaded)
     except InputError as exc:
         problems += exc.problems
-    checks: list[Callable[[], object]] = [lambda: load_cities(loaded.cities_path), lambda: class_profiles(loaded)]
+    checks: list[Callable[[], object]] = [lambda: demand_cities(loaded), lambda: class_profiles(loaded)]
     catalog = sites
     if catalog is None:  # exclusions failed: check retrieval stores against the whole catalog
         try:

@@ -297,9 +297,7 @@ def load_populations(loaded: LoadedScenario) -> Populations:
         If the cities file is unreadable, or the scenario's filters leave no city.
     """
     spec = loaded.scenario.demand
-    cities = load_cities(loaded.cities_path, min_population=spec.min_population, countries=spec.countries)
-    if cities.empty:
-        raise InputError([_empty_demand_problem(loaded)])
+    cities = demand_cities(loaded)
     demand = (
         demand_tok_s(
             cities["population"].to_numpy(float),
@@ -310,6 +308,31 @@ def load_populations(loaded: LoadedScenario) -> Populations:
         * spec.growth
     )
     return aggregate(cities, demand, spec.clusters)
+
+
+def demand_cities(loaded: LoadedScenario) -> pd.DataFrame:
+    """The cities the scenario's demand filters keep (``demand.countries``, ``demand.min_population``).
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept cities (as :func:`placement.cities.load_cities`); never empty.
+
+    Raises
+    ------
+    InputError
+        If the cities file is unreadable, or the filters keep no city (naming the filter and its value).
+    """
+    spec = loaded.scenario.demand
+    cities = load_cities(loaded.cities_path, min_population=spec.min_population, countries=spec.countries)
+    if cities.empty:
+        raise InputError([_empty_demand_problem(loaded)])
+    return cities
 
 
 def _empty_demand_problem(loaded: LoadedScenario) -> Problem:

@@ -186,3 +186,13 @@ def test_infinite_objective_is_refused_by_the_cli(tmp_path: Path, capsys: pytest
     err = _error(capsys)
     assert f"{path}, classes[0].ttft_p99_ms: Input should be a finite number (got inf)" in err
     assert "Fix: write a finite number (not .inf or .nan)" in err
+
+
+def test_validate_reports_an_empty_demand_filter_and_a_broken_network(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "hubs.csv").write_text("hub_id,name,country_code,lat,lon,kind\nxx,X,US,95,0,metro\n")
+    (tmp_path / "links.csv").write_text("a,b,kind,length_km,cables,source\n")
+    path = write_scenario(tmp_path, demand={"countries": ["XX"]}, latency={"hubs": "hubs.csv", "links": "links.csv"})
+    assert main(["validate", str(path)]) == 1
+    err = _error(capsys)
+    assert "demand.countries: no city of cities.csv is in ['XX']" in err
+    assert f"{tmp_path / 'hubs.csv'}" in err and "'lat'" in err
