@@ -1,6 +1,6 @@
 """A scenario turned into model arrays: demand per slice, latency, TTFT, residency, costs.
 
-``catalog + cities + scenario -> latency -> TTFT budget -> economics -> PlacementInput``.
+``catalog + cities + scenario -> latency model (built once, kept on the Instance) -> TTFT budget -> economics -> PlacementInput``.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import re
@@ -16,10 +17,15 @@ import pytest
 
 from placement.cli import main
 from placement.instance import build_instance
+from placement.network import graph
 from placement.network.graph import HUBS_CSV, LINKS_CSV, build_graph, default_network, default_params, nearest_hub
 from placement.network.great_circle import LatencyParams
 from placement.network.latency import LatencyModel
+from placement.network.places import rtt_report
 from placement.outputs.catchments import write_network
+from placement.outputs.regional_maps import draw_regional_maps
+from placement.outputs.webmap import webmap_data, write_webmap
+from placement.plan import run
 from placement.scenario import load_scenario
 from tests.conftest import scenario_dict, write_scenario
 
@@ -107,3 +113,55 @@ def test_great_circle_model_has_no_links(tmp_path: Path) -> None:
     latency = LatencyModel.from_great_circle(LatencyParams(route_factor=1.5, fixed_ms=2.0, access_ms=8.0))
     path = write_network(latency.links_frame(), tmp_path)
     assert json.loads(path.read_text(encoding="utf-8"))["features"] == []
+
+
+def test_great_circle_scenario_writes_no_links(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path, latency={"model": "great_circle"})
+    out = tmp_path / "out"
+    assert main(["solve", str(path), "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "network.geojson").read_text(encoding="utf-8"))["features"] == []
+    raw = re.search(
+        r'<script type="application/json" id="data">(.*?)</script>', (out / "map.html").read_text(encoding="utf-8"), re.S
+    )
+    assert raw is not None and json.loads(raw.group(1))["links"] == []
+
+
+def test_catchments_are_computed_once_per_results_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import placement.outputs.catchments as catchments
+    import placement.outputs.writer as writer
+
+    assert not hasattr(catchments, "_CACHE") and not hasattr(catchments, "catchments_of")
+    calls: list[int] = []
+
+    def counted(plan: Any, **options: Any) -> Any:
+        calls.append(1)
+        return catchments.catchment_frame(plan, **options)
+
+    monkeypatch.setattr(writer, "catchment_frame", counted)
+    plan = run(load_scenario(write_scenario(tmp_path)))
+    writer.write_results(plan, tmp_path / "out")
+    assert len(calls) == 1
+    drawn = json.loads((tmp_path / "out" / "catchments.geojson").read_text(encoding="utf-8"))["features"]
+    assert {f["properties"]["site_id"] for f in drawn} == set(plan.sites.loc[plan.sites["open"], "site_id"])
+
+
+@pytest.mark.parametrize(
+    ("function", "parameters"),
+    [
+        (graph.population_site_rtt_ms, ("params", "network")),
+        (graph.site_site_rtt_ms, ("params", "network")),
+        (graph.point_to_point_rtt_ms, ("params", "network")),
+        (graph.links_frame, ("network", "params")),
+        (graph.hubs_frame, ("network",)),
+        (graph.load_network, ("hubs_path", "links_path")),
+        (rtt_report, ("params", "network")),
+        (webmap_data, ("catchments", "links")),
+        (write_webmap, ("catchments", "links")),
+        (draw_regional_maps, ("catchments",)),
+    ],
+)
+def test_no_latency_or_catchment_argument_has_a_default(function: Any, parameters: tuple[str, ...]) -> None:
+    """Nothing on the solve or output path can quietly fall back to the bundled network or recompute catchments."""
+    signature = inspect.signature(function)
+    for name in parameters:
+        assert signature.parameters[name].default is inspect.Parameter.empty, f"{function.__name__}({name}=...)"
