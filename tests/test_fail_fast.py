@@ -112,6 +112,7 @@ def test_check_accepts_new_nested_and_old_results_folders(tmp_path: Path) -> Non
     (old / "summary.json").write_text("{}")
     assert check_output_folder(old) == old.resolve()
     assert list(tmp_path.iterdir()) == [old]  # the probe leaves nothing behind
+    assert [p.name for p in old.iterdir()] == ["summary.json"]
     with pytest.raises(InputError):
         check_output_folder(tmp_path)  # holds 'old': not a results folder itself
     assert check_output_folder(tmp_path, results_markers=None) == tmp_path.resolve()

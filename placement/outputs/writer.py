@@ -100,7 +100,7 @@ def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...]
 
     A results folder is written into a sibling staging folder and swapped in (see
     :func:`write_folder`), so the place that must be writable is the nearest existing folder
-    on the way to ``out_dir``. It is probed by creating and removing an empty folder there,
+    on the way to ``out_dir``'s parent. It is probed by creating and removing an empty folder there,
     which fails on a read-only file system or without permission, for root too.
 
     Parameters
@@ -132,7 +132,7 @@ def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...]
     if results_markers is not None and foreign:
         rule = f"it exists, is not empty and is not a placement results folder (no {' or '.join(markers)})"
         raise InputError([Problem(source, "", "", rule + "; nothing in it is overwritten", fix)])
-    base = _nearest_existing(out if out.is_dir() else out.parent)
+    base = _nearest_existing(out.parent)  # staging and the swap happen beside out_dir
     if not base.is_dir():
         raise InputError([Problem(source, "", "", f"it would be inside {base}, which is a file, not a folder", fix)])
     try:
