@@ -38,8 +38,12 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
         workload = instance.profiles[k]
         j = int(np.argmin(instance.ttft_ms[c]))
         where = f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {workload.name}"
-        if instance.within_budget[c].any():
-            lines.append(f"{where}: the sites inside its budget are barred by residency rules or have no power")
+        inside = np.flatnonzero(instance.within_budget[c])
+        if len(inside):
+            names = ", ".join(str(instance.sites["name"].iat[j]) for j in inside[:6]) + (" ..." if len(inside) > 6 else "")
+            unpowered = (instance.sites["mw_available"].to_numpy(float)[inside] <= 0).all()
+            why = "have no power (0 MW available)" if unpowered else "are barred by residency rules or have no power"
+            lines.append(f"{where}: the sites inside its budget ({names}) {why}")
             continue
         lines.append(
             f"{where}: nearest site {instance.sites['name'].iat[j]} has p99 TTFT {instance.ttft_ms[c, j]:.1f} ms "

@@ -15,7 +15,7 @@ from placement.instance import build_instance
 from placement.outputs.writer import check_output_folder
 from placement.plan import solve_instance
 from placement.scenario import load_scenario
-from tests.conftest import scenario_dict, write_scenario
+from tests.conftest import CATALOG_HEADER, scenario_dict, write_scenario
 
 
 def _never(*_: Any, **__: Any) -> Any:
@@ -197,3 +197,16 @@ def test_validate_reports_an_empty_demand_filter_and_a_broken_network(tmp_path: 
     err = _error(capsys)
     assert "demand.countries: no city of cities.csv is in ['XX']" in err
     assert f"{tmp_path / 'hubs.csv'}" in err and "'lat'" in err
+
+
+def test_population_whose_only_sites_have_no_power_is_told_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    catalog = CATALOG_HEADER + (
+        "ashburn,Ashburn,US,North America,39.04,-77.49,50,80,1.3,10000000,false\n"
+        "chicago,Chicago,US,North America,41.88,-87.63,50,60,1.3,10000000,false\n"
+        "frankfurt,Frankfurt,DE,Europe,50.11,8.68,0,120,1.3,10000000,false\n"
+    )
+    path = write_scenario(tmp_path, catalog=catalog)
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = _error(capsys)
+    assert "Berlin (DE), class chat: the sites inside its budget (Frankfurt) have no power (0 MW available)" in err
+    assert "Paris (FR), class chat: the sites inside its budget (Frankfurt) have no power" in err
