@@ -50,9 +50,10 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.outputs.writer import write_results
+    from placement.outputs.writer import check_output_folder, write_results
     from placement.plan import run
 
+    check_output_folder(args.out)
     progress = _Progress(args.quiet)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
@@ -86,9 +87,10 @@ def _compare(args: argparse.Namespace) -> int:
     from placement.baselines import all_baselines
     from placement.instance import build_instance
     from placement.outputs.charts import draw_comparison
-    from placement.outputs.writer import write_folder
+    from placement.outputs.writer import check_output_folder, write_folder
     from placement.plan import solve_instance
 
+    check_output_folder(args.out)
     progress = _Progress(args.quiet or args.json)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     instance = build_instance(loaded, progress=progress)
@@ -165,9 +167,11 @@ def _explain(args: argparse.Namespace) -> int:
 def _rtt(args: argparse.Namespace) -> int:
     import json
 
+    from placement.network.graph import default_network, default_params
     from placement.network.places import rtt_report
 
-    report = rtt_report(args.origin, args.destination, access=args.access)
+    # The rtt command reads no scenario: it uses the bundled network and calibrated parameters, explicitly.
+    report = rtt_report(args.origin, args.destination, access=args.access, params=default_params(), network=default_network())
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return EXIT_OK
@@ -264,8 +268,10 @@ def _positive_int(text: str) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from placement.outputs.writer import check_output_folder
     from placement.sweep.run import run_sweep
 
+    check_output_folder(args.out, results_markers=None)  # run_sweep checks its own marker
     table = run_sweep(args.sweep, out_dir=args.out, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet)
     solved = table[table["error"] == ""]
     cost = solved["cost_per_million_goodput_tokens_usd"]
@@ -281,10 +287,9 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
-    """Everything a solve reads besides the YAML: catalog, cities, serving classes, retrieval stores."""
+    """Everything a solve reads besides the YAML: catalog, filtered cities, classes, latency network, retrieval stores."""
     from placement._errors import Problem
-    from placement.cities import load_cities
-    from placement.instance import load_sites, retrieval_extra_ms
+    from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
     from placement.profiles import class_profiles
 
     problems: list[Problem] = []
@@ -293,7 +298,7 @@ def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
         sites = load_sites(loaded)
     except InputError as exc:
         problems += exc.problems
-    checks: list[Callable[[], object]] = [lambda: load_cities(loaded.cities_path), lambda: class_profiles(loaded)]
+    checks: list[Callable[[], object]] = [lambda: demand_cities(loaded), lambda: class_profiles(loaded)]
     catalog = sites
     if catalog is None:  # exclusions failed: check retrieval stores against the whole catalog
         try:
@@ -302,7 +307,14 @@ def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
             catalog = None
     if catalog is not None:
         stores = catalog
-        checks.append(lambda: retrieval_extra_ms(loaded, stores))
+        checks.append(
+            lambda: retrieval_extra_ms(
+                loaded.scenario.classes,
+                stores,
+                build_latency_model(loaded.scenario.latency, loaded.resolve),
+                source=str(loaded.path),
+            )
+        )
     for check in checks:
         try:
             check()

@@ -38,8 +38,12 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
         workload = instance.profiles[k]
         j = int(np.argmin(instance.ttft_ms[c]))
         where = f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {workload.name}"
-        if instance.within_budget[c].any():
-            lines.append(f"{where}: the sites inside its budget are barred by residency rules or have no power")
+        inside = np.flatnonzero(instance.within_budget[c])
+        if len(inside):
+            names = ", ".join(str(instance.sites["name"].iat[j]) for j in inside[:6]) + (" ..." if len(inside) > 6 else "")
+            unpowered = (instance.sites["mw_available"].to_numpy(float)[inside] <= 0).all()
+            why = "have no power (0 MW available)" if unpowered else "are barred by residency rules or have no power"
+            lines.append(f"{where}: the sites inside its budget ({names}) {why}")
             continue
         lines.append(
             f"{where}: nearest site {instance.sites['name'].iat[j]} has p99 TTFT {instance.ttft_ms[c, j]:.1f} ms "
@@ -69,6 +73,31 @@ def _shortfall_message(instance: Instance, elastic: PlacementSolution, *, limit:
             + (" or N+1 cannot be met" if data.fault_tolerant else "")
         )
     return lines
+
+
+def _power_totals(instance: Instance) -> tuple[float, float, float, float]:
+    """MW the sites hold in total, and a lower bound on the MW the demand needs (with its node count and PUE).
+
+    The bound is the busiest slice's node-equivalents at the lowest PUE of any site.
+    """
+    sites = instance.sites
+    nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in instance.profiles])[instance.commodity_class]
+    nodes = float((instance.commodity_slice_demand_tok_s * nodes_per_tok_s[:, None]).sum(axis=0).max(initial=0.0))
+    pue = float(sites["pue"].min())
+    return float(sites["mw_available"].sum()), nodes * instance.node_kw * pue / 1000.0, nodes, pue
+
+
+def _no_power_message(instance: Instance) -> str | None:
+    """With no MW at any site every pair is barred: say it is power, not latency."""
+    available, needed, nodes, pue = _power_totals(instance)
+    if available > 0:
+        return None
+    return (
+        f"no power: the {len(instance.sites)} candidate sites hold {available:g} MW in total "
+        f"(sites.mw_multiplier: {instance.loaded.scenario.sites.mw_multiplier:g}), but serving the demand needs at least "
+        f"{needed:,.3g} MW ({nodes:,.1f} nodes of {instance.node_kw:g} kW at PUE {pue:g} in the busiest slice)"
+        f"\nFix: raise sites.mw_multiplier or mw_available in {instance.loaded.catalog_path.name}, or add sites"
+    )
 
 
 @dataclass(frozen=True)
@@ -417,6 +446,9 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     policy = scenario.policy
     options = scenario.solver.options(msg=msg)
     notes: list[str] = []
+    no_power = _no_power_message(instance)
+    if no_power is not None:
+        raise InfeasibleError(no_power)
     unreachable = np.flatnonzero(instance.unreachable & (instance.commodity_mean_demand_tok_s > 0))
     if len(unreachable):
         lines = _unreachable_message(instance, unreachable)
@@ -447,7 +479,11 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         progress("infeasible: diagnosing which populations cannot be served")
         elastic = diagnose_shortfall(instance.inputs, options)
         lines = _shortfall_message(instance, elastic)
-        header = "the sites inside the latency budget do not have the power to serve all demand"
+        available, needed, _, _ = _power_totals(instance)
+        header = (
+            "the sites inside the latency budget do not have the power to serve all demand "
+            f"(all sites hold {available:,.3g} MW; the demand needs at least {needed:,.3g} MW)"
+        )
         if policy.unreachable == "stop":
             raise InfeasibleError(
                 "\n  - ".join([header + ":", *lines]) + "\nFix: raise mw_available, add sites, or set policy.unreachable: report"

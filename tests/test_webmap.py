@@ -13,6 +13,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+from placement.outputs.catchments import catchment_frame
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import budget_rows, render_html, rerender_report, write_report_html
 from placement.outputs.webmap import write_webmap
@@ -44,7 +45,7 @@ def plan_and_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Pat
     plan = run(load_scenario(write_scenario(folder)))
     out = folder / "out"
     out.mkdir()
-    write_webmap(plan, out / "map.html")
+    write_webmap(plan, out / "map.html", catchments=catchment_frame(plan), links=plan.instance.latency.links_frame())
     return plan, out
 
 
@@ -129,7 +130,7 @@ def test_harness_sees_a_console_error(tmp_path: Path) -> None:
 
 def test_regional_maps_only_where_sites_are_open(plan_and_folder: tuple[Plan, Path]) -> None:
     plan, out = plan_and_folder
-    written = draw_regional_maps(plan, out)
+    written = draw_regional_maps(plan, out, catchments=catchment_frame(plan))
     assert [p.name for p in written] == ["map_north_america.png", "map_europe.png"]  # Ashburn/Chicago and Frankfurt
     for path in written:
         image = matplotlib.image.imread(path)
@@ -147,7 +148,7 @@ def test_ttft_budget_rows_are_the_worst_and_the_median(plan_and_folder: tuple[Pl
 
 def test_report_html_embeds_every_map_and_can_be_rebuilt(plan_and_folder: tuple[Plan, Path]) -> None:
     plan, out = plan_and_folder
-    draw_regional_maps(plan, out)
+    draw_regional_maps(plan, out, catchments=catchment_frame(plan))
     (out / "summary.json").write_text(json.dumps({**plan.summary, "notes": plan.notes}), encoding="utf-8")
     plan.sites.to_csv(out / "sites.csv", index=False)
     plan.assignments.to_csv(out / "assignments.csv", index=False)

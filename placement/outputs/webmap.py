@@ -210,8 +210,8 @@ def _links(links: gpd.GeoDataFrame) -> list[list[Any]]:
 def webmap_data(
     plan: Plan,
     *,
-    catchments: gpd.GeoDataFrame | None = None,
-    links: gpd.GeoDataFrame | None = None,
+    catchments: gpd.GeoDataFrame,
+    links: gpd.GeoDataFrame,
     basemap: gpd.GeoDataFrame | None = None,
 ) -> dict[str, Any]:
     """Everything the page draws, as JSON-ready data.
@@ -220,10 +220,11 @@ def webmap_data(
     ----------
     plan : Plan
         A solved plan.
-    catchments : geopandas.GeoDataFrame, optional
-        Catchment polygons (default: :func:`placement.outputs.catchments.catchments_of`).
-    links : geopandas.GeoDataFrame, optional
-        Latency graph links (default: :func:`placement.network.graph.links_frame`).
+    catchments : geopandas.GeoDataFrame
+        Catchment polygons (:func:`placement.outputs.catchments.catchment_frame`).
+    links : geopandas.GeoDataFrame
+        Links of the scenario's latency model
+        (:meth:`placement.network.latency.LatencyModel.links_frame`).
     basemap : geopandas.GeoDataFrame, optional
         Country polygons (default: the bundled Natural Earth file).
 
@@ -232,12 +233,8 @@ def webmap_data(
     dict
         ``summary, countries, sites, populations, assignments, catchments, links, legend``.
     """
-    from placement.network.graph import links_frame
-    from placement.outputs.catchments import catchments_of
     from placement.outputs.world_map import load_basemap
 
-    catchments = catchments_of(plan) if catchments is None else catchments
-    links = links_frame() if links is None else links
     basemap = load_basemap() if basemap is None else basemap
     catchments = catchments.assign(tint=[CATCHMENT_TINTS[k % len(CATCHMENT_TINTS)] for k in range(len(catchments))])
     columns = [
@@ -313,7 +310,7 @@ def render_webmap(data: Mapping[str, Any], *, title: str) -> str:
     )
 
 
-def write_webmap(plan: Plan, path: Path) -> Path:
+def write_webmap(plan: Plan, path: Path, *, catchments: gpd.GeoDataFrame, links: gpd.GeoDataFrame) -> Path:
     """Write the interactive map.
 
     Parameters
@@ -322,6 +319,10 @@ def write_webmap(plan: Plan, path: Path) -> Path:
         A solved plan.
     path : Path
         HTML file to write (``map.html`` in a results folder).
+    catchments : geopandas.GeoDataFrame
+        Catchment polygons (:func:`placement.outputs.catchments.catchment_frame`).
+    links : geopandas.GeoDataFrame
+        Links of the scenario's latency model.
 
     Returns
     -------
@@ -329,7 +330,7 @@ def write_webmap(plan: Plan, path: Path) -> Path:
         The file written.
     """
     title = f"{plan.summary.get('scenario', 'placement')}: interactive placement map"
-    Path(path).write_text(render_webmap(webmap_data(plan), title=title), encoding="utf-8")
+    Path(path).write_text(render_webmap(webmap_data(plan, catchments=catchments, links=links), title=title), encoding="utf-8")
     return Path(path)
 
 
