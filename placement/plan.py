@@ -294,19 +294,36 @@ def _population_table(instance: Instance, solution: PlacementSolution, assignmen
     return table
 
 
-def _class_costs(instance: Instance, solution: PlacementSolution, sites: pd.DataFrame) -> FloatArray:
-    """Each class's share of cost: site costs split by node-equivalent usage, plus its own energy. [USD/h]"""
-    data = instance.inputs
-    klass = instance.commodity_class[instance.modelled][data.pair_commodity]
+def _class_costs(
+    data: PlacementInput, solution: PlacementSolution, pair_class: IntArray, n_classes: int, site_cost_usd_per_h: FloatArray
+) -> FloatArray:
+    """Each class's share of cost: site costs split by node-equivalent usage, plus its own energy.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays solved.
+    solution : PlacementSolution
+        The answer.
+    pair_class : numpy.ndarray of int
+        ``(p,)`` class of each pair.
+    n_classes : int
+        Number of classes.
+    site_cost_usd_per_h : numpy.ndarray
+        ``(m,)`` cost of each site without its load-dependent energy. [USD/h]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_classes,)`` cost of each class; they add up to the plan's cost. [USD/h]
+    """
     usage = (data.pair_slice_load() * solution.pair_share[:, None]) @ (data.slice_hours / data.slice_hours.sum())
-    n_class = len(instance.classes)
-    per_site_class = np.zeros((data.n_sites, n_class))
-    np.add.at(per_site_class, (data.pair_site, klass), usage)
+    per_site_class = np.zeros((data.n_sites, n_classes))
+    np.add.at(per_site_class, (data.pair_site, pair_class), usage)
     totals = per_site_class.sum(axis=1, keepdims=True)
     weights = np.divide(per_site_class, totals, out=np.zeros_like(per_site_class), where=totals > 0)
-    site_cost = (sites["cost_usd_per_h"] - sites["load_energy_usd_per_h"]).to_numpy(float)
-    energy = np.bincount(klass, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=n_class)
-    return np.asarray(weights.T @ site_cost + energy)
+    energy = np.bincount(pair_class, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=n_classes)
+    return np.asarray(weights.T @ site_cost_usd_per_h + energy)
 
 
 def _interactive_names(classes: list[WorkloadClass]) -> list[str]:
@@ -373,6 +390,9 @@ def summarise(
     interactive = assignments[assignments["class"].isin(interactive_names)]
     ttft_max, ttft_mean = ttft_headlines_ms(interactive["ttft_p99_ms"], interactive["goodput_tok_s"])
     served_by_class = {str(k): float(v) for k, v in assignments.groupby("class")["goodput_tok_s"].sum().items()}
+    pair_class = instance.commodity_class[instance.modelled][instance.inputs.pair_commodity]
+    site_cost = (sites["cost_usd_per_h"] - sites["load_energy_usd_per_h"]).to_numpy(float)
+    class_cost = _class_costs(instance.inputs, solution, pair_class, len(instance.classes), site_cost)
     report = solution.report
     return PlanSummary(
         scenario=instance.loaded.scenario.name,
@@ -400,7 +420,7 @@ def summarise(
         populations=len(instance.populations.table),
         cities=len(instance.populations.cities),
         feasible_pairs=len(instance.inputs.pair_site),
-        classes=_class_summaries(instance.profiles, assignments, _class_costs(instance, solution, sites)),
+        classes=_class_summaries(instance.profiles, assignments, class_cost),
         dinkelbach_iterations=dinkelbach_steps(solution.iterations),
         solver=report.solver,
         solver_status=report.status.value,
