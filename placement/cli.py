@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from placement import jsonio
 from placement._errors import InputError, PlacementError
 from placement.bundled import default_scenario_path
 from placement.catalog import load_catalog
@@ -61,17 +62,17 @@ def _solve(args: argparse.Namespace) -> int:
     progress("writing results")
     out = write_results(plan, args.out)
     s = plan.summary
-    cost = s["cost_per_million_goodput_tokens_usd"]
+    cost = s.cost_per_million_goodput_tokens_usd
     print(
-        f"{s['status']}: {s['sites_open']} of {s['sites_candidate']} sites open, {s['nodes']:,} nodes, {s['mw_used']:.1f} MW; "
-        f"${s['objective_usd_per_h']:,.0f}/h for {s['goodput_tok_s']:,.0f} goodput tok/s = "
-        f"${cost:.3f} per million goodput tokens (gap {s['gap']:.2%}, {s['solver']})"
-        if cost is not None and s["gap"] is not None
-        else f"{s['status']}: no goodput served"
+        f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {s.mw_used:.1f} MW; "
+        f"${s.objective_usd_per_h:,.0f}/h for {s.goodput_tok_s:,.0f} goodput tok/s = "
+        f"${cost:.3f} per million goodput tokens (gap {s.gap:.2%}, {s.solver})"
+        if cost is not None and s.gap is not None
+        else f"{s.status}: no goodput served"
     )
     print(
-        f"unserved share {s['unserved_share']:.2%}; "
-        f"p99 TTFT mean {s['p99_ttft_ms_mean'] or 0:.0f} ms, max {s['p99_ttft_ms_max'] or 0:.0f} ms"
+        f"unserved share {s.unserved_share:.2%}; "
+        f"p99 TTFT mean {s.p99_ttft_ms_mean or 0:.0f} ms, max {s.p99_ttft_ms_max or 0:.0f} ms"
     )
     for note in plan.notes[:8]:
         print(note)
@@ -80,8 +81,6 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import json
-
     import pandas as pd
 
     from placement.baselines import all_baselines
@@ -96,15 +95,15 @@ def _compare(args: argparse.Namespace) -> int:
     instance = build_instance(loaded, progress=progress)
     plan = solve_instance(instance, progress=progress)
     s = plan.summary
-    optimal = {
+    optimal: dict[str, Any] = {
         "placement": "optimal",
-        "cost_per_million_goodput_tokens_usd": s["cost_per_million_goodput_tokens_usd"],
-        "served_share": 1.0 - s["unserved_share"],
-        "tokens_per_s_per_mw": s["tokens_per_s_per_mw"],
-        "mw_used": s["mw_used"],
-        "cost_usd_per_h": s["objective_usd_per_h"],
-        "goodput_tok_s": s["goodput_tok_s"],
-        "sites_open": s["sites_open"],
+        "cost_per_million_goodput_tokens_usd": s.cost_per_million_goodput_tokens_usd,
+        "served_share": 1.0 - s.unserved_share,
+        "tokens_per_s_per_mw": s.tokens_per_s_per_mw,
+        "mw_used": s.mw_used,
+        "cost_usd_per_h": s.objective_usd_per_h,
+        "goodput_tok_s": s.goodput_tok_s,
+        "sites_open": s.sites_open,
     }
     rows = [optimal, *(b.as_dict() for b in all_baselines(instance))]
     table = pd.DataFrame(rows)
@@ -115,7 +114,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     out = write_folder(args.out, write)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(jsonio.dumps(rows))
         return EXIT_OK
     shown = table.assign(
         **{
@@ -158,22 +157,20 @@ def _explain(args: argparse.Namespace) -> int:
     if args.site is not None and args.site not in set(sites["site_id"]):
         raise PlacementError(f"unknown site '{args.site}'; the plan's sites are: {', '.join(sites['site_id'])}")
     records = explain(instance, sites, only=args.site, progress=progress)
-    write_text_atomic(folder / "explain.json", json.dumps(records, indent=2) + "\n")
+    write_text_atomic(folder / "explain.json", jsonio.dumps(records) + "\n")
     print(render_table(records))
     print(f"explain.json in {folder}")
     return EXIT_OK
 
 
 def _rtt(args: argparse.Namespace) -> int:
-    import json
-
     from placement.network.graph import default_network, default_params
     from placement.network.places import rtt_report
 
     # The rtt command reads no scenario: it uses the bundled network and calibrated parameters, explicitly.
     report = rtt_report(args.origin, args.destination, access=args.access, params=default_params(), network=default_network())
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(jsonio.dumps(report, ensure_ascii=False))
         return EXIT_OK
     origin, destination = report["from"], report["to"]
     leg = "user to user (access legs included)" if args.access else "data center to data center"
@@ -186,8 +183,6 @@ def _rtt(args: argparse.Namespace) -> int:
 
 
 def _goodput(args: argparse.Namespace) -> int:
-    import json
-
     from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
 
     report = goodput_report(
@@ -223,7 +218,7 @@ def _goodput(args: argparse.Namespace) -> int:
             title=f"{args.model} on {args.gpus} x {args.accelerator} ({args.precision})",
         )
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(jsonio.dumps(report))
         return EXIT_OK
     print(
         f"{args.model} on {args.gpus} x {args.accelerator} ({args.precision}), {args.input_tokens} in / "

@@ -281,7 +281,7 @@ def draw_regional_maps(plan: Plan, folder: Path, *, catchments: gpd.GeoDataFrame
     return draw_regional_maps_from_tables(
         (plan.sites, plan.assignments, plan.populations),
         Path(folder),
-        title=f"{plan.summary.get('scenario', 'placement')}",
+        title=plan.summary.scenario,
         catchments=catchments,
     )
 

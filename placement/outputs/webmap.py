@@ -27,6 +27,7 @@ import pandas as pd
 import shapely
 from matplotlib.colors import Normalize, to_hex
 
+from placement import jsonio
 from placement.budget import COMPONENTS
 from placement.plan import Plan
 
@@ -244,22 +245,20 @@ def webmap_data(
     ]
     _, norm = _site_colours(plan.sites)
     cmap = matplotlib.colormaps[COST_CMAP]
+    s = plan.summary
     summary = {
-        k: plan.summary.get(k)
-        for k in (
-            "scenario",
-            "status",
-            "cost_per_million_goodput_tokens_usd",
-            "sites_open",
-            "sites_candidate",
-            "mw_used",
-            "nodes",
-            "goodput_tok_s",
-            "unserved_share",
-        )
+        "scenario": s.scenario,
+        "status": s.status,
+        "cost_per_million_goodput_tokens_usd": _num(s.cost_per_million_goodput_tokens_usd),
+        "sites_open": s.sites_open,
+        "sites_candidate": s.sites_candidate,
+        "mw_used": _num(s.mw_used),
+        "nodes": s.nodes,
+        "goodput_tok_s": _num(s.goodput_tok_s),
+        "unserved_share": _num(s.unserved_share),
     }
     return {
-        "summary": {k: (_num(v) if isinstance(v, float) else v) for k, v in summary.items()},
+        "summary": summary,
         "countries": _countries(basemap),
         "sites": _sites(plan.sites),
         "populations": _populations(plan.populations, plan.assignments),
@@ -281,7 +280,7 @@ def webmap_data(
 
 def _json_for_script(data: Mapping[str, Any]) -> str:
     """JSON that can sit inside a ``<script>`` element (``</`` cannot close it)."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return jsonio.dumps(data, compact=True).replace("</", "<\\/")
 
 
 def render_webmap(data: Mapping[str, Any], *, title: str) -> str:
@@ -329,7 +328,7 @@ def write_webmap(plan: Plan, path: Path, *, catchments: gpd.GeoDataFrame, links:
     Path
         The file written.
     """
-    title = f"{plan.summary.get('scenario', 'placement')}: interactive placement map"
+    title = f"{plan.summary.scenario}: interactive placement map"
     Path(path).write_text(render_webmap(webmap_data(plan, catchments=catchments, links=links), title=title), encoding="utf-8")
     return Path(path)
 

@@ -6,8 +6,6 @@ it swapped in for the destination, so a failure leaves the previous results unto
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
 import tempfile
@@ -15,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from placement import jsonio
 from placement._errors import InputError, Problem
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments, write_network
@@ -46,22 +45,25 @@ RESULT_FILES = (
 MARKERS = ("summary.json", "compare.csv")
 
 
-def _clean_json(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean_json(v) for v in value]
-    return value
+def summary_json_dict(plan: Plan) -> dict[str, Any]:
+    """What ``summary.json`` holds: the plan's figures, its notes and the scenario's path.
+
+    Parameters
+    ----------
+    plan : Plan
+        A solved plan.
+
+    Returns
+    -------
+    dict
+        JSON-ready (through :func:`placement.jsonio.dumps`).
+    """
+    return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.instance.loaded.path)}
 
 
 def _write_all(plan: Plan, folder: Path) -> None:
-    summary = dict(plan.summary)
-    summary["notes"] = plan.notes
-    summary["scenario_path"] = str(plan.instance.loaded.path)
     shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
-    (folder / "summary.json").write_text(json.dumps(_clean_json(summary), indent=2) + "\n", encoding="utf-8")
+    (folder / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)) + "\n", encoding="utf-8")
     plan.sites.to_csv(folder / "sites.csv", index=False, float_format="%.10g")
     plan.assignments.to_csv(folder / "assignments.csv", index=False, float_format="%.10g")
     plan.populations.to_csv(folder / "populations.csv", index=False, float_format="%.10g")
@@ -73,9 +75,10 @@ def _write_all(plan: Plan, folder: Path) -> None:
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")
-    title = (
-        f"{plan.summary['scenario']}: {plan.summary['sites_open']} sites, "
-        f"${plan.summary['cost_per_million_goodput_tokens_usd'] or float('nan'):.3f} per million goodput tokens"
+    summary = plan.summary
+    cost = summary.cost_per_million_goodput_tokens_usd
+    title = f"{summary.scenario}: {summary.sites_open} sites, " + (
+        f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
     draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
