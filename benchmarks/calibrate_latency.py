@@ -144,7 +144,7 @@ def main() -> None:
     print(f"\nheld-out regions ({len(held)} of {len(regions)}, seed {SPLIT_SEED}): {', '.join(held)}")
     seeds = {}
     for name, (a, b, (low, high)) in SEED_FACTS.items():
-        result = point_to_point_rtt_ms(*a, *b, params=params)
+        result = point_to_point_rtt_ms(*a, *b, params=params, network=default_network())
         seeds[name] = {"rtt_ms": round(result.rtt_ms, 2), "expected_ms": [low, high], "path": result.path}
         print(f"seed fact {name}: {result.rtt_ms:.1f} ms (expected {low:g}-{high:g}) via {' > '.join(result.path)}")
     if args.worst:

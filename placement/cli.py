@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from placement import jsonio
 from placement._errors import PlacementError
 from placement.bundled import default_scenario_path
 from placement.scenario import LoadedScenario, load_scenario
@@ -51,9 +52,10 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.outputs.writer import write_results
+    from placement.outputs.writer import check_output_folder, write_results
     from placement.plan import run
 
+    check_output_folder(args.out)
     progress = _Progress(args.quiet)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
@@ -61,17 +63,17 @@ def _solve(args: argparse.Namespace) -> int:
     progress("writing results")
     out = write_results(plan, args.out)
     s = plan.summary
-    cost = s["cost_per_million_goodput_tokens_usd"]
+    cost = s.cost_per_million_goodput_tokens_usd
     print(
-        f"{s['status']}: {s['sites_open']} of {s['sites_candidate']} sites open, {s['nodes']:,} nodes, {s['mw_used']:.1f} MW; "
-        f"${s['objective_usd_per_h']:,.0f}/h for {s['goodput_tok_s']:,.0f} goodput tok/s = "
-        f"${cost:.3f} per million goodput tokens (gap {s['gap']:.2%}, {s['solver']})"
-        if cost is not None and s["gap"] is not None
-        else f"{s['status']}: no goodput served"
+        f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {s.mw_used:.1f} MW; "
+        f"${s.objective_usd_per_h:,.0f}/h for {s.goodput_tok_s:,.0f} goodput tok/s = "
+        f"${cost:.3f} per million goodput tokens (gap {s.gap:.2%}, {s.solver})"
+        if cost is not None and s.gap is not None
+        else f"{s.status}: no goodput served"
     )
     print(
-        f"unserved share {s['unserved_share']:.2%}; "
-        f"p99 TTFT mean {s['p99_ttft_ms_mean'] or 0:.0f} ms, max {s['p99_ttft_ms_max'] or 0:.0f} ms"
+        f"unserved share {s.unserved_share:.2%}; "
+        f"p99 TTFT mean {s.p99_ttft_ms_mean or 0:.0f} ms, max {s.p99_ttft_ms_max or 0:.0f} ms"
     )
     for note in plan.notes[:8]:
         print(note)
@@ -80,15 +82,15 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import json
-
     from placement.outputs.compare import compare_placements, render_comparison, write_comparison
+    from placement.outputs.writer import check_output_folder
 
+    check_output_folder(args.out)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     rows = compare_placements(loaded, progress=_Progress(args.quiet or args.json))
     out = write_comparison(rows, args.out, title=f"{loaded.scenario.name}: same silicon, different arrangement")
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(jsonio.dumps(rows))
         return EXIT_OK
     print(render_comparison(rows))
     print(f"table and chart in {out}")
@@ -96,27 +98,26 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    import json
 
     from placement.explain import explain_folder, render_table
     from placement.outputs.writer import write_text_atomic
 
     folder = Path(args.outdir)
     records = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
-    write_text_atomic(folder / "explain.json", json.dumps(records, indent=2) + "\n")
+    write_text_atomic(folder / "explain.json", jsonio.dumps(records) + "\n")
     print(render_table(records))
     print(f"explain.json in {folder}")
     return EXIT_OK
 
 
 def _rtt(args: argparse.Namespace) -> int:
-    import json
-
+    from placement.network.graph import default_network, default_params
     from placement.network.places import rtt_report
 
-    report = rtt_report(args.origin, args.destination, access=args.access)
+    # The rtt command reads no scenario: it uses the bundled network and calibrated parameters, explicitly.
+    report = rtt_report(args.origin, args.destination, access=args.access, params=default_params(), network=default_network())
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(jsonio.dumps(report, ensure_ascii=False))
         return EXIT_OK
     origin, destination = report["from"], report["to"]
     leg = "user to user (access legs included)" if args.access else "data center to data center"
@@ -150,7 +151,6 @@ def _serving_request(args: argparse.Namespace) -> ServingRequest:
 
 
 def _goodput(args: argparse.Namespace) -> int:
-    import json
 
     from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
 
@@ -159,7 +159,7 @@ def _goodput(args: argparse.Namespace) -> int:
     if args.plot:
         plot_pareto(pareto_curve(request), args.plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(jsonio.dumps(report))
         return EXIT_OK
     print(
         f"{request.label}, {args.input_tokens} in / {args.output_tokens} out, "
@@ -204,8 +204,10 @@ def _positive_int(text: str) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from placement.outputs.writer import check_output_folder
     from placement.sweep.run import run_sweep
 
+    check_output_folder(args.out, results_markers=None)  # run_sweep checks its own marker
     table = run_sweep(args.sweep, out_dir=args.out, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet)
     solved = table[table["error"] == ""]
     cost = solved["cost_per_million_goodput_tokens_usd"]

@@ -15,8 +15,7 @@ import pandas as pd
 
 from placement._errors import InputError, Problem
 from placement.catalog import load_catalog
-from placement.cities import load_cities
-from placement.instance import load_sites, retrieval_extra_ms
+from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
 from placement.profiles import class_profiles
 from placement.scenario import LoadedScenario, load_scenario
 
@@ -61,7 +60,7 @@ def _retrieval_catalog(loaded: LoadedScenario, sites: pd.DataFrame | None) -> pd
 
 
 def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
-    """Everything a solve reads besides the YAML: catalog and exclusions, cities, serving classes, retrieval stores.
+    """Everything a solve reads besides the YAML: catalog and exclusions, filtered cities, classes, latency network, stores.
 
     Parameters
     ----------
@@ -84,11 +83,18 @@ def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
         sites = load_sites(loaded)
     except InputError as exc:
         problems += exc.problems
-    problems += _problems_of(lambda: load_cities(loaded.cities_path))
+    problems += _problems_of(lambda: demand_cities(loaded))
     problems += _problems_of(lambda: class_profiles(loaded))
     stores = _retrieval_catalog(loaded, sites)
     if stores is not None:
-        problems += _problems_of(lambda: retrieval_extra_ms(loaded, stores))
+        problems += _problems_of(
+            lambda: retrieval_extra_ms(
+                loaded.scenario.classes,
+                stores,
+                build_latency_model(loaded.scenario.latency, loaded.resolve),
+                source=str(loaded.path),
+            )
+        )
     if problems:
         raise InputError(problems)
     assert sites is not None

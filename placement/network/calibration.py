@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from placement.bundled import bundled_path
 from placement.geodesy import pairwise_km
-from placement.network.graph import GraphLatencyParams, Network, site_site_rtt_ms
+from placement.network.graph import GraphLatencyParams, Network, default_network, site_site_rtt_ms
 from placement.network.great_circle import physics_bound_rtt_ms
 
 MATRIX_CSV = bundled_path("latency", "azure_interregion_rtt_ms.csv")
@@ -86,6 +86,7 @@ def graph_predict(pairs: pd.DataFrame, params: GraphLatencyParams, *, network: N
         ]
     )
     first = ends.drop_duplicates("r").set_index("r").loc[regions]
+    network = default_network() if network is None else network
     matrix = site_site_rtt_ms(first["lat"], first["lon"], first["lat"], first["lon"], params, network=network)
     index = {r: k for k, r in enumerate(regions)}
     return np.asarray(matrix[pairs["a"].map(index).to_numpy(), pairs["b"].map(index).to_numpy()])

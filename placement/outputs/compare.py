@@ -25,13 +25,13 @@ def optimal_row(plan: Plan) -> dict[str, Any]:
     s = plan.summary
     return {
         "placement": "optimal",
-        "cost_per_million_goodput_tokens_usd": s["cost_per_million_goodput_tokens_usd"],
-        "served_share": 1.0 - s["unserved_share"],
-        "tokens_per_s_per_mw": s["tokens_per_s_per_mw"],
-        "mw_used": s["mw_used"],
-        "cost_usd_per_h": s["objective_usd_per_h"],
-        "goodput_tok_s": s["goodput_tok_s"],
-        "sites_open": s["sites_open"],
+        "cost_per_million_goodput_tokens_usd": s.cost_per_million_goodput_tokens_usd,
+        "served_share": 1.0 - s.unserved_share,
+        "tokens_per_s_per_mw": s.tokens_per_s_per_mw,
+        "mw_used": s.mw_used,
+        "cost_usd_per_h": s.objective_usd_per_h,
+        "goodput_tok_s": s.goodput_tok_s,
+        "sites_open": s.sites_open,
     }
 
 
