@@ -24,24 +24,6 @@ from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
 
-RESULT_FILES = (
-    "summary.json",
-    "sites.csv",
-    "assignments.csv",
-    "populations.csv",
-    "sites.geojson",
-    "assignments.geojson",
-    "populations.geojson",
-    "population_members.csv",
-    "map.png",
-    "report.md",
-    "scenario.yaml",
-    "catchments.geojson",
-    "network.geojson",
-    "map.html",
-    "report.html",
-    "ttft_budget.png",
-)
 MARKERS = ("summary.json", "compare.csv")
 
 
