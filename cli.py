@@ -1,4 +1,4 @@
-"""Entry point: ``python cli.py solve [SCENARIO] [--out DIR]`` and ``python cli.py validate FILE``."""
+"""Entry point of a checkout: ``python cli.py COMMAND ...`` is the installed ``placement COMMAND ...``."""
 
 import sys
 

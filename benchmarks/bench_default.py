@@ -51,12 +51,12 @@ def main() -> None:
                     solver,
                     built - start,
                     solved - built,
-                    s["runtime_s"],
+                    s.runtime_s,
                     written - solved,
                     written - start,
-                    s["objective_usd_per_h"],
-                    s["gap"],
-                    s["sites_open"],
+                    s.objective_usd_per_h,
+                    s.gap,
+                    s.sites_open,
                 )
             )
         with tempfile.TemporaryDirectory() as tmp:

@@ -65,9 +65,9 @@ def main() -> None:
             plan = solve_instance(instance)
             s = plan.summary
             print(
-                f"{clusters:8d} {s['populations']:5d} {sites:5d} {slices:6d} {len(instance.modelled):5d} "
-                f"{s['feasible_pairs']:6d} {n_vars:6d} {n_rows:8d} {solver:>6} {built:8.2f} {s['runtime_s']:8.2f} "
-                f"{(s['gap'] or 0):7.3%} {s['objective_usd_per_h']:10,.0f} {s['sites_open']:4d} {s['solver_status']:>9}",
+                f"{clusters:8d} {s.populations:5d} {sites:5d} {slices:6d} {len(instance.modelled):5d} "
+                f"{s.feasible_pairs:6d} {n_vars:6d} {n_rows:8d} {solver:>6} {built:8.2f} {s.runtime_s:8.2f} "
+                f"{(s.gap or 0):7.3%} {s.objective_usd_per_h:10,.0f} {s.sites_open:4d} {s.solver_status:>9}",
                 flush=True,
             )
 

@@ -36,41 +36,28 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from placement.geodesy import pairwise_km  # noqa: E402
+from placement.network.calibration import (  # noqa: E402
+    SPLIT_SEED,
+    ape,
+    error_metrics,
+    graph_predict,
+    load_pairs,
+    naive_predict,
+    split_regions,
+)
 from placement.network.graph import (  # noqa: E402
     CALIBRATED_JSON,
     GraphLatencyParams,
     default_network,
     params_dict,
     point_to_point_rtt_ms,
-    site_site_rtt_ms,
 )
-from placement.network.great_circle import physics_bound_rtt_ms  # noqa: E402
-
-MATRIX_CSV = REPO / "data" / "latency" / "azure_interregion_rtt_ms.csv"
-COORDS_JSON = REPO / "data" / "latency" / "azure_region_coordinates.json"
-SPLIT_SEED = 20240611
-HELD_OUT_SHARE = 0.30
-
-# Coordinates in the JSON that are state or country placeholders or point at another city than
-# the one Microsoft documents (same corrections as scripts/build_site_catalog.py, plus two).
-COORD_FIXES: dict[str, tuple[float, float, str]] = {
-    "eastus": (39.0438, -77.4874, "Virginia only; generic state point -> N. Virginia (Ashburn)"),
-    "francecentral": (48.8566, 2.3522, "Paris (Azure geographies page)"),
-    "francesouth": (43.2965, 5.3698, "Marseille (Azure geographies page)"),
-    "germanynorth": (52.5200, 13.4050, "Berlin (Azure geographies page)"),
-    "ukwest": (51.4816, -3.1791, "Cardiff (Azure geographies page)"),
-    "jioindiawest": (22.4707, 70.0577, "Jamnagar (Azure geographies page)"),
-    "centralus": (41.5908, -93.6208, "Iowa state point -> Des Moines (Azure geographies page)"),
-    "westcentralus": (41.1400, -104.8202, "Utah/Wyoming point -> Cheyenne, Wyoming (Azure geographies page)"),
-}
 
 SEED_FACTS = {  # data center to data center, access=False
     "Chicago-Ashburn": ((41.88, -87.63), (39.04, -77.49), (15.0, 25.0)),
@@ -80,33 +67,6 @@ SEED_FACTS = {  # data center to data center, access=False
 START = GraphLatencyParams(route_factor_terrestrial=1.5, route_factor_submarine=1.15, hop_ms=0.5, fixed_ms=1.0)
 LOWER = np.array([1.0, 1.0, 0.0, 0.0])
 UPPER = np.array([3.0, 2.0, 5.0, 10.0])
-
-
-def load_pairs() -> pd.DataFrame:
-    """Unordered region pairs with coordinates and the mean published round trip."""
-    matrix = pd.read_csv(MATRIX_CSV, index_col=0)
-    coords = json.loads(COORDS_JSON.read_text(encoding="utf-8"))
-    by_name = {info["displayName"]: (code, info["lat"], info["lon"]) for code, info in coords.items()}
-    for code, (lat, lon, _) in COORD_FIXES.items():
-        name = coords[code]["displayName"]
-        by_name[name] = (code, lat, lon)
-    long = matrix.rename_axis("source").reset_index().melt(id_vars="source", var_name="target", value_name="rtt_ms")
-    long = long[long["source"] != long["target"]].dropna()
-    long["a"] = long[["source", "target"]].min(axis=1)
-    long["b"] = long[["source", "target"]].max(axis=1)
-    pairs = long.groupby(["a", "b"])["rtt_ms"].mean().reset_index()
-    for end in ("a", "b"):
-        pairs[f"{end}_lat"] = pairs[end].map(lambda n: by_name[n][1])
-        pairs[f"{end}_lon"] = pairs[end].map(lambda n: by_name[n][2])
-    return pairs
-
-
-def split_regions(pairs: pd.DataFrame) -> NDArray[np.bool_]:
-    """True for training pairs: both ends outside a seeded 30 % of the regions."""
-    regions = sorted(set(pairs["a"]) | set(pairs["b"]))
-    rng = np.random.default_rng(SPLIT_SEED)
-    held = set(rng.choice(regions, size=round(HELD_OUT_SHARE * len(regions)), replace=False).tolist())
-    return np.asarray(~(pairs["a"].isin(held) | pairs["b"].isin(held)))
 
 
 def graph_params(x: NDArray[np.float64]) -> GraphLatencyParams:
@@ -122,32 +82,6 @@ def graph_params(x: NDArray[np.float64]) -> GraphLatencyParams:
     )
 
 
-def graph_predict(pairs: pd.DataFrame, params: GraphLatencyParams) -> NDArray[np.float64]:
-    """Data-center-to-data-center round trip of each pair over the graph."""
-    regions = sorted(set(pairs["a"]) | set(pairs["b"]))
-    first = (
-        pd.concat(
-            [
-                pairs[["a", "a_lat", "a_lon"]].set_axis(["r", "lat", "lon"], axis=1),
-                pairs[["b", "b_lat", "b_lon"]].set_axis(["r", "lat", "lon"], axis=1),
-            ]
-        )
-        .drop_duplicates("r")
-        .set_index("r")
-        .loc[regions]
-    )
-    matrix = site_site_rtt_ms(first["lat"], first["lon"], first["lat"], first["lon"], params)
-    index = {r: k for k, r in enumerate(regions)}
-    return np.asarray(matrix[pairs["a"].map(index).to_numpy(), pairs["b"].map(index).to_numpy()])
-
-
-def naive_predict(pairs: pd.DataFrame, x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Great circle times one constant plus a fixed delay, never below the physics bound."""
-    km = pairwise_km(pairs["a_lat"], pairs["a_lon"], pairs["b_lat"], pairs["b_lon"]).diagonal()
-    bound = physics_bound_rtt_ms(km)
-    return np.asarray(np.maximum(bound * max(x[0], 1.0) + max(x[1], 0.0), bound))
-
-
 def log_loss(predicted: NDArray[np.float64], measured: NDArray[np.float64]) -> float:
     return float(np.mean(np.abs(np.log(predicted / measured))))
 
@@ -159,22 +93,6 @@ def fit(
         objective, start, method="Nelder-Mead", bounds=bounds, options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 2000}
     )
     return np.asarray(result.x)
-
-
-def ape(predicted: NDArray[np.float64], measured: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.asarray(100.0 * np.abs(predicted - measured) / measured)
-
-
-def metrics(predicted: NDArray[np.float64], measured: NDArray[np.float64], train: NDArray[np.bool_]) -> dict[str, float]:
-    tr, ho = ape(predicted[train], measured[train]), ape(predicted[~train], measured[~train])
-    return {
-        "train_median_ape_pct": float(np.median(tr)),
-        "train_p90_ape_pct": float(np.percentile(tr, 90)),
-        "held_out_median_ape_pct": float(np.median(ho)),
-        "held_out_p90_ape_pct": float(np.percentile(ho, 90)),
-        "n_train_pairs": int(train.sum()),
-        "n_held_out_pairs": int((~train).sum()),
-    }
 
 
 def row(model: str, params: str, m: dict[str, float]) -> str:
@@ -204,11 +122,13 @@ def main() -> None:
     )
     params = graph_params(graph_x)
     naive_x = fit(
-        lambda x: log_loss(naive_predict(pairs[train], x), measured[train]), np.array([2.0, 2.0]), [(1.0, 5.0), (0.0, 20.0)]
+        lambda x: log_loss(naive_predict(pairs[train], x[0], x[1]), measured[train]),
+        np.array([2.0, 2.0]),
+        [(1.0, 5.0), (0.0, 20.0)],
     )
 
-    graph_metrics = metrics(graph_predict(pairs, params), measured, train)
-    naive_metrics = metrics(naive_predict(pairs, naive_x), measured, train)
+    graph_metrics = error_metrics(graph_predict(pairs, params), measured, train)
+    naive_metrics = error_metrics(naive_predict(pairs, naive_x[0], naive_x[1]), measured, train)
     graph_text = (
         f"terrestrial x{params.route_factor_terrestrial:.3f}, submarine x{params.route_factor_submarine:.3f}, "
         f"hop {params.hop_ms:.2f} ms, fixed {params.fixed_ms:.2f} ms"
@@ -224,7 +144,7 @@ def main() -> None:
     print(f"\nheld-out regions ({len(held)} of {len(regions)}, seed {SPLIT_SEED}): {', '.join(held)}")
     seeds = {}
     for name, (a, b, (low, high)) in SEED_FACTS.items():
-        result = point_to_point_rtt_ms(*a, *b, params=params)
+        result = point_to_point_rtt_ms(*a, *b, params=params, network=default_network())
         seeds[name] = {"rtt_ms": round(result.rtt_ms, 2), "expected_ms": [low, high], "path": result.path}
         print(f"seed fact {name}: {result.rtt_ms:.1f} ms (expected {low:g}-{high:g}) via {' > '.join(result.path)}")
     if args.worst:

@@ -20,6 +20,7 @@ from placement.serving.physics import (
     MLPERF_LLAMA2_OUTPUT_TOKENS,
     PROMPT_MEAN_FRACTION,
     ServingEfficiency,
+    ServingRequest,
     serve,
 )
 
@@ -121,19 +122,22 @@ def predict(row: Row, eff: ServingEfficiency = CALIBRATED, input_tokens: int | N
     ttft, itl = row.slo
     if input_tokens is None:  # the row's longest prompt, mean at PROMPT_MEAN_FRACTION
         return serve(
-            row.model, row.accelerator, row.gpus, row.precision, row.input_tokens, row.output_tokens, ttft, itl, efficiency=eff
+            ServingRequest(row.model, row.accelerator, row.gpus, row.precision, row.input_tokens, row.output_tokens, ttft, itl),
+            efficiency=eff,
         ).goodput_tok_s
-    return serve(  # input_tokens is a mean prompt
-        row.model,
-        row.accelerator,
-        row.gpus,
-        row.precision,
-        input_tokens,
-        row.output_tokens,
-        ttft,
-        itl,
+    return serve(
+        ServingRequest(  # input_tokens is a mean prompt
+            row.model,
+            row.accelerator,
+            row.gpus,
+            row.precision,
+            input_tokens,
+            row.output_tokens,
+            ttft,
+            itl,
+            prompt_mean_fraction=1.0,
+        ),
         efficiency=eff,
-        prompt_mean_fraction=1.0,
     ).goodput_tok_s
 
 
@@ -144,7 +148,9 @@ def print_rows(title: str, rows: list[Row]) -> None:
     )
     for row in rows:
         ttft, itl = row.slo
-        r = serve(row.model, row.accelerator, row.gpus, row.precision, row.input_tokens, row.output_tokens, ttft, itl)
+        r = serve(
+            ServingRequest(row.model, row.accelerator, row.gpus, row.precision, row.input_tokens, row.output_tokens, ttft, itl)
+        )
         pub = f"{row.published_tok_s:10,.0f}" if row.published_tok_s else f"{'-':>10s}"
         err = f"{r.goodput_tok_s / row.published_tok_s - 1:+7.1%}" if row.published_tok_s else f"{'':7s}"
         print(

@@ -1,4 +1,4 @@
-"""Command line: ``python cli.py solve|validate``. Parses arguments and calls library functions."""
+"""The ``placement`` command (and ``python cli.py`` in a checkout): parses arguments, calls library functions, prints."""
 
 from __future__ import annotations
 
@@ -6,18 +6,20 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from placement._errors import InputError, PlacementError
+from placement import jsonio
+from placement._errors import PlacementError
 from placement.bundled import default_scenario_path
-from placement.catalog import load_catalog
 from placement.scenario import LoadedScenario, load_scenario
+
+if TYPE_CHECKING:
+    from placement.serving.physics import ServingRequest
 
 DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-SCENARIO_SUFFIXES = {".yaml", ".yml"}
 
 
 class _Progress:
@@ -50,9 +52,10 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.outputs.writer import write_results
+    from placement.outputs.writer import check_output_folder, write_results
     from placement.plan import run
 
+    check_output_folder(args.out)
     progress = _Progress(args.quiet)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
@@ -60,17 +63,17 @@ def _solve(args: argparse.Namespace) -> int:
     progress("writing results")
     out = write_results(plan, args.out)
     s = plan.summary
-    cost = s["cost_per_million_goodput_tokens_usd"]
+    cost = s.cost_per_million_goodput_tokens_usd
     print(
-        f"{s['status']}: {s['sites_open']} of {s['sites_candidate']} sites open, {s['nodes']:,} nodes, {s['mw_used']:.1f} MW; "
-        f"${s['objective_usd_per_h']:,.0f}/h for {s['goodput_tok_s']:,.0f} goodput tok/s = "
-        f"${cost:.3f} per million goodput tokens (gap {s['gap']:.2%}, {s['solver']})"
-        if cost is not None and s["gap"] is not None
-        else f"{s['status']}: no goodput served"
+        f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {s.mw_used:.1f} MW; "
+        f"${s.objective_usd_per_h:,.0f}/h for {s.goodput_tok_s:,.0f} goodput tok/s = "
+        f"${cost:.3f} per million goodput tokens (gap {s.gap:.2%}, {s.solver})"
+        if cost is not None and s.gap is not None
+        else f"{s.status}: no goodput served"
     )
     print(
-        f"unserved share {s['unserved_share']:.2%}; "
-        f"p99 TTFT mean {s['p99_ttft_ms_mean'] or 0:.0f} ms, max {s['p99_ttft_ms_max'] or 0:.0f} ms"
+        f"unserved share {s.unserved_share:.2%}; "
+        f"p99 TTFT mean {s.p99_ttft_ms_mean or 0:.0f} ms, max {s.p99_ttft_ms_max or 0:.0f} ms"
     )
     for note in plan.notes:  # each diagnosis is bounded (15 names and a count)
         print(note)
@@ -79,97 +82,42 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import json
+    from placement.outputs.compare import compare_placements, render_comparison, write_comparison
+    from placement.outputs.writer import check_output_folder
 
-    import pandas as pd
-
-    from placement.baselines import all_baselines
-    from placement.instance import build_instance
-    from placement.outputs.charts import draw_comparison
-    from placement.outputs.writer import write_folder
-    from placement.plan import solve_instance
-
-    progress = _Progress(args.quiet or args.json)
+    check_output_folder(args.out)
     loaded = _with_overrides(load_scenario(args.scenario), args)
-    instance = build_instance(loaded, progress=progress)
-    plan = solve_instance(instance, progress=progress)
-    s = plan.summary
-    optimal = {
-        "placement": "optimal",
-        "cost_per_million_goodput_tokens_usd": s["cost_per_million_goodput_tokens_usd"],
-        "served_share": 1.0 - s["unserved_share"],
-        "tokens_per_s_per_mw": s["tokens_per_s_per_mw"],
-        "mw_used": s["mw_used"],
-        "cost_usd_per_h": s["objective_usd_per_h"],
-        "goodput_tok_s": s["goodput_tok_s"],
-        "sites_open": s["sites_open"],
-    }
-    rows = [optimal, *(b.as_dict() for b in all_baselines(instance))]
-    table = pd.DataFrame(rows)
-
-    def write(folder: Path) -> None:
-        table.to_csv(folder / "compare.csv", index=False, float_format="%.10g")
-        draw_comparison(rows, folder / "compare.png", title=f"{loaded.scenario.name}: same silicon, different arrangement")
-
-    out = write_folder(args.out, write)
+    rows = compare_placements(loaded, progress=_Progress(args.quiet or args.json))
+    out = write_comparison(rows, args.out, title=f"{loaded.scenario.name}: same silicon, different arrangement")
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(jsonio.dumps(rows))
         return EXIT_OK
-    shown = table.assign(
-        **{
-            "$/M goodput": table["cost_per_million_goodput_tokens_usd"].map("{:.3f}".format),
-            "served": table["served_share"].map("{:.1%}".format),
-            "tok/s per MW": table["tokens_per_s_per_mw"].map("{:,.0f}".format),
-            "MW": table["mw_used"].map("{:.1f}".format),
-            "sites": table["sites_open"],
-        }
-    )[["placement", "$/M goodput", "served", "tok/s per MW", "MW", "sites"]]
-    print(shown.to_string(index=False))
+    print(render_comparison(rows))
     print(f"table and chart in {out}")
     return EXIT_OK
 
 
 def _explain(args: argparse.Namespace) -> int:
-    import json
 
-    import pandas as pd
-
-    from placement._errors import PlacementError
-    from placement.explain import explain, render_table
-    from placement.instance import build_instance
+    from placement.explain import explain_folder, render_table
     from placement.outputs.writer import write_text_atomic
 
     folder = Path(args.outdir)
-    summary_path = folder / "summary.json"
-    if not summary_path.is_file():
-        raise PlacementError(f"{folder} holds no summary.json: run 'cli.py solve --out {folder}' first")
-    summary = json.loads(summary_path.read_text())
-    scenario_path = Path(summary.get("scenario_path", ""))
-    if not scenario_path.is_file():
-        scenario_path = folder / "scenario.yaml"
-    progress = _Progress(args.quiet)
-    loaded = load_scenario(scenario_path)
-    instance = build_instance(loaded, progress=progress)
-    sites = pd.read_csv(folder / "sites.csv", dtype={"site_id": str})
-    if list(sites["site_id"]) != list(instance.sites["id"]):
-        raise PlacementError(f"{folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
-    if args.site is not None and args.site not in set(sites["site_id"]):
-        raise PlacementError(f"unknown site '{args.site}'; the plan's sites are: {', '.join(sites['site_id'])}")
-    records = explain(instance, sites, only=args.site, progress=progress)
-    write_text_atomic(folder / "explain.json", json.dumps(records, indent=2) + "\n")
+    records = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
+    write_text_atomic(folder / "explain.json", jsonio.dumps(records) + "\n")
     print(render_table(records))
     print(f"explain.json in {folder}")
     return EXIT_OK
 
 
 def _rtt(args: argparse.Namespace) -> int:
-    import json
-
+    from placement.network.graph import default_network, default_params
     from placement.network.places import rtt_report
 
-    report = rtt_report(args.origin, args.destination, access=args.access)
+    # The rtt command reads no scenario: it uses the bundled network and calibrated parameters, explicitly.
+    report = rtt_report(args.origin, args.destination, access=args.access, params=default_params(), network=default_network())
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(jsonio.dumps(report, ensure_ascii=False))
         return EXIT_OK
     origin, destination = report["from"], report["to"]
     leg = "user to user (access legs included)" if args.access else "data center to data center"
@@ -181,12 +129,10 @@ def _rtt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _goodput(args: argparse.Namespace) -> int:
-    import json
+def _serving_request(args: argparse.Namespace) -> ServingRequest:
+    from placement.serving.physics import ServingRequest
 
-    from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
-
-    report = goodput_report(
+    return ServingRequest(
         args.model,
         args.accelerator,
         args.gpus,
@@ -195,35 +141,29 @@ def _goodput(args: argparse.Namespace) -> int:
         args.output_tokens,
         args.ttft_p99_ms,
         args.itl_p99_ms,
-        node_cost_usd_h=args.node_cost_usd_h,
         prefix_cache_hit_rate=args.prefix_cache_hit_rate,
         disaggregated=args.disaggregated,
         min_tok_s_per_user=args.min_tok_s_per_user,
-        pue=args.pue,
         prompt_mean_fraction=args.prompt_mean_fraction,
+        node_cost_usd_h=args.node_cost_usd_h,
+        pue=args.pue,
     )
+
+
+def _goodput(args: argparse.Namespace) -> int:
+
+    from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
+
+    request = _serving_request(args)
+    report = goodput_report(request)
     if args.plot:
-        curve = pareto_curve(
-            args.model,
-            args.accelerator,
-            args.gpus,
-            args.precision,
-            args.input_tokens,
-            args.output_tokens,
-            prefix_cache_hit_rate=args.prefix_cache_hit_rate,
-        )
-        plot_pareto(
-            curve,
-            args.plot,
-            itl_p99_ms=args.itl_p99_ms,
-            title=f"{args.model} on {args.gpus} x {args.accelerator} ({args.precision})",
-        )
+        plot_pareto(pareto_curve(request), args.plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(jsonio.dumps(report))
         return EXIT_OK
     print(
-        f"{args.model} on {args.gpus} x {args.accelerator} ({args.precision}), {args.input_tokens} in / "
-        f"{args.output_tokens} out, p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 ITL <= {args.itl_p99_ms:g} ms"
+        f"{request.label}, {args.input_tokens} in / {args.output_tokens} out, "
+        f"p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 ITL <= {args.itl_p99_ms:g} ms"
     )
     if not report["goodput_tok_s"]:
         print(f"  no goodput: {report['limit']}")
@@ -264,8 +204,10 @@ def _positive_int(text: str) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from placement.outputs.writer import check_output_folder
     from placement.sweep.run import run_sweep
 
+    check_output_folder(args.out, results_markers=None)  # run_sweep checks its own marker
     table = run_sweep(args.sweep, out_dir=args.out, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet)
     solved = table[table["error"] == ""]
     cost = solved["cost_per_million_goodput_tokens_usd"]
@@ -280,58 +222,48 @@ def _sweep(args: argparse.Namespace) -> int:
     return EXIT_OK if len(solved) else EXIT_INVALID
 
 
-def _check_scenario_inputs(loaded: LoadedScenario) -> Any:
-    """Everything a solve reads besides the YAML: catalog, cities, serving classes, retrieval stores."""
-    from placement._errors import Problem
-    from placement.cities import load_cities
-    from placement.instance import load_sites, retrieval_extra_ms
-    from placement.profiles import class_profiles
-
-    problems: list[Problem] = []
-    sites = None
-    try:
-        sites = load_sites(loaded)
-    except InputError as exc:
-        problems += exc.problems
-    checks: list[Callable[[], object]] = [lambda: load_cities(loaded.cities_path), lambda: class_profiles(loaded)]
-    catalog = sites
-    if catalog is None:  # exclusions failed: check retrieval stores against the whole catalog
-        try:
-            catalog = load_catalog(loaded.catalog_path)
-        except InputError:
-            catalog = None
-    if catalog is not None:
-        stores = catalog
-        checks.append(lambda: retrieval_extra_ms(loaded, stores))
-    for check in checks:
-        try:
-            check()
-        except InputError as exc:
-            problems += exc.problems
-    if problems:
-        raise InputError(problems)
-    return sites
-
-
 def _validate(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if path.suffix.lower() in SCENARIO_SUFFIXES:
-        loaded = load_scenario(path)
-        sites = _check_scenario_inputs(loaded)
+    from placement.validate import validate_file
+
+    checked = validate_file(args.file)
+    if checked.loaded is not None:
         print(
-            f"ok: scenario {loaded.scenario.name} with {len(loaded.scenario.classes)} classes; "
-            f"catalog {loaded.catalog_path.name}: {len(sites)} sites"
+            f"ok: scenario {checked.loaded.scenario.name} with {len(checked.loaded.scenario.classes)} classes; "
+            f"catalog {checked.loaded.catalog_path.name}: {len(checked.sites)} sites"
         )
     else:
-        sites = load_catalog(path)
-        print(f"ok: catalog {path} with {len(sites)} sites")
+        print(f"ok: catalog {checked.path} with {len(checked.sites)} sites")
+    return EXIT_OK
+
+
+def _init(args: argparse.Namespace) -> int:
+    from placement.bundled import copy_scenario
+
+    written = copy_scenario(args.dir, args.scenario)
+    for path in written:
+        print(f"wrote {path}")
+    scenario = written[0]
+    print("next: edit the scenario and its site catalog, then")
+    print(f"  placement validate {scenario}")
+    print(f"  placement solve {scenario} --out {Path(args.dir) / 'out'}")
+    return EXIT_OK
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    from placement.bundled import describe_scenarios
+
+    for scenario in describe_scenarios():
+        print(f"{scenario.key}  ({scenario.name})")
+        print(f"  {scenario.description}")
+        print(f"  {scenario.path}")
+    print("copy one to edit: placement init DIR [--scenario KEY]")
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``cli.py``."""
+    """The argument parser of the ``placement`` command."""
     parser = argparse.ArgumentParser(
-        prog="cli.py",
+        prog="placement",
         description="Place LLM inference capacity at the lowest cost per million goodput tokens.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -402,6 +334,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--scheduler", metavar="ADDRESS", help="submit to a running Dask scheduler, e.g. tcp://host:8786")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
     sweep.set_defaults(handler=_sweep)
+    init = commands.add_parser("init", help="copy a bundled scenario, its site catalog and data into a folder to edit")
+    init.add_argument("dir", metavar="DIR", help="folder to create (existing files are never overwritten)")
+    init.add_argument("--scenario", default="default", help="bundled scenario to copy (see 'scenarios'; default: default)")
+    init.set_defaults(handler=_init)
+    scenarios = commands.add_parser("scenarios", help="list the bundled scenarios")
+    scenarios.set_defaults(handler=_scenarios)
     validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
     validate.add_argument("file")
     validate.set_defaults(handler=_validate)
@@ -414,15 +352,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INVALID
-    except PlacementError as exc:
+    except PlacementError as exc:  # InputError included
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into a reader that stopped early (| head): not an error to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # a bug, not bad input: say so plainly, traceback on request
         if os.environ.get("PLACEMENT_DEBUG"):
             raise

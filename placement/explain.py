@@ -11,17 +11,23 @@ open and the power price at which that cost is paid back.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pulp
+from numpy.typing import NDArray
 
-from placement.instance import Instance
+from placement._errors import PlacementError
+from placement.instance import Instance, build_instance
 from placement.optimize.model import build_model
 from placement.optimize.solver import SolverOptions, solve_problem
+from placement.scenario import load_scenario
 
 
 def _fix_open(model: Any, is_open: np.ndarray) -> None:
@@ -80,6 +86,104 @@ def _resolve_with(
     return float(report.objective), int(nodes)
 
 
+@dataclass(frozen=True)
+class _PlanContext:
+    """What every site's explanation reads: the plan, the instance's arrays and the base LP cost."""
+
+    instance: Instance
+    options: SolverOptions
+    is_open: NDArray[np.bool_]
+    base_cost_usd_per_h: float
+    mw_value_usd_per_h: NDArray[np.float64]
+    plan_nodes: NDArray[np.int64]
+    plan_share: NDArray[np.float64]
+
+    @property
+    def population_names(self) -> NDArray[np.object_]:
+        """Population name of each commodity."""
+        names = self.instance.populations.table["name"].to_numpy()
+        return np.asarray(names[self.instance.commodity_population], dtype=object)
+
+
+def _default_options(instance: Instance) -> SolverOptions:
+    """The scenario's solver, at most 10 s and a tight gap per re-solve."""
+    solver = instance.loaded.scenario.solver
+    limit = min(solver.time_limit_s or 10.0, 10.0)
+    return SolverOptions(name=solver.name, time_limit_s=limit, gap=1e-6, threads=solver.threads)
+
+
+def _plan_context(instance: Instance, sites: pd.DataFrame, options: SolverOptions) -> _PlanContext:
+    is_open = sites["open"].to_numpy(bool)
+    base_cost, _ = _resolve_with(instance, is_open, options, site=0, open_value=int(is_open[0]))
+    return _PlanContext(
+        instance=instance,
+        options=options,
+        is_open=is_open,
+        base_cost_usd_per_h=base_cost,
+        mw_value_usd_per_h=mw_values_usd_per_h(instance, is_open, options),
+        plan_nodes=sites["nodes"].to_numpy(np.int64),
+        plan_share=sites["goodput_share"].to_numpy(float),
+    )
+
+
+def _open_site(ctx: _PlanContext, j: int) -> dict[str, Any]:
+    """An open site: its share, the value of one more MW, who only it serves, the cost of dropping it."""
+    allowed = ctx.instance.allowed
+    open_reach = allowed & ctx.is_open[None, :]
+    names = ctx.population_names
+    sole_open = np.flatnonzero(open_reach[:, j] & (open_reach.sum(axis=1) == 1))
+    sole_any = np.flatnonzero(allowed[:, j] & (allowed.sum(axis=1) == 1))
+    dropped, _ = _resolve_with(ctx.instance, ctx.is_open, ctx.options, site=j, open_value=0)
+    return {
+        "nodes": int(ctx.plan_nodes[j]),
+        "goodput_share": float(ctx.plan_share[j]),
+        "value_of_one_more_mw_usd_per_h": float(ctx.mw_value_usd_per_h[j]),
+        "populations_only_it_serves_among_open_sites": sorted({str(n) for n in names[sole_open]}),
+        "populations_only_it_can_serve": sorted({str(n) for n in names[sole_any]}),
+        "cost_of_dropping_usd_per_h": None if math.isinf(dropped) else dropped - ctx.base_cost_usd_per_h,
+        "droppable": not math.isinf(dropped),
+    }
+
+
+def _entry_price(ctx: _PlanContext, j: int, extra: float, nodes: int) -> dict[str, Any]:
+    """A rejected site that costs ``extra`` $/h to open: the power price at which it would enter."""
+    price = float(ctx.instance.sites["power_price_usd_per_mwh"].to_numpy(float)[j])
+    mw = max(nodes, 1) * float(ctx.instance.inputs.site_node_mw[j])
+    entry = price - extra / mw
+    why = (
+        f"opening it costs ${extra:,.0f}/h more; it would enter at a power price of about ${entry:,.1f}/MWh (now ${price:,.1f})"
+        if entry > 0
+        else f"opening it costs ${extra:,.0f}/h more, more than its whole power bill: it would not enter even with free power"
+    )
+    return {
+        "extra_cost_if_opened_usd_per_h": extra,
+        "nodes_if_opened": nodes,
+        "entry_power_price_usd_per_mwh": entry if entry > 0 else None,
+        "why": why,
+    }
+
+
+def _closed_site(ctx: _PlanContext, j: int, progress: Callable[[str], None], site_id: str) -> dict[str, Any]:
+    """A rejected site: why it cannot serve anyone, or what opening it would cost and when it would pay."""
+    instance = ctx.instance
+    if not instance.within_budget[:, j].any():
+        return {"why": "no population within its latency budget"}
+    if not instance.allowed[:, j].any():
+        return {"why": "residency rules or missing power bar every population within its budget"}
+    progress(f"re-solving with {site_id} forced open")
+    forced, nodes = _resolve_with(instance, ctx.is_open, ctx.options, site=j, open_value=1)
+    extra = forced - ctx.base_cost_usd_per_h
+    if math.isinf(forced):
+        return {"why": "forcing it open makes the scenario infeasible"}
+    if extra <= 0:
+        return {
+            "extra_cost_if_opened_usd_per_h": extra,
+            "nodes_if_opened": nodes,
+            "why": f"adding it to the plan would save ${-extra:,.0f}/h: the plan is within its solver gap",
+        }
+    return _entry_price(ctx, j, extra, nodes)
+
+
 def explain(
     instance: Instance,
     sites: pd.DataFrame,
@@ -108,73 +212,107 @@ def explain(
     list of dict
         One record per site, JSON-ready.
     """
-    scenario = instance.loaded.scenario
-    if options is None:
-        limit = min(scenario.solver.time_limit_s or 10.0, 10.0)
-        options = SolverOptions(name=scenario.solver.name, time_limit_s=limit, gap=1e-6, threads=scenario.solver.threads)
-    is_open = sites["open"].to_numpy(bool)
-    base_cost, _ = _resolve_with(instance, is_open, options, site=0, open_value=int(is_open[0]))
-    mw_value = mw_values_usd_per_h(instance, is_open, options)
-    allowed = instance.allowed
-    open_reach = allowed & is_open[None, :]
-    names = instance.populations.table["name"].to_numpy()
-    pops = instance.commodity_population
-    price = instance.sites["power_price_usd_per_mwh"].to_numpy(float)
-    node_mw = instance.inputs.site_node_mw
-    plan_nodes = sites["nodes"].to_numpy(int)
-    plan_share = sites["goodput_share"].to_numpy(float)
+    ctx = _plan_context(instance, sites, options or _default_options(instance))
     records = []
     for j, row in enumerate(sites.itertuples(index=False)):
         if only is not None and row.site_id != only:
             continue
         record: dict[str, Any] = {"site_id": row.site_id, "name": row.name, "open": bool(row.open)}
         if row.open:
-            sole_open = np.flatnonzero(open_reach[:, j] & (open_reach.sum(axis=1) == 1))
-            sole_any = np.flatnonzero(allowed[:, j] & (allowed.sum(axis=1) == 1))
             progress(f"re-solving without {row.site_id}")
-            dropped, _ = _resolve_with(instance, is_open, options, site=j, open_value=0)
-            record |= {
-                "nodes": int(plan_nodes[j]),
-                "goodput_share": float(plan_share[j]),
-                "value_of_one_more_mw_usd_per_h": float(mw_value[j]),
-                "populations_only_it_serves_among_open_sites": sorted({str(names[pops[c]]) for c in sole_open}),
-                "populations_only_it_can_serve": sorted({str(names[pops[c]]) for c in sole_any}),
-                "cost_of_dropping_usd_per_h": None if math.isinf(dropped) else dropped - base_cost,
-                "droppable": not math.isinf(dropped),
-            }
-        elif not instance.within_budget[:, j].any():
-            record["why"] = "no population within its latency budget"
-        elif not allowed[:, j].any():
-            record["why"] = "residency rules or missing power bar every population within its budget"
+            record |= _open_site(ctx, j)
         else:
-            progress(f"re-solving with {row.site_id} forced open")
-            forced, nodes = _resolve_with(instance, is_open, options, site=j, open_value=1)
-            extra = forced - base_cost
-            if math.isinf(forced):
-                record["why"] = "forcing it open makes the scenario infeasible"
-            elif extra <= 0:
-                record |= {
-                    "extra_cost_if_opened_usd_per_h": extra,
-                    "nodes_if_opened": nodes,
-                    "why": f"adding it to the plan would save ${-extra:,.0f}/h: the plan is within its solver gap",
-                }
-            else:
-                mw = max(nodes, 1) * float(node_mw[j])
-                entry = price[j] - extra / mw
-                record |= {
-                    "extra_cost_if_opened_usd_per_h": extra,
-                    "nodes_if_opened": nodes,
-                    "entry_power_price_usd_per_mwh": entry if entry > 0 else None,
-                    "why": (
-                        f"opening it costs ${extra:,.0f}/h more; it would enter at a power price of about "
-                        f"${entry:,.1f}/MWh (now ${price[j]:,.1f})"
-                        if entry > 0
-                        else f"opening it costs ${extra:,.0f}/h more, more than its whole power bill: "
-                        "it would not enter even with free power"
-                    ),
-                }
+            record |= _closed_site(ctx, j, progress, str(row.site_id))
         records.append(record)
     return records
+
+
+@dataclass(frozen=True)
+class ResultsFolder:
+    """A results folder read back for explaining: its scenario rebuilt and its site table.
+
+    Parameters
+    ----------
+    folder : Path
+        The folder ``solve`` wrote.
+    scenario_path : Path
+        The scenario solved: the original file if it still exists, else the folder's ``scenario.yaml``.
+    instance : Instance
+        The scenario's arrays, rebuilt.
+    sites : pandas.DataFrame
+        The folder's ``sites.csv``.
+    """
+
+    folder: Path
+    scenario_path: Path
+    instance: Instance
+    sites: pd.DataFrame
+
+
+def load_results_folder(folder: str | Path, *, progress: Callable[[str], None] = lambda _: None) -> ResultsFolder:
+    """Read a results folder back and rebuild its scenario's instance.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A folder written by ``solve``.
+    progress : callable, optional
+        Receives one line per step of the rebuild.
+
+    Returns
+    -------
+    ResultsFolder
+        The instance and the plan's site table.
+
+    Raises
+    ------
+    PlacementError
+        The folder holds no ``summary.json``, or its ``sites.csv`` does not match the scenario's catalog.
+    """
+    folder = Path(folder)
+    summary_path = folder / "summary.json"
+    if not summary_path.is_file():
+        raise PlacementError(f"{folder} holds no summary.json: run 'placement solve --out {folder}' first")
+    summary = json.loads(summary_path.read_text())
+    scenario_path = Path(summary.get("scenario_path", ""))
+    if not scenario_path.is_file():
+        scenario_path = folder / "scenario.yaml"
+    instance = build_instance(load_scenario(scenario_path), progress=progress)
+    sites = pd.read_csv(folder / "sites.csv", dtype={"site_id": str})
+    if list(sites["site_id"]) != list(instance.sites["id"]):
+        raise PlacementError(f"{folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
+    return ResultsFolder(folder, scenario_path, instance, sites)
+
+
+def explain_folder(
+    folder: str | Path, *, site: str | None = None, progress: Callable[[str], None] = lambda _: None
+) -> list[dict[str, Any]]:
+    """Explain the sites of a results folder (or one of them): :func:`load_results_folder`, then :func:`explain`.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A folder written by ``solve``.
+    site : str, optional
+        A site id to explain alone.
+    progress : callable, optional
+        Receives one line per step.
+
+    Returns
+    -------
+    list of dict
+        One record per site, JSON-ready.
+
+    Raises
+    ------
+    PlacementError
+        Not a results folder, a stale one, or an unknown site id (the message lists the plan's sites).
+    """
+    results = load_results_folder(folder, progress=progress)
+    known = list(results.sites["site_id"])
+    if site is not None and site not in set(known):
+        raise PlacementError(f"unknown site '{site}'; the plan's sites are: {', '.join(known)}")
+    return explain(results.instance, results.sites, only=site, progress=progress)
 
 
 def render_table(records: list[dict[str, Any]]) -> str:

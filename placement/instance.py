@@ -1,6 +1,6 @@
 """A scenario turned into model arrays: demand per slice, latency, TTFT, residency, costs.
 
-``catalog + cities + scenario -> latency -> TTFT budget -> economics -> PlacementInput``.
+``catalog + cities + scenario -> latency model (built once, kept on the Instance) -> TTFT budget -> economics -> PlacementInput``.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,13 +20,12 @@ from placement.catalog import load_catalog
 from placement.cities import load_cities
 from placement.demand import Populations, aggregate, demand_tok_s
 from placement.economics import NodeCost, node_cost_usd_per_h
-from placement.network.graph import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network, site_site_rtt_ms
-from placement.network.graph import population_site_rtt_ms as graph_population_site_rtt_ms
-from placement.network.great_circle import population_site_rtt_ms
+from placement.network.graph import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network
+from placement.network.latency import LatencyModel
 from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
 from placement.residency import residency_mask
-from placement.scenario import LoadedScenario, WorkloadClass
+from placement.scenario import LatencySection, LoadedScenario, WorkloadClass
 from placement.timeslices import (
     HOURS,
     block_demand,
@@ -94,6 +94,9 @@ class Instance:
         ``(c, T)`` demand of every commodity in each slice (flat for time-shiftable classes). [tokens/s]
     commodity_mean_demand_tok_s : numpy.ndarray
         ``(c,)`` daily mean demand of every commodity. [tokens/s]
+    latency : LatencyModel
+        The scenario's latency model (network, parameters, shortest paths), built once: the
+        outputs draw the same network the round trips were computed on.
     """
 
     loaded: LoadedScenario
@@ -117,6 +120,7 @@ class Instance:
     row_of_commodity: IntArray
     commodity_slice_demand_tok_s: FloatArray
     commodity_mean_demand_tok_s: FloatArray
+    latency: LatencyModel
 
     @property
     def classes(self) -> list[WorkloadClass]:
@@ -134,53 +138,75 @@ class Instance:
         return np.asarray(~self.allowed.any(axis=1))
 
 
-def population_site_rtt(loaded: LoadedScenario, lat_deg: FloatArray, lon_deg: FloatArray, sites: pd.DataFrame) -> FloatArray:
-    """Round trip from users at each point to each site, with the scenario's latency model. [ms]
+def build_latency_model(spec: LatencySection, resolve: Callable[[str], Path]) -> LatencyModel:
+    """The scenario's latency model, built once: its network, parameters and shortest paths.
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario (``latency`` section).
-    lat_deg, lon_deg : numpy.ndarray
-        User points. [degrees]
+    spec : LatencySection
+        The scenario's ``latency`` section.
+    resolve : callable
+        Turns a path written in the scenario into a file (relative to the scenario's folder).
+
+    Returns
+    -------
+    LatencyModel
+        The great-circle model, or the graph over the scenario's ``latency.hubs``/``links``
+        (the bundled files where the scenario names none) with the calibrated parameters and
+        the scenario's last mile.
+
+    Raises
+    ------
+    InputError
+        Every problem in the hubs and links files.
+    """
+    if spec.model == "great_circle":
+        return LatencyModel.from_great_circle(spec.params())
+    if spec.hubs is None and spec.links is None:
+        network = default_network()
+    else:
+        network = load_network(resolve(spec.hubs) if spec.hubs else HUBS_CSV, resolve(spec.links) if spec.links else LINKS_CSV)
+    return LatencyModel.from_graph(network, replace(default_params(), last_mile_ms=spec.access_ms))
+
+
+def worst_member_rtt_ms(cities: pd.DataFrame, sites: pd.DataFrame, latency: LatencyModel) -> FloatArray:
+    """Round trip to each site from the farthest member city of each population (conservative).
+
+    Parameters
+    ----------
+    cities : pandas.DataFrame
+        Member cities (``lat``, ``lon``, ``population_index``).
     sites : pandas.DataFrame
         Sites (``lat``, ``lon``).
+    latency : LatencyModel
+        The scenario's latency model.
 
     Returns
     -------
     numpy.ndarray
-        ``(n, m)`` round trips, the users' last mile included. [ms]
+        ``(n, m)`` worst member round trip of each population to each site, users' last mile
+        included. [ms]
     """
-    spec = loaded.scenario.latency
-    if spec.model == "great_circle":
-        return population_site_rtt_ms(lat_deg, lon_deg, sites["lat"], sites["lon"], spec.params())
-    network = default_network()
-    if spec.hubs is not None or spec.links is not None:
-        network = load_network(
-            loaded.resolve(spec.hubs) if spec.hubs else HUBS_CSV, loaded.resolve(spec.links) if spec.links else LINKS_CSV
-        )
-    params = replace(default_params(), last_mile_ms=spec.access_ms)
-    return graph_population_site_rtt_ms(lat_deg, lon_deg, sites["lat"], sites["lon"], params, network=network)
-
-
-def _worst_member_rtt_ms(populations: Populations, sites: pd.DataFrame, loaded: LoadedScenario) -> FloatArray:
-    """Round trip to each site from the farthest member city of each population (conservative)."""
-    cities = populations.cities.sort_values("population_index", kind="stable")
-    rtt = population_site_rtt(loaded, cities["lat"].to_numpy(float), cities["lon"].to_numpy(float), sites)
+    cities = cities.sort_values("population_index", kind="stable")
+    rtt = latency.population_site_rtt_ms(cities["lat"].to_numpy(float), cities["lon"].to_numpy(float), sites["lat"], sites["lon"])
     labels = cities["population_index"].to_numpy()
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
     return np.asarray(np.maximum.reduceat(rtt, starts, axis=0))
 
 
-def retrieval_extra_ms(loaded: LoadedScenario, sites: pd.DataFrame) -> FloatArray:
+def retrieval_extra_ms(classes: list[WorkloadClass], sites: pd.DataFrame, latency: LatencyModel, *, source: str) -> FloatArray:
     """Round trip from each site to each class's remote retrieval store (0 where it is local). [ms]
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario.
+    classes : list of WorkloadClass
+        The workload classes (``retrieval_store_site``).
     sites : pandas.DataFrame
         The sites.
+    latency : LatencyModel
+        The scenario's latency model (data center to data center: no last mile).
+    source : str
+        The scenario file, for error messages.
 
     Returns
     -------
@@ -192,9 +218,9 @@ def retrieval_extra_ms(loaded: LoadedScenario, sites: pd.DataFrame) -> FloatArra
     InputError
         If a class names a retrieval store that is not a site of the catalog.
     """
-    classes = loaded.scenario.classes
     extra = np.zeros((len(classes), len(sites)))
     ids = sites["id"].tolist()
+    lat, lon = sites["lat"].to_numpy(float), sites["lon"].to_numpy(float)
     problems = []
     for k, workload in enumerate(classes):
         store = workload.retrieval_store_site
@@ -202,16 +228,11 @@ def retrieval_extra_ms(loaded: LoadedScenario, sites: pd.DataFrame) -> FloatArra
             continue
         if store not in ids:
             problems.append(
-                Problem(str(loaded.path), f"classes[{k}].retrieval_store_site", "", f"unknown site {store!r}", "use a catalog id")
+                Problem(source, f"classes[{k}].retrieval_store_site", "", f"unknown site {store!r}", "use a catalog id")
             )
             continue
         j = ids.index(store)
-        lat, lon = sites["lat"].to_numpy(float), sites["lon"].to_numpy(float)
-        if loaded.scenario.latency.model == "great_circle":
-            params = replace(loaded.scenario.latency.params(), access_ms=0.0)
-            extra[k] = population_site_rtt_ms(lat, lon, lat[j : j + 1], lon[j : j + 1], params)[:, 0]
-        else:
-            extra[k] = site_site_rtt_ms(lat, lon, lat[j : j + 1], lon[j : j + 1])[:, 0]
+        extra[k] = latency.site_site_rtt_ms(lat, lon, lat[j : j + 1], lon[j : j + 1])[:, 0]
         extra[k, j] = 0.0
     if problems:
         raise InputError(problems)
@@ -269,9 +290,14 @@ def load_populations(loaded: LoadedScenario) -> Populations:
     -------
     Populations
         Demand points with member cities; ``demand_tok_s`` is the daily mean.
+
+    Raises
+    ------
+    InputError
+        If the cities file is unreadable, or the scenario's filters leave no city.
     """
     spec = loaded.scenario.demand
-    cities = load_cities(loaded.cities_path, min_population=spec.min_population, countries=spec.countries)
+    cities = demand_cities(loaded)
     demand = (
         demand_tok_s(
             cities["population"].to_numpy(float),
@@ -282,6 +308,61 @@ def load_populations(loaded: LoadedScenario) -> Populations:
         * spec.growth
     )
     return aggregate(cities, demand, spec.clusters)
+
+
+def demand_cities(loaded: LoadedScenario) -> pd.DataFrame:
+    """The cities the scenario's demand filters keep (``demand.countries``, ``demand.min_population``).
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept cities (as :func:`placement.cities.load_cities`); never empty.
+
+    Raises
+    ------
+    InputError
+        If the cities file is unreadable, or the filters keep no city (naming the filter and its value).
+    """
+    spec = loaded.scenario.demand
+    cities = load_cities(loaded.cities_path, min_population=spec.min_population, countries=spec.countries)
+    if cities.empty:
+        raise InputError([_empty_demand_problem(loaded)])
+    return cities
+
+
+def _empty_demand_problem(loaded: LoadedScenario) -> Problem:
+    """Which filter of ``demand`` left no city, with its value and what the file holds instead."""
+    spec, source = loaded.scenario.demand, str(loaded.path)
+    every = load_cities(loaded.cities_path)
+    if every.empty:
+        return Problem(source, "demand.cities", "", f"{loaded.cities_path} holds no city", "point it at a GeoNames cities file")
+    if spec.countries:
+        wanted = [c.upper() for c in spec.countries]
+        inside = every[every["country_code"].isin(wanted)]
+        if inside.empty:
+            common = ", ".join(str(c) for c in every["country_code"].value_counts().index[:5])
+            return Problem(
+                source,
+                "demand.countries",
+                "",
+                f"no city of {loaded.cities_path.name} is in {spec.countries} (ISO alpha-2 codes)",
+                f"use codes the cities file has (e.g. {common}), or null for all",
+            )
+        every = inside
+    largest = int(every["population"].max())
+    where = f" in {spec.countries}" if spec.countries else ""
+    return Problem(
+        source,
+        "demand.min_population",
+        "",
+        f"no city{where} has at least {spec.min_population:,} people (the largest has {largest:,})",
+        f"lower demand.min_population to {largest:,} or less",
+    )
 
 
 def slice_demand(loaded: LoadedScenario, populations: Populations) -> tuple[FloatArray, FloatArray]:
@@ -383,8 +464,250 @@ def merge_commodities(
     return row_of_commodity, np.array(firsts, dtype=np.int64)
 
 
+def commodities(n_populations: int, n_classes: int) -> tuple[IntArray, IntArray]:
+    """Population and class index of every commodity (one per population and class, population-major).
+
+    Parameters
+    ----------
+    n_populations, n_classes : int
+        Numbers of populations and classes.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``commodity_population`` and ``commodity_class``, each ``(n_populations * n_classes,)``.
+    """
+    population = np.repeat(np.arange(n_populations, dtype=np.int64), n_classes)
+    workload = np.tile(np.arange(n_classes, dtype=np.int64), n_populations)
+    return population, workload
+
+
+def commodity_ttft_ms(
+    rtt_ms: FloatArray, profiles: list[ClassProfile], retrieval_extra: FloatArray, commodity_class: IntArray
+) -> FloatArray:
+    """p99 TTFT of every commodity at every site. [ms]
+
+    Parameters
+    ----------
+    rtt_ms : numpy.ndarray
+        ``(n, m)`` population-site round trips. [ms]
+    profiles : list of ClassProfile
+        Node-side TTFT and round trips of each class.
+    retrieval_extra : numpy.ndarray
+        ``(k, m)`` remote retrieval round trip per class and site. [ms]
+    commodity_class : numpy.ndarray of int
+        Class of each commodity (from :func:`commodities`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(c, m)`` p99 TTFT. [ms]
+    """
+    ttft = np.empty((len(commodity_class), rtt_ms.shape[1]))
+    for k, profile in enumerate(profiles):
+        ttft[commodity_class == k] = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
+    return ttft
+
+
+def commodity_demand(
+    population_slices: FloatArray,
+    population_mean: FloatArray,
+    classes: list[WorkloadClass],
+    commodity_population: IntArray,
+    commodity_class: IntArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Demand of every commodity per slice (flat for time-shiftable classes) and its daily mean.
+
+    Parameters
+    ----------
+    population_slices : numpy.ndarray
+        ``(n, T)`` demand of each population per slice. [tokens/s]
+    population_mean : numpy.ndarray
+        ``(n,)`` daily mean demand. [tokens/s]
+    classes : list of WorkloadClass
+        Classes (``share``, ``time_shiftable``).
+    commodity_population, commodity_class : numpy.ndarray of int
+        From :func:`commodities`.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(c, T)`` demand per slice and ``(c,)`` daily mean. [tokens/s]
+    """
+    shares = np.array([c.share for c in classes])[commodity_class]
+    shiftable = np.array([c.time_shiftable for c in classes])[commodity_class]
+    slices = population_slices[commodity_population] * shares[:, None]
+    mean = population_mean[commodity_population] * shares
+    slices[shiftable] = mean[shiftable, None]
+    return slices, mean
+
+
+def site_node_cost(loaded: LoadedScenario, sites: pd.DataFrame, kw: float, n_slices: int) -> NodeCost:
+    """Hourly cost of one node at each site, by component (load-independent part).
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario (``economics``, ``serving``, the power price profile).
+    sites : pandas.DataFrame
+        The sites.
+    kw : float
+        IT power of one node. [kW]
+    n_slices : int
+        Time slices (the power price is averaged over them).
+
+    Returns
+    -------
+    NodeCost
+        Per-site node cost. [USD/h]
+    """
+    scenario = loaded.scenario
+    price = sites["power_price_usd_per_mwh"] * _site_price_multiplier(loaded, sites, n_slices).mean(axis=1)
+    return node_cost_usd_per_h(
+        scenario.economics.params(catalog_node_capex_usd(loaded)),
+        node_kw=kw,
+        pue=sites["pue"],
+        price_usd_per_mwh=price,
+        facility_capex_usd_per_mw=sites["capex_usd_per_mw"],
+        idle_power_share=scenario.serving.idle_power_share,
+    )
+
+
+@dataclass(frozen=True)
+class ModelRows:
+    """Interchangeable commodities merged into the rows of the model.
+
+    Parameters
+    ----------
+    row_of_commodity : numpy.ndarray of int
+        ``(c,)`` row of each commodity (-1: no allowed site).
+    modelled : numpy.ndarray of int
+        A representative commodity of each row.
+    slice_demand_tok_s : numpy.ndarray
+        ``(r, T)`` demand of each row per slice. [tokens/s]
+    mean_demand_tok_s : numpy.ndarray
+        ``(r,)`` daily mean demand of each row. [tokens/s]
+    rtt_ms : numpy.ndarray
+        ``(r, m)`` demand-weighted round trip of each row's members to each site. [ms]
+    """
+
+    row_of_commodity: IntArray
+    modelled: IntArray
+    slice_demand_tok_s: FloatArray
+    mean_demand_tok_s: FloatArray
+    rtt_ms: FloatArray
+
+
+def model_rows(
+    allowed: NDArray[np.bool_],
+    commodity_class: IntArray,
+    commodity_population: IntArray,
+    commodity_slices: FloatArray,
+    commodity_mean: FloatArray,
+    rtt_ms: FloatArray,
+) -> ModelRows:
+    """Merge interchangeable commodities (:func:`merge_commodities`) and sum their demand.
+
+    Parameters
+    ----------
+    allowed : numpy.ndarray of bool
+        ``(c, m)`` allowed pairs.
+    commodity_class, commodity_population : numpy.ndarray of int
+        Class and population of each commodity.
+    commodity_slices, commodity_mean : numpy.ndarray
+        Demand per slice and daily mean of each commodity. [tokens/s]
+    rtt_ms : numpy.ndarray
+        ``(n, m)`` population-site round trips. [ms]
+
+    Returns
+    -------
+    ModelRows
+        The rows.
+    """
+    row_of_commodity, modelled = merge_commodities(allowed, commodity_class, commodity_slices)
+    n_rows = len(modelled)
+    members = row_of_commodity >= 0
+    rows = row_of_commodity[members]
+    slices = np.zeros((n_rows, commodity_slices.shape[1]))
+    np.add.at(slices, rows, commodity_slices[members])
+    mean = np.bincount(rows, weights=commodity_mean[members], minlength=n_rows).astype(float)
+    weighted_rtt = np.zeros((n_rows, rtt_ms.shape[1]))
+    np.add.at(weighted_rtt, rows, rtt_ms[commodity_population[members]] * commodity_mean[members, None])
+    return ModelRows(row_of_commodity, modelled, slices, mean, weighted_rtt / np.maximum(mean, 1e-12)[:, None])
+
+
+def placement_input(
+    loaded: LoadedScenario,
+    sites: pd.DataFrame,
+    rows: ModelRows,
+    pair_allowed: NDArray[np.bool_],
+    row_class: IntArray,
+    slice_hours: FloatArray,
+    profiles: list[ClassProfile],
+    node_cost: NodeCost,
+    kw: float,
+) -> PlacementInput:
+    """The model arrays: rows, allowed pairs, capacity and cost per site.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario (``economics``, ``sites_open``, ``fault_tolerance``, energy pricing).
+    sites : pandas.DataFrame
+        The sites.
+    rows : ModelRows
+        The merged commodities.
+    pair_allowed : numpy.ndarray of bool
+        ``(r, m)`` allowed pairs of each row.
+    row_class : numpy.ndarray of int
+        Class of each row.
+    slice_hours : numpy.ndarray
+        Hours per slice. [h]
+    profiles : list of ClassProfile
+        Per-node goodput of each class.
+    node_cost : NodeCost
+        Per-site node cost. [USD/h]
+    kw : float
+        IT power of one node. [kW]
+
+    Returns
+    -------
+    PlacementInput
+        Arrays for :mod:`placement.optimize`.
+    """
+    scenario = loaded.scenario
+    pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(pair_allowed))
+    pair_class = row_class[pair_row]
+    nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in profiles])
+    energy = _pair_energy_usd_per_h(
+        loaded, sites, rows.slice_demand_tok_s, slice_hours, pair_row, pair_site, pair_class, profiles
+    )
+    return PlacementInput(
+        slice_demand_tok_s=rows.slice_demand_tok_s,
+        slice_hours=slice_hours,
+        pair_commodity=pair_row,
+        pair_site=pair_site,
+        pair_nodes_per_tok_s=nodes_per_tok_s[pair_class],
+        pair_rtt_ms=rows.rtt_ms[pair_row, pair_site],
+        pair_cost_usd_per_h=energy,
+        site_fixed_usd_per_h=sites["fixed_cost_usd_per_h"].fillna(scenario.economics.site_fixed_cost_usd_per_h).to_numpy(float),
+        site_node_usd_per_h=node_cost.total_usd_per_h,
+        site_node_mw=kw * sites["pue"].to_numpy(float) / 1000.0,
+        site_mw_available=sites["mw_available"].to_numpy(float),
+        site_locked=sites["locked"].to_numpy(bool),
+        min_sites_open=scenario.sites_open.min,
+        max_sites_open=scenario.sites_open.max,
+        fault_tolerant=scenario.fault_tolerance.n_plus_one,
+        daily_mean_tok_s=rows.mean_demand_tok_s,
+        protect=pair_allowed.sum(axis=1) >= 2,  # N+1 needs a second site in reach
+    )
+
+
 def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Instance:
     """Turn a scenario into model arrays.
+
+    ``sites, populations -> demand per slice -> latency model -> round trips -> TTFT ->
+    allowed pairs -> commodity demand -> node cost -> merged rows -> model arrays``.
 
     Parameters
     ----------
@@ -399,103 +722,56 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         Arrays ready for :func:`placement.plan.solve_instance`.
     """
     start = time.perf_counter()
-    scenario = loaded.scenario
+    scenario, classes = loaded.scenario, loaded.scenario.classes
     sites = load_sites(loaded)
     progress(f"catalog: {len(sites)} candidate sites")
     populations = load_populations(loaded)
     progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")
     pop_slices, slice_hours = slice_demand(loaded, populations)
     pop_mean = populations.table["demand_tok_s"].to_numpy(float)
-    rtt = _worst_member_rtt_ms(populations, sites, loaded)
-    n_pop, n_class = len(populations.table), len(scenario.classes)
-    commodity_population = np.repeat(np.arange(n_pop, dtype=np.int64), n_class)
-    commodity_class = np.tile(np.arange(n_class, dtype=np.int64), n_pop)
+    latency = build_latency_model(scenario.latency, loaded.resolve)
+    rtt = worst_member_rtt_ms(populations.cities, sites, latency)
+    commodity_population, commodity_class = commodities(len(populations.table), len(classes))
     profiles = class_profiles(loaded)
-    retrieval_extra = retrieval_extra_ms(loaded, sites)
-    ttft = np.empty((len(commodity_population), len(sites)))
-    for k, profile in enumerate(profiles):
-        ttft[commodity_class == k] = ttft_p99_ms(rtt, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
-    objective = np.array([c.ttft_p99_ms for c in scenario.classes])[commodity_class]
-    within_budget = ttft <= objective[:, None]
+    retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=str(loaded.path))
+    ttft = commodity_ttft_ms(rtt, profiles, retrieval_extra, commodity_class)
+    within_budget = ttft <= np.array([c.ttft_p99_ms for c in classes])[commodity_class][:, None]
     permitted = residency_mask(
         populations.table["country_code"].to_numpy(str), sites["country_code"].to_numpy(str), scenario.residency
     )[commodity_population]
     allowed = within_budget & permitted & (sites["mw_available"].to_numpy(float) > 0)[None, :]
-
-    shares = np.array([c.share for c in scenario.classes])[commodity_class]
-    shiftable = np.array([c.time_shiftable for c in scenario.classes])[commodity_class]
-    commodity_slices = pop_slices[commodity_population] * shares[:, None]
-    commodity_mean = pop_mean[commodity_population] * shares
-    commodity_slices[shiftable] = commodity_mean[shiftable, None]
-
-    serving = scenario.serving
+    commodity_slices, commodity_mean = commodity_demand(pop_slices, pop_mean, classes, commodity_population, commodity_class)
     kw = node_kw(loaded)
-    node_cost = node_cost_usd_per_h(
-        scenario.economics.params(catalog_node_capex_usd(loaded)),
-        node_kw=kw,
-        pue=sites["pue"],
-        price_usd_per_mwh=sites["power_price_usd_per_mwh"] * _site_price_multiplier(loaded, sites, len(slice_hours)).mean(axis=1),
-        facility_capex_usd_per_mw=sites["capex_usd_per_mw"],
-        idle_power_share=serving.idle_power_share,
-    )
-    fixed = sites["fixed_cost_usd_per_h"].fillna(scenario.economics.site_fixed_cost_usd_per_h).to_numpy(float)
-    row_of_commodity, modelled = merge_commodities(allowed, commodity_class, commodity_slices)
-    n_rows = len(modelled)
-    row_slices = np.zeros((n_rows, commodity_slices.shape[1]))
-    members = row_of_commodity >= 0
-    np.add.at(row_slices, row_of_commodity[members], commodity_slices[members])
-    row_mean = np.bincount(row_of_commodity[members], weights=commodity_mean[members], minlength=n_rows).astype(float)
-    pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
-    pair_class = commodity_class[modelled][pair_row]
-    member_rtt = np.zeros((n_rows, len(sites)))
-    np.add.at(member_rtt, row_of_commodity[members], rtt[commodity_population[members]] * commodity_mean[members, None])
-    row_rtt = member_rtt / np.maximum(row_mean, 1e-12)[:, None]
-    nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in profiles])
-    inputs = PlacementInput(
-        slice_demand_tok_s=row_slices,
-        slice_hours=slice_hours,
-        pair_commodity=pair_row,
-        pair_site=pair_site,
-        pair_nodes_per_tok_s=nodes_per_tok_s[pair_class],
-        pair_rtt_ms=row_rtt[pair_row, pair_site],
-        pair_cost_usd_per_h=_pair_energy_usd_per_h(
-            loaded, sites, row_slices, slice_hours, pair_row, pair_site, pair_class, profiles
-        ),
-        site_fixed_usd_per_h=fixed,
-        site_node_usd_per_h=node_cost.total_usd_per_h,
-        site_node_mw=kw * sites["pue"].to_numpy(float) / 1000.0,
-        site_mw_available=sites["mw_available"].to_numpy(float),
-        site_locked=sites["locked"].to_numpy(bool),
-        min_sites_open=scenario.sites_open.min,
-        max_sites_open=scenario.sites_open.max,
-        fault_tolerant=scenario.fault_tolerance.n_plus_one,
-        daily_mean_tok_s=row_mean,
-        protect=allowed[modelled].sum(axis=1) >= 2,  # N+1 needs a second site in reach
+    node_cost = site_node_cost(loaded, sites, kw, len(slice_hours))
+    rows = model_rows(allowed, commodity_class, commodity_population, commodity_slices, commodity_mean, rtt)
+    inputs = placement_input(
+        loaded, sites, rows, allowed[rows.modelled], commodity_class[rows.modelled], slice_hours, profiles, node_cost, kw
     )
     progress(
-        f"model: {len(commodity_population)} commodities in {n_rows} rows x {len(slice_hours)} slices, "
-        f"{len(pair_row)} feasible pairs of {allowed.size}"
+        f"model: {len(commodity_population)} commodities in {len(rows.modelled)} rows x {len(slice_hours)} slices, "
+        f"{len(inputs.pair_site)} feasible pairs of {allowed.size}"
     )
     return Instance(
-        loaded,
-        sites,
-        populations,
-        pop_slices,
-        slice_hours,
-        rtt,
-        commodity_population,
-        commodity_class,
-        ttft,
-        within_budget,
-        allowed,
-        node_cost,
-        inputs,
-        modelled,
-        time.perf_counter() - start,
-        profiles,
-        retrieval_extra,
-        kw,
-        row_of_commodity,
-        commodity_slices,
-        commodity_mean,
+        loaded=loaded,
+        sites=sites,
+        populations=populations,
+        population_slice_demand_tok_s=pop_slices,
+        slice_hours=slice_hours,
+        rtt_ms=rtt,
+        commodity_population=commodity_population,
+        commodity_class=commodity_class,
+        ttft_ms=ttft,
+        within_budget=within_budget,
+        allowed=allowed,
+        node_cost=node_cost,
+        inputs=inputs,
+        modelled=rows.modelled,
+        build_s=time.perf_counter() - start,
+        profiles=profiles,
+        retrieval_extra_ms=retrieval_extra,
+        node_kw=kw,
+        row_of_commodity=rows.row_of_commodity,
+        commodity_slice_demand_tok_s=commodity_slices,
+        commodity_mean_demand_tok_s=commodity_mean,
+        latency=latency,
     )

@@ -6,9 +6,7 @@ out of this module; :mod:`placement.outputs.writer` writes them.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,18 +14,31 @@ from numpy.typing import NDArray
 
 from placement._errors import InfeasibleError, SolverError
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
-from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.economics import NodeCost, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.instance import Instance, Progress, build_instance, quiet
 from placement.optimize.formulation import group_by
-from placement.optimize.problem import PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solve import diagnose_shortfall, solve_placement, solve_ratio
 from placement.optimize.solver import SolveStatus
-from placement.scenario import LoadedScenario
+from placement.profiles import ClassProfile
+from placement.scenario import LoadedScenario, WorkloadClass
+from placement.summary import (
+    ClassSummary,
+    CostBreakdown,
+    PlanSummary,
+    cost_breakdown,
+    dinkelbach_steps,
+    fault_domain_coverage,
+    finite_or_none,
+    ttft_headlines_ms,
+    weighted_hit_rate,
+    yield_figures,
+)
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["Instance", "Plan", "build_instance", "run", "solve_instance", "summarise", "unprotectable_commodities"]
+__all__ = ["Instance", "Plan", "PlanSummary", "build_instance", "run", "solve_instance", "summarise", "unprotectable_commodities"]
 
 
 def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15) -> list[str]:
@@ -38,8 +49,12 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
         workload = instance.profiles[k]
         j = int(np.argmin(instance.ttft_ms[c]))
         where = f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {workload.name}"
-        if instance.within_budget[c].any():
-            lines.append(f"{where}: the sites inside its budget are barred by residency rules or have no power")
+        inside = np.flatnonzero(instance.within_budget[c])
+        if len(inside):
+            names = ", ".join(str(instance.sites["name"].iat[j]) for j in inside[:6]) + (" ..." if len(inside) > 6 else "")
+            unpowered = (instance.sites["mw_available"].to_numpy(float)[inside] <= 0).all()
+            why = "have no power (0 MW available)" if unpowered else "are barred by residency rules or have no power"
+            lines.append(f"{where}: the sites inside its budget ({names}) {why}")
             continue
         lines.append(
             f"{where}: nearest site {instance.sites['name'].iat[j]} has p99 TTFT {instance.ttft_ms[c, j]:.1f} ms "
@@ -107,6 +122,31 @@ def _shortfall_message(instance: Instance, elastic: PlacementSolution, *, limit:
     return lines
 
 
+def _power_totals(instance: Instance) -> tuple[float, float, float, float]:
+    """MW the sites hold in total, and a lower bound on the MW the demand needs (with its node count and PUE).
+
+    The bound is the busiest slice's node-equivalents at the lowest PUE of any site.
+    """
+    sites = instance.sites
+    nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in instance.profiles])[instance.commodity_class]
+    nodes = float((instance.commodity_slice_demand_tok_s * nodes_per_tok_s[:, None]).sum(axis=0).max(initial=0.0))
+    pue = float(sites["pue"].min())
+    return float(sites["mw_available"].sum()), nodes * instance.node_kw * pue / 1000.0, nodes, pue
+
+
+def _no_power_message(instance: Instance) -> str | None:
+    """With no MW at any site every pair is barred: say it is power, not latency."""
+    available, needed, nodes, pue = _power_totals(instance)
+    if available > 0:
+        return None
+    return (
+        f"no power: the {len(instance.sites)} candidate sites hold {available:g} MW in total "
+        f"(sites.mw_multiplier: {instance.loaded.scenario.sites.mw_multiplier:g}), but serving the demand needs at least "
+        f"{needed:,.3g} MW ({nodes:,.1f} nodes of {instance.node_kw:g} kW at PUE {pue:g} in the busiest slice)"
+        f"\nFix: raise sites.mw_multiplier or mw_available in {instance.loaded.catalog_path.name}, or add sites"
+    )
+
+
 @dataclass(frozen=True)
 class Plan:
     """A verified siting plan and the tables users read.
@@ -123,8 +163,8 @@ class Plan:
         One row per (population, class, site) with goodput, RTT, TTFT and its components.
     populations : pandas.DataFrame
         Every population with served and unserved goodput.
-    summary : dict
-        Headline figures (see :func:`summarise`).
+    summary : PlanSummary
+        Headline figures (see :func:`summarise`); ``summary.json`` is its JSON form.
     notes : list of str
         Diagnoses the user should read (unreachable populations, shortfalls, time limits).
     """
@@ -134,7 +174,7 @@ class Plan:
     sites: pd.DataFrame
     assignments: pd.DataFrame
     populations: pd.DataFrame
-    summary: dict[str, Any]
+    summary: PlanSummary
     notes: list[str] = field(default_factory=list)
 
 
@@ -294,24 +334,74 @@ def _population_table(instance: Instance, solution: PlacementSolution, assignmen
     return table
 
 
-def _class_costs(instance: Instance, solution: PlacementSolution, sites: pd.DataFrame) -> FloatArray:
-    """Each class's share of cost: site costs split by node-equivalent usage, plus its own energy. [USD/h]"""
-    data = instance.inputs
-    klass = instance.commodity_class[instance.modelled][data.pair_commodity]
+def _class_costs(
+    data: PlacementInput, solution: PlacementSolution, pair_class: IntArray, n_classes: int, site_cost_usd_per_h: FloatArray
+) -> FloatArray:
+    """Each class's share of cost: site costs split by node-equivalent usage, plus its own energy.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays solved.
+    solution : PlacementSolution
+        The answer.
+    pair_class : numpy.ndarray of int
+        ``(p,)`` class of each pair.
+    n_classes : int
+        Number of classes.
+    site_cost_usd_per_h : numpy.ndarray
+        ``(m,)`` cost of each site without its load-dependent energy. [USD/h]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_classes,)`` cost of each class; they add up to the plan's cost. [USD/h]
+    """
     usage = (data.pair_slice_load() * solution.pair_share[:, None]) @ (data.slice_hours / data.slice_hours.sum())
-    n_class = len(instance.classes)
-    per_site_class = np.zeros((data.n_sites, n_class))
-    np.add.at(per_site_class, (data.pair_site, klass), usage)
+    per_site_class = np.zeros((data.n_sites, n_classes))
+    np.add.at(per_site_class, (data.pair_site, pair_class), usage)
     totals = per_site_class.sum(axis=1, keepdims=True)
     weights = np.divide(per_site_class, totals, out=np.zeros_like(per_site_class), where=totals > 0)
-    site_cost = (sites["cost_usd_per_h"] - sites["load_energy_usd_per_h"]).to_numpy(float)
-    energy = np.bincount(klass, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=n_class)
-    return np.asarray(weights.T @ site_cost + energy)
+    energy = np.bincount(pair_class, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=n_classes)
+    return np.asarray(weights.T @ site_cost_usd_per_h + energy)
+
+
+def _interactive_names(classes: list[WorkloadClass]) -> list[str]:
+    """Classes whose TTFT is a headline: time-shiftable classes have deadlines, not TTFT (all if none is interactive)."""
+    return [c.name for c in classes if not c.time_shiftable] or [c.name for c in classes]
+
+
+def _plan_cost_breakdown(data: PlacementInput, node_cost: NodeCost, solution: PlacementSolution) -> CostBreakdown:
+    """The solution's cost by component: the MILP's cost terms, summed per term. [USD/h]"""
+    energy = np.bincount(data.pair_site, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=data.n_sites)
+    return cost_breakdown(
+        solution.nodes,
+        solution.open,
+        node_capex_usd_per_h=node_cost.node_capex_usd_per_h,
+        facility_capex_usd_per_h=node_cost.facility_capex_usd_per_h,
+        idle_power_usd_per_h=node_cost.power_usd_per_h,
+        opex_usd_per_h=node_cost.opex_usd_per_h,
+        site_fixed_usd_per_h=data.site_fixed_usd_per_h,
+        load_energy_usd_per_h=energy,
+    )
+
+
+def _class_summaries(
+    profiles: list[ClassProfile], assignments: pd.DataFrame, class_cost_usd_per_h: FloatArray
+) -> tuple[ClassSummary, ...]:
+    """Each class's figures: its profile, what the plan serves of it and its share of the cost."""
+    summaries = []
+    for profile, cost in zip(profiles, class_cost_usd_per_h.tolist(), strict=True):
+        rows = assignments[assignments["class"] == profile.name]
+        worst = float(rows["ttft_p99_ms"].max()) if len(rows) else None
+        served = float(rows["goodput_tok_s"].sum())
+        summaries.append(ClassSummary.of_profile(profile, goodput_tok_s=served, cost_usd_per_h=cost, p99_ttft_ms_max=worst))
+    return tuple(summaries)
 
 
 def summarise(
     instance: Instance, solution: PlacementSolution, sites: pd.DataFrame, assignments: pd.DataFrame, status: str
-) -> dict[str, Any]:
+) -> PlanSummary:
     """Headline figures of a plan.
 
     Parameters
@@ -327,96 +417,59 @@ def summarise(
 
     Returns
     -------
-    dict
-        JSON-ready figures: cost, goodput (daily mean, inside the SLO), yield, sites, MW, TTFT,
+    PlanSummary
+        Cost and its breakdown, goodput (daily mean, inside the SLO), yield, sites, MW, TTFT,
         unserved share, fault-domain coverage, per-class figures and the solver report.
     """
     goodput = float(assignments["goodput_tok_s"].sum())
     demand = float(instance.commodity_mean_demand_tok_s.sum())
     mw_used = float(sites["mw_used"].sum())
     objective = float(sites["cost_usd_per_h"].sum())
-    # TTFT headlines are for interactive traffic: time-shiftable classes have deadlines, not TTFT.
-    interactive_names = [c.name for c in instance.classes if not c.time_shiftable] or [c.name for c in instance.classes]
+    cost_per_million, yield_tok_s_per_mw, unserved = yield_figures(objective, goodput, demand, mw_used)
+    interactive_names = _interactive_names(instance.classes)
     interactive = assignments[assignments["class"].isin(interactive_names)]
-    weights = interactive["goodput_tok_s"].to_numpy()
+    ttft_max, ttft_mean = ttft_headlines_ms(interactive["ttft_p99_ms"], interactive["goodput_tok_s"])
+    served_by_class = {str(k): float(v) for k, v in assignments.groupby("class")["goodput_tok_s"].sum().items()}
+    pair_class = instance.commodity_class[instance.modelled][instance.inputs.pair_commodity]
+    site_cost = (sites["cost_usd_per_h"] - sites["load_energy_usd_per_h"]).to_numpy(float)
+    class_cost = _class_costs(instance.inputs, solution, pair_class, len(instance.classes), site_cost)
     report = solution.report
-    open_reachable = (instance.allowed & solution.open[None, :]).sum(axis=1)
-    coverage = float(instance.commodity_mean_demand_tok_s[open_reachable >= 2].sum() / demand) if demand > 0 else 0.0
-    class_cost = _class_costs(instance, solution, sites)
-    per_class = []
-    for k, workload in enumerate(instance.classes):
-        rows = assignments[assignments["class"] == workload.name]
-        served = float(rows["goodput_tok_s"].sum())
-        per_class.append(
-            {
-                "class": workload.name,
-                "goodput_tok_s": served,
-                "cost_usd_per_h": float(class_cost[k]),
-                "cost_per_million_goodput_tokens_usd": _num(float(cost_per_million_tokens_usd(class_cost[k], served))),
-                "ttft_objective_ms": workload.ttft_p99_ms,
-                "p99_ttft_ms_max": float(rows["ttft_p99_ms"].max()) if len(rows) else None,
-                "itl_objective_ms": workload.itl_p99_ms,
-                "p99_itl_ms": instance.profiles[k].itl_ms,
-                "goodput_tok_s_per_node": instance.profiles[k].goodput_tok_s_per_node,
-                "utilisation_cap": instance.profiles[k].utilisation_cap,
-                "node_ttft_ms": {
-                    "queue": instance.profiles[k].queue_ms,
-                    "prefill": instance.profiles[k].prefill_ms,
-                    "first_decode": instance.profiles[k].first_decode_ms,
-                },
-                "cache_hit_rate": instance.profiles[k].cache_hit_rate,
-                "goodput_from": instance.profiles[k].source,
-            }
-        )
-    return {
-        "scenario": instance.loaded.scenario.name,
-        "status": status,
-        "objective_usd_per_h": objective,
-        "cost_per_million_goodput_tokens_usd": _num(float(cost_per_million_tokens_usd(objective, goodput))),
-        "goodput_tok_s": goodput,
-        "peak_goodput_tok_s": float(assignments["peak_goodput_tok_s"].sum()),
-        "demand_tok_s": demand,
-        "tokens_per_s_per_mw": float(tokens_per_s_per_mw(goodput, mw_used)),
-        "sites_open": int(sites["open"].sum()),
-        "sites_candidate": len(sites),
-        "nodes": int(sites["nodes"].sum()),
-        "mw_used": mw_used,
-        "p99_ttft_ms_max": _num(float(interactive["ttft_p99_ms"].max())) if len(interactive) else None,
-        "p99_ttft_ms_mean": _num(float(np.average(interactive["ttft_p99_ms"], weights=weights))) if weights.sum() > 0 else None,
-        "p99_itl_ms": max(
-            p.itl_ms for p, c in zip(instance.profiles, instance.classes, strict=True) if c.name in interactive_names
-        ),
-        "cache_hit_rate": _weighted_hit_rate(instance, assignments),
-        "node_kw": instance.node_kw,
-        "fault_domain_coverage": coverage,
-        "n_plus_one": instance.inputs.fault_tolerant,
-        "unserved_share": max(0.0, 1.0 - goodput / demand) if demand > 0 else 0.0,
-        "time_slices": len(instance.slice_hours),
-        "populations": len(instance.populations.table),
-        "cities": len(instance.populations.cities),
-        "feasible_pairs": len(instance.inputs.pair_site),
-        "classes": per_class,
-        "dinkelbach_iterations": solution.iterations,
-        "solver": report.solver,
-        "solver_status": report.status.value,
-        "solver_message": report.message,
-        "best_bound_usd_per_h": _num(report.best_bound),
-        "gap": _num(report.gap),
-        "runtime_s": report.runtime_s,
-        "build_s": instance.build_s,
-    }
-
-
-def _weighted_hit_rate(instance: Instance, assignments: pd.DataFrame) -> float:
-    """Prefix-cache hit rate weighted by each class's served goodput."""
-    served = assignments.groupby("class")["goodput_tok_s"].sum()
-    rates = {p.name: p.cache_hit_rate for p in instance.profiles}
-    total = float(served.sum())
-    return float(sum(rates[str(name)] * value for name, value in served.items()) / total) if total > 0 else 0.0
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else value
+    return PlanSummary(
+        scenario=instance.loaded.scenario.name,
+        status=status,
+        objective_usd_per_h=objective,
+        cost_breakdown_usd_per_h=_plan_cost_breakdown(instance.inputs, instance.node_cost, solution),
+        cost_per_million_goodput_tokens_usd=cost_per_million,
+        goodput_tok_s=goodput,
+        peak_goodput_tok_s=float(assignments["peak_goodput_tok_s"].sum()),
+        demand_tok_s=demand,
+        tokens_per_s_per_mw=yield_tok_s_per_mw,
+        sites_open=int(sites["open"].sum()),
+        sites_candidate=len(sites),
+        nodes=int(sites["nodes"].sum()),
+        mw_used=mw_used,
+        p99_ttft_ms_max=ttft_max,
+        p99_ttft_ms_mean=ttft_mean,
+        p99_itl_ms=max(p.itl_ms for p in instance.profiles if p.name in interactive_names),
+        cache_hit_rate=weighted_hit_rate(served_by_class, {p.name: p.cache_hit_rate for p in instance.profiles}),
+        node_kw=instance.node_kw,
+        fault_domain_coverage=fault_domain_coverage(instance.allowed, solution.open, instance.commodity_mean_demand_tok_s),
+        n_plus_one=instance.inputs.fault_tolerant,
+        unserved_share=unserved,
+        time_slices=len(instance.slice_hours),
+        populations=len(instance.populations.table),
+        cities=len(instance.populations.cities),
+        feasible_pairs=len(instance.inputs.pair_site),
+        classes=_class_summaries(instance.profiles, assignments, class_cost),
+        dinkelbach_iterations=dinkelbach_steps(solution.iterations),
+        solver=report.solver,
+        solver_status=report.status.value,
+        solver_message=report.message,
+        best_bound_usd_per_h=finite_or_none(report.best_bound),
+        gap=finite_or_none(report.gap),
+        runtime_s=report.runtime_s,
+        build_s=instance.build_s,
+    )
 
 
 def _assemble(instance: Instance, solution: PlacementSolution, status: str, notes: list[str]) -> Plan:
@@ -475,6 +528,9 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     policy = scenario.policy
     options = scenario.solver.options(msg=msg)
     notes: list[str] = []
+    no_power = _no_power_message(instance)
+    if no_power is not None:
+        raise InfeasibleError(no_power)
     unreachable = np.flatnonzero(instance.unreachable & (instance.commodity_mean_demand_tok_s > 0))
     if len(unreachable):
         lines = _unreachable_message(instance, unreachable)
@@ -506,7 +562,11 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         progress("infeasible: diagnosing which populations cannot be served")
         elastic = diagnose_shortfall(instance.inputs, options)
         lines = _shortfall_message(instance, elastic)
-        header = "the sites inside the latency budget do not have the power to serve all demand"
+        available, needed, _, _ = _power_totals(instance)
+        header = (
+            "the sites inside the latency budget do not have the power to serve all demand "
+            f"(all sites hold {available:,.3g} MW; the demand needs at least {needed:,.3g} MW)"
+        )
         if policy.unreachable == "stop":
             raise InfeasibleError(
                 "\n  - ".join([header + ":", *lines]) + "\nFix: raise mw_available, add sites, or set policy.unreachable: report"

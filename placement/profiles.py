@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from placement._errors import InputError, Problem
 from placement.scenario import LoadedScenario, WorkloadClass
 from placement.serving.hardware import get_accelerator, get_model
-from placement.serving.physics import serve
+from placement.serving.physics import ServingRequest, serve
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def _given(workload: WorkloadClass, headroom: float) -> ClassProfile:
 def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassProfile | Problem:
     serving = loaded.scenario.serving
     assert workload.serving_ttft_budget_ms is not None
-    result = serve(
+    request = ServingRequest(
         serving.model,
         serving.accelerator,
         serving.gpus_per_node,
@@ -123,6 +123,7 @@ def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassP
         disaggregated=serving.disaggregated,
         min_tok_s_per_user=workload.min_tok_s_per_user,
     )
+    result = serve(request)
     if result.goodput_tok_s <= 0:
         return Problem(
             str(loaded.path),

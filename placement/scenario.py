@@ -21,7 +21,8 @@ from placement.optimize.solver import SolverOptions
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No .inf or .nan anywhere: an infinite objective or multiplier is never what a planner meant.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class SitesSection(_Section):
@@ -312,6 +313,7 @@ _FIXES = {
     "less_than": "use a smaller value",
     "less_than_equal": "use a smaller value",
     "float_parsing": "write a number",
+    "finite_number": "write a finite number (not .inf or .nan)",
     "int_parsing": "write a whole number",
     "int_from_float": "write a whole number",
     "literal_error": "use one of the allowed values",

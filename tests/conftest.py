@@ -81,3 +81,13 @@ def write_scenario(folder: Path, *, catalog: str = SMALL_CATALOG, cities: str = 
 @pytest.fixture
 def small_scenario(tmp_path: Path) -> Path:
     return write_scenario(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def world_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled world solved once by ``cli.py solve`` (about 10 s), shared by every test module."""
+    from placement.cli import main
+
+    out = tmp_path_factory.mktemp("world") / "out"
+    assert main(["solve", "--out", str(out), "--quiet"]) == 0
+    return out

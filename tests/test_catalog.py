@@ -28,6 +28,8 @@ def problems_of(path: Path) -> list[str]:
         ("lon,Lon,US,North America,10,200,5,50,1.2,1e7,false\n", "lon", "between -180 and 180"),
         ("nan,Nan,US,North America,10,10,5,NaN,1.2,1e7,false\n", "power_price_usd_per_mwh", "missing"),
         ("txt,Txt,US,North America,10,10,5,cheap,1.2,1e7,false\n", "power_price_usd_per_mwh", "finite number"),
+        ("inf,Inf,US,North America,10,10,inf,50,1.2,1e7,false\n", "mw_available", "finite number, got 'inf'"),
+        ("ninf,Ninf,US,North America,10,10,5,50,1.2,-inf,false\n", "capex_usd_per_mw", "finite number, got '-inf'"),
         ("pue,Pue,US,North America,10,10,5,50,0.8,1e7,false\n", "pue", "between 1 and 3"),
         ("lck,Lck,US,North America,10,10,5,50,1.2,1e7,maybe\n", "locked", "true or false"),
         (",NoId,US,North America,10,10,5,50,1.2,1e7,false\n", "id", "empty"),

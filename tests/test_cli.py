@@ -31,10 +31,8 @@ SUMMARY_KEYS = {
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("world") / "out"
-    assert main(["solve", "--out", str(out), "--quiet"]) == 0
-    return out
+def world(world_results: Path) -> Path:
+    return world_results
 
 
 def test_default_run_writes_every_output(world: Path) -> None:

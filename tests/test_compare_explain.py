@@ -54,3 +54,30 @@ def test_explain_unknown_site(tmp_path: Path, small_scenario: Path, capsys: pyte
 def test_explain_needs_a_results_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(tmp_path)]) == 1
     assert "no summary.json" in capsys.readouterr().err
+
+
+def test_comparison_table_text() -> None:
+    from placement.outputs.compare import render_comparison
+
+    rows = [
+        {
+            "placement": "optimal",
+            "cost_per_million_goodput_tokens_usd": 0.8691,
+            "served_share": 0.999,
+            "tokens_per_s_per_mw": 386_000.4,
+            "mw_used": 58.84,
+            "sites_open": 16,
+        },
+        {
+            "placement": "single-region",
+            "cost_per_million_goodput_tokens_usd": 1.3189,
+            "served_share": 0.53,
+            "tokens_per_s_per_mw": 250_000.0,
+            "mw_used": 80.0,
+            "sites_open": 1,
+        },
+    ]
+    lines = render_comparison(rows).splitlines()
+    assert lines[0].split() == ["placement", "$/M", "goodput", "served", "tok/s", "per", "MW", "MW", "sites"]
+    assert lines[1].split() == ["optimal", "0.869", "99.9%", "386,000", "58.8", "16"]
+    assert lines[2].split() == ["single-region", "1.319", "53.0%", "250,000", "80.0", "1"]

@@ -35,9 +35,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Plan]:
     assert main(["solve", str(scenario), "--out", str(out), "--quiet"]) == 0
     plan = run(load_scenario(scenario))
     if not (out / "catchments.geojson").exists():  # until outputs.py writes them itself
-        write_catchments(plan, out)
+        write_catchments(catchment_frame(plan), out)
     if not (out / "network.geojson").exists():
-        write_network(out)
+        write_network(plan.instance.latency.links_frame(), out)
     return out, plan
 
 

@@ -129,8 +129,8 @@ def test_plan_protects_every_population_with_two_sites_and_lists_the_others(
     assert sorted(names[unprotectable_commodities(instance)].tolist()) == ["Berlin", "Paris"]
     protected = instance.inputs.protected[instance.row_of_commodity]
     assert sorted(names[protected].tolist()) == ["Chicago", "New York"]
-    assert plan.summary["status"] == "optimal"
-    assert plan.summary["unserved_share"] == pytest.approx(0.0, abs=1e-9)
+    assert plan.summary.status == "optimal"
+    assert plan.summary.unserved_share == pytest.approx(0.0, abs=1e-9)
     assert plan.sites["open"].tolist() == [True, True, True]
     assert verify_solution(instance.inputs, plan.solution) == []
     header = "2 population-class pairs have a single site inside their TTFT objective, so N+1 cannot protect them"

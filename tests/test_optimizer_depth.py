@@ -194,11 +194,11 @@ def test_two_class_scenario_reports_cost_per_class(tmp_path: Path) -> None:
     }
     path = write_scenario(tmp_path, classes=[chat, batch])
     plan = run(load_scenario(path))
-    costs = {c["class"]: c["cost_per_million_goodput_tokens_usd"] for c in plan.summary["classes"]}
+    costs = {c.name: c.cost_per_million_goodput_tokens_usd for c in plan.summary.classes}
     # Batch needs 7x fewer nodes per token and fills the valleys: at least 5x cheaper (seed 002: 5-10x).
     assert costs["chat"] / costs["batch"] > 5
-    total = sum(c["cost_usd_per_h"] for c in plan.summary["classes"])
-    assert total == pytest.approx(plan.summary["objective_usd_per_h"], rel=1e-9)
+    total = sum(c.cost_usd_per_h or 0.0 for c in plan.summary.classes)
+    assert total == pytest.approx(plan.summary.objective_usd_per_h, rel=1e-9)
 
 
 def test_residency_rule_end_to_end(tmp_path: Path) -> None:
@@ -236,5 +236,5 @@ def test_n_plus_one_end_to_end(tmp_path: Path) -> None:
     both.mkdir()
     catalog = SMALL_CATALOG + "amsterdam,Amsterdam,NL,Europe,52.37,4.90,50,120,1.3,10000000,false\n"
     plan = run(load_scenario(write_scenario(both, catalog=catalog, fault_tolerance={"n_plus_one": True})))
-    assert plan.summary["n_plus_one"] and plan.summary["fault_domain_coverage"] == pytest.approx(1.0)
+    assert plan.summary.n_plus_one and plan.summary.fault_domain_coverage == pytest.approx(1.0)
     assert plan.sites["open"].sum() >= 3

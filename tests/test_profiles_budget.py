@@ -10,7 +10,7 @@ import pytest
 from placement.instance import build_instance, merge_commodities
 from placement.plan import run
 from placement.scenario import load_scenario
-from placement.serving.physics import serve
+from placement.serving.physics import ServingRequest, serve
 from tests.conftest import scenario_dict, write_scenario
 
 
@@ -30,11 +30,11 @@ def physics_class(**overrides: object) -> dict[str, object]:
 def test_goodput_comes_from_the_serving_model(tmp_path: Path) -> None:
     path = write_scenario(tmp_path, classes=[physics_class()], serving={"model": "llama-3.1-70b", "accelerator": "h200"})
     plan = run(load_scenario(path))
-    expected = serve("llama-3.1-70b", "h200", 8, "fp8", 1024, 290, 170, 50)
-    (klass,) = plan.summary["classes"]
-    assert klass["goodput_from"] == "serving model"
-    assert klass["goodput_tok_s_per_node"] == pytest.approx(expected.goodput_tok_s)
-    assert plan.summary["node_kw"] == pytest.approx(10.2)
+    expected = serve(ServingRequest("llama-3.1-70b", "h200", 8, "fp8", 1024, 290, 170, 50))
+    (klass,) = plan.summary.classes
+    assert klass.goodput_from == "serving model"
+    assert klass.goodput_tok_s_per_node == pytest.approx(expected.goodput_tok_s)
+    assert plan.summary.node_kw == pytest.approx(10.2)
     # The node's TTFT parts in every assignment are the serving model's.
     assignments = plan.assignments
     np.testing.assert_allclose(assignments["prefill_ms"], expected.prefill_ms + expected.kv_transfer_ms)

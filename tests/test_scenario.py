@@ -73,3 +73,26 @@ def test_broken_yaml_gives_line(tmp_path: Path) -> None:
     path.write_text("name: x\nsites: [unclosed\n")
     (problem,) = problems_of(path)
     assert "line" in problem and "YAML" in problem
+
+
+def test_non_finite_numbers_are_refused_with_their_key_path(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path)
+    raw = scenario_dict()
+    raw["classes"][0]["ttft_p99_ms"] = float("inf")  # was accepted: an objective nothing could miss
+    raw["demand"]["adoption"] = float("nan")
+    raw["sites"]["mw_multiplier"] = float("inf")
+    raw["sites"]["power_price_multiplier"] = {"Europe": float("-inf")}
+    raw["economics"]["opex_usd_per_node_h"] = float("inf")
+    path.write_text(yaml.safe_dump(raw))
+    assert ".inf" in path.read_text()
+    problems = problems_of(path)
+    assert len(problems) == 5
+    for key in (
+        "classes[0].ttft_p99_ms",
+        "demand.adoption",
+        "sites.mw_multiplier",
+        "sites.power_price_multiplier.Europe",
+        "economics.opex_usd_per_node_h",
+    ):
+        [line] = [p for p in problems if f", {key}:" in p]
+        assert str(path) in line and "finite number" in line and "Fix: write a finite number" in line

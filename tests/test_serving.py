@@ -22,6 +22,7 @@ from placement.serving.physics import (
     MLPERF_LLAMA2_INPUT_TOKENS,
     MLPERF_LLAMA2_OUTPUT_TOKENS,
     ServingEfficiency,
+    ServingRequest,
     decode_step,
     goodput_report,
     kv_copies,
@@ -73,7 +74,7 @@ def test_loader_reports_file_row_and_field(tmp_path: Path) -> None:
 
 def test_unknown_model_lists_known_names_and_suggests() -> None:
     with pytest.raises(InputError) as info:
-        goodput_report("llama-2-70", "h200", 8, "fp8", 1024, 290, 450, 40)
+        goodput_report(ServingRequest("llama-2-70", "h200", 8, "fp8", 1024, 290, 450, 40))
     message = str(info.value)
     assert "did you mean 'llama-2-70b'" in message
     for name in ("llama-3.1-8b", "llama-3.1-405b", "deepseek-v3", "qwen3-235b-a22b"):
@@ -84,7 +85,7 @@ def test_unknown_accelerator_and_unsupported_precision() -> None:
     with pytest.raises(InputError, match="h100-sxm"):
         get_accelerator("h100")
     with pytest.raises(InputError, match="not supported by the silicon"):
-        serve("llama-2-70b", "h100-sxm", 8, "fp4", 1024, 290, 2000, 200)
+        serve(ServingRequest("llama-2-70b", "h100-sxm", 8, "fp4", 1024, 290, 2000, 200))
 
 
 # --- decode and prefill ---------------------------------------------------------------------------
@@ -146,14 +147,16 @@ def test_kv_transfer_is_bytes_over_nic_bandwidth() -> None:
 
 
 def test_disaggregated_ttft_includes_kv_transfer() -> None:
-    r = serve("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50, disaggregated=True, prompt_mean_fraction=1.0)
+    r = serve(
+        ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50, disaggregated=True, prompt_mean_fraction=1.0)
+    )
     model = get_model("llama-3.1-70b")
     per_nic = kv_bytes_per_token(model, "fp8") * kv_copies(model, r.tp) / r.tp
     assert r.kv_transfer_ms == pytest.approx(kv_transfer_ms(2048, per_nic, 400))
     assert r.kv_transfer_ms > 0
     assert r.ttft_ms == pytest.approx(r.queue_p99_ms + r.prefill_ms + r.kv_transfer_ms + r.first_decode_ms)
     assert 0 < r.prefill_gpu_share < 1
-    colocated = serve("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50)
+    colocated = serve(ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50))
     assert colocated.kv_transfer_ms == 0.0
 
 
@@ -185,14 +188,14 @@ def test_mm1_p99_wait_and_utilisation_cap_inverse() -> None:
 
 
 def test_goodput_is_zero_when_itl_objective_below_batch_one_step() -> None:
-    r = serve("llama-2-70b", "h200", 8, "fp8", 1024, 290, 2000, 1.0)
+    r = serve(ServingRequest("llama-2-70b", "h200", 8, "fp8", 1024, 290, 2000, 1.0))
     assert r.goodput_tok_s == 0.0 and r.batch == 0
     assert "itl" in r.limit
     assert r.itl_ms > 1.0  # the batch-1 step it could not beat
 
 
 def test_result_respects_its_objective() -> None:
-    r = serve("llama-3.1-8b", "h100-sxm", 8, "bf16", 1024, 256, 500, 30, min_tok_s_per_user=40)
+    r = serve(ServingRequest("llama-3.1-8b", "h100-sxm", 8, "bf16", 1024, 256, 500, 30, min_tok_s_per_user=40))
     assert 0 < r.goodput_tok_s <= r.capacity_tok_s
     assert r.itl_ms <= 30 and 1e3 / r.itl_ms >= 40
     assert r.ttft_ms <= 500 + 1e-6
@@ -200,18 +203,18 @@ def test_result_respects_its_objective() -> None:
 
 
 def test_tighter_itl_lowers_goodput() -> None:
-    loose = serve("llama-3.1-70b", "h200", 8, "fp8", 1024, 290, 2000, 100).goodput_tok_s
-    tight = serve("llama-3.1-70b", "h200", 8, "fp8", 1024, 290, 2000, 25).goodput_tok_s
+    loose = serve(ServingRequest("llama-3.1-70b", "h200", 8, "fp8", 1024, 290, 2000, 100)).goodput_tok_s
+    tight = serve(ServingRequest("llama-3.1-70b", "h200", 8, "fp8", 1024, 290, 2000, 25)).goodput_tok_s
     assert tight < loose
 
 
 def test_weights_that_do_not_fit_give_zero() -> None:
-    r = serve("llama-3.1-405b", "h100-sxm", 8, "bf16", 1024, 290, 2000, 200)
+    r = serve(ServingRequest("llama-3.1-405b", "h100-sxm", 8, "bf16", 1024, 290, 2000, 200))
     assert r.goodput_tok_s == 0.0 and "do not fit" in r.limit
 
 
 def test_report_keys_cost_and_facility_yield() -> None:
-    report = goodput_report("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40, node_cost_usd_h=30.0)
+    report = goodput_report(ServingRequest("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40, node_cost_usd_h=30.0))
     for key in (
         "goodput_tok_s",
         "batch",
@@ -227,8 +230,10 @@ def test_report_keys_cost_and_facility_yield() -> None:
     )
     assert report["node_kw"] == pytest.approx(10.2)
     assert report["tokens_per_s_per_mw"] == pytest.approx(report["goodput_tok_s"] / (10.2 / 1000))
-    assert "cost_per_million_goodput_tokens_usd" not in goodput_report("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40)
-    with_pue = serve("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40, pue=1.25)
+    assert "cost_per_million_goodput_tokens_usd" not in goodput_report(
+        ServingRequest("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40)
+    )
+    with_pue = serve(ServingRequest("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40, pue=1.25))
     assert with_pue.tokens_per_s_per_mw == pytest.approx(report["tokens_per_s_per_mw"] / 1.25)
 
 
@@ -240,13 +245,15 @@ def test_report_keys_cost_and_facility_yield() -> None:
 def test_calibration_rows_within_5_percent(accelerator: str, ttft_ms: float, itl_ms: float, published_tok_s: float) -> None:
     # MLPerf llama2-70b, 8 GPUs, FP8 at the mean prompt the rows are consistent with (see serving.py).
     got = goodput_report(
-        "llama-2-70b", accelerator, 8, "fp8", MLPERF_LLAMA2_INPUT_TOKENS, MLPERF_LLAMA2_OUTPUT_TOKENS, ttft_ms, itl_ms
+        ServingRequest(
+            "llama-2-70b", accelerator, 8, "fp8", MLPERF_LLAMA2_INPUT_TOKENS, MLPERF_LLAMA2_OUTPUT_TOKENS, ttft_ms, itl_ms
+        )
     )["goodput_tok_s"]
     assert got == pytest.approx(published_tok_s, rel=0.05)
 
 
 def test_pareto_curve_and_plot(tmp_path: Path) -> None:
-    curve = pareto_curve("llama-3.1-8b", "h100-sxm", 8, "fp8", 1024, 256)
+    curve = pareto_curve(ServingRequest("llama-3.1-8b", "h100-sxm", 8, "fp8", 1024, 256, 2000, 50))
     assert {"tp", "batch", "itl_ms", "tok_s_per_user", "tok_s_per_gpu", "on_frontier"} <= set(curve.columns)
     front = curve[curve["on_frontier"]].sort_values("tok_s_per_user")
     assert len(front) > 3
@@ -257,7 +264,23 @@ def test_pareto_curve_and_plot(tmp_path: Path) -> None:
 
 def test_prompt_mean_fraction_halves_prefill_work() -> None:
     # Prompts spread evenly up to 2,048 tokens cost the same as fixed 1,024-token prompts.
-    spread = serve("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50)
-    fixed = serve("llama-3.1-70b", "h100-sxm", 8, "fp8", 1024, 256, 2000, 50, prompt_mean_fraction=1.0)
+    spread = serve(ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50))
+    fixed = serve(ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 1024, 256, 2000, 50, prompt_mean_fraction=1.0))
     assert spread.goodput_tok_s == pytest.approx(fixed.goodput_tok_s)
     assert spread.prefill_ms == pytest.approx(fixed.prefill_ms)
+
+
+def test_request_problems_are_reported_together() -> None:
+    request = ServingRequest("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40, pue=0.5, prompt_mean_fraction=1.5)
+    with pytest.raises(InputError) as info:
+        serve(request)
+    fields = {p.field for p in info.value.problems}
+    assert {"pue", "prompt_mean_fraction"} <= fields
+
+
+def test_goodput_report_is_serve_of_the_same_request() -> None:
+    request = ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50, node_cost_usd_h=30.0, pue=1.2)
+    result, report = serve(request), goodput_report(request)
+    assert report["goodput_tok_s"] == result.goodput_tok_s
+    assert report["cost_per_million_goodput_tokens_usd"] == pytest.approx(30.0 / (result.goodput_tok_s * 3600 / 1e6))
+    assert report["tokens_per_s_per_mw"] == pytest.approx(result.goodput_tok_s / (result.node_kw * 1.2 / 1e3))

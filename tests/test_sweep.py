@@ -187,11 +187,11 @@ def test_sweep_equals_one_by_one_solves(local_sweep: tuple[Path, pd.DataFrame]) 
             assert row["status"] == "error" and row["error"] == f"InfeasibleError: {exc}"
             continue
         assert row["error"] == ""
-        assert row["status"] == plan.summary["status"]
+        assert row["status"] == plan.summary.status
         assert row["cost_per_million_goodput_tokens_usd"] == pytest.approx(
-            plan.summary["cost_per_million_goodput_tokens_usd"], rel=1e-6
+            plan.summary.cost_per_million_goodput_tokens_usd, rel=1e-6
         )
-        assert row["objective_usd_per_h"] == pytest.approx(plan.summary["objective_usd_per_h"], rel=1e-6)
+        assert row["objective_usd_per_h"] == pytest.approx(plan.summary.objective_usd_per_h, rel=1e-6)
         assert row["open_sites"] == ";".join(plan.sites.loc[plan.sites["open"], "site_id"])
 
 

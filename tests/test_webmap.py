@@ -3,6 +3,7 @@ picture; the regional maps and report.html around it are written and can be rebu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -13,9 +14,12 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+from placement import jsonio
+from placement.outputs.catchments import catchment_frame
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import budget_rows, render_html, rerender_report, write_report_html
 from placement.outputs.webmap import write_webmap
+from placement.outputs.writer import summary_json_dict
 from placement.plan import Plan, run
 from placement.scenario import load_scenario
 from tests.conftest import write_scenario
@@ -44,7 +48,7 @@ def plan_and_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Pat
     plan = run(load_scenario(write_scenario(folder)))
     out = folder / "out"
     out.mkdir()
-    write_webmap(plan, out / "map.html")
+    write_webmap(plan, out / "map.html", catchments=catchment_frame(plan), links=plan.instance.latency.links_frame())
     return plan, out
 
 
@@ -129,7 +133,7 @@ def test_harness_sees_a_console_error(tmp_path: Path) -> None:
 
 def test_regional_maps_only_where_sites_are_open(plan_and_folder: tuple[Plan, Path]) -> None:
     plan, out = plan_and_folder
-    written = draw_regional_maps(plan, out)
+    written = draw_regional_maps(plan, out, catchments=catchment_frame(plan))
     assert [p.name for p in written] == ["map_north_america.png", "map_europe.png"]  # Ashburn/Chicago and Frankfurt
     for path in written:
         image = matplotlib.image.imread(path)
@@ -147,14 +151,14 @@ def test_ttft_budget_rows_are_the_worst_and_the_median(plan_and_folder: tuple[Pl
 
 def test_report_html_embeds_every_map_and_can_be_rebuilt(plan_and_folder: tuple[Plan, Path]) -> None:
     plan, out = plan_and_folder
-    draw_regional_maps(plan, out)
-    (out / "summary.json").write_text(json.dumps({**plan.summary, "notes": plan.notes}), encoding="utf-8")
+    draw_regional_maps(plan, out, catchments=catchment_frame(plan))
+    (out / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)), encoding="utf-8")
     plan.sites.to_csv(out / "sites.csv", index=False)
     plan.assignments.to_csv(out / "assignments.csv", index=False)
     plan.populations.to_csv(out / "populations.csv", index=False)
     first = write_report_html(plan, out).read_text(encoding="utf-8")
     assert first.count("data:image/png;base64,") == 1 + 2  # TTFT budget and the two regional maps
-    without = {k: v for k, v in plan.summary.items() if k != "cache_hit_rate"}
+    without = dataclasses.replace(plan.summary, cache_hit_rate=None)
     assert "not modelled" in render_html(without, plan.sites, plan.populations, [], out)
     assert "<script" not in first and 'src="http' not in first
     for name in ("tokens/s per MW", "goodput (not throughput)", "p99 inter-token latency", "fault-domain coverage"):

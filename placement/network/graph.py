@@ -347,14 +347,14 @@ def _check_connected(hubs: pd.DataFrame, links: pd.DataFrame, path: Path, proble
             )
 
 
-def load_network(hubs_path: str | Path = HUBS_CSV, links_path: str | Path = LINKS_CSV) -> Network:
+def load_network(hubs_path: str | Path, links_path: str | Path) -> Network:
     """Read and check the hubs and links of a latency graph.
 
     Parameters
     ----------
-    hubs_path : str or Path, optional
-        CSV ``hub_id,name,country_code,lat,lon,kind``.
-    links_path : str or Path, optional
+    hubs_path : str or Path
+        CSV ``hub_id,name,country_code,lat,lon,kind`` (:data:`HUBS_CSV` is the bundled one).
+    links_path : str or Path
         CSV ``a,b,kind,length_km,cables,source``; ``length_km`` blank means great circle times the
         route factor of the link's kind.
 
@@ -395,7 +395,7 @@ def load_network(hubs_path: str | Path = HUBS_CSV, links_path: str | Path = LINK
 @lru_cache(maxsize=1)
 def default_network() -> Network:
     """The bundled network (``data/network/hubs.csv`` and ``links.csv``), loaded once."""
-    return load_network()
+    return load_network(HUBS_CSV, LINKS_CSV)
 
 
 # ----------------------------------------------------------------------------- graph
@@ -594,10 +594,6 @@ def access_rtt_ms(distance_km: ArrayLike, params: GraphLatencyParams, *, last_mi
 # ----------------------------------------------------------------------------- round trips
 
 
-def _resolve(params: GraphLatencyParams | None, network: Network | None) -> tuple[GraphLatencyParams, Network]:
-    return (default_params() if params is None else params), (default_network() if network is None else network)
-
-
 def _graph_rtt_ms(
     lat_a: ArrayLike,
     lon_a: ArrayLike,
@@ -631,9 +627,9 @@ def population_site_rtt_ms(
     pop_lon_deg: ArrayLike,
     site_lat_deg: ArrayLike,
     site_lon_deg: ArrayLike,
-    params: GraphLatencyParams | None = None,
+    params: GraphLatencyParams,
     *,
-    network: Network | None = None,
+    network: Network,
 ) -> NDArray[np.float64]:
     """Round trip from each population's users to each site over the graph, access leg included.
 
@@ -646,17 +642,16 @@ def population_site_rtt_ms(
         Population points (``n``). [degrees]
     site_lat_deg, site_lon_deg : array_like
         Site points (``m``). [degrees]
-    params : GraphLatencyParams, optional
-        Model parameters; default the calibrated ones (``data/network/calibrated.json``).
-    network : Network, optional
-        Hubs and links; default the bundled network.
+    params : GraphLatencyParams
+        Model parameters (:func:`default_params` are the calibrated ones).
+    network : Network
+        Hubs and links (:func:`default_network` is the bundled one).
 
     Returns
     -------
     numpy.ndarray
         ``(n, m)`` round-trip times. [ms]
     """
-    params, network = _resolve(params, network)
     return _graph_rtt_ms(pop_lat_deg, pop_lon_deg, site_lat_deg, site_lon_deg, params, network, last_mile_a=True)
 
 
@@ -665,9 +660,9 @@ def site_site_rtt_ms(
     lon_a_deg: ArrayLike,
     lat_b_deg: ArrayLike,
     lon_b_deg: ArrayLike,
-    params: GraphLatencyParams | None = None,
+    params: GraphLatencyParams,
     *,
-    network: Network | None = None,
+    network: Network,
 ) -> NDArray[np.float64]:
     """Data-center-to-data-center round trips between two point sets (no last mile).
 
@@ -677,10 +672,10 @@ def site_site_rtt_ms(
         The ``n`` row points. [degrees]
     lat_b_deg, lon_b_deg : array_like
         The ``m`` column points. [degrees]
-    params : GraphLatencyParams, optional
-        Model parameters; default the calibrated ones.
-    network : Network, optional
-        Hubs and links; default the bundled network.
+    params : GraphLatencyParams
+        Model parameters (:func:`default_params` are the calibrated ones).
+    network : Network
+        Hubs and links (:func:`default_network` is the bundled one).
 
     Returns
     -------
@@ -688,7 +683,6 @@ def site_site_rtt_ms(
         ``(n, m)`` round-trip times, each equal to :func:`point_to_point_rtt_ms` with
         ``access=False``. [ms]
     """
-    params, network = _resolve(params, network)
     return _graph_rtt_ms(lat_a_deg, lon_a_deg, lat_b_deg, lon_b_deg, params, network, last_mile_a=False)
 
 
@@ -699,8 +693,8 @@ def point_to_point_rtt_ms(
     lon_b: float,
     *,
     access: bool = False,
-    params: GraphLatencyParams | None = None,
-    network: Network | None = None,
+    params: GraphLatencyParams,
+    network: Network,
 ) -> PointToPoint:
     """Round trip between two points over the graph, with the hubs it passes.
 
@@ -711,10 +705,10 @@ def point_to_point_rtt_ms(
     access : bool, optional
         Add a user's last mile at both ends (city to city as a user sees it); default data
         center to data center.
-    params : GraphLatencyParams, optional
-        Model parameters; default the calibrated ones.
-    network : Network, optional
-        Hubs and links; default the bundled network.
+    params : GraphLatencyParams
+        Model parameters (:func:`default_params` are the calibrated ones).
+    network : Network
+        Hubs and links (:func:`default_network` is the bundled one).
 
     Returns
     -------
@@ -722,7 +716,6 @@ def point_to_point_rtt_ms(
         ``(rtt_ms, path, bound_ms)``: round trip [ms], hub names along the path, and the physics
         bound over the great circle [ms].
     """
-    params, network = _resolve(params, network)
     hubs, km = nearest_hub([lat_a, lat_b], [lon_a, lon_b], network)
     ids = network.hub_ids
     nodes: list[str] = nx.dijkstra_path(build_graph(network, params), ids[hubs[0]], ids[hubs[1]], weight="rtt_ms")
@@ -745,33 +738,33 @@ def _unwrapped_line(lon0: float, lat0: float, lon1: float, lat1: float) -> LineS
     return LineString([(lon0, lat0), (lon1, lat1)])
 
 
-def hubs_frame(network: Network | None = None) -> gpd.GeoDataFrame:
+def hubs_frame(network: Network) -> gpd.GeoDataFrame:
     """Hubs as points, ready for GeoJSON.
 
     Parameters
     ----------
-    network : Network, optional
-        Hubs and links; default the bundled network.
+    network : Network
+        Hubs and links.
 
     Returns
     -------
     geopandas.GeoDataFrame
         ``hub_id, name, country_code, kind`` and Point geometry in WGS84.
     """
-    hubs = (default_network() if network is None else network).hubs
+    hubs = network.hubs
     geometry = [Point(lon, lat) for lon, lat in zip(hubs["lon"], hubs["lat"], strict=True)]
     return gpd.GeoDataFrame(hubs.drop(columns=["lat", "lon"]), geometry=geometry, crs=WGS84)
 
 
-def links_frame(network: Network | None = None, params: GraphLatencyParams | None = None) -> gpd.GeoDataFrame:
+def links_frame(network: Network, params: GraphLatencyParams) -> gpd.GeoDataFrame:
     """Links as LineStrings (shifted across the antimeridian), ready for GeoJSON.
 
     Parameters
     ----------
-    network : Network, optional
-        Hubs and links; default the bundled network.
-    params : GraphLatencyParams, optional
-        Parameters for the modelled lengths and round trips; default the calibrated ones.
+    network : Network
+        Hubs and links.
+    params : GraphLatencyParams
+        Parameters for the modelled lengths and round trips.
 
     Returns
     -------
@@ -779,7 +772,6 @@ def links_frame(network: Network | None = None, params: GraphLatencyParams | Non
         ``a, b, kind, length_km`` (as modelled), ``published_length_km``, ``great_circle_km``,
         ``rtt_ms``, ``cables``, ``source`` and LineString geometry in WGS84.
     """
-    params, network = _resolve(params, network)
     links, hubs = network.links, network.hubs.set_index("hub_id")
     ends = np.column_stack(
         [hubs.loc[links["a"], "lon"], hubs.loc[links["a"], "lat"], hubs.loc[links["b"], "lon"], hubs.loc[links["b"], "lat"]]

@@ -169,8 +169,8 @@ def rtt_report(
     *,
     access: bool = False,
     cities: pd.DataFrame | None = None,
-    params: GraphLatencyParams | None = None,
-    network: Network | None = None,
+    params: GraphLatencyParams,
+    network: Network,
 ) -> dict[str, Any]:
     """Round trip between two named places, for ``cli.py rtt FROM TO``.
 
@@ -182,10 +182,10 @@ def rtt_report(
         Add a user's last mile at both ends (default: data center to data center).
     cities : pandas.DataFrame, optional
         City table; default the bundled GeoNames file.
-    params : GraphLatencyParams, optional
-        Model parameters; default the calibrated ones.
-    network : Network, optional
-        Hubs and links; default the bundled network.
+    params : GraphLatencyParams
+        Model parameters (the ``rtt`` command passes the calibrated ones).
+    network : Network
+        Hubs and links (the ``rtt`` command, which reads no scenario, passes the bundled network).
 
     Returns
     -------

@@ -169,7 +169,6 @@ def _cbc_command(options: SolverOptions, log_path: Path, *, warm_start: bool) ->
 
 
 _CBC_RESULT = re.compile(r"^Result - (.+)$", re.MULTILINE)
-_CBC_OBJECTIVE = re.compile(r"^Objective value:\s+(\S+)", re.MULTILINE)
 _CBC_BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
 
 

@@ -13,7 +13,6 @@ population-to-site round trips, not on these shapes.
 
 from __future__ import annotations
 
-import weakref
 from pathlib import Path
 
 import geopandas as gpd
@@ -34,9 +33,7 @@ REACH_DEG = 5.0
 SIMPLIFY_DEG = 0.02
 """Tolerance for simplifying catchment outlines (about 2 km). [degrees]"""
 
-__all__ = ["catchment_frame", "catchments_of", "land_geometry", "nearest_city_cells", "write_catchments", "write_network"]
-
-_CACHE: dict[int, tuple[weakref.ref[Plan], gpd.GeoDataFrame]] = {}
+__all__ = ["catchment_frame", "land_geometry", "nearest_city_cells", "write_catchments", "write_network"]
 
 
 def land_geometry(basemap: gpd.GeoDataFrame | None = None) -> BaseGeometry:
@@ -172,31 +169,6 @@ def catchment_frame(
     return frame[~frame.geometry.is_empty].reset_index(drop=True)
 
 
-def catchments_of(plan: Plan) -> gpd.GeoDataFrame:
-    """:func:`catchment_frame` with default options, computed once per plan.
-
-    The GeoJSON, the regional maps and the interactive map all draw the same catchments; this
-    keeps a plan's frame while the plan lives.
-
-    Parameters
-    ----------
-    plan : Plan
-        A solved plan.
-
-    Returns
-    -------
-    geopandas.GeoDataFrame
-        As :func:`catchment_frame` (a copy: callers may change it).
-    """
-    key = id(plan)
-    hit = _CACHE.get(key)
-    if hit is None or hit[0]() is not plan:
-        for stale in [k for k, (ref, _) in _CACHE.items() if ref() is None]:
-            del _CACHE[stale]
-        _CACHE[key] = (weakref.ref(plan), catchment_frame(plan))
-    return _CACHE[key][1].copy()
-
-
 def _polygonal(geometry: BaseGeometry) -> BaseGeometry:
     """Keep the polygons of a geometry (a clip may leave stray lines or points)."""
     parts = [p for p in shapely.get_parts(geometry) if p.geom_type in ("Polygon", "MultiPolygon") and not p.is_empty]
@@ -205,13 +177,13 @@ def _polygonal(geometry: BaseGeometry) -> BaseGeometry:
     return shapely.MultiPolygon([q for p in parts for q in shapely.get_parts(p)])
 
 
-def write_catchments(plan: Plan, folder: Path) -> Path:
+def write_catchments(catchments: gpd.GeoDataFrame, folder: Path) -> Path:
     """Write ``catchments.geojson`` (RFC 7946) into a results folder.
 
     Parameters
     ----------
-    plan : Plan
-        A solved plan.
+    catchments : geopandas.GeoDataFrame
+        From :func:`catchment_frame` (computed once per plan by the results writer).
     folder : Path
         Results folder.
 
@@ -221,15 +193,18 @@ def write_catchments(plan: Plan, folder: Path) -> Path:
         The file written.
     """
     path = Path(folder) / "catchments.geojson"
-    geo.write_geojson(catchments_of(plan), path)
+    geo.write_geojson(catchments, path)
     return path
 
 
-def write_network(folder: Path) -> Path:
+def write_network(links: gpd.GeoDataFrame, folder: Path) -> Path:
     """Write the latency graph's links as ``network.geojson`` (RFC 7946 LineStrings).
 
     Parameters
     ----------
+    links : geopandas.GeoDataFrame
+        The links of the scenario's latency model
+        (:meth:`placement.network.latency.LatencyModel.links_frame`).
     folder : Path
         Results folder.
 
@@ -238,8 +213,6 @@ def write_network(folder: Path) -> Path:
     Path
         The file written.
     """
-    from placement.network.graph import links_frame
-
     path = Path(folder) / "network.geojson"
-    geo.write_geojson(links_frame(), path)
+    geo.write_geojson(links, path)
     return path

@@ -272,7 +272,7 @@ def _finish(fig: Figure, ax: Axes, region: Region, title: str, sites: pd.DataFra
     bar.set_label("open site: $ per million goodput tokens\n(all-in $/h / tokens delivered inside the SLO)")
 
 
-def draw_regional_maps(plan: Plan, folder: Path, *, with_catchments: bool = True) -> list[Path]:
+def draw_regional_maps(plan: Plan, folder: Path, *, catchments: gpd.GeoDataFrame | None) -> list[Path]:
     """Write ``map_<region>.png`` for every region with an open site.
 
     Parameters
@@ -281,21 +281,19 @@ def draw_regional_maps(plan: Plan, folder: Path, *, with_catchments: bool = True
         A solved plan.
     folder : Path
         Results folder.
-    with_catchments : bool, optional
-        Shade each open site's catchment (see :mod:`placement.outputs.catchments`).
+    catchments : geopandas.GeoDataFrame or None
+        Catchments to shade (:func:`placement.outputs.catchments.catchment_frame`, computed once
+        by the results writer); None: none.
 
     Returns
     -------
     list of Path
         The files written, in the order of :data:`REGIONS`.
     """
-    from placement.outputs.catchments import catchments_of
-
-    catchments = catchments_of(plan) if with_catchments else None
     return draw_regional_maps_from_tables(
         (plan.sites, plan.assignments, plan.populations),
         Path(folder),
-        title=f"{plan.summary.get('scenario', 'placement')}",
+        title=plan.summary.scenario,
         catchments=catchments,
     )
 

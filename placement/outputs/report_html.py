@@ -15,6 +15,7 @@ import math
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,13 @@ import numpy as np
 import pandas as pd
 
 from placement._errors import PlacementError
-from placement.outputs.report_md import cost_breakdown, render_markdown
+from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
 from placement.plan import Plan
+from placement.summary import CostBreakdown, PlanSummary
 
 __all__ = [
     "COMPONENT_LABELS",
+    "Results",
     "budget_rows",
     "draw_ttft_budget",
     "read_results",
@@ -163,21 +166,23 @@ def _table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = ()) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _five_numbers(summary: dict[str, Any]) -> str:
-    goodput = summary.get("goodput_tok_s")
-    demand = summary.get("demand_tok_s")
+def _five_numbers(summary: PlanSummary) -> str:
     rows = [
-        ("tokens/s per MW", _fmt(summary.get("tokens_per_s_per_mw"), ",.0f"), "goodput per MW of facility power used"),
+        ("tokens/s per MW", _fmt(summary.tokens_per_s_per_mw, ",.0f"), "goodput per MW of facility power used"),
         (
             "goodput (not throughput)",
-            f"{_fmt(goodput, ',.0f')} tok/s" + (f" of {demand:,.0f} demanded" if isinstance(demand, int | float) else ""),
+            f"{_fmt(summary.goodput_tok_s, ',.0f')} tok/s of {summary.demand_tok_s:,.0f} demanded",
             "tokens delivered inside the TTFT and ITL objectives (daily mean)",
         ),
-        ("p99 inter-token latency", f"{_fmt(summary.get('p99_itl_ms'), 'g')} ms", "objective every counted token meets"),
-        ("KV cache hit rate", _fmt(summary.get("cache_hit_rate"), ".0%"), "prefix-cache hits (per-node goodput is an input)"),
+        (
+            "p99 inter-token latency",
+            f"{_fmt(summary.p99_itl_ms, '.1f')} ms",
+            "slowest interactive class; inside its objective, as every counted token",
+        ),
+        ("KV cache hit rate", _fmt(summary.cache_hit_rate, ".0%"), "prefix-cache hits (per-node goodput is an input)"),
         (
             "fault-domain coverage",
-            _fmt(summary.get("fault_domain_coverage"), ".1%"),
+            _fmt(summary.fault_domain_coverage, ".1%"),
             "share of demand with a second open site inside its budget",
         ),
     ]
@@ -189,18 +194,17 @@ def _five_numbers(summary: dict[str, Any]) -> str:
     return f'<div class="cards">{cells}</div>'
 
 
-def _costs(sites: pd.DataFrame) -> str:
-    parts = cost_breakdown(sites)
-    total = max(parts["total"], 1e-12)
+def _costs(breakdown: CostBreakdown) -> str:
+    total = breakdown.total_usd_per_h
+    share = max(total, 1e-12)
     rows = "".join(
-        f"<tr><td>{html.escape(name.replace('_', ' '))}</td><td class='num'>{value:,.0f}</td>"
-        f"<td><div class='bar' style='width:{100 * value / total:.1f}%'></div>{value / total:.1%}</td></tr>"
-        for name, value in parts.items()
-        if name != "total"
+        f"<tr><td>{html.escape(COST_LABELS[key])}</td><td class='num'>{value:,.0f}</td>"
+        f"<td><div class='bar' style='width:{100 * value / share:.1f}%'></div>{value / share:.1%}</td></tr>"
+        for key, value in breakdown.lines()
     )
     return (
         "<table><thead><tr><th>component</th><th>$/h</th><th>share</th></tr></thead>"
-        f"<tbody>{rows}<tr><th>total</th><th class='num'>{parts['total']:,.0f}</th><th>100%</th></tr></tbody></table>"
+        f"<tbody>{rows}<tr><th>total</th><th class='num'>{total:,.0f}</th><th>100%</th></tr></tbody></table>"
     )
 
 
@@ -280,8 +284,28 @@ figure{margin:1em 0}img{max-width:100%;border:1px solid #eee}figcaption{font-siz
 """
 
 
+def _headline(summary: PlanSummary) -> str:
+    cost = _fmt(summary.cost_per_million_goodput_tokens_usd, ".3f", "n/a")
+    return (
+        f"<p class='headline'><b>${cost} per million goodput tokens</b>: "
+        f"${summary.objective_usd_per_h:,.0f}/h for {summary.goodput_tok_s:,.0f} goodput tok/s.</p>"
+    )
+
+
+def _status(summary: PlanSummary) -> str:
+    return (
+        f"<p>Status <b>{html.escape(summary.status)}</b> ({html.escape(summary.solver)}: "
+        f"{html.escape(summary.solver_message)}, gap {_fmt(summary.gap, '.3%', 'n/a')}). "
+        f"{summary.sites_open} of {summary.sites_candidate} candidate sites open, "
+        f"{summary.nodes:,} nodes, {summary.mw_used:.1f} MW. "
+        f"p99 TTFT: demand-weighted mean {_fmt(summary.p99_ttft_ms_mean, '.0f', 'n/a')} ms, "
+        f"worst {_fmt(summary.p99_ttft_ms_max, '.0f', 'n/a')} ms. "
+        f"Unserved share of demand: {summary.unserved_share:.2%}.</p>"
+    )
+
+
 def render_html(
-    summary: dict[str, Any],
+    summary: PlanSummary,
     sites: pd.DataFrame,
     populations: pd.DataFrame,
     notes: list[str],
@@ -291,9 +315,9 @@ def render_html(
 
     Parameters
     ----------
-    summary : dict
-        Headline figures (``summary.json``); ``cache_hit_rate`` and other absent figures are
-        reported as "not modelled".
+    summary : PlanSummary
+        Headline figures; ``cache_hit_rate`` and other absent figures are reported as
+        "not modelled".
     sites, populations : pandas.DataFrame
         The plan's tables.
     notes : list of str
@@ -307,25 +331,16 @@ def render_html(
         HTML text.
     """
     folder = Path(folder)
-    name = html.escape(str(summary.get("scenario", "placement")))
-    cost = _fmt(summary.get("cost_per_million_goodput_tokens_usd"), ".3f", "n/a")
+    name = html.escape(summary.scenario)
     budget = _image(folder / "ttft_budget.png", "p99 TTFT budget by component") if (folder / "ttft_budget.png").exists() else ""
     body = [
         f"<h1>Placement report: {name}</h1>",
-        f"<p class='headline'><b>${cost} per million goodput tokens</b>: "
-        f"${_fmt(summary.get('objective_usd_per_h'), ',.0f', 'n/a')}/h for {_fmt(summary.get('goodput_tok_s'), ',.0f', 'n/a')} "
-        f"goodput tok/s.</p>",
-        f"<p>Status <b>{html.escape(str(summary.get('status')))}</b> ({html.escape(str(summary.get('solver')))}: "
-        f"{html.escape(str(summary.get('solver_message')))}, gap {_fmt(summary.get('gap'), '.3%', 'n/a')}). "
-        f"{summary.get('sites_open')} of {summary.get('sites_candidate')} candidate sites open, "
-        f"{_fmt(summary.get('nodes'), ',', 'n/a')} nodes, {_fmt(summary.get('mw_used'), '.1f', 'n/a')} MW. "
-        f"p99 TTFT: demand-weighted mean {_fmt(summary.get('p99_ttft_ms_mean'), '.0f', 'n/a')} ms, "
-        f"worst {_fmt(summary.get('p99_ttft_ms_max'), '.0f', 'n/a')} ms. "
-        f"Unserved share of demand: {_fmt(summary.get('unserved_share'), '.2%', 'n/a')}.</p>",
+        _headline(summary),
+        _status(summary),
         "<h2>The five numbers</h2>",
         _five_numbers(summary),
         "<h2>Cost breakdown</h2>",
-        _costs(sites),
+        _costs(cost_breakdown(summary, sites)),
         "<h2>TTFT budget</h2>",
         budget,
         "<h2>Open sites</h2>",
@@ -394,33 +409,60 @@ def _read_csv(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, keep_default_na=False, na_values=[""])
 
 
-def read_results(out_dir: str | Path) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+@dataclass(frozen=True)
+class Results:
+    """What a results folder says about its plan.
+
+    Parameters
+    ----------
+    summary : PlanSummary
+        From ``summary.json``.
+    notes : list of str
+        The plan's notes (``summary.json``'s ``notes``).
+    sites, assignments, populations : pandas.DataFrame
+        From the CSV tables.
+    """
+
+    summary: PlanSummary
+    notes: list[str]
+    sites: pd.DataFrame
+    assignments: pd.DataFrame
+    populations: pd.DataFrame
+
+
+def read_results(out_dir: str | Path) -> Results:
     """The summary and tables of a results folder.
 
     Parameters
     ----------
     out_dir : str or Path
-        A folder written by ``cli.py solve``.
+        A folder written by ``cli.py solve`` (by this or an older version).
 
     Returns
     -------
-    tuple
-        ``(summary, sites, assignments, populations)``.
+    Results
+        Summary, notes and tables.
 
     Raises
     ------
     PlacementError
-        If a file is missing.
+        If a file is missing, or ``summary.json`` lacks a figure every version has written.
     """
     folder = Path(out_dir)
     names = ("summary.json", "sites.csv", "assignments.csv", "populations.csv")
     missing = [n for n in names if not (folder / n).is_file()]
     if missing:
         raise PlacementError(f"{folder} is not a complete results folder: {', '.join(missing)} missing; run 'cli.py solve' first")
-    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    document = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     sites = _read_csv(folder / "sites.csv")
     sites["open"] = sites["open"].astype(str).str.lower().isin(["true", "1"])
-    return summary, sites, _read_csv(folder / "assignments.csv"), _read_csv(folder / "populations.csv")
+    return Results(
+        PlanSummary.from_json_dict(document),
+        [str(n) for n in document.get("notes") or []],
+        sites,
+        _read_csv(folder / "assignments.csv"),
+        _read_csv(folder / "populations.csv"),
+    )
 
 
 def rerender_report(out_dir: str | Path) -> list[Path]:
@@ -428,6 +470,8 @@ def rerender_report(out_dir: str | Path) -> list[Path]:
 
     Reads ``summary.json``, ``sites.csv``, ``assignments.csv`` and ``populations.csv``, re-uses
     the maps already in the folder, and does not solve anything. Each file is replaced whole.
+    A folder written before ``summary.json`` held ``cost_breakdown_usd_per_h`` gets its
+    breakdown from ``sites.csv``.
 
     Parameters
     ----------
@@ -445,9 +489,9 @@ def rerender_report(out_dir: str | Path) -> list[Path]:
         If the folder lacks one of the files read.
     """
     folder = Path(out_dir)
-    summary, sites, assignments, populations = read_results(folder)
-    notes = [str(n) for n in summary.get("notes") or []]
-    budget = _write_atomic(folder / "ttft_budget.png", lambda target: draw_ttft_budget(assignments, target))
-    markdown = _write_text(folder / "report.md", render_markdown(summary, sites, populations, notes))
-    report = _write_text(folder / "report.html", render_html(summary, sites, populations, notes, folder))
+    results = read_results(folder)
+    summary, notes, populations = results.summary, results.notes, results.populations
+    budget = _write_atomic(folder / "ttft_budget.png", lambda target: draw_ttft_budget(results.assignments, target))
+    markdown = _write_text(folder / "report.md", render_markdown(summary, results.sites, populations, notes))
+    report = _write_text(folder / "report.html", render_html(summary, results.sites, populations, notes, folder))
     return [markdown, budget, report]

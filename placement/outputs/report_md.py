@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from placement.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
+
 NOT_MODELLED = "not modelled (per-node goodput is a scenario input)"
 
 
@@ -26,52 +28,89 @@ def _table(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows])
 
 
-def cost_breakdown(sites: pd.DataFrame) -> dict[str, float]:
-    """Total $/h by component over the open sites.
+COST_LABELS = {
+    "node_capex": "node capex",
+    "facility_capex": "facility capex",
+    "idle_power": "idle power",
+    "load_energy": "load energy",
+    "opex": "opex",
+    "site_fixed": "site fixed",
+}
+"""Words the reports use for the cost components (``summary.json``'s ``cost_breakdown_usd_per_h`` keys)."""
+
+
+def cost_breakdown(summary: PlanSummary, sites: pd.DataFrame) -> CostBreakdown:
+    """The plan's cost by component: the summary's, or from the site table for an older folder.
 
     Parameters
     ----------
+    summary : PlanSummary
+        Headline figures.
     sites : pandas.DataFrame
-        The plan's site table.
+        The plan's site table (read only when the summary predates the breakdown).
 
     Returns
     -------
-    dict of str to float
-        ``node_capex, facility_capex, power, opex, site_fixed`` and ``total``. [USD/h]
+    CostBreakdown
+        Components adding up to the objective. [USD/h]
     """
-    nodes = sites["nodes"]
-    parts = {
-        "node_capex": float((nodes * sites["node_capex_usd_per_h"]).sum()),
-        "facility_capex": float((nodes * sites["facility_capex_usd_per_h"]).sum()),
-        "power": float((nodes * sites["power_usd_per_h"]).sum()),
-        "opex": float((nodes * sites["opex_usd_per_h"]).sum()),
-        "site_fixed": float(sites.loc[sites["open"], "fixed_cost_usd_per_h"].sum()),
-    }
-    parts["total"] = sum(parts.values())
-    return parts
+    if summary.cost_breakdown_usd_per_h is not None:
+        return summary.cost_breakdown_usd_per_h
+    return cost_breakdown_of_site_table(sites)
 
 
-def render_markdown(summary: dict[str, Any], sites: pd.DataFrame, populations: pd.DataFrame, notes: list[str]) -> str:
-    """The report as Markdown.
+def _headline_lines(summary: PlanSummary) -> list[str]:
+    return [
+        f"# Placement report: {summary.scenario}",
+        "",
+        f"Status **{summary.status}** ({summary.solver}: {summary.solver_message}, gap {_fmt(summary.gap, '.3%')}, "
+        f"{summary.runtime_s:.1f} s solve). {summary.sites_open} of {summary.sites_candidate} candidate sites open, "
+        f"{summary.nodes:,} nodes, {summary.mw_used:.1f} MW of facility power.",
+        "",
+        f"**Cost per million goodput tokens: ${_fmt(summary.cost_per_million_goodput_tokens_usd, '.3f')}** "
+        f"(${summary.objective_usd_per_h:,.0f}/h for {summary.goodput_tok_s:,.0f} goodput tok/s).",
+        "",
+    ]
 
-    Parameters
-    ----------
-    summary : dict
-        Headline figures (``summary.json``).
-    sites, populations : pandas.DataFrame
-        The plan's tables.
-    notes : list of str
-        Diagnoses to show.
 
-    Returns
-    -------
-    str
-        Markdown text.
-    """
-    parts = cost_breakdown(sites)
-    total = max(parts["total"], 1e-12)
+def _five_number_lines(summary: PlanSummary) -> list[str]:
+    return [
+        "## The five numbers",
+        "",
+        "| number | value |",
+        "|---|---|",
+        f"| tokens/s per MW (facility yield) | {_fmt(summary.tokens_per_s_per_mw, ',.0f')} |",
+        f"| goodput (tokens/s delivered inside the SLO) | {_fmt(summary.goodput_tok_s, ',.0f')} "
+        f"of {_fmt(summary.demand_tok_s, ',.0f')} demanded |",
+        f"| p99 inter-token latency (slowest interactive class) | {_fmt(summary.p99_itl_ms, '.1f')} ms |",
+        f"| KV cache hit rate | {_fmt(summary.cache_hit_rate, '.0%', NOT_MODELLED)} |",
+        f"| fault-domain coverage (demand with a second open site inside its budget) | "
+        f"{_fmt(summary.fault_domain_coverage, '.1%')} |",
+        "",
+        f"p99 TTFT: demand-weighted mean {_fmt(summary.p99_ttft_ms_mean, '.0f')} ms, "
+        f"worst {_fmt(summary.p99_ttft_ms_max, '.0f')} ms. "
+        f"Unserved share of demand: {summary.unserved_share:.2%}.",
+        "",
+    ]
+
+
+def _cost_lines(breakdown: CostBreakdown) -> list[str]:
+    total = breakdown.total_usd_per_h
+    share = max(total, 1e-12)
+    return [
+        "## Cost breakdown",
+        "",
+        "| component | $/h | share |",
+        "|---|---|---|",
+        *(f"| {COST_LABELS[key]} | {value:,.0f} | {value / share:.1%} |" for key, value in breakdown.lines()),
+        f"| **total** | **{total:,.0f}** | 100% |",
+        "",
+    ]
+
+
+def _site_lines(sites: pd.DataFrame) -> list[str]:
     opened = sites[sites["open"]].sort_values("goodput_tok_s", ascending=False)
-    site_rows = pd.DataFrame(
+    rows = pd.DataFrame(
         {
             "site": opened["name"],
             "MW used": opened["mw_used"].map(lambda v: f"{v:.2f}"),
@@ -85,68 +124,49 @@ def render_markdown(summary: dict[str, Any], sites: pd.DataFrame, populations: p
             "power $/MWh": opened["power_price_usd_per_mwh"].map(lambda v: f"{v:g}"),
         }
     )
+    return ["## Open sites", "", _table(rows), "", "![map](map.png)", ""]
+
+
+def _unserved_lines(populations: pd.DataFrame, *, limit: int = 15) -> list[str]:
     unserved = populations[populations["unserved_tok_s"] > 1e-6 * populations["demand_tok_s"].clip(lower=1.0)]
-    unserved = unserved.sort_values("unserved_tok_s", ascending=False).head(15)
-    coverage = summary.get("fault_domain_coverage")
+    if unserved.empty:
+        return []
+    top = unserved.sort_values("unserved_tok_s", ascending=False).head(limit)
+    rows = pd.DataFrame(
+        {
+            "population": top["name"],
+            "country": top["country_code"],
+            "unserved tok/s": top["unserved_tok_s"].map(lambda v: f"{v:,.0f}"),
+            "nearest site RTT ms": top["nearest_site_rtt_ms"].map(lambda v: f"{v:.0f}"),
+        }
+    )
+    return ["## Populations not served inside their objective", "", _table(rows), ""]
+
+
+def render_markdown(summary: PlanSummary, sites: pd.DataFrame, populations: pd.DataFrame, notes: list[str]) -> str:
+    """The report as Markdown.
+
+    Parameters
+    ----------
+    summary : PlanSummary
+        Headline figures.
+    sites, populations : pandas.DataFrame
+        The plan's tables.
+    notes : list of str
+        Diagnoses to show.
+
+    Returns
+    -------
+    str
+        Markdown text.
+    """
     lines = [
-        f"# Placement report: {summary['scenario']}",
-        "",
-        f"Status **{summary['status']}** ({summary['solver']}: {summary['solver_message']}, gap {_fmt(summary['gap'], '.3%')}, "
-        f"{summary['runtime_s']:.1f} s solve). {summary['sites_open']} of {summary['sites_candidate']} candidate sites open, "
-        f"{summary['nodes']:,} nodes, {summary['mw_used']:.1f} MW of facility power.",
-        "",
-        f"**Cost per million goodput tokens: ${_fmt(summary['cost_per_million_goodput_tokens_usd'], '.3f')}** "
-        f"(${summary['objective_usd_per_h']:,.0f}/h for {summary['goodput_tok_s']:,.0f} goodput tok/s).",
-        "",
-        "## The five numbers",
-        "",
-        "| number | value |",
-        "|---|---|",
-        f"| tokens/s per MW (facility yield) | {_fmt(summary['tokens_per_s_per_mw'], ',.0f')} |",
-        f"| goodput (tokens/s delivered inside the SLO) | {_fmt(summary['goodput_tok_s'], ',.0f')} "
-        f"of {_fmt(summary['demand_tok_s'], ',.0f')} demanded |",
-        f"| p99 inter-token latency objective | {_fmt(summary['p99_itl_ms'], 'g')} ms |",
-        f"| KV cache hit rate | {_fmt(summary.get('cache_hit_rate'), '.0%', NOT_MODELLED)} |",
-        f"| fault-domain coverage (demand with a second open site inside its budget) | {_fmt(coverage, '.1%')} |",
-        "",
-        f"p99 TTFT: demand-weighted mean {_fmt(summary['p99_ttft_ms_mean'], '.0f')} ms, "
-        f"worst {_fmt(summary['p99_ttft_ms_max'], '.0f')} ms. "
-        f"Unserved share of demand: {summary['unserved_share']:.2%}.",
-        "",
-        "## Cost breakdown",
-        "",
-        "| component | $/h | share |",
-        "|---|---|---|",
-        *(
-            f"| {name.replace('_', ' ')} | {value:,.0f} | {value / total:.1%} |"
-            for name, value in parts.items()
-            if name != "total"
-        ),
-        f"| **total** | **{parts['total']:,.0f}** | 100% |",
-        "",
-        "## Open sites",
-        "",
-        _table(site_rows),
-        "",
-        "![map](map.png)",
-        "",
+        *_headline_lines(summary),
+        *_five_number_lines(summary),
+        *_cost_lines(cost_breakdown(summary, sites)),
+        *_site_lines(sites),
+        *_unserved_lines(populations),
     ]
-    if len(unserved):
-        lines += [
-            "## Populations not served inside their objective",
-            "",
-            _table(
-                pd.DataFrame(
-                    {
-                        "population": unserved["name"],
-                        "country": unserved["country_code"],
-                        "unserved tok/s": unserved["unserved_tok_s"].map(lambda v: f"{v:,.0f}"),
-                        "nearest site RTT ms": unserved["nearest_site_rtt_ms"].map(lambda v: f"{v:.0f}"),
-                    }
-                )
-            ),
-            "",
-        ]
     if notes:
         lines += ["## Notes", "", *notes, ""]
     return "\n".join(lines)

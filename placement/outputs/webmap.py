@@ -27,6 +27,7 @@ import pandas as pd
 import shapely
 from matplotlib.colors import Normalize, to_hex
 
+from placement import jsonio
 from placement.budget import COMPONENTS
 from placement.plan import Plan
 
@@ -210,8 +211,8 @@ def _links(links: gpd.GeoDataFrame) -> list[list[Any]]:
 def webmap_data(
     plan: Plan,
     *,
-    catchments: gpd.GeoDataFrame | None = None,
-    links: gpd.GeoDataFrame | None = None,
+    catchments: gpd.GeoDataFrame,
+    links: gpd.GeoDataFrame,
     basemap: gpd.GeoDataFrame | None = None,
 ) -> dict[str, Any]:
     """Everything the page draws, as JSON-ready data.
@@ -220,10 +221,11 @@ def webmap_data(
     ----------
     plan : Plan
         A solved plan.
-    catchments : geopandas.GeoDataFrame, optional
-        Catchment polygons (default: :func:`placement.outputs.catchments.catchments_of`).
-    links : geopandas.GeoDataFrame, optional
-        Latency graph links (default: :func:`placement.network.graph.links_frame`).
+    catchments : geopandas.GeoDataFrame
+        Catchment polygons (:func:`placement.outputs.catchments.catchment_frame`).
+    links : geopandas.GeoDataFrame
+        Links of the scenario's latency model
+        (:meth:`placement.network.latency.LatencyModel.links_frame`).
     basemap : geopandas.GeoDataFrame, optional
         Country polygons (default: the bundled Natural Earth file).
 
@@ -232,12 +234,8 @@ def webmap_data(
     dict
         ``summary, countries, sites, populations, assignments, catchments, links, legend``.
     """
-    from placement.network.graph import links_frame
-    from placement.outputs.catchments import catchments_of
     from placement.outputs.world_map import load_basemap
 
-    catchments = catchments_of(plan) if catchments is None else catchments
-    links = links_frame() if links is None else links
     basemap = load_basemap() if basemap is None else basemap
     catchments = catchments.assign(tint=[CATCHMENT_TINTS[k % len(CATCHMENT_TINTS)] for k in range(len(catchments))])
     columns = [
@@ -247,22 +245,20 @@ def webmap_data(
     ]
     _, norm = _site_colours(plan.sites)
     cmap = matplotlib.colormaps[COST_CMAP]
+    s = plan.summary
     summary = {
-        k: plan.summary.get(k)
-        for k in (
-            "scenario",
-            "status",
-            "cost_per_million_goodput_tokens_usd",
-            "sites_open",
-            "sites_candidate",
-            "mw_used",
-            "nodes",
-            "goodput_tok_s",
-            "unserved_share",
-        )
+        "scenario": s.scenario,
+        "status": s.status,
+        "cost_per_million_goodput_tokens_usd": _num(s.cost_per_million_goodput_tokens_usd),
+        "sites_open": s.sites_open,
+        "sites_candidate": s.sites_candidate,
+        "mw_used": _num(s.mw_used),
+        "nodes": s.nodes,
+        "goodput_tok_s": _num(s.goodput_tok_s),
+        "unserved_share": _num(s.unserved_share),
     }
     return {
-        "summary": {k: (_num(v) if isinstance(v, float) else v) for k, v in summary.items()},
+        "summary": summary,
         "countries": _countries(basemap),
         "sites": _sites(plan.sites),
         "populations": _populations(plan.populations, plan.assignments),
@@ -284,7 +280,7 @@ def webmap_data(
 
 def _json_for_script(data: Mapping[str, Any]) -> str:
     """JSON that can sit inside a ``<script>`` element (``</`` cannot close it)."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return jsonio.dumps(data, compact=True).replace("</", "<\\/")
 
 
 def render_webmap(data: Mapping[str, Any], *, title: str) -> str:
@@ -313,7 +309,7 @@ def render_webmap(data: Mapping[str, Any], *, title: str) -> str:
     )
 
 
-def write_webmap(plan: Plan, path: Path) -> Path:
+def write_webmap(plan: Plan, path: Path, *, catchments: gpd.GeoDataFrame, links: gpd.GeoDataFrame) -> Path:
     """Write the interactive map.
 
     Parameters
@@ -322,14 +318,18 @@ def write_webmap(plan: Plan, path: Path) -> Path:
         A solved plan.
     path : Path
         HTML file to write (``map.html`` in a results folder).
+    catchments : geopandas.GeoDataFrame
+        Catchment polygons (:func:`placement.outputs.catchments.catchment_frame`).
+    links : geopandas.GeoDataFrame
+        Links of the scenario's latency model.
 
     Returns
     -------
     Path
         The file written.
     """
-    title = f"{plan.summary.get('scenario', 'placement')}: interactive placement map"
-    Path(path).write_text(render_webmap(webmap_data(plan), title=title), encoding="utf-8")
+    title = f"{plan.summary.scenario}: interactive placement map"
+    Path(path).write_text(render_webmap(webmap_data(plan, catchments=catchments, links=links), title=title), encoding="utf-8")
     return Path(path)
 
 

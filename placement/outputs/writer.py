@@ -6,8 +6,7 @@ it swapped in for the destination, so a failure leaves the previous results unto
 
 from __future__ import annotations
 
-import json
-import math
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -16,9 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from placement._errors import PlacementError
+from placement import jsonio
+from placement._errors import InputError, Problem
 from placement.outputs import geojson as geo
-from placement.outputs.catchments import write_catchments, write_network
+from placement.outputs.catchments import catchment_frame, write_catchments, write_network
 from placement.outputs.finite import null_nonfinite
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import write_report_html
@@ -27,35 +27,23 @@ from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
 
-RESULT_FILES = (
-    "summary.json",
-    "sites.csv",
-    "assignments.csv",
-    "populations.csv",
-    "sites.geojson",
-    "assignments.geojson",
-    "populations.geojson",
-    "population_members.csv",
-    "map.png",
-    "report.md",
-    "scenario.yaml",
-    "catchments.geojson",
-    "network.geojson",
-    "map.html",
-    "report.html",
-    "ttft_budget.png",
-)
 MARKERS = ("summary.json", "compare.csv")
 
 
-def _clean_json(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean_json(v) for v in value]
-    return value
+def summary_json_dict(plan: Plan) -> dict[str, Any]:
+    """What ``summary.json`` holds: the plan's figures, its notes and the scenario's path.
+
+    Parameters
+    ----------
+    plan : Plan
+        A solved plan.
+
+    Returns
+    -------
+    dict
+        JSON-ready (through :func:`placement.jsonio.dumps`).
+    """
+    return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.instance.loaded.path)}
 
 
 def _write_csv(table: pd.DataFrame, path: Path) -> None:
@@ -64,11 +52,8 @@ def _write_csv(table: pd.DataFrame, path: Path) -> None:
 
 
 def _write_all(plan: Plan, folder: Path) -> None:
-    summary = dict(plan.summary)
-    summary["notes"] = plan.notes
-    summary["scenario_path"] = str(plan.instance.loaded.path)
     shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
-    (folder / "summary.json").write_text(json.dumps(_clean_json(summary), indent=2) + "\n", encoding="utf-8")
+    (folder / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)) + "\n", encoding="utf-8")
     _write_csv(plan.sites, folder / "sites.csv")
     _write_csv(plan.assignments, folder / "assignments.csv")
     _write_csv(plan.populations, folder / "populations.csv")
@@ -78,17 +63,74 @@ def _write_all(plan: Plan, folder: Path) -> None:
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")
-    title = (
-        f"{plan.summary['scenario']}: {plan.summary['sites_open']} sites, "
-        f"${plan.summary['cost_per_million_goodput_tokens_usd'] or float('nan'):.3f} per million goodput tokens"
+    summary = plan.summary
+    cost = summary.cost_per_million_goodput_tokens_usd
+    title = f"{summary.scenario}: {summary.sites_open} sites, " + (
+        f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
     draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
-    write_catchments(plan, folder)
-    write_network(folder)
-    draw_regional_maps(plan, folder)
-    write_webmap(plan, folder / "map.html")
+    catchments = catchment_frame(plan)  # once: the GeoJSON, the regional maps and the web map draw the same
+    links = plan.instance.latency.links_frame()  # the network the plan's round trips were computed on
+    write_catchments(catchments, folder)
+    write_network(links, folder)
+    draw_regional_maps(plan, folder, catchments=catchments)
+    write_webmap(plan, folder / "map.html", catchments=catchments, links=links)
     write_report_html(plan, folder)  # last: embeds map.png, map_*.png and ttft_budget.png
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` itself or its closest ancestor that exists."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...] | None = MARKERS) -> Path:
+    """Check, before anything is solved, that a results folder can be written at ``out_dir``.
+
+    A results folder is written into a sibling staging folder and swapped in (see
+    :func:`write_folder`), so the place that must be writable is the nearest existing folder
+    on the way to ``out_dir``'s parent. It is probed by creating and removing an empty folder there,
+    which fails on a read-only file system or without permission, for root too.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The destination the user gave (``--out``).
+    results_markers : tuple of str or None, optional
+        Files that mark an existing folder as results this program may replace (default
+        ``summary.json`` or ``compare.csv``); None leaves that check to the caller (a sweep
+        folder has its own marker).
+
+    Returns
+    -------
+    Path
+        The destination, absolute.
+
+    Raises
+    ------
+    InputError
+        Naming the path, what is wrong with it and the fix.
+    """
+    out = Path(out_dir).resolve()
+    source = f"output folder {out}"
+    fix = "choose another --out: a new folder, or an old results folder, in a folder you can write to"
+    if out.exists() and not out.is_dir():
+        raise InputError([Problem(source, "", "", "it is a file, not a folder", fix)])
+    markers = results_markers or ()
+    foreign = out.is_dir() and any(out.iterdir()) and not any((out / name).exists() for name in markers)
+    if results_markers is not None and foreign:
+        rule = f"it exists, is not empty and is not a placement results folder (no {' or '.join(markers)})"
+        raise InputError([Problem(source, "", "", rule + "; nothing in it is overwritten", fix)])
+    base = _nearest_existing(out.parent)  # staging and the swap happen beside out_dir
+    if not base.is_dir():
+        raise InputError([Problem(source, "", "", f"it would be inside {base}, which is a file, not a folder", fix)])
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".placement-write-check-", dir=base))
+    except OSError as exc:
+        raise InputError([Problem(source, "", "", f"{base} cannot be written to ({exc.strerror})", fix)]) from None
+    return out
 
 
 def write_folder(out_dir: str | Path, writer: Callable[[Path], None]) -> Path:
@@ -109,13 +151,11 @@ def write_folder(out_dir: str | Path, writer: Callable[[Path], None]) -> Path:
 
     Raises
     ------
-    PlacementError
-        If the destination exists and is not a results folder.
+    InputError
+        If the destination exists and is not a results folder, or cannot be written
+        (:func:`check_output_folder`).
     """
-    out = Path(out_dir).resolve()
-    ours = any((out / name).exists() for name in MARKERS)
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not ours)):
-        raise PlacementError(f"{out} exists and is not a placement results folder; choose another --out")
+    out = check_output_folder(out_dir)  # again: the folder may have changed while the plan was solved
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:
@@ -167,7 +207,7 @@ def write_results(plan: Plan, out_dir: str | Path) -> Path:
 
     Raises
     ------
-    PlacementError
-        If the destination exists and is not a results folder.
+    InputError
+        If the destination exists and is not a results folder, or cannot be written.
     """
     return write_folder(out_dir, lambda folder: _write_all(plan, folder))

@@ -188,11 +188,6 @@ def kv_copies(model: ModelSpec, tp: int) -> float:
     return max(1.0, tp / model.kv_heads)
 
 
-def peak_tflops(accel: AcceleratorSpec, precision: str) -> float:
-    """Dense tensor throughput of one GPU at a weight precision. [TFLOP/s]"""
-    return accel.tflops[precision]
-
-
 def achieved_tflops(accel: AcceleratorSpec, precision: str, eff: ServingEfficiency) -> float:
     """Achieved tensor throughput of one GPU: ``η_c · F``. [TFLOP/s]"""
     share = accel.gemm_efficiency if eff.tensor is None else eff.tensor
@@ -570,67 +565,9 @@ def _why_nothing(
 # --- public entry points --------------------------------------------------------------------------
 
 
-def _check_request(
-    model: str, accelerator: str, gpus: int, precision: str, w: _Workload, node_cost_usd_h: float | None, pue: float
-) -> tuple[ModelSpec, AcceleratorSpec]:
-    source = "goodput request"
-    problems: list[Problem] = []
-    m = a = None
-    try:
-        m = get_model(model)
-    except InputError as exc:
-        problems += exc.problems
-    try:
-        a = get_accelerator(accelerator)
-    except InputError as exc:
-        problems += exc.problems
-    if m is not None and precision not in m.precisions:
-        problems.append(
-            Problem(source, model, "precision", f"{precision!r} not offered for this model", f"use one of {list(m.precisions)}")
-        )
-    if a is not None and precision not in a.tflops:
-        problems.append(
-            Problem(
-                source, accelerator, "precision", f"{precision!r} not supported by the silicon", f"use one of {list(a.tflops)}"
-            )
-        )
-    checks = [
-        ("gpus", gpus >= 1 and float(gpus).is_integer(), f"must be a whole number >= 1, got {gpus}"),
-        ("input_tokens", w.input_tokens >= 1, f"must be >= 1, got {w.input_tokens:g}"),
-        ("output_tokens", w.output_tokens >= 1, f"must be >= 1, got {w.output_tokens:g}"),
-        ("ttft_p99_ms", w.ttft_p99_ms > 0, f"must be > 0, got {w.ttft_p99_ms:g}"),
-        ("itl_p99_ms", w.itl_p99_ms > 0, f"must be > 0, got {w.itl_p99_ms:g}"),
-        ("prefix_cache_hit_rate", 0.0 <= w.hit_rate <= 1.0, f"must be between 0 and 1, got {w.hit_rate:g}"),
-        ("min_tok_s_per_user", w.min_tok_s_per_user >= 0, f"must be >= 0, got {w.min_tok_s_per_user:g}"),
-        ("node_cost_usd_h", node_cost_usd_h is None or node_cost_usd_h >= 0, f"must be >= 0, got {node_cost_usd_h}"),
-        ("pue", pue >= 1.0, f"must be >= 1, got {pue:g}"),
-    ]
-    problems += [Problem(source, "", field, rule, "give a valid value") for field, good, rule in checks if not good]
-    if problems:
-        raise InputError(problems)
-    assert m is not None and a is not None
-    return m, a
-
-
-def serve(
-    model: str,
-    accelerator: str,
-    gpus: int,
-    precision: str,
-    input_tokens: int,
-    output_tokens: int,
-    ttft_p99_ms: float,
-    itl_p99_ms: float,
-    *,
-    node_cost_usd_h: float | None = None,
-    prefix_cache_hit_rate: float = 0.0,
-    disaggregated: bool = False,
-    min_tok_s_per_user: float = 0.0,
-    pue: float = 1.0,
-    prompt_mean_fraction: float = PROMPT_MEAN_FRACTION,
-    efficiency: ServingEfficiency = CALIBRATED,
-) -> ServingResult:
-    """Goodput of one node inside a p99 TTFT / p99 ITL objective, at the best batch and tensor-parallel degree.
+@dataclass(frozen=True)
+class ServingRequest:
+    """What one node serves and the objective it must meet: the inputs of :func:`serve`.
 
     Parameters
     ----------
@@ -644,18 +581,164 @@ def serve(
         Longest prompt and mean answer length per request. [tokens]
     ttft_p99_ms, itl_p99_ms : float
         The objective. [ms]
-    node_cost_usd_h : float, optional
-        All-in cost of the node; gives ``cost_per_million_goodput_tokens_usd``. [USD/h]
     prefix_cache_hit_rate : float
         Share of prompt tokens served from the prefix cache.
     disaggregated : bool
         Separate prefill and decode pools (KV crosses the scale-out NIC).
     min_tok_s_per_user : float
         Interactivity floor: decode speed per user. [tokens/s]
-    pue : float
-        Facility PUE for ``tokens_per_s_per_mw``; 1.0 gives the node-level (IT power) figure.
     prompt_mean_fraction : float
         Mean prompt over ``input_tokens`` (see :data:`PROMPT_MEAN_FRACTION`); 1.0 when it is the mean.
+    node_cost_usd_h : float, optional
+        All-in cost of the node; gives ``cost_per_million_goodput_tokens_usd``. [USD/h]
+    pue : float
+        Facility PUE for ``tokens_per_s_per_mw``; 1.0 gives the node-level (IT power) figure.
+    """
+
+    model: str
+    accelerator: str
+    gpus: int
+    precision: str
+    input_tokens: int
+    output_tokens: int
+    ttft_p99_ms: float
+    itl_p99_ms: float
+    prefix_cache_hit_rate: float = 0.0
+    disaggregated: bool = False
+    min_tok_s_per_user: float = 0.0
+    prompt_mean_fraction: float = PROMPT_MEAN_FRACTION
+    node_cost_usd_h: float | None = None
+    pue: float = 1.0
+
+    @property
+    def label(self) -> str:
+        """``llama-2-70b on 8 x h200 (fp8)``."""
+        return f"{self.model} on {self.gpus} x {self.accelerator} ({self.precision})"
+
+
+def _workload(request: ServingRequest) -> _Workload:
+    """The request's mean workload: the mean prompt is ``prompt_mean_fraction`` of the longest."""
+    mean_input = max(1.0, float(request.input_tokens) * request.prompt_mean_fraction)
+    r = request
+    return _Workload(
+        mean_input, float(r.output_tokens), r.ttft_p99_ms, r.itl_p99_ms, r.min_tok_s_per_user, r.prefix_cache_hit_rate
+    )
+
+
+def _precision_problems(request: ServingRequest, m: ModelSpec | None, a: AcceleratorSpec | None) -> list[Problem]:
+    source, precision = "goodput request", request.precision
+    problems = []
+    if m is not None and precision not in m.precisions:
+        problems.append(
+            Problem(source, m.id, "precision", f"{precision!r} not offered for this model", f"use one of {list(m.precisions)}")
+        )
+    if a is not None and precision not in a.tflops:
+        problems.append(
+            Problem(source, a.id, "precision", f"{precision!r} not supported by the silicon", f"use one of {list(a.tflops)}")
+        )
+    return problems
+
+
+def _number_problems(request: ServingRequest, w: _Workload) -> list[Problem]:
+    r = request
+    checks = [
+        ("gpus", r.gpus >= 1 and float(r.gpus).is_integer(), f"must be a whole number >= 1, got {r.gpus}"),
+        ("input_tokens", w.input_tokens >= 1, f"must be >= 1, got {w.input_tokens:g}"),
+        ("output_tokens", w.output_tokens >= 1, f"must be >= 1, got {w.output_tokens:g}"),
+        ("ttft_p99_ms", w.ttft_p99_ms > 0, f"must be > 0, got {w.ttft_p99_ms:g}"),
+        ("itl_p99_ms", w.itl_p99_ms > 0, f"must be > 0, got {w.itl_p99_ms:g}"),
+        ("prefix_cache_hit_rate", 0.0 <= w.hit_rate <= 1.0, f"must be between 0 and 1, got {w.hit_rate:g}"),
+        ("min_tok_s_per_user", w.min_tok_s_per_user >= 0, f"must be >= 0, got {w.min_tok_s_per_user:g}"),
+        ("node_cost_usd_h", r.node_cost_usd_h is None or r.node_cost_usd_h >= 0, f"must be >= 0, got {r.node_cost_usd_h}"),
+        ("pue", r.pue >= 1.0, f"must be >= 1, got {r.pue:g}"),
+    ]
+    problems = [Problem("goodput request", "", field, rule, "give a valid value") for field, good, rule in checks if not good]
+    if not 0.0 < r.prompt_mean_fraction <= 1.0:
+        problems.append(
+            Problem(
+                "goodput request",
+                "",
+                "prompt_mean_fraction",
+                f"must be in (0, 1], got {r.prompt_mean_fraction:g}",
+                "use 0.5 for prompts spread up to input_tokens, 1.0 for a fixed length",
+            )
+        )
+    return problems
+
+
+def _check_request(request: ServingRequest, w: _Workload) -> tuple[ModelSpec, AcceleratorSpec]:
+    """The catalog entries of the request; every problem with it reported together."""
+    problems: list[Problem] = []
+    m = a = None
+    try:
+        m = get_model(request.model)
+    except InputError as exc:
+        problems += exc.problems
+    try:
+        a = get_accelerator(request.accelerator)
+    except InputError as exc:
+        problems += exc.problems
+    problems += _precision_problems(request, m, a) + _number_problems(request, w)
+    if problems:
+        raise InputError(problems)
+    assert m is not None and a is not None
+    return m, a
+
+
+def _best_candidate(
+    m: ModelSpec, a: AcceleratorSpec, request: ServingRequest, w: _Workload, eff: ServingEfficiency
+) -> _Candidate:
+    """The best batch and tensor-parallel degree; a zero-goodput candidate saying why when nothing fits."""
+    search = _disaggregated if request.disaggregated else _colocated
+    found = [
+        c for t in tp_options(a, request.gpus) if (c := search(m, a, request.precision, request.gpus, t, w, eff)) is not None
+    ]
+    best = max(found, key=lambda c: c.goodput_tok_s, default=None)
+    if best is not None and best.goodput_tok_s > 0:
+        return best
+    reason, one = _why_nothing(m, a, request.precision, request.gpus, w, eff)
+    return _Candidate(0.0, 0.0, 0, 0, 0, one, math.nan, math.nan, math.nan, 0.0, 0.0, reason)
+
+
+def _result(request: ServingRequest, a: AcceleratorSpec, best: _Candidate) -> ServingResult:
+    """The node's figures: TTFT from its parts, power, yield per MW and, with a node cost, $/M goodput."""
+    node_kw = a.node_kw * request.gpus / a.gpus_per_node
+    cost = request.node_cost_usd_h
+    cost_per_million = None if cost is None else float(cost_per_million_tokens_usd(cost, best.goodput_tok_s))
+    return ServingResult(
+        model=request.model,
+        accelerator=request.accelerator,
+        precision=request.precision,
+        gpus=request.gpus,
+        disaggregated=request.disaggregated,
+        goodput_tok_s=best.goodput_tok_s,
+        capacity_tok_s=best.capacity_tok_s,
+        batch=best.batch,
+        tp=best.tp,
+        replicas=best.replicas,
+        itl_ms=best.itl_ms,
+        ttft_ms=best.queue_p99_ms + best.prefill_ms + best.kv_transfer_ms + best.itl_ms,
+        prefill_ms=best.prefill_ms,
+        kv_transfer_ms=best.kv_transfer_ms,
+        queue_p99_ms=best.queue_p99_ms,
+        first_decode_ms=best.itl_ms,
+        utilisation_cap=best.utilisation_cap,
+        prefill_gpu_share=best.prefill_gpu_share,
+        node_kw=node_kw,
+        pue=request.pue,
+        tokens_per_s_per_mw=float(_yield_per_mw(best.goodput_tok_s, node_kw * request.pue / 1e3)),
+        cost_per_million_goodput_tokens_usd=cost_per_million,
+        limit=best.limit,
+    )
+
+
+def serve(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED) -> ServingResult:
+    """Goodput of one node inside a p99 TTFT / p99 ITL objective, at the best batch and tensor-parallel degree.
+
+    Parameters
+    ----------
+    request : ServingRequest
+        Model, node, workload and objective.
     efficiency : ServingEfficiency
         Achieved efficiencies; defaults to the calibrated set.
 
@@ -669,125 +752,43 @@ def serve(
     InputError
         Unknown model or accelerator (with the known ids), unsupported precision, or a bad number.
     """
-    if not 0.0 < prompt_mean_fraction <= 1.0:
-        raise InputError(
-            [
-                Problem(
-                    "goodput",
-                    "",
-                    "prompt_mean_fraction",
-                    f"must be in (0, 1], got {prompt_mean_fraction:g}",
-                    "use 0.5 for prompts spread up to input_tokens, 1.0 for a fixed length",
-                )
-            ]
-        )
-    mean_input = max(1.0, float(input_tokens) * prompt_mean_fraction)
-    w = _Workload(mean_input, float(output_tokens), ttft_p99_ms, itl_p99_ms, min_tok_s_per_user, prefix_cache_hit_rate)
-    m, a = _check_request(model, accelerator, gpus, precision, w, node_cost_usd_h, pue)
-    search = _disaggregated if disaggregated else _colocated
-    found = [c for t in tp_options(a, gpus) if (c := search(m, a, precision, gpus, t, w, efficiency)) is not None]
-    best = max(found, key=lambda c: c.goodput_tok_s, default=None)
-    node_kw = a.node_kw * gpus / a.gpus_per_node
-    if best is None or best.goodput_tok_s <= 0:
-        reason, one = _why_nothing(m, a, precision, gpus, w, efficiency)
-        best = _Candidate(0.0, 0.0, 0, 0, 0, one, math.nan, math.nan, math.nan, 0.0, 0.0, reason)
-    cost = None if node_cost_usd_h is None else float(cost_per_million_tokens_usd(node_cost_usd_h, best.goodput_tok_s))
-    ttft = best.queue_p99_ms + best.prefill_ms + best.kv_transfer_ms + best.itl_ms
-    return ServingResult(
-        model=model,
-        accelerator=accelerator,
-        precision=precision,
-        gpus=gpus,
-        disaggregated=disaggregated,
-        goodput_tok_s=best.goodput_tok_s,
-        capacity_tok_s=best.capacity_tok_s,
-        batch=best.batch,
-        tp=best.tp,
-        replicas=best.replicas,
-        itl_ms=best.itl_ms,
-        ttft_ms=ttft,
-        prefill_ms=best.prefill_ms,
-        kv_transfer_ms=best.kv_transfer_ms,
-        queue_p99_ms=best.queue_p99_ms,
-        first_decode_ms=best.itl_ms,
-        utilisation_cap=best.utilisation_cap,
-        prefill_gpu_share=best.prefill_gpu_share,
-        node_kw=node_kw,
-        pue=pue,
-        tokens_per_s_per_mw=float(_yield_per_mw(best.goodput_tok_s, node_kw * pue / 1e3)),
-        cost_per_million_goodput_tokens_usd=cost,
-        limit=best.limit,
-    )
+    w = _workload(request)
+    m, a = _check_request(request, w)
+    return _result(request, a, _best_candidate(m, a, request, w, efficiency))
 
 
-def goodput_report(
-    model: str,
-    accelerator: str,
-    gpus: int,
-    precision: str,
-    input_tokens: int,
-    output_tokens: int,
-    ttft_p99_ms: float,
-    itl_p99_ms: float,
-    *,
-    node_cost_usd_h: float | None = None,
-    prefix_cache_hit_rate: float = 0.0,
-    disaggregated: bool = False,
-    min_tok_s_per_user: float = 0.0,
-    pue: float = 1.0,
-    prompt_mean_fraction: float = PROMPT_MEAN_FRACTION,
-) -> dict[str, Any]:
+def goodput_report(request: ServingRequest) -> dict[str, Any]:
     """The CLI's ``goodput`` report: :func:`serve` as a JSON-ready dict.
 
     Keys are the fields of :class:`ServingResult` (``goodput_tok_s`` per node, ``batch``, ``itl_ms``,
     ``ttft_ms`` and its components, ``node_kw``, ``tokens_per_s_per_mw``, ...);
-    ``cost_per_million_goodput_tokens_usd`` only when ``node_cost_usd_h`` is given. Parameters as in
-    :func:`serve`.
+    ``cost_per_million_goodput_tokens_usd`` only when the request has a node cost.
+
+    Parameters
+    ----------
+    request : ServingRequest
+        As in :func:`serve`.
 
     Returns
     -------
     dict
         The report; floats that are not finite become ``None``.
     """
-    result = serve(
-        model,
-        accelerator,
-        gpus,
-        precision,
-        input_tokens,
-        output_tokens,
-        ttft_p99_ms,
-        itl_p99_ms,
-        node_cost_usd_h=node_cost_usd_h,
-        prefix_cache_hit_rate=prefix_cache_hit_rate,
-        disaggregated=disaggregated,
-        min_tok_s_per_user=min_tok_s_per_user,
-        pue=pue,
-        prompt_mean_fraction=prompt_mean_fraction,
-    )
+    result = serve(request)
     report = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(result).items()}
-    if node_cost_usd_h is None:
+    if request.node_cost_usd_h is None:
         report.pop("cost_per_million_goodput_tokens_usd")
     return report
 
 
-def pareto_curve(
-    model: str,
-    accelerator: str,
-    gpus: int,
-    precision: str,
-    input_tokens: int,
-    output_tokens: int,
-    *,
-    prefix_cache_hit_rate: float = 0.0,
-    efficiency: ServingEfficiency = CALIBRATED,
-) -> pd.DataFrame:
+def pareto_curve(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED) -> pd.DataFrame:
     """Throughput per GPU against speed per user over batch sizes and tensor-parallel degrees (colocated, no tail).
 
     Parameters
     ----------
-    model, accelerator, gpus, precision, input_tokens, output_tokens, prefix_cache_hit_rate
-        As in :func:`serve`.
+    request : ServingRequest
+        Model, node and workload; the objective is ignored (every batch is drawn) and
+        ``input_tokens`` is taken as the prompt of every request.
     efficiency : ServingEfficiency
         Achieved efficiencies.
 
@@ -797,39 +798,44 @@ def pareto_curve(
         One row per (tp, batch): ``tp``, ``batch``, ``itl_ms``, ``tok_s_per_user`` [tokens/s],
         ``tok_s_per_gpu`` [tokens/s], ``on_frontier`` (not dominated on both axes).
     """
-    w = _Workload(float(input_tokens), float(output_tokens), math.inf, math.inf, 0.0, prefix_cache_hit_rate)
-    m, a = _check_request(model, accelerator, gpus, precision, w, None, 1.0)
-    frames = []
-    for tp in tp_options(a, gpus):
-        b_max = _max_batch(m, a, precision, tp, w, efficiency)
-        if b_max < 1:
-            continue
-        batch = _batch_grid(b_max)
-        attn = batch / w.output_tokens * prefill_attention_flops(m, w.input_tokens, w.input_tokens - w.new_tokens)
-        memory, compute, comm = _step_arrays(
-            m, a, precision, tp, batch, w.context_tokens, batch * w.new_tokens / w.output_tokens, attn, efficiency
-        )
-        step = np.maximum(memory, compute) + comm + efficiency.step_overhead_ms
-        frames.append(
-            pd.DataFrame(
-                {
-                    "tp": tp,
-                    "batch": batch.astype(int),
-                    "itl_ms": step,
-                    "tok_s_per_user": 1e3 / step,
-                    "tok_s_per_gpu": batch / step * 1e3 / tp,
-                }
-            )
-        )
+    w = _Workload(
+        float(request.input_tokens), float(request.output_tokens), math.inf, math.inf, 0.0, request.prefix_cache_hit_rate
+    )
+    m, a = _check_request(replace(request, ttft_p99_ms=math.inf, itl_p99_ms=math.inf), w)
+    frames = [_pareto_rows(m, a, request.precision, tp, w, efficiency) for tp in tp_options(a, request.gpus)]
     curve = (
-        pd.concat(frames, ignore_index=True)
-        if frames
+        pd.concat([f for f in frames if f is not None], ignore_index=True)
+        if any(f is not None for f in frames)
         else pd.DataFrame(columns=["tp", "batch", "itl_ms", "tok_s_per_user", "tok_s_per_gpu"])
     )
     ordered = curve.sort_values("tok_s_per_user", ascending=False)
     best_gpu = ordered["tok_s_per_gpu"].cummax().shift(fill_value=-np.inf)
     curve["on_frontier"] = (ordered["tok_s_per_gpu"] > best_gpu).reindex(curve.index)
     return curve
+
+
+def _pareto_rows(
+    m: ModelSpec, a: AcceleratorSpec, precision: str, tp: int, w: _Workload, eff: ServingEfficiency
+) -> pd.DataFrame | None:
+    """Step time and throughput of every batch on the grid at one tensor-parallel degree (None if nothing fits)."""
+    b_max = _max_batch(m, a, precision, tp, w, eff)
+    if b_max < 1:
+        return None
+    batch = _batch_grid(b_max)
+    attn = batch / w.output_tokens * prefill_attention_flops(m, w.input_tokens, w.input_tokens - w.new_tokens)
+    memory, compute, comm = _step_arrays(
+        m, a, precision, tp, batch, w.context_tokens, batch * w.new_tokens / w.output_tokens, attn, eff
+    )
+    step = np.maximum(memory, compute) + comm + eff.step_overhead_ms
+    return pd.DataFrame(
+        {
+            "tp": tp,
+            "batch": batch.astype(int),
+            "itl_ms": step,
+            "tok_s_per_user": 1e3 / step,
+            "tok_s_per_gpu": batch / step * 1e3 / tp,
+        }
+    )
 
 
 def plot_pareto(curve: pd.DataFrame, path: str | Path, *, title: str | None = None, itl_p99_ms: float | None = None) -> Path:

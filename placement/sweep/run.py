@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import shutil
 import sys
 import tempfile
@@ -22,10 +21,11 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from placement import jsonio
 from placement._errors import PlacementError
 from placement.outputs.writer import write_text_atomic
 from placement.scenario import LoadedScenario
-from placement.sweep.spec import MARKER, RESULT_COLUMNS, PreparedSweep, SweepCase, plain_scalar, prepare_sweep
+from placement.sweep.spec import MARKER, RESULT_COLUMNS, PreparedSweep, SweepCase, prepare_sweep
 
 # --- solving one case (runs on a Dask worker) --------------------------------------------------
 
@@ -67,8 +67,8 @@ def solve_case(case_id: str, loaded: LoadedScenario) -> dict[str, Any]:
         trace = traceback.format_exception_only(type(exc), exc)[-1].strip()
         record.update(status="error", error=f"unexpected {trace}", open_sites=[])
     else:
-        summary = plan.summary
-        record.update({key: summary.get(key) for key in RESULT_COLUMNS if key in summary})
+        figures = plan.summary.to_json_dict()  # RESULT_COLUMNS are summary.json keys
+        record.update({key: figures[key] for key in RESULT_COLUMNS if key in figures})
         record["open_sites"] = _open_sites(plan.sites)
         record["notes"] = list(plan.notes[:5])
     record["wall_s"] = time.perf_counter() - start
@@ -82,20 +82,10 @@ def _case_file(out_dir: Path, cid: str) -> Path:
     return out_dir / "cases" / f"{cid}.json"
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return plain_scalar(value)
-
-
 def store_case(out_dir: Path, case: SweepCase, record: dict[str, Any]) -> None:
     """Write one case's record to ``out_dir/cases/<id>.json`` whole or not at all."""
     payload = {**record, "case_index": case.index, "overrides": case.overrides}
-    write_text_atomic(_case_file(out_dir, case.case_id), json.dumps(_clean(payload), indent=1) + "\n")
+    write_text_atomic(_case_file(out_dir, case.case_id), jsonio.dumps(payload, indent=1) + "\n")
 
 
 def load_case(out_dir: Path, cid: str) -> dict[str, Any] | None:
@@ -115,7 +105,7 @@ def _claim_folder(out_dir: Path, prepared: PreparedSweep) -> None:
     (out_dir / "cases").mkdir(parents=True, exist_ok=True)
     (out_dir / "scenarios").mkdir(exist_ok=True)
     marker = {"sweep": str(prepared.path), "base": str(prepared.base.path), "cases": len(prepared.cases)}
-    write_text_atomic(out_dir / MARKER, json.dumps(marker, indent=2) + "\n")
+    write_text_atomic(out_dir / MARKER, jsonio.dumps(marker) + "\n")
     shutil.copyfile(prepared.path, out_dir / "sweep.yaml")
     for case in prepared.cases:
         target = out_dir / "scenarios" / f"{case.case_id}.yaml"

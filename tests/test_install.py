@@ -1,0 +1,137 @@
+"""Installable: bundled files read through importlib.resources, the wheel's file list, init and scenarios."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from placement.bundled import bundled_path, bundled_scenarios, copy_scenario, describe_scenarios
+from placement.cli import main
+from placement.validate import validate_file
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: Files a wheel must carry for a solve, a report and the maps to work with no checkout.
+WHEEL_FILES = {
+    "placement/py.typed",
+    "placement/data/cities/geonames_cities15000.csv",
+    "placement/data/demand/diurnal_profile.csv",
+    "placement/data/geo/naturalearth_lowres_countries_110m.geojson",
+    "placement/data/latency/azure_interregion_rtt_ms.csv",
+    "placement/data/latency/azure_region_coordinates.json",
+    "placement/data/network/calibrated.json",
+    "placement/data/network/hubs.csv",
+    "placement/data/network/links.csv",
+    "placement/data/scenarios/default.yaml",
+    "placement/data/scenarios/europe-small.yaml",
+    "placement/data/serving/accelerators.csv",
+    "placement/data/serving/models.csv",
+    "placement/data/sites/world_metros.csv",
+    "placement/data/sweeps/example.yaml",
+    "placement/data/SOURCES.md",
+    "placement/vendor/leaflet/leaflet.js",
+    "placement/vendor/leaflet/leaflet.css",
+    "placement/vendor/leaflet/LICENSE",
+    "placement/vendor/leaflet/images/marker-icon.png",
+}
+
+
+def test_no_path_is_built_from_the_source_tree_or_the_working_directory() -> None:
+    offenders = [
+        f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+        for path in sorted((REPO / "placement").rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"__file__|Path\.cwd\(|os\.getcwd\(|Path\(\s*[\"']data/", line)
+    ]
+    assert offenders == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("build") is None, reason="the 'build' package is not installed (dev extra)")
+def test_wheel_carries_every_bundled_file(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(REPO)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "WARNING" not in done.stdout + done.stderr, "the wheel build warns: fix pyproject.toml"
+    (wheel,) = tmp_path.glob("placement-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert WHEEL_FILES <= names, sorted(WHEEL_FILES - names)
+    # Every file of data/ is in the wheel (only the Python marker files are not data).
+    data = {f"placement/data/{p.relative_to(REPO / 'data').as_posix()}" for p in (REPO / "data").rglob("*") if p.is_file()}
+    data = {name for name in data if "__pycache__" not in name}
+    assert data <= names, sorted(data - names)
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "placement = placement.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_every_bundled_scenario_validates_as_bundled_and_as_copied(tmp_path: Path) -> None:
+    scenarios = bundled_scenarios()
+    assert {p.stem for p in scenarios} >= {"default", "europe-small"}
+    for path in scenarios:
+        checked = validate_file(path)
+        assert checked.loaded is not None and len(checked.sites) > 0, path
+        written = copy_scenario(tmp_path / path.stem, path.stem)
+        copied = validate_file(written[0])
+        assert copied.loaded is not None and len(copied.sites) == len(checked.sites), path
+        data_root = bundled_path().resolve()
+        assert not copied.loaded.catalog_path.is_relative_to(data_root)
+        assert not copied.loaded.cities_path.is_relative_to(data_root)
+
+
+def test_scenarios_lists_name_description_and_path(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scenarios"]) == 0
+    out = capsys.readouterr().out
+    for scenario in describe_scenarios():
+        assert scenario.key in out and scenario.name in out and str(scenario.path) in out
+        assert scenario.description and scenario.description[:40] in out
+
+
+def test_init_copies_a_self_contained_scenario_that_validates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "plans"
+    assert main(["init", str(dest)]) == 0
+    out = capsys.readouterr().out
+    assert f"placement solve {dest / 'scenario.yaml'}" in out
+    text = (dest / "scenario.yaml").read_text()
+    assert "catalog: sites/world_metros.csv" in text and "cities: cities/geonames_cities15000.csv" in text
+    assert "# The bundled world scenario" in text  # comments kept for the planner
+    assert (dest / "sites" / "world_metros.csv").read_bytes() == bundled_path("sites", "world_metros.csv").read_bytes()
+    checked = validate_file(dest / "scenario.yaml")
+    assert checked.loaded is not None
+    assert checked.loaded.catalog_path == (dest / "sites" / "world_metros.csv").resolve()
+    assert checked.loaded.cities_path.is_relative_to(dest.resolve())
+
+
+def test_init_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = tmp_path / "plans"
+    dest.mkdir()
+    (dest / "scenario.yaml").write_text("mine\n")
+    assert main(["init", str(dest)]) == 1
+    err = capsys.readouterr().err
+    assert "refusing to overwrite" in err and "scenario.yaml" in err
+    assert (dest / "scenario.yaml").read_text() == "mine\n"
+    assert sorted(p.name for p in dest.iterdir()) == ["scenario.yaml"]  # nothing else written
+    assert main(["init", str(tmp_path / "x"), "--scenario", "atlantis"]) == 1
+    assert "europe-small" in capsys.readouterr().err
+
+
+def test_initialised_small_scenario_solves_from_another_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy_scenario(tmp_path / "x", "europe-small")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["solve", "../x/scenario.yaml", "--quiet"]) == 0
+    summary = json.loads((elsewhere / "out" / "summary.json").read_text())
+    assert summary["sites_open"] >= 1 and summary["unserved_share"] < 0.01
+    from placement.sweep.spec import prepare_sweep
+
+    assert len(prepare_sweep(tmp_path / "x" / "sweep.yaml").cases) == 12  # the copied sweep's base is the copy
