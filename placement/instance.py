@@ -699,6 +699,7 @@ def placement_input(
         max_sites_open=scenario.sites_open.max,
         fault_tolerant=scenario.fault_tolerance.n_plus_one,
         daily_mean_tok_s=rows.mean_demand_tok_s,
+        protect=pair_allowed.sum(axis=1) >= 2,  # N+1 needs a second site in reach
     )
 
 

@@ -38,7 +38,7 @@ from placement.summary import (
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["Instance", "Plan", "PlanSummary", "build_instance", "run", "solve_instance", "summarise"]
+__all__ = ["Instance", "Plan", "PlanSummary", "build_instance", "run", "solve_instance", "summarise", "unprotectable_commodities"]
 
 
 def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15) -> list[str]:
@@ -64,6 +64,42 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
     if len(rows) > limit:
         lines.append(f"... and {len(rows) - limit} more")
     return lines
+
+
+def _unprotectable_message(instance: Instance, rows: IntArray, *, limit: int = 15) -> list[str]:
+    """One line per commodity that has a single site inside its objective: N+1 cannot hold for it."""
+    table = instance.populations.table
+    lines = []
+    for c in rows[:limit].tolist():
+        i, k = int(instance.commodity_population[c]), int(instance.commodity_class[c])
+        j = int(np.flatnonzero(instance.allowed[c])[0])
+        lines.append(
+            f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {instance.classes[k].name}: "
+            f"only {instance.sites['name'].iat[j]} is inside its {instance.classes[k].ttft_p99_ms:g} ms objective "
+            f"(p99 TTFT {instance.ttft_ms[c, j]:.1f} ms)"
+        )
+    if len(rows) > limit:
+        lines.append(f"... and {len(rows) - limit} more")
+    return lines
+
+
+def unprotectable_commodities(instance: Instance) -> IntArray:
+    """Commodities with demand that N+1 cannot protect: a single site inside their objective.
+
+    Parameters
+    ----------
+    instance : Instance
+        What is solved.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Commodity indices (empty unless the scenario asks for N+1).
+    """
+    if not instance.inputs.fault_tolerant:
+        return np.zeros(0, dtype=np.int64)
+    single = (instance.allowed.sum(axis=1) == 1) & (instance.commodity_mean_demand_tok_s > 0)
+    return np.flatnonzero(single).astype(np.int64)
 
 
 def _shortfall_message(instance: Instance, elastic: PlacementSolution, *, limit: int = 15) -> list[str]:
@@ -204,7 +240,10 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             "goodput_tok_s": served,
             "goodput_share": served / max(served.sum(), 1e-12),
             "peak_utilisation": np.where(solution.nodes > 0, peak_load / np.maximum(solution.nodes, 1), 0.0),
-            "cost_per_million_goodput_tokens_usd": np.where(solution.open, cost_per_million_tokens_usd(cost, served), np.nan),
+            # Undefined (NaN, written as null) for a closed site and for an open one that serves nothing.
+            "cost_per_million_goodput_tokens_usd": np.where(
+                solution.open & (served > 0), cost_per_million_tokens_usd(cost, served), np.nan
+            ),
             "tokens_per_s_per_mw": tokens_per_s_per_mw(served, mw_used),
             "carbon_intensity_g_per_kwh": sites["carbon_intensity_g_per_kwh"],
             "reason": reason,
@@ -290,7 +329,8 @@ def _population_table(instance: Instance, solution: PlacementSolution, assignmen
     table["unserved_tok_s"] = np.maximum(table["demand_tok_s"].to_numpy() - served, 0.0)
     table["nearest_site_rtt_ms"] = instance.rtt_ms.min(axis=1)
     main = assignments.sort_values("goodput_tok_s", ascending=False).drop_duplicates("population_id")
-    table["main_site_id"] = table["population_id"].map(main.set_index("population_id")["site_id"]).fillna("")
+    main_site = table["population_id"].map(main.set_index("population_id")["site_id"])
+    table["main_site_id"] = main_site.astype(object).fillna("")  # float NaN when nothing is served
     return table
 
 
@@ -443,6 +483,24 @@ def _assemble(instance: Instance, solution: PlacementSolution, status: str, note
     return Plan(instance, solution, sites, assignments, populations, summary, notes)
 
 
+def _unprotectable_notes(instance: Instance, policy: str) -> list[str]:
+    """List the populations N+1 cannot protect, or stop on them when the policy says so."""
+    single = unprotectable_commodities(instance)
+    if len(single) == 0:
+        return []
+    lines = _unprotectable_message(instance, single)
+    header = f"{len(single)} population-class pairs have a single site inside their TTFT objective, so N+1 cannot protect them"
+    if policy == "stop":
+        raise InfeasibleError(
+            "\n  - ".join([header + " (policy.unreachable: stop):", *lines])
+            + "\nFix: add candidate sites near them, relax the objective, set fault_tolerance.n_plus_one: false, "
+            "or set policy.unreachable: report"
+        )
+    return [header + "; they are served by that site without a backup, and every other population is protected:"] + [
+        f"  - {line}" for line in lines
+    ]
+
+
 def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress = quiet) -> Plan:
     """Solve an instance and tabulate the plan.
 
@@ -486,6 +544,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         notes += [f"  - {line}" for line in lines]
     if len(instance.modelled) == 0:
         raise InfeasibleError("no population can be served by any site inside its objective")
+    notes += _unprotectable_notes(instance, policy.unreachable)
     progress(f"solving with {options.name} (gap {options.gap:g}, time limit {options.time_limit_s} s)")
     if policy.serving == "optional":
         solution = solve_ratio(instance.inputs, options, min_served_share=policy.min_served_share)
@@ -519,8 +578,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         raise InfeasibleError(f"the solver found no placement ({solution.report.message}); raise solver.time_limit_s")
     if status == SolveStatus.FEASIBLE:
         notes.append(
-            f"stopped at the time limit with a proven gap of {solution.report.gap:.2%}: "
-            "the answer is feasible, not proven optimal"
+            f"proven gap {solution.report.gap:.2%}: the answer is feasible, not proven optimal ({solution.report.message})"
         )
     label = status.value if not len(unreachable) else "partial"
     return _assemble(instance, solution, label, notes)

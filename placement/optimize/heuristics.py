@@ -85,6 +85,89 @@ def greedy_design(data: PlacementInput) -> tuple[BoolArray, IntArray, FloatArray
     return is_open, np.maximum(nodes, 0), shares
 
 
+def _second_sites(data: PlacementInput, is_open: BoolArray, by_commodity: list[IntArray]) -> BoolArray:
+    """Open, for every protected commodity with one open site in reach, its cheapest other site."""
+    is_open = is_open.copy()
+    for c in np.flatnonzero(data.protected).tolist():
+        sites = data.pair_site[by_commodity[c]]
+        if is_open[sites].sum() >= 2:
+            continue
+        closed = sites[~is_open[sites] & (data.site_max_nodes[sites] > 0)]
+        if len(closed) == 0:
+            continue
+        is_open[closed[np.argmin(data.site_node_usd_per_h[closed] + data.site_fixed_usd_per_h[closed])]] = True
+    return is_open
+
+
+def _reroute_greedily(
+    data: PlacementInput, is_open: BoolArray, shares: FloatArray, by_commodity: list[IntArray]
+) -> dict[int, FloatArray] | None:
+    """For every site f, move each protected share at f whole to the commodity's cheapest other open site.
+
+    None when a protected commodity has no other open site.
+    """
+    failover: dict[int, FloatArray] = {}
+    protected = data.protected
+    for f in range(data.n_sites):
+        carried = np.flatnonzero((data.pair_site == f) & (shares > 0) & protected[data.pair_commodity])
+        if len(carried) == 0:
+            continue
+        moved = np.zeros(len(data.pair_site))
+        for p in carried.tolist():
+            options = by_commodity[int(data.pair_commodity[p])]
+            options = options[(data.pair_site[options] != f) & is_open[data.pair_site[options]]]
+            if len(options) == 0:
+                return None
+            moved[options[np.argmin(data.site_node_usd_per_h[data.pair_site[options]])]] += shares[p]
+        failover[f] = moved
+    return failover
+
+
+def greedy_failover_design(
+    data: PlacementInput,
+) -> tuple[tuple[BoolArray, IntArray, FloatArray], dict[int, FloatArray]] | None:
+    """A quick N+1 design for a warm start: the greedy design, second sites, and whole re-routes.
+
+    Every protected commodity gets a second open site (its cheapest), each failure moves every
+    protected share at the failed site whole to the commodity's cheapest other open site, and
+    each site gets the nodes of its worst case (normal slices, or any single failure at peak).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (``fault_tolerant``).
+
+    Returns
+    -------
+    tuple or None
+        ``((open, nodes, shares), failover)`` with ``failover[f]`` the ``(p,)`` shares moved when
+        f fails, or None when the rule finds no design within the sites' power.
+    """
+    start = greedy_design(replace(data, fault_tolerant=False))
+    if start is None:
+        return None
+    is_open, _, shares = start
+    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
+    is_open = _second_sites(data, is_open, by_commodity)
+    failover = _reroute_greedily(data, is_open, shares, by_commodity)
+    if failover is None:
+        return None
+    peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
+    normal = np.bincount(data.pair_site, weights=shares * peak_load, minlength=data.n_sites)
+    need = data.site_slice_load(shares).max(axis=1)
+    for f, moved in failover.items():
+        after = normal + np.bincount(data.pair_site, weights=moved * peak_load, minlength=data.n_sites)
+        after[f] = 0.0
+        need = np.maximum(need, after)
+    nodes = np.ceil(need - 1e-9).astype(np.int64)
+    if (nodes > data.site_max_nodes).any() or (
+        data.protected
+        & (np.bincount(data.pair_commodity, weights=is_open[data.pair_site].astype(float), minlength=data.n_commodities) < 2)
+    ).any():
+        return None
+    return (is_open, np.maximum(nodes, 0), shares), failover
+
+
 def repair_nodes(data: PlacementInput, solution: PlacementSolution, report: SolverReport) -> PlacementSolution | None:
     """Raise node counts so every slice fits; None if a site's power does not allow it."""
     load = data.site_slice_load(solution.pair_share).max(axis=1)

@@ -52,8 +52,12 @@ class PlacementInput:
     min_sites_open, max_sites_open : int or None
         Bounds on the number of open sites.
     fault_tolerant : bool
-        Require N+1: every commodity keeps a second open site inside its budget, and the load
-        of any single failed site can be re-routed within budget and capacity.
+        Require N+1: every protected commodity keeps a second open site inside its budget, and
+        the load of any single failed site can be re-routed within budget and capacity.
+    protect : numpy.ndarray of bool, optional
+        ``(c,)`` commodities held to N+1 when ``fault_tolerant`` (default: every commodity). A
+        commodity with fewer than two allowed sites cannot be protected; leave it out here, or
+        the model is infeasible.
     daily_mean_tok_s : numpy.ndarray, optional
         ``(c,)`` daily mean demand, when the slices do not cover the day in proportion (a single
         peak slice); default: the hour-weighted mean of the slices. [tokens/s]
@@ -75,6 +79,7 @@ class PlacementInput:
     max_sites_open: int | None = None
     fault_tolerant: bool = False
     daily_mean_tok_s: FloatArray | None = None
+    protect: BoolArray | None = None
 
     @property
     def n_sites(self) -> int:
@@ -97,6 +102,14 @@ class PlacementInput:
     def peak_demand_tok_s(self) -> FloatArray:
         """Largest slice demand of each commodity. [tokens/s]"""
         return np.asarray(self.slice_demand_tok_s.max(axis=1))
+
+    @property
+    def protected(self) -> BoolArray:
+        """``(c,)`` commodities the N+1 rows apply to: with demand, and in ``protect`` if given."""
+        if not self.fault_tolerant:
+            return np.zeros(self.n_commodities, dtype=bool)
+        mask = self.peak_demand_tok_s > 0
+        return mask if self.protect is None else mask & self.protect
 
     @property
     def site_max_nodes(self) -> IntArray:

@@ -172,13 +172,14 @@ def _verify_failover(data: PlacementInput, solution: PlacementSolution, *, optio
     peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
     coverage = np.bincount(data.pair_commodity, weights=solution.open[data.pair_site].astype(float), minlength=data.n_commodities)
     required = 2.0 - 2.0 * solution.unserved_share if optional else np.full(data.n_commodities, 2.0)
-    thin = (coverage < required - 1e-6) & (data.peak_demand_tok_s > 0)
+    protected = data.protected
+    thin = (coverage < required - 1e-6) & protected
     if thin.any():
-        problems.append(f"{int(thin.sum())} commodities have fewer than two open sites inside their budget")
+        problems.append(f"{int(thin.sum())} protected commodities have fewer than two open sites inside their budget")
     normal = np.bincount(data.pair_site, weights=solution.pair_share * peak_load, minlength=data.n_sites)
-    for f, moved in solution.failover_share.items():
-        if solution.pair_share[data.pair_site == f].sum() <= ABS_TOL:
-            continue
+    carried = np.bincount(data.pair_site, weights=solution.pair_share * protected[data.pair_commodity], minlength=data.n_sites)
+    for f in np.flatnonzero(carried > ABS_TOL).tolist():
+        moved = solution.failover_share.get(f, np.zeros(len(data.pair_site)))
         to_closed = (moved > ABS_TOL) & (~solution.open[data.pair_site] | (data.pair_site == f))
         if to_closed.any():
             problems.append(f"failure of site {f} re-routes demand to closed or failed sites")
@@ -189,11 +190,8 @@ def _verify_failover(data: PlacementInput, solution: PlacementSolution, *, optio
         if over.any():
             problems.append(f"failure of site {f} overloads {int(over.sum())} sites")
         moved_by_commodity = np.bincount(data.pair_commodity, weights=moved, minlength=data.n_commodities)
-        lost = np.bincount(
-            data.pair_commodity[data.pair_site == f],
-            weights=solution.pair_share[data.pair_site == f],
-            minlength=data.n_commodities,
-        )
+        at_f = (data.pair_site == f) & protected[data.pair_commodity]
+        lost = np.bincount(data.pair_commodity[at_f], weights=solution.pair_share[at_f], minlength=data.n_commodities)
         if np.abs(moved_by_commodity - lost).max() > 1e-6:
             problems.append(f"failure of site {f} leaves demand without a backup")
     return problems

@@ -12,6 +12,8 @@ import geopandas as gpd
 import pandas as pd
 from shapely import LineString, Point
 
+from placement.outputs.finite import null_nonfinite
+
 WGS84 = "EPSG:4326"
 COORDINATE_DECIMALS = 5
 """About 1 m at the equator: enough for a metro, small files."""
@@ -93,6 +95,7 @@ def write_geojson(frame: gpd.GeoDataFrame, path: Path) -> None:
     for column in clean.columns:
         if column != "geometry" and pd.api.types.is_float_dtype(clean[column]):
             clean[column] = clean[column].round(6)
+    clean = null_nonfinite(clean)  # JSON has no NaN: an undefined figure is null
     clean.to_file(
         path,
         driver="GeoJSON",

@@ -27,7 +27,15 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from numpy.typing import ArrayLike, NDArray
 
-from placement.outputs.world_map import draw_populations, load_basemap
+from placement.outputs.world_map import (
+    COST_COLUMN,
+    NO_COST_COLOUR,
+    cost_colours,
+    cost_norm,
+    draw_populations,
+    finite_points,
+    load_basemap,
+)
 from placement.plan import Plan
 
 __all__ = ["REGIONS", "Region", "draw_region", "draw_regional_maps", "draw_regional_maps_from_tables", "regions_with_open_sites"]
@@ -98,14 +106,15 @@ def regions_with_open_sites(sites: pd.DataFrame, regions: tuple[Region, ...] = R
 
 
 def _marker_area_pt2(mw: ArrayLike, mw_max: float) -> NDArray[np.float64]:
-    """Marker area for a site's MW on the shared scale. [points^2]"""
-    return MARKER_AREA_MIN_PT2 + np.asarray(mw, dtype=float) * (MARKER_AREA_MAX_PT2 / max(mw_max, 1e-9))
+    """Marker area for a site's MW on the shared scale, never above the largest site's. [points^2]
 
-
-def _cost_norm(sites: pd.DataFrame) -> Normalize:
-    cost = sites.loc[sites["open"].astype(bool), "cost_per_million_goodput_tokens_usd"].dropna()
-    low, high = (float(cost.min()), float(cost.max())) if len(cost) else (0.0, 1.0)
-    return Normalize(vmin=low, vmax=high if high > low else low + 1e-6)
+    A plan that uses no MW (nothing served) has no scale: every marker gets the minimum area.
+    """
+    values: NDArray[np.float64] = np.nan_to_num(np.asarray(mw, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+    if not (math.isfinite(mw_max) and mw_max > 0):
+        return np.full(values.shape, MARKER_AREA_MIN_PT2)
+    area = MARKER_AREA_MIN_PT2 + values * (MARKER_AREA_MAX_PT2 / mw_max)
+    return np.asarray(np.clip(area, MARKER_AREA_MIN_PT2, MARKER_AREA_MIN_PT2 + MARKER_AREA_MAX_PT2))
 
 
 def _segments(assignments: pd.DataFrame, region: Region) -> list[NDArray[np.float64]]:
@@ -116,7 +125,7 @@ def _segments(assignments: pd.DataFrame, region: Region) -> list[NDArray[np.floa
     main = assignments.sort_values("goodput_tok_s", ascending=False).drop_duplicates("population_id")
     ends = main[["pop_lon", "pop_lat", "site_lon", "site_lat"]].astype(float)
     inside = region.contains(ends["pop_lon"], ends["pop_lat"]) | region.contains(ends["site_lon"], ends["site_lat"])
-    short = (ends["pop_lon"] - ends["site_lon"]).abs() <= 180.0
+    short = (ends["pop_lon"] - ends["site_lon"]).abs() <= 180.0  # False for a NaN end as well
     rows = ends[inside & short].to_numpy()
     return [np.array([[a, b], [c, d]]) for a, b, c, d in rows.tolist()]
 
@@ -137,7 +146,7 @@ def _draw_catchments(ax: Axes, catchments: gpd.GeoDataFrame | None) -> None:
 
 
 def _draw_sites(ax: Axes, sites: pd.DataFrame, region: Region, cmap: Colormap, norm: Normalize, mw_max: float) -> None:
-    inside = sites[region.contains(sites["lon"], sites["lat"])]
+    inside = finite_points(sites[region.contains(sites["lon"], sites["lat"])])
     is_open = inside["open"].astype(bool)
     closed, opened = inside[~is_open], inside[is_open]
     ax.scatter(closed["lon"], closed["lat"], s=22, marker="^", facecolors="none", edgecolors="#6b6b6b", linewidths=0.9, zorder=5)
@@ -145,17 +154,17 @@ def _draw_sites(ax: Axes, sites: pd.DataFrame, region: Region, cmap: Colormap, n
         opened["lon"],
         opened["lat"],
         s=_marker_area_pt2(opened["mw_used"], mw_max),
-        c=opened["cost_per_million_goodput_tokens_usd"],
-        cmap=cmap,
-        norm=norm,
+        c=cost_colours(opened, cmap, norm),
         edgecolors="black",
         linewidths=0.8,
         zorder=6,
     )
-    for row in opened.itertuples(index=False):
+    for name, lon, lat, mw, cost in zip(opened["name"], opened["lon"], opened["lat"], opened["mw_used"], opened[COST_COLUMN],
+                                        strict=True):  # fmt: skip
+        figure = f"${cost:.2f}/M" if math.isfinite(cost) else "no goodput"
         ax.annotate(
-            f"{row.name}\n{row.mw_used:.1f} MW, ${row.cost_per_million_goodput_tokens_usd:.2f}/M",
-            (row.lon, row.lat),
+            f"{name}\n{mw:.1f} MW, {figure}",
+            (lon, lat),
             xytext=(7, 5),
             textcoords="offset points",
             fontsize=7.5,
@@ -165,9 +174,9 @@ def _draw_sites(ax: Axes, sites: pd.DataFrame, region: Region, cmap: Colormap, n
 
 
 def _size_key_mw(mw_max: float) -> list[float]:
-    """Two or three round MW values for the marker-size legend."""
-    if mw_max <= 0:
-        return [1.0]
+    """Two or three round MW values for the marker-size legend (none when no MW is used)."""
+    if not (math.isfinite(mw_max) and mw_max > 0):
+        return []
     top = 10 ** math.floor(math.log10(mw_max))
     top = max(v * top for v in (1, 2, 5) if v * top <= mw_max)
     return sorted({round(top / 10, 3), round(top / 2, 3), top} - {0.0})
@@ -180,6 +189,8 @@ def _legend(ax: Axes, mw_max: float) -> None:
         for mw in _size_key_mw(mw_max)
     ]  # fmt: skip
     handles += [
+        Line2D([], [], marker="o", linestyle="", markerfacecolor=NO_COST_COLOUR, markeredgecolor="black",
+               label="open site serving no goodput (N+1 spare)"),
         Line2D([], [], marker="^", linestyle="", markerfacecolor="none", markeredgecolor="#6b6b6b",
                label="candidate site, not opened"),
         Line2D([], [], marker="o", linestyle="", color="#2b5c8a", alpha=0.6, label="user population served (area ~ demand)"),
@@ -226,8 +237,9 @@ def draw_region(
         The file written.
     """
     sites, assignments, populations = plan_tables
-    cmap, norm = plt.get_cmap(COST_CMAP), _cost_norm(sites)
-    mw_max = float(sites["mw_used"].max()) if len(sites) else 1.0
+    cmap, norm = plt.get_cmap(COST_CMAP), cost_norm(sites)
+    mw = sites["mw_used"].to_numpy(float)
+    mw_max = float(mw[np.isfinite(mw)].max(initial=0.0))
     fig, ax = plt.subplots(figsize=(11, 8), dpi=110)
     ax.set_facecolor("#dde9f2")
     basemap.plot(ax=ax, color="#f3f1ec", edgecolor="#b8b5ad", linewidth=0.5, zorder=0.5)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -218,7 +219,9 @@ def _site_table(sites: pd.DataFrame) -> str:
             "$/h": opened["cost_usd_per_h"].map(lambda v: f"{v:,.0f}"),
             "goodput tok/s": opened["goodput_tok_s"].map(lambda v: f"{v:,.0f}"),
             "goodput share": opened["goodput_share"].map(lambda v: f"{v:.1%}"),
-            "$/M goodput": opened["cost_per_million_goodput_tokens_usd"].map(lambda v: f"{v:.3f}"),
+            "$/M goodput": opened["cost_per_million_goodput_tokens_usd"].map(
+                lambda v: f"{v:.3f}" if math.isfinite(v) else "no goodput"
+            ),
             "tok/s per MW": opened["tokens_per_s_per_mw"].map(lambda v: f"{v:,.0f}"),
             "power $/MWh": opened["power_price_usd_per_mwh"].map(lambda v: f"{v:g}"),
         }

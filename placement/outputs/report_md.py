@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -117,7 +118,9 @@ def _site_lines(sites: pd.DataFrame) -> list[str]:
             "nodes": opened["nodes"],
             "$/h": opened["cost_usd_per_h"].map(lambda v: f"{v:,.0f}"),
             "goodput share": opened["goodput_share"].map(lambda v: f"{v:.1%}"),
-            "$/M goodput": opened["cost_per_million_goodput_tokens_usd"].map(lambda v: f"{v:.3f}"),
+            "$/M goodput": opened["cost_per_million_goodput_tokens_usd"].map(
+                lambda v: f"{v:.3f}" if math.isfinite(v) else "no goodput"
+            ),
             "power $/MWh": opened["power_price_usd_per_mwh"].map(lambda v: f"{v:g}"),
         }
     )

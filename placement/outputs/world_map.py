@@ -1,7 +1,14 @@
-"""Static maps (PNG) on the bundled Natural Earth basemap."""
+"""Static maps (PNG) on the bundled Natural Earth basemap.
+
+Drawing is a few named steps (:func:`draw_world_map` calls them in order), each reading only the
+columns it needs. Figures and artists are sized by the map, never by the data: one collection per
+layer, a fixed figure size, limits set explicitly, and only finite values reach matplotlib (a
+site with no goodput has no $/M and is drawn in a neutral colour).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import geopandas as gpd
@@ -13,12 +20,22 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection
-from matplotlib.colors import Normalize
+from matplotlib.colors import Colormap, Normalize
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from numpy.typing import NDArray
 
 from placement.bundled import bundled_path
 
 BASEMAP = bundled_path("geo", "naturalearth_lowres_countries_110m.geojson")
+COST_COLUMN = "cost_per_million_goodput_tokens_usd"
+COST_CMAP = "viridis_r"
+"""Colour map of $/M goodput (low cost yellow-green, high cost purple)."""
+NO_COST_COLOUR = "#bdbdbd"
+"""Open sites without a finite $/M (no goodput on a partial plan)."""
+WORLD_FIGSIZE_IN = (16.0, 7.4)
+WORLD_LON_DEG = (-180.0, 180.0)
+WORLD_LAT_DEG = (-58.0, 84.0)
 
 
 def load_basemap(path: Path = BASEMAP) -> gpd.GeoDataFrame:
@@ -37,13 +54,89 @@ def load_basemap(path: Path = BASEMAP) -> gpd.GeoDataFrame:
     return gpd.read_file(path, engine="pyogrio")
 
 
-def _segments(assignments: pd.DataFrame) -> list[np.ndarray]:
-    segments = []
-    for lon0, lat0, lon1, lat1 in assignments[["pop_lon", "pop_lat", "site_lon", "site_lat"]].to_numpy(float).tolist():
-        if abs(lon1 - lon0) > 180.0:
-            continue  # drawn on a flat map it would cross the world; the GeoJSON keeps it
-        segments.append(np.array([[lon0, lat0], [lon1, lat1]]))
-    return segments
+def finite_points(frame: pd.DataFrame, lon: str = "lon", lat: str = "lat") -> pd.DataFrame:
+    """The rows whose coordinates are finite (others cannot be drawn).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Rows with coordinate columns.
+    lon, lat : str, optional
+        Column names. [degrees]
+
+    Returns
+    -------
+    pandas.DataFrame
+        The drawable rows.
+    """
+    coords = frame[[lon, lat]].to_numpy(float)
+    drawable: pd.DataFrame = frame.loc[np.isfinite(coords).all(axis=1)]
+    return drawable
+
+
+def cost_norm(sites: pd.DataFrame) -> Normalize:
+    """Colour scale of $/M goodput over the open sites with a finite value.
+
+    Parameters
+    ----------
+    sites : pandas.DataFrame
+        The plan's site table (``open``, ``cost_per_million_goodput_tokens_usd``).
+
+    Returns
+    -------
+    matplotlib.colors.Normalize
+        From the lowest to the highest finite $/M (0 to 1 when there is none).
+    """
+    cost = sites.loc[sites["open"].astype(bool), COST_COLUMN].to_numpy(float)
+    cost = cost[np.isfinite(cost)]
+    low, high = (float(cost.min()), float(cost.max())) if len(cost) else (0.0, 1.0)
+    return Normalize(vmin=low, vmax=high if high > low else low + 1e-6)
+
+
+def cost_colours(sites: pd.DataFrame, cmap: Colormap, norm: Normalize) -> NDArray[np.float64]:
+    """RGBA colour of each site's $/M; the neutral colour where it is not finite.
+
+    Parameters
+    ----------
+    sites : pandas.DataFrame
+        Site rows (``cost_per_million_goodput_tokens_usd``).
+    cmap : matplotlib.colors.Colormap
+        Colour map.
+    norm : matplotlib.colors.Normalize
+        Scale (see :func:`cost_norm`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, 4)`` colours.
+    """
+    cost = sites[COST_COLUMN].to_numpy(float)
+    finite = np.isfinite(cost)
+    colours = np.tile(np.asarray(matplotlib.colors.to_rgba(NO_COST_COLOUR)), (len(cost), 1))
+    if finite.any():
+        colours[finite] = cmap(norm(cost[finite]))
+    return colours
+
+
+def assignment_segments(assignments: pd.DataFrame) -> list[NDArray[np.float64]]:
+    """Population-to-site lines that can be drawn on a flat map.
+
+    Lines across the antimeridian (they would cross the world; the GeoJSON keeps them) and lines
+    with a non-finite end are left out.
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        Rows with ``pop_lon``, ``pop_lat``, ``site_lon``, ``site_lat``. [degrees]
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``(2, 2)`` lon/lat segments.
+    """
+    ends = assignments[["pop_lon", "pop_lat", "site_lon", "site_lat"]].to_numpy(float).reshape(-1, 4)
+    keep = np.isfinite(ends).all(axis=1) & (np.abs(ends[:, 2] - ends[:, 0]) <= 180.0)
+    return list(ends[keep].reshape(-1, 2, 2))
 
 
 def draw_populations(ax: Axes, populations: pd.DataFrame) -> None:
@@ -56,12 +149,89 @@ def draw_populations(ax: Axes, populations: pd.DataFrame) -> None:
     populations : pandas.DataFrame
         The plan's population table (``lat``, ``lon``, ``demand_tok_s``, ``unserved_tok_s``).
     """
+    populations = finite_points(populations)
     served = populations["unserved_tok_s"] <= 1e-6 * populations["demand_tok_s"].clip(lower=1.0)
     area = 4 + 60 * np.sqrt(populations["demand_tok_s"] / max(float(populations["demand_tok_s"].max()), 1e-9))
     ax.scatter(populations.loc[served, "lon"], populations.loc[served, "lat"], s=area[served], c="#2b5c8a",
                alpha=0.5, linewidths=0, zorder=3)  # fmt: skip
     ax.scatter(populations.loc[~served, "lon"], populations.loc[~served, "lat"], s=area[~served] + 10, marker="x",
                c="#c0392b", linewidths=1.2, zorder=4)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SiteStyle:
+    """How open sites are drawn: colour scale of $/M and marker area per MW.
+
+    Parameters
+    ----------
+    cmap : matplotlib.colors.Colormap
+        Colour map of $/M goodput.
+    norm : matplotlib.colors.Normalize
+        Its scale.
+    area_per_mw_pt2 : float
+        Marker area per MW used, above a minimum of 30. [points^2/MW]
+    """
+
+    cmap: Colormap
+    norm: Normalize
+    area_per_mw_pt2: float
+
+    @classmethod
+    def for_sites(cls, sites: pd.DataFrame) -> SiteStyle:
+        """The style of a plan's site table: the largest open site gets 930 points^2."""
+        mw = sites.loc[sites["open"].astype(bool), "mw_used"].to_numpy(float)
+        mw = mw[np.isfinite(mw)]
+        return cls(plt.get_cmap(COST_CMAP), cost_norm(sites), 900.0 / max(float(mw.max()) if len(mw) else 1.0, 1e-9))
+
+
+def _draw_basemap(ax: Axes, world: gpd.GeoDataFrame) -> None:
+    world.plot(ax=ax, color="#eceae4", edgecolor="#b8b5ad", linewidth=0.4)
+
+
+def _draw_assignment_lines(ax: Axes, assignments: pd.DataFrame) -> None:
+    ax.add_collection(LineCollection(assignment_segments(assignments), colors="#4a78b5", linewidths=0.5, alpha=0.35, zorder=2))
+
+
+def _draw_sites(ax: Axes, sites: pd.DataFrame, style: SiteStyle) -> None:
+    """Candidate sites as hollow triangles, open sites as discs sized by MW and coloured by $/M."""
+    sites = finite_points(sites)
+    is_open = sites["open"].astype(bool)
+    closed, opened = sites[~is_open], sites[is_open]
+    ax.scatter(closed["lon"], closed["lat"], s=18, marker="^", facecolors="none", edgecolors="#6b6b6b",
+               linewidths=0.8, zorder=5)  # fmt: skip
+    area = 30 + np.nan_to_num(opened["mw_used"].to_numpy(float)) * style.area_per_mw_pt2
+    ax.scatter(opened["lon"], opened["lat"], s=area, c=cost_colours(opened, style.cmap, style.norm),
+               edgecolors="black", linewidths=0.8, zorder=6)  # fmt: skip
+    for name, lon, lat, mw in zip(opened["name"], opened["lon"], opened["lat"], opened["mw_used"], strict=True):
+        ax.annotate(f"{name}\n{mw:.1f} MW", (lon, lat), xytext=(6, 6), textcoords="offset points", fontsize=7, zorder=7)
+
+
+def _draw_colorbar(fig: Figure, ax: Axes, style: SiteStyle) -> None:
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=style.norm, cmap=style.cmap), ax=ax, shrink=0.6, pad=0.01)
+    bar.set_label("open site: $ per million goodput tokens")
+
+
+def _draw_legend(ax: Axes) -> None:
+    handles = [
+        Line2D([], [], marker="o", linestyle="", markerfacecolor="#7fc97f", markeredgecolor="black", markersize=10,
+               label="open site (area ~ MW used)"),
+        Line2D([], [], marker="o", linestyle="", markerfacecolor=NO_COST_COLOUR, markeredgecolor="black",
+               label="open site serving no goodput (N+1 spare)"),
+        Line2D([], [], marker="^", linestyle="", markerfacecolor="none", markeredgecolor="#6b6b6b",
+               label="candidate site, not opened"),
+        Line2D([], [], marker="o", linestyle="", color="#2b5c8a", alpha=0.6, label="population served (area ~ demand)"),
+        Line2D([], [], marker="x", linestyle="", color="#c0392b", label="population not served inside its TTFT objective"),
+        Line2D([], [], color="#4a78b5", label="population -> serving site"),
+    ]  # fmt: skip
+    ax.legend(handles=handles, loc="lower left", fontsize=8, framealpha=0.9)
+
+
+def _frame_world(ax: Axes, title: str) -> None:
+    ax.set_xlim(*WORLD_LON_DEG)
+    ax.set_ylim(*WORLD_LAT_DEG)
+    ax.set_xlabel("longitude [degrees]")
+    ax.set_ylabel("latitude [degrees]")
+    ax.set_title(title)
 
 
 def draw_world_map(
@@ -86,92 +256,16 @@ def draw_world_map(
     basemap : geopandas.GeoDataFrame, optional
         Country polygons (default: the bundled Natural Earth file).
     """
-    world = load_basemap() if basemap is None else basemap
-    fig, ax = plt.subplots(figsize=(16, 7.4), dpi=110)
-    world.plot(ax=ax, color="#eceae4", edgecolor="#b8b5ad", linewidth=0.4)
-    ax.add_collection(LineCollection(_segments(assignments), colors="#4a78b5", linewidths=0.5, alpha=0.35, zorder=2))
-    draw_populations(ax, populations)
-    closed = sites[~sites["open"]]
-    ax.scatter(
-        closed["lon"],
-        closed["lat"],
-        s=18,
-        marker="^",
-        facecolors="none",
-        edgecolors="#6b6b6b",
-        linewidths=0.8,
-        zorder=5,
-    )
-    opened = sites[sites["open"]]
-    cost = opened["cost_per_million_goodput_tokens_usd"]
-    norm = Normalize(vmin=float(cost.min()) if len(cost) else 0.0, vmax=float(cost.max()) if len(cost) else 1.0)
-    mw_scale = 900.0 / max(float(opened["mw_used"].max()) if len(opened) else 1.0, 1e-9)
-    points = ax.scatter(
-        opened["lon"],
-        opened["lat"],
-        s=30 + opened["mw_used"] * mw_scale,
-        c=cost,
-        cmap="viridis_r",
-        norm=norm,
-        edgecolors="black",
-        linewidths=0.8,
-        zorder=6,
-    )
-    for _, row in opened.iterrows():
-        ax.annotate(
-            f"{row['name']}\n{row['mw_used']:.1f} MW",
-            (row["lon"], row["lat"]),
-            xytext=(6, 6),
-            textcoords="offset points",
-            fontsize=7,
-            zorder=7,
-        )
-    colorbar = fig.colorbar(points, ax=ax, shrink=0.6, pad=0.01)
-    colorbar.set_label("open site: $ per million goodput tokens")
-    legend = [
-        Line2D(
-            [],
-            [],
-            marker="o",
-            linestyle="",
-            markerfacecolor="#7fc97f",
-            markeredgecolor="black",
-            markersize=10,
-            label="open site (area ~ MW used)",
-        ),
-        Line2D(
-            [],
-            [],
-            marker="^",
-            linestyle="",
-            markerfacecolor="none",
-            markeredgecolor="#6b6b6b",
-            label="candidate site, not opened",
-        ),
-        Line2D(
-            [],
-            [],
-            marker="o",
-            linestyle="",
-            color="#2b5c8a",
-            alpha=0.6,
-            label="population served (area ~ demand)",
-        ),
-        Line2D(
-            [],
-            [],
-            marker="x",
-            linestyle="",
-            color="#c0392b",
-            label="population not served inside its TTFT objective",
-        ),
-        Line2D([], [], color="#4a78b5", label="population -> serving site"),
-    ]
-    ax.legend(handles=legend, loc="lower left", fontsize=8, framealpha=0.9)
-    ax.set_xlim(-180, 180)
-    ax.set_ylim(-58, 84)
-    ax.set_xlabel("longitude [degrees]")
-    ax.set_ylabel("latitude [degrees]")
-    ax.set_title(title)
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
+    style = SiteStyle.for_sites(sites)
+    fig, ax = plt.subplots(figsize=WORLD_FIGSIZE_IN, dpi=110)
+    try:
+        _draw_basemap(ax, load_basemap() if basemap is None else basemap)
+        _draw_assignment_lines(ax, assignments)
+        draw_populations(ax, populations)
+        _draw_sites(ax, sites, style)
+        _draw_colorbar(fig, ax, style)
+        _draw_legend(ax)
+        _frame_world(ax, title)
+        fig.savefig(path, bbox_inches="tight")
+    finally:
+        plt.close(fig)

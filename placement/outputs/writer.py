@@ -13,10 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from placement import jsonio
 from placement._errors import InputError, Problem
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments, write_network
+from placement.outputs.finite import null_nonfinite
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import write_report_html
 from placement.outputs.report_md import render_markdown
@@ -43,17 +46,20 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.instance.loaded.path)}
 
 
+def _write_csv(table: pd.DataFrame, path: Path) -> None:
+    """A table as CSV; an undefined (non-finite) figure is an empty cell."""
+    null_nonfinite(table).to_csv(path, index=False, float_format="%.10g")
+
+
 def _write_all(plan: Plan, folder: Path) -> None:
     shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
     (folder / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)) + "\n", encoding="utf-8")
-    plan.sites.to_csv(folder / "sites.csv", index=False, float_format="%.10g")
-    plan.assignments.to_csv(folder / "assignments.csv", index=False, float_format="%.10g")
-    plan.populations.to_csv(folder / "populations.csv", index=False, float_format="%.10g")
+    _write_csv(plan.sites, folder / "sites.csv")
+    _write_csv(plan.assignments, folder / "assignments.csv")
+    _write_csv(plan.populations, folder / "populations.csv")
     members = plan.instance.populations.cities
     ids = plan.populations["population_id"].to_numpy()[members["population_index"].to_numpy()]
-    members.assign(population_id=ids).drop(columns=["population_index"]).to_csv(
-        folder / "population_members.csv", index=False, float_format="%.10g"
-    )
+    _write_csv(members.assign(population_id=ids).drop(columns=["population_index"]), folder / "population_members.csv")
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")

@@ -1,0 +1,204 @@
+"""N+1 with populations that cannot be protected: exact for the rest, listed, and checked."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from placement._errors import InfeasibleError
+from placement.cli import main
+from placement.instance import build_instance
+from placement.optimize import solve
+from placement.optimize.heuristics import greedy_failover_design
+from placement.optimize.model import build_model
+from placement.optimize.problem import PlacementInput, PlacementSolution
+from placement.optimize.solve import solve_placement
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
+from placement.optimize.verify import verify_solution
+from placement.plan import run, unprotectable_commodities
+from placement.scenario import load_scenario
+from tests.conftest import DEFAULT_SCENARIO, SOLVERS, write_scenario
+from tests.test_model import make_input
+
+# Three sites A, B, C ($100, $200, $300 per hour open; $10, $20, $30 per node), 10,000 tok/s per node.
+# c0 reaches only A, c1 reaches A and B, c2 reaches B and C; 10,000 tok/s each (one node's worth).
+PAIRS = [(0, 0), (1, 0), (1, 1), (2, 1), (2, 2)]
+
+
+def _three_sites(**options: object) -> PlacementInput:
+    return make_input(
+        [10_000] * 3, PAIRS, 1e-4, [100, 200, 300], [10, 20, 30], [0.01] * 3, [1.0] * 3, fault_tolerant=True, **options
+    )
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_unprotectable_commodity_is_left_out_and_the_rest_is_exact(solver: str) -> None:
+    # c1 needs A and B open, c2 needs B and C open: all three open ($600 fixed).
+    # Let c1 put a of its share on A, c2 put b on B. Failures at peak, in nodes:
+    #   A fails: B carries (1 - a) + b + a = 1 + b;  C fails: B carries (1 - a) + b + (1 - b) = 2 - a;
+    #   B fails: A carries c0 + c1 whole = 2, C carries c2 whole = 1.
+    # So A >= 2, C >= 1, B >= max(1 + b, 2 - a) = 1 at a = 1, b = 0: 600 + 2 x 10 + 20 + 30 = 670.
+    data = _three_sites(protect=np.array([False, True, True]))
+    assert data.protected.tolist() == [False, True, True]
+    solution = solve_placement(data, SolverOptions(name=solver))
+    assert solution.report.status == SolveStatus.OPTIMAL
+    assert solution.open.tolist() == [True, True, True]
+    assert solution.nodes.tolist() == [2, 1, 1]
+    assert solution.objective_usd_per_h == pytest.approx(670.0)
+    assert verify_solution(data, solution) == []
+    # c0 has no failover anywhere; c1 and c2 are re-routed whole when their site fails.
+    assert sorted(solution.failover_share) == [0, 1, 2]
+    for moved in solution.failover_share.values():
+        assert moved[0] == 0.0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_protecting_everyone_is_infeasible_and_no_n_plus_one_is_cheaper(solver: str) -> None:
+    assert solve_placement(_three_sites(), SolverOptions(name=solver)).report.status == SolveStatus.INFEASIBLE
+    # Without N+1: c0 and c1 on A, c2 on B (cheaper than C): 100 + 200 + 2 x 10 + 20 = 340.
+    plain = replace(_three_sites(), fault_tolerant=False)
+    solution = solve_placement(plain, SolverOptions(name=solver))
+    assert solution.objective_usd_per_h == pytest.approx(340.0)
+    assert solution.open.tolist() == [True, True, False]
+
+
+def test_verify_flags_a_broken_failover_of_a_protected_commodity() -> None:
+    data = _three_sites(protect=np.array([False, True, True]))
+    solution = solve_placement(data, SolverOptions(name="highs"))
+    assert verify_solution(data, solution) == []
+    # The optimum is unique: c1 whole on A, c2 whole on C, B holds one node of spare.
+    assert solution.pair_share.tolist() == pytest.approx([1.0, 1.0, 0.0, 0.0, 1.0])
+    # A's failure scenario dropped: c1's share at A has no backup.
+    dropped = replace(solution, failover_share={k: v for k, v in solution.failover_share.items() if k != 0})
+    assert any("failure of site 0 leaves demand without a backup" in p for p in verify_solution(data, dropped))
+    # No spare node at B: A's failure (c1 moves to B) overloads it.
+    short = replace(solution, nodes=np.array([2, 0, 1]))
+    assert any("failure of site 0 overloads 1 sites" in p for p in verify_solution(data, short))
+    # Close C: c2 loses its second site.
+    closed = replace(solution, open=np.array([True, True, False]))
+    assert any("fewer than two open sites" in p for p in verify_solution(data, closed))
+    # The unprotected c0 may not be "re-routed" either: moving it is a violation, not skipped.
+    moved = dict(solution.failover_share)
+    moved[0] = moved[0].copy()
+    moved[0][0] = 0.5
+    assert any("failure of site 0" in p for p in verify_solution(data, replace(solution, failover_share=moved)))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_large_n_plus_one_is_solved_on_candidate_sites_with_a_valid_bound(solver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Force the path the bundled world takes. Every site here is some protected commodity's
+    # cheapest or second cheapest, so the candidates are all sites and the optimum is found
+    # (670). The spare-capacity relaxation is tight here (A >= 2, C >= 1, B >= 1 as worked out
+    # above), so its bound proves the answer optimal.
+    monkeypatch.setattr(solve, "FULL_FAILOVER_MAX_VARIABLES", 0)
+    data = _three_sites(protect=np.array([False, True, True]))
+    assert solve.failover_variable_count(data) == 4  # c1 and c2: 2 x 1 re-routes each
+    solution = solve.solve_placement(data, SolverOptions(name=solver))
+    assert solution.objective_usd_per_h == pytest.approx(670.0)
+    assert solution.report.status == SolveStatus.OPTIMAL
+    assert solution.report.best_bound == pytest.approx(670.0)
+    assert "N+1 on 3 of 3 candidate sites" in solution.report.message
+    assert verify_solution(data, solution) == []
+
+
+def test_candidate_sites_keep_a_second_site_for_every_protected_commodity() -> None:
+    # Five sites; one commodity reaches all of them. Without N+1 only site 4 is open; N+1 needs a
+    # second, so the two cheapest per node (sites 1 and 3) join it, and no others.
+    data = make_input([10_000], [(0, j) for j in range(5)], 1e-4, [100] * 5, [50, 10, 40, 20, 30], [0.01] * 5, [1.0] * 5,
+                      fault_tolerant=True)  # fmt: skip
+    base_open = np.array([False, False, False, False, True])
+    keep = solve.candidate_sites(data, base_open)
+    assert np.flatnonzero(keep).tolist() == [1, 3, 4]
+    restricted, pairs = solve.restrict_to_sites(data, keep)
+    assert pairs.tolist() == [1, 3, 4]
+    assert restricted.pair_site.tolist() == [1, 3, 4]
+
+
+def test_plan_protects_every_population_with_two_sites_and_lists_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # New York and Chicago reach Ashburn and Chicago; Berlin and Paris reach Frankfurt only.
+    scenario = write_scenario(tmp_path, policy={"unreachable": "report"}, fault_tolerance={"n_plus_one": True})
+    plan = run(load_scenario(scenario))
+    instance = plan.instance
+    names = instance.populations.table["name"].to_numpy()[instance.commodity_population]
+    assert sorted(names[unprotectable_commodities(instance)].tolist()) == ["Berlin", "Paris"]
+    protected = instance.inputs.protected[instance.row_of_commodity]
+    assert sorted(names[protected].tolist()) == ["Chicago", "New York"]
+    assert plan.summary.status == "optimal"
+    assert plan.summary.unserved_share == pytest.approx(0.0, abs=1e-9)
+    assert plan.sites["open"].tolist() == [True, True, True]
+    assert verify_solution(instance.inputs, plan.solution) == []
+    header = "2 population-class pairs have a single site inside their TTFT objective, so N+1 cannot protect them"
+    assert plan.notes[0].startswith(header)
+    assert plan.notes[1].startswith("  - Berlin (DE), class chat: only Frankfurt is inside its 300 ms objective")
+    assert plan.notes[2].startswith("  - Paris (FR), class chat: only Frankfurt is inside its 300 ms objective")
+    assert main(["solve", str(scenario), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert header in printed and "Paris (FR), class chat: only Frankfurt" in printed
+
+
+def test_strict_policy_stops_on_populations_n_plus_one_cannot_protect(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, policy={"unreachable": "stop"}, fault_tolerance={"n_plus_one": True})
+    with pytest.raises(InfeasibleError) as error:
+        run(load_scenario(scenario))
+    message = str(error.value)
+    assert "2 population-class pairs have a single site inside their TTFT objective" in message
+    assert "Berlin (DE)" in message and "Paris (FR)" in message
+    assert "policy.unreachable: report" in message  # the fix names the setting
+
+
+WORLD_24X7 = DEFAULT_SCENARIO.parent / "world-24x7.yaml"
+
+
+def test_world_24x7_is_the_default_world_with_n_plus_one() -> None:
+    default = yaml.safe_load(DEFAULT_SCENARIO.read_text())
+    world = yaml.safe_load(WORLD_24X7.read_text())
+    assert world.pop("fault_tolerance") == {"n_plus_one": True}
+    assert world["solver"].pop("time_limit_s") == 180
+    default["solver"].pop("time_limit_s")
+    for key in ("name", "description"):
+        world.pop(key), default.pop(key)
+    assert world == default
+
+
+def test_world_24x7_cannot_protect_four_populations() -> None:
+    # Building the instance is enough (no solve): the four chat populations with one metro in reach.
+    instance = build_instance(load_scenario(WORLD_24X7))
+    single = unprotectable_commodities(instance)
+    names = instance.populations.table["name"].to_numpy()[instance.commodity_population[single]]
+    assert sorted(names.tolist()) == ["Abéché +14", "Faaa +2", "Kidal +1", "Niamey +24"]
+    assert instance.inputs.protected.sum() == instance.inputs.n_commodities - 4
+
+
+def test_greedy_n_plus_one_design_is_feasible() -> None:
+    # The warm start must be an N+1 design the checker accepts, or the solver ignores it.
+    data = _three_sites(protect=np.array([False, True, True]))
+    greedy = greedy_failover_design(data)
+    assert greedy is not None
+    (is_open, nodes, shares), failover = greedy
+    report = SolverReport("greedy", SolveStatus.FEASIBLE, data.cost_usd_per_h(is_open, nodes, shares), 0.0, 1.0, 0.0, "")
+    design = PlacementSolution(is_open, nodes, shares, np.zeros(3), report.objective, report, None, failover)
+    assert verify_solution(data, design) == []
+    assert design.objective_usd_per_h >= 670.0  # never below the optimum
+    # With c0 protected too it has no second site: no design.
+    assert greedy_failover_design(_three_sites()) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spare_capacity_relaxation_never_exceeds_the_exact_n_plus_one(seed: int) -> None:
+    # Its optimum is the bound the world run reports, so it must be a lower bound of the exact model.
+    rng = np.random.default_rng(seed)
+    pairs = sorted({(c, int(j)) for c in range(4) for j in rng.choice(4, size=int(rng.integers(2, 5)), replace=False)})
+    demand = rng.uniform(5_000, 25_000, size=4)
+    data = make_input(demand, pairs, 1e-4, rng.uniform(50, 300, 4), rng.uniform(5, 30, 4), [0.01] * 4, [1.0] * 4,
+                      fault_tolerant=True)  # fmt: skip
+    exact = solve_placement(data, SolverOptions(name="highs"), warm_start=False)
+    relaxed = build_model(data, failover_rows="spare")
+    report = solve_problem(relaxed.problem, SolverOptions(name="highs"))
+    assert exact.report.status == SolveStatus.OPTIMAL and report.status == SolveStatus.OPTIMAL
+    assert report.objective <= exact.objective_usd_per_h + 1e-6
