@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from placement.cli import main
+from placement.plan import Plan, run
+from placement.scenario import load_scenario
 from placement.serving.physics import ServingRequest, serve
 from placement.serving.queueing import queue_wait_p99_ms
 from placement.serving.simulate import (
@@ -18,6 +25,8 @@ from placement.serving.simulate import (
     simulate_request,
     weighted_quantile,
 )
+from placement.tail import COLUMNS, check_tail
+from tests.conftest import write_scenario
 
 
 def constant(ms: float) -> NodeConfig:
@@ -146,3 +155,93 @@ def test_the_tail_rises_with_load() -> None:
 def test_nothing_to_simulate_without_goodput() -> None:
     impossible = ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 1024, 290, 170, 1.0)
     assert simulate_request(impossible) is None
+
+
+# --- the command line and the plan's tail check ----------------------------------------------------
+
+
+def test_goodput_simulate_prints_simulated_beside_analytic(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["goodput", "--model", "llama-3.1-70b", "--accelerator", "h100-sxm", "--input-tokens", "1024"]
+    args += ["--output-tokens", "290", "--ttft-p99-ms", "170", "--itl-p99-ms", "50", "--sim-requests", "800"]
+    assert main([*args, "--simulate"]) == 0
+    text = capsys.readouterr().out
+    assert "analytic  simulated" in text
+    for label in ("p99 TTFT at the node [ms]", "p99 ITL [ms]", "tokens/s"):
+        assert label in text
+    assert main([*args, "--simulate", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    simulated = report["simulated"]
+    assert simulated["load_factor"] == 1.0 and simulated["replicas"] == report["replicas"]
+    assert 0 < simulated["itl_p99_ms"] <= report["itl_ms"] and simulated["ttft_p99_ms"] > 0
+    assert main([*args, "--json"]) == 0
+    assert "simulated" not in json.loads(capsys.readouterr().out)
+
+
+def _serving_class(name: str, ttft_p99_ms: float, budget_ms: float, itl_ms: float, tokens: tuple[int, int], **extra: Any) -> dict:
+    return {
+        "name": name,
+        "share": 1.0,
+        "ttft_p99_ms": ttft_p99_ms,
+        "itl_p99_ms": itl_ms,
+        "serving_ttft_budget_ms": budget_ms,
+        "retrieval_ms": 20,
+        "safety_tokenization_ms": 10,
+        "input_tokens": tokens[0],
+        "output_tokens": tokens[1],
+        **extra,
+    }
+
+
+def _plan(folder: Path, workload: dict, adoption: float) -> Plan:
+    path = write_scenario(
+        folder,
+        classes=[workload],
+        serving={"model": "llama-3.1-70b", "accelerator": "h100-sxm", "gpus_per_node": 8, "precision": "fp8"},
+        demand={"adoption": adoption},
+        policy={"unreachable": "report"},
+    )
+    return run(load_scenario(path))
+
+
+def test_check_tail_lists_nothing_at_low_load(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, _serving_class("chat", 300, 170, 50, (1024, 290), prefix_cache_hit_rate=0.2), 0.001)
+    table = check_tail(plan, requests=800)
+    assert list(table.columns) == COLUMNS
+    assert len(table) == int(plan.sites["open"].sum()) >= 1
+    assert (table["exceeds"] == "").all()
+    assert (table["load_factor"] < 0.5).all()
+
+
+AGENT = {"prefix_cache_hit_rate": 0.5, "min_tok_s_per_user": 40}
+
+
+def test_check_tail_flags_the_sites_when_the_objective_is_tight(tmp_path: Path) -> None:
+    """Agent lengths (prompts up to 2,048, 25 ms ITL): long prompts take ~6 chunked steps, more than the mean prompt's 3.
+
+    With 400 ms for the network the simulated tail fits; with 25 ms (the objective only just covers the plan's
+    node part, fixed parts and the nearest populations' RTT) every loaded site is flagged for TTFT.
+    """
+    relaxed = _plan(tmp_path, _serving_class("agent", 110 + 30 + 400, 110, 25, (2048, 400), **AGENT), 0.05)
+    assert (check_tail(relaxed)["exceeds"] == "").all()
+    tight = _plan(tmp_path, _serving_class("agent", 110 + 30 + 25, 110, 25, (2048, 400), **AGENT), 0.05)
+    table = check_tail(tight)
+    assert len(table) >= 2 and (table["exceeds"] == "ttft").all()
+    assert (table["simulated_ttft_p99_ms"] > table["node_ttft_allowed_ms"]).all()
+    assert (table["simulated_itl_p99_ms"] <= table["itl_objective_ms"]).all()
+
+
+def test_solve_check_tail_writes_and_prints_the_flagged_sites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_scenario(
+        tmp_path,
+        classes=[_serving_class("agent", 110 + 30 + 25, 110, 25, (2048, 400), **AGENT)],
+        serving={"model": "llama-3.1-70b", "accelerator": "h100-sxm", "gpus_per_node": 8, "precision": "fp8"},
+        policy={"unreachable": "report"},
+    )
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet", "--check-tail"]) == 0
+    text = capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "out" / "tail_check.csv", keep_default_na=False)
+    flagged = table[table["exceeds"] != ""]
+    assert f"{len(flagged)} exceed an objective (tail_check.csv)" in text
+    assert len(flagged) >= 1
+    for row in flagged.to_dict("records"):
+        assert f"{row['name']} ({row['site_id']}), agent: p99 TTFT" in text

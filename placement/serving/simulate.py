@@ -28,8 +28,8 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -669,3 +669,30 @@ def simulate_request(
     rate = load_factor * result.goodput_tok_s / output.mean
     workload = SimWorkload(rate, prompt, output, prefix_cache_hit_rate=request.prefix_cache_hit_rate)
     return TailCheck(result, simulate(node, workload, requests=requests, seed=seed), node, rate, load_factor)
+
+
+def simulation_report(check: TailCheck) -> dict[str, Any]:
+    """The ``simulated`` block of the CLI's ``goodput --json``: the simulation's figures and the node it ran.
+
+    Parameters
+    ----------
+    check : TailCheck
+        From :func:`simulate_request`.
+
+    Returns
+    -------
+    dict
+        :class:`SimResult` fields plus ``arrival_rate_per_s``, ``load_factor``, ``replicas``, ``max_batch``,
+        ``chunk_tokens`` and ``kv_capacity_tokens``; floats that are not finite become ``None``.
+    """
+    node = check.node
+    report: dict[str, Any] = {
+        **asdict(check.simulated),
+        "arrival_rate_per_s": check.arrival_rate_per_s,
+        "load_factor": check.load_factor,
+        "replicas": node.replicas,
+        "max_batch": node.max_batch,
+        "chunk_tokens": node.chunk_tokens,
+        "kv_capacity_tokens": node.kv_capacity_tokens,
+    }
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in report.items()}
