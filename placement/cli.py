@@ -259,6 +259,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _sim_requests(text: str) -> int:
+    value = int(text)
+    if value < 100:
+        raise argparse.ArgumentTypeError(f"a p99 needs at least 100 simulated requests, got {value}")
+    return value
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from placement.outputs.writer import check_output_folder
     from placement.sweep.run import run_sweep
@@ -387,8 +401,10 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_argument(
         "--simulate", action="store_true", help="also simulate the node event by event: p99 TTFT / ITL beside the analytic ones"
     )
-    goodput.add_argument("--load-factor", type=float, default=1.0, help="--simulate: offered load over the goodput (1: planned)")
-    goodput.add_argument("--sim-requests", type=_positive_int, default=3000, help="--simulate: requests to simulate")
+    goodput.add_argument(
+        "--load-factor", type=_positive_float, default=1.0, help="--simulate: offered load over the goodput (1: planned)"
+    )
+    goodput.add_argument("--sim-requests", type=_sim_requests, default=3000, help="--simulate: requests to simulate")
     goodput.add_argument("--seed", type=int, default=0, help="--simulate: random seed")
     goodput.set_defaults(handler=_goodput)
     report = commands.add_parser("report", help="rebuild report.md and report.html of a results folder (no re-solve)")

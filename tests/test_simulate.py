@@ -20,6 +20,7 @@ from placement.serving.simulate import (
     LengthDistribution,
     NodeConfig,
     SimWorkload,
+    node_config,
     run_node,
     simulate,
     simulate_request,
@@ -45,6 +46,16 @@ def test_one_request_at_a_time_ttft_is_whole_chunks_and_itl_the_step(prompt: int
     assert set(trace.step_ms) == {10.0}
     assert sum(trace.step_decoding) == 5 * 6
     assert sum(trace.step_tokens) == 5 * 7
+
+
+def test_replicas_share_one_queue() -> None:
+    """Two requests at once: two replicas prefill one each; one replica shares its 256-token chunk between them."""
+    arrivals, prompts, outputs = np.zeros(2), np.full(2, 512), np.full(2, 3)
+    two = run_node(NodeConfig(2, 64, 256, 1_000_000, lambda b, c, k: 10.0), arrivals, prompts, outputs)
+    assert two.first_token_ms.tolist() == [20.0, 20.0]
+    one = run_node(constant(10.0), arrivals, prompts, outputs)
+    assert one.first_token_ms.tolist() == [20.0, 40.0]  # FCFS: the first prompt takes the first two chunks
+    assert max(one.step_decoding) == 1 and sum(one.step_tokens) == 6
 
 
 def test_simulate_at_low_load_reports_the_hand_figures() -> None:
@@ -141,6 +152,16 @@ def test_analytic_and_simulated_agree_on_the_chat_node(utilisation: float, ttft_
     assert 0.7 * analytic.itl_ms <= sim.itl_p99_ms <= 1.0 * analytic.itl_ms
     assert sim.throughput_tok_s == pytest.approx(sim.offered_tok_s, rel=0.05)
     assert sim.mean_batch <= analytic.batch
+
+
+def test_the_itl_chunk_policy_fills_the_step_up_to_the_objective() -> None:
+    analytic = serve(CHAT)
+    own, filled = node_config(CHAT, analytic), node_config(CHAT, analytic, chunk="itl")
+    assert own.chunk_tokens == math.ceil(analytic.batch * 512 * 0.8 / 290)  # the analytic per-step prefill
+    assert filled.chunk_tokens > own.chunk_tokens
+    context = 512 + 290 / 2
+    assert own.step_ms(analytic.batch, context, own.chunk_tokens) == pytest.approx(analytic.itl_ms, rel=0.01)
+    assert filled.step_ms(analytic.batch, context, filled.chunk_tokens) <= CHAT.itl_p99_ms
 
 
 def test_the_tail_rises_with_load() -> None:
