@@ -98,7 +98,7 @@ def _min_slack_ms(plan: Plan) -> pd.Series:
     return served.groupby(["site_id", "class"])["ttft_slack_ms"].min()
 
 
-def check_tail(plan: Plan, *, requests: int = 1500, seed: int = 0) -> pd.DataFrame:
+def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFrame:
     """Simulate every open site's busiest hour, per class, and say where the simulated p99 breaks the objective.
 
     Parameters

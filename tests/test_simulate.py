@@ -159,7 +159,7 @@ def test_the_itl_chunk_policy_fills_the_step_up_to_the_objective() -> None:
     own, filled = node_config(CHAT, analytic), node_config(CHAT, analytic, chunk="itl")
     assert own.chunk_tokens == math.ceil(analytic.batch * 512 * 0.8 / 290)  # the analytic per-step prefill
     assert filled.chunk_tokens > own.chunk_tokens
-    context = 512 + 290 / 2
+    context = analytic.batch * (512 + 290 / 2)  # summed over the batch
     assert own.step_ms(analytic.batch, context, own.chunk_tokens) == pytest.approx(analytic.itl_ms, rel=0.01)
     assert filled.step_ms(analytic.batch, context, filled.chunk_tokens) <= CHAT.itl_p99_ms
 

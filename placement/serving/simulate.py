@@ -18,8 +18,8 @@ running the node:
   from a mean and a maximum, or an empirical sample).
 
 Statistics skip a warm-up share of the requests and the drain after the last arrival. The step time is
-injected (``step_ms(decode_batch, decode_context_tokens, prefill_chunk_tokens)``, context as the mean
-KV length per decoding sequence); :func:`physics_step_model` builds it from the physics module.
+injected (``step_ms(decode_batch, decode_context_tokens, prefill_chunk_tokens)``, the context being the
+KV tokens the decoding sequences read in total); :func:`physics_step_model` builds it from the physics module.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from placement.serving.physics import (
 )
 
 #: ``step_ms(decode_batch, decode_context_tokens, prefill_chunk_tokens) -> ms``: one step of a replica;
-#: ``decode_context_tokens`` is the mean KV length each decoding sequence reads. [ms]
+#: ``decode_context_tokens`` is the KV the decoding sequences read, summed over the batch (as ``mixed_step_ms``). [ms]
 StepModel = Callable[[int, float, int], float]
 #: How the simulated engine's prompt chunk per step is set (see :func:`node_config`), or the chunk itself. [tokens]
 ChunkPolicy = Literal["itl", "analytic"] | int
@@ -314,8 +314,7 @@ class _Engine:
         if rep.decoding == 0 and not rep.completing and chunk == 0:
             rep.busy = False
             return
-        context = rep.context_sum / rep.decoding if rep.decoding else 0.0
-        duration = float(self.node.step_ms(rep.decoding, context, chunk))
+        duration = float(self.node.step_ms(rep.decoding, rep.context_sum, chunk))
         rep.busy, rep.started_ms, rep.batch_now = True, now, rep.decoding
         heapq.heappush(self.ends, (now + duration, r))
 
@@ -510,13 +509,15 @@ def physics_step_model(
     Returns
     -------
     StepModel
-        ``step_ms(decode_batch, mean decode context, prefill chunk)``, memoised on the context in 16-token bins. [ms]
+        ``step_ms(decode_batch, decode context summed over the batch, prefill chunk)``, memoised on the mean
+        context per sequence in 16-token bins. [ms]
     """
     accel = get_accelerator(accelerator)
     cache: dict[tuple[int, int, int], float] = {}
 
     def step_ms(decode_batch: int, decode_context_tokens: float, prefill_chunk_tokens: int) -> float:
-        key = (decode_batch, int(decode_context_tokens) >> 4, prefill_chunk_tokens)
+        mean_context = decode_context_tokens / decode_batch if decode_batch else 0.0
+        key = (decode_batch, int(mean_context) >> 4, prefill_chunk_tokens)
         if key not in cache:
             cache[key] = decode_step(
                 model,
@@ -552,7 +553,7 @@ def _chunk_tokens(
     if analytic:
         return floor
     grid = np.unique(np.geomspace(floor, MAX_CHUNK_TOKENS, 60).astype(int))
-    fits = [int(k) for k in grid if step(result.batch, context, int(k)) <= request.itl_p99_ms]
+    fits = [int(k) for k in grid if step(result.batch, result.batch * context, int(k)) <= request.itl_p99_ms]
     return max(fits, default=floor)
 
 
