@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from placement import jsonio
 from placement._errors import PlacementError
@@ -16,6 +16,7 @@ from placement.bundled import default_scenario_path
 from placement.scenario import LoadedScenario, load_scenario
 
 if TYPE_CHECKING:
+    from placement.plan import Plan
     from placement.serving.physics import ServingRequest
 
 DEFAULT_SCENARIO = default_scenario_path()
@@ -62,6 +63,7 @@ def _solve(args: argparse.Namespace) -> int:
     plan = run(loaded, msg=args.verbose, progress=progress)
     progress("writing results")
     out = write_results(plan, args.out)
+    tail = _check_tail(plan, out, progress) if args.check_tail else []
     s = plan.summary
     cost = s.cost_per_million_goodput_tokens_usd
     print(
@@ -77,8 +79,35 @@ def _solve(args: argparse.Namespace) -> int:
     )
     for note in plan.notes:  # each diagnosis is bounded (15 names and a count)
         print(note)
+    for line in tail:
+        print(line)
     print(f"results in {out}")
     return EXIT_OK
+
+
+def _check_tail(plan: Plan, out: Path, progress: _Progress) -> list[str]:
+    """Simulate the plan's busiest hours, write ``tail_check.csv``; the lines to print (at most 15 sites named)."""
+    from placement.outputs.writer import write_text_atomic
+    from placement.tail import check_tail
+
+    progress("simulating every open site's busiest hour (--check-tail)")
+    start = time.perf_counter()
+    table = check_tail(plan)
+    write_text_atomic(out / "tail_check.csv", table.to_csv(index=False, float_format="%.6g"))
+    flagged = table[table["exceeds"] != ""]
+    lines = [
+        f"tail check: {len(table)} site-class nodes simulated in {time.perf_counter() - start:.1f} s; "
+        f"{len(flagged)} exceed an objective (tail_check.csv)"
+    ]
+    for row in flagged.head(15).to_dict("records"):
+        lines.append(
+            f"  {row['name']} ({row['site_id']}), {row['class']}: p99 TTFT {row['simulated_ttft_p99_ms']:.0f} ms at the node "
+            f"(allowed {row['node_ttft_allowed_ms']:.0f}), p99 ITL {row['simulated_itl_p99_ms']:.1f} ms "
+            f"(objective {row['itl_objective_ms']:g}) at {row['load_factor']:.2f} x planned goodput per node"
+        )
+    if len(flagged) > 15:
+        lines.append(f"  ... and {len(flagged) - 15} more")
+    return lines
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -150,16 +179,41 @@ def _serving_request(args: argparse.Namespace) -> ServingRequest:
     )
 
 
+def _simulated(request: ServingRequest, args: argparse.Namespace) -> dict[str, Any] | None:
+    from placement.serving.simulate import simulate_request, simulation_report
+
+    check = simulate_request(request, load_factor=args.load_factor, requests=args.sim_requests, seed=args.seed)
+    return None if check is None else simulation_report(check)
+
+
+def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None) -> None:
+    if simulated is None:
+        print("  simulated: nothing to simulate (no goodput, or disaggregated pools)")
+        return
+    print(
+        f"  simulated at {simulated['load_factor']:g} x goodput ({simulated['arrival_rate_per_s']:.1f} requests/s, "
+        f"{simulated['requests']:,} measured, chunk {simulated['chunk_tokens']} tokens/step):"
+    )
+    print(f"    {'':24}{'analytic':>10}{'simulated':>11}")
+    print(f"    {'p99 TTFT at the node [ms]':24}{report['ttft_ms']:>10.0f}{simulated['ttft_p99_ms']:>11.0f}")
+    print(f"    {'p99 ITL [ms]':24}{report['itl_ms']:>10.1f}{simulated['itl_p99_ms']:>11.1f}")
+    print(
+        f"    {'tokens/s':24}{report['goodput_tok_s'] * simulated['load_factor']:>10,.0f}{simulated['throughput_tok_s']:>11,.0f}"
+    )
+    print(f"    {'batch per replica':24}{report['batch']:>10}{simulated['mean_batch']:>11.1f}")
+
+
 def _goodput(args: argparse.Namespace) -> int:
 
     from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
 
     request = _serving_request(args)
     report = goodput_report(request)
+    simulated = _simulated(request, args) if args.simulate else None
     if args.plot:
         plot_pareto(pareto_curve(request), args.plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
     if args.json:
-        print(jsonio.dumps(report))
+        print(jsonio.dumps({**report, "simulated": simulated} if args.simulate else report))
         return EXIT_OK
     print(
         f"{request.label}, {args.input_tokens} in / {args.output_tokens} out, "
@@ -183,6 +237,8 @@ def _goodput(args: argparse.Namespace) -> int:
     )
     if "cost_per_million_goodput_tokens_usd" in report and report["cost_per_million_goodput_tokens_usd"] is not None:
         print(f"  ${report['cost_per_million_goodput_tokens_usd']:.3f} per million goodput tokens at ${args.node_cost_usd_h:g}/h")
+    if args.simulate:
+        _print_simulated(report, simulated)
     if args.plot:
         print(f"  Pareto curve in {args.plot}")
     return EXIT_OK
@@ -200,6 +256,20 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _sim_requests(text: str) -> int:
+    value = int(text)
+    if value < 100:
+        raise argparse.ArgumentTypeError(f"a p99 needs at least 100 simulated requests, got {value}")
     return value
 
 
@@ -280,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--gap", type=float, help="override the relative MIP gap")
     solve.add_argument("--verbose", action="store_true", help="show the solver log")
     solve.add_argument("--quiet", action="store_true", help="no progress lines")
+    solve.add_argument(
+        "--check-tail",
+        action="store_true",
+        help="simulate every open site's busiest hour; list the sites whose simulated p99 breaks an objective",
+    )
     solve.set_defaults(handler=_solve)
     compare = commands.add_parser("compare", help="the optimum versus nearest-metro, cheapest-power and single-region")
     compare.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML")
@@ -323,6 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     goodput.add_argument("--plot", help="write the throughput-interactivity Pareto curve to this PNG")
     goodput.add_argument("--json", action="store_true", help="print JSON")
+    goodput.add_argument(
+        "--simulate", action="store_true", help="also simulate the node event by event: p99 TTFT / ITL beside the analytic ones"
+    )
+    goodput.add_argument(
+        "--load-factor", type=_positive_float, default=1.0, help="--simulate: offered load over the goodput (1: planned)"
+    )
+    goodput.add_argument("--sim-requests", type=_sim_requests, default=3000, help="--simulate: requests to simulate")
+    goodput.add_argument("--seed", type=int, default=0, help="--simulate: random seed")
     goodput.set_defaults(handler=_goodput)
     report = commands.add_parser("report", help="rebuild report.md and report.html of a results folder (no re-solve)")
     report.add_argument("outdir", help="a results folder written by 'solve'")

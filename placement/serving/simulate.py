@@ -1,0 +1,699 @@
+"""The tail by simulation: a discrete-event model of one node under continuous batching and chunked prefill.
+
+The analytic model (:mod:`placement.serving.physics`) reads p99 TTFT off an M/G/c approximation at the
+mean prompt and takes p99 ITL to be the step time at the planned batch. This module checks both by
+running the node:
+
+- **Replicas** of ``tp`` GPUs share one FCFS queue (the M/G/c assumption). Each replica runs
+  iteration-level scheduling: a step decodes one token of every running sequence and carries up to
+  ``chunk_tokens`` prompt tokens of admitted, not yet prefilled requests, oldest first.
+- **Admission** at each step start, oldest first: a request joins while fewer than ``max_batch``
+  sequences run and its prompt plus reserved answer fits in the replica's free KV capacity (tokens).
+  The head of the queue that does not fit blocks the rest (FCFS).
+- **TTFT** of a request is the end of the step that completes its prefill (its first token) minus its
+  arrival: queue + chunked prefill; no network and no other component. Every later token comes out at
+  the end of one step, so each step of duration ``d`` carrying ``B`` decoding sequences contributes
+  ``B`` inter-token gaps of ``d``: p99 ITL is the ``B``-weighted 99th percentile of step durations.
+- **Arrivals** are Poisson; lengths are drawn from :class:`LengthDistribution` (clipped lognormal
+  from a mean and a maximum, or an empirical sample).
+
+Statistics skip a warm-up share of the requests and the drain after the last arrival. The step time is
+injected (``step_ms(decode_batch, decode_context_tokens, prefill_chunk_tokens)``, the context being the
+KV tokens the decoding sequences read in total); :func:`physics_step_model` builds it from the physics module.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placement.serving.hardware import ModelSpec, get_accelerator, get_model, kv_bytes_per_token
+from placement.serving.physics import (
+    CALIBRATED,
+    ServingEfficiency,
+    ServingRequest,
+    ServingResult,
+    decode_step,
+    kv_capacity_bytes,
+    kv_copies,
+    prefill_attention_flops,
+    serve,
+)
+
+#: ``step_ms(decode_batch, decode_context_tokens, prefill_chunk_tokens) -> ms``: one step of a replica;
+#: ``decode_context_tokens`` is the KV the decoding sequences read, summed over the batch (as ``mixed_step_ms``). [ms]
+StepModel = Callable[[int, float, int], float]
+#: How the simulated engine's prompt chunk per step is set (see :func:`node_config`), or the chunk itself. [tokens]
+ChunkPolicy = Literal["itl", "analytic"] | int
+
+#: z of the 99th percentile: a clipped lognormal's maximum is its unclipped p99.
+_Z99 = 2.3263478740408408
+#: Largest prompt chunk per step the adapter configures (vLLM's ``max_num_batched_tokens`` range). [tokens]
+MAX_CHUNK_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class LengthDistribution:
+    """Request lengths in tokens: a lognormal clipped at a maximum with a given mean, or an empirical sample.
+
+    With ``mean`` and ``max``: the shape ``σ`` makes ``max`` the 99th percentile of the unclipped
+    lognormal (``ln(max/mean) = 2.326 σ − σ²/2``; ``σ = 2.326`` when ``max/mean`` exceeds 15), then ``μ``
+    is solved so that the mean *after* clipping at ``max`` is ``mean``. On the MLPerf Llama-2-70B prompts
+    (mean 222, max 1,021) this gives σ 0.79 and a median of ~165 (measured 152). Without ``max`` every
+    request has the mean (the analytic model's assumption). ``samples`` overrides both.
+
+    Parameters
+    ----------
+    mean : float
+        Mean length. [tokens]
+    max : float, optional
+        Longest length. [tokens]
+    samples : numpy.ndarray, optional
+        Empirical lengths, drawn with replacement. [tokens]
+    """
+
+    mean: float
+    max: float | None = None
+    samples: NDArray[np.int64] | None = field(default=None, compare=False)
+
+    @property
+    def sigma(self) -> float:
+        """Shape of the lognormal (0: constant length)."""
+        if self.max is None or self.max <= self.mean:
+            return 0.0
+        c = math.log(self.max / self.mean)
+        disc = _Z99**2 - 2.0 * c
+        return _Z99 - math.sqrt(disc) if disc > 0 else _Z99
+
+    def _mu(self, sigma: float) -> float:
+        """``μ`` whose lognormal clipped at ``max`` has the mean ``mean`` (bisection on the clipped mean)."""
+        assert self.max is not None
+        hi_cap = math.log(self.max)
+
+        def clipped_mean(mu: float) -> float:
+            z = (hi_cap - mu) / sigma
+            below = math.exp(mu + sigma**2 / 2) * _phi(z - sigma)
+            return below + self.max * (1.0 - _phi(z))  # type: ignore[operator]
+
+        low, high = math.log(self.mean) - 5 * sigma - 1, hi_cap + 1
+        for _ in range(80):
+            mid = 0.5 * (low + high)
+            low, high = (mid, high) if clipped_mean(mid) < self.mean else (low, mid)
+        return 0.5 * (low + high)
+
+    def draw(self, rng: np.random.Generator, n: int) -> NDArray[np.int64]:
+        """``n`` lengths, each at least 1. [tokens]"""
+        if self.samples is not None:
+            drawn = np.asarray(rng.choice(np.asarray(self.samples, dtype=np.int64), size=n), dtype=np.int64)
+            return np.maximum(drawn, 1)
+        sigma = self.sigma
+        if sigma == 0.0:
+            return np.full(n, max(1, round(self.mean)), dtype=np.int64)
+        assert self.max is not None
+        values = np.minimum(rng.lognormal(self._mu(sigma), sigma, size=n), self.max)
+        return np.maximum(np.rint(values), 1).astype(np.int64)
+
+    @property
+    def longest(self) -> int:
+        """Longest length it can draw. [tokens]"""
+        if self.samples is not None:
+            return int(np.max(self.samples))
+        return max(1, round(self.max if self.max is not None and self.sigma > 0 else self.mean))
+
+
+def _phi(x: float) -> float:
+    """Standard normal CDF."""
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """How one node is run: replicas, the engine's limits and its step time.
+
+    Parameters
+    ----------
+    replicas : int
+        Tensor-parallel replicas sharing the node's queue.
+    max_batch : int
+        Sequences running per replica (prefilling or decoding; an engine's ``max_num_seqs``).
+    chunk_tokens : int
+        Prompt tokens a step may carry (``max_num_batched_tokens`` less the decode tokens). [tokens]
+    kv_capacity_tokens : int
+        KV cache of one replica. [tokens]
+    step_ms : StepModel
+        Duration of one step. [ms]
+    """
+
+    replicas: int
+    max_batch: int
+    chunk_tokens: int
+    kv_capacity_tokens: int
+    step_ms: StepModel
+
+
+@dataclass(frozen=True)
+class SimWorkload:
+    """What arrives at the node.
+
+    Parameters
+    ----------
+    arrival_rate_per_s : float
+        Poisson arrival rate at the node (all replicas). [requests/s]
+    prompt, output : LengthDistribution
+        Prompt and answer lengths; the answer counts the first token. [tokens]
+    prefix_cache_hit_rate : float
+        Share of each prompt already cached: only the rest is prefilled (all of it takes KV).
+    reserve_output_tokens : int, optional
+        KV reserved for the answer at admission (a request's ``max_tokens``); ``None`` reserves each
+        request's own answer length. [tokens]
+    """
+
+    arrival_rate_per_s: float
+    prompt: LengthDistribution
+    output: LengthDistribution
+    prefix_cache_hit_rate: float = 0.0
+    reserve_output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What the simulated node did (statistics after the warm-up, before the drain).
+
+    Attributes
+    ----------
+    requests : int
+        Requests measured.
+    ttft_p50_ms, ttft_p99_ms : float
+        Time to first token at the node: queue + chunked prefill. [ms]
+    itl_p50_ms, itl_p99_ms : float
+        Gaps between consecutive tokens of a request, over all tokens. [ms]
+    throughput_tok_s : float
+        Output tokens per second of the node. [tokens/s]
+    offered_tok_s : float
+        Output tokens per second of the requests that arrived in the same window. [tokens/s]
+    mean_batch : float
+        Time-averaged decoding sequences per replica (idle time counts as 0).
+    max_running : int
+        Most sequences that ran at once on any replica.
+    simulated_s : float
+        Simulated time, drain included. [s]
+    """
+
+    requests: int
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+    itl_p50_ms: float
+    itl_p99_ms: float
+    throughput_tok_s: float
+    offered_tok_s: float
+    mean_batch: float
+    max_running: int
+    simulated_s: float
+
+
+@dataclass
+class _Replica:
+    """The state of one replica between steps."""
+
+    step: int = 0
+    busy: bool = False
+    running: int = 0
+    kv_used: int = 0
+    decoding: int = 0
+    context_sum: float = 0.0
+    prefilling: deque[list[int]] = field(default_factory=deque)  # [request, prefill tokens left]
+    finishing: dict[int, list[int]] = field(default_factory=dict)  # step -> requests whose last token it makes
+    completing: list[int] = field(default_factory=list)  # requests whose prefill the current step completes
+    started_ms: float = 0.0
+    batch_now: int = 0
+
+
+@dataclass
+class _Trace:
+    """Everything recorded while running: per request and per step."""
+
+    first_token_ms: NDArray[np.float64]
+    last_token_ms: NDArray[np.float64]
+    step_start_ms: list[float] = field(default_factory=list)
+    step_ms: list[float] = field(default_factory=list)
+    step_decoding: list[int] = field(default_factory=list)
+    step_tokens: list[int] = field(default_factory=list)
+    max_running: int = 0
+
+
+class _Engine:
+    """The event loop: arrivals and step ends in time order; steps start when the previous one ends."""
+
+    def __init__(
+        self,
+        node: NodeConfig,
+        arrival_ms: NDArray[np.float64],
+        prompt: NDArray[np.int64],
+        output: NDArray[np.int64],
+        new_tokens: NDArray[np.int64],
+        reserve: NDArray[np.int64],
+    ) -> None:
+        self.node, self.arrival_ms, self.prompt, self.output = node, arrival_ms, prompt, output
+        self.new_tokens, self.reserve = new_tokens, reserve
+        self.replicas = [_Replica() for _ in range(node.replicas)]
+        self.queue: deque[int] = deque()
+        self.ends: list[tuple[float, int]] = []
+        self.trace = _Trace(np.full(len(arrival_ms), np.nan), np.full(len(arrival_ms), np.nan))
+
+    def run(self) -> _Trace:
+        n, a = len(self.arrival_ms), 0
+        while a < n or self.ends:
+            if a < n and (not self.ends or self.arrival_ms[a] <= self.ends[0][0]):
+                self.queue.append(a)
+                idle = next((r for r in range(len(self.replicas)) if not self.replicas[r].busy), None)
+                if idle is not None:
+                    self._start(idle, float(self.arrival_ms[a]))
+                a += 1
+                continue
+            now, r = heapq.heappop(self.ends)
+            self._finish(r, now)
+            self._start(r, now)
+        return self.trace
+
+    def _admit(self, rep: _Replica) -> None:
+        node = self.node
+        while self.queue and rep.running < node.max_batch:
+            q = self.queue[0]
+            need = int(self.prompt[q] + self.reserve[q])
+            if rep.kv_used + need > node.kv_capacity_tokens:
+                return
+            self.queue.popleft()
+            rep.running += 1
+            rep.kv_used += need
+            rep.prefilling.append([q, int(self.new_tokens[q])])
+        self.trace.max_running = max(self.trace.max_running, rep.running)
+
+    def _start(self, r: int, now: float) -> None:
+        rep = self.replicas[r]
+        self._admit(rep)
+        budget, chunk = self.node.chunk_tokens, 0
+        rep.completing = []
+        for entry in rep.prefilling:
+            if budget <= 0:
+                break
+            take = min(entry[1], budget)
+            entry[1] -= take
+            budget -= take
+            chunk += take
+            if entry[1] == 0:
+                rep.completing.append(entry[0])
+        for _ in rep.completing:
+            rep.prefilling.popleft()
+        if rep.decoding == 0 and not rep.completing and chunk == 0:
+            rep.busy = False
+            return
+        duration = float(self.node.step_ms(rep.decoding, rep.context_sum, chunk))
+        rep.busy, rep.started_ms, rep.batch_now = True, now, rep.decoding
+        heapq.heappush(self.ends, (now + duration, r))
+
+    def _finish(self, r: int, now: float) -> None:
+        rep, trace = self.replicas[r], self.trace
+        trace.step_start_ms.append(rep.started_ms)
+        trace.step_ms.append(now - rep.started_ms)
+        trace.step_decoding.append(rep.batch_now)
+        trace.step_tokens.append(rep.batch_now + len(rep.completing))
+        rep.context_sum += rep.batch_now
+        for q in rep.finishing.pop(rep.step, []):
+            self._release(rep, q, now)
+            rep.decoding -= 1
+            rep.context_sum -= float(self.prompt[q] + self.output[q])
+        for q in rep.completing:
+            trace.first_token_ms[q] = now
+            if self.output[q] <= 1:
+                self._release(rep, q, now)
+                continue
+            rep.decoding += 1
+            rep.context_sum += float(self.prompt[q] + 1)
+            rep.finishing.setdefault(rep.step + int(self.output[q]) - 1, []).append(q)
+        rep.completing = []
+        rep.step += 1
+
+    def _release(self, rep: _Replica, q: int, now: float) -> None:
+        self.trace.last_token_ms[q] = now
+        rep.running -= 1
+        rep.kv_used -= int(self.prompt[q] + self.reserve[q])
+
+
+def run_node(
+    node: NodeConfig,
+    arrival_ms: NDArray[np.float64],
+    prompt_tokens: NDArray[np.int64],
+    output_tokens: NDArray[np.int64],
+    *,
+    prefix_cache_hit_rate: float = 0.0,
+    reserve_output_tokens: int | None = None,
+) -> _Trace:
+    """Run the node on given requests until every one has finished (the engine behind :func:`simulate`).
+
+    Parameters
+    ----------
+    node : NodeConfig
+        Replicas, limits and step time.
+    arrival_ms : numpy.ndarray
+        Arrival times, ascending. [ms]
+    prompt_tokens, output_tokens : numpy.ndarray of int
+        Lengths of each request (the answer counts the first token, >= 1). [tokens]
+    prefix_cache_hit_rate : float
+        Share of each prompt not prefilled.
+    reserve_output_tokens : int, optional
+        KV reserved for each answer (default: its own length). [tokens]
+
+    Returns
+    -------
+    _Trace
+        First-token time of each request and every step's start, duration, decoding batch and tokens.
+
+    Raises
+    ------
+    ValueError
+        When a request can never be admitted (its prompt and reserved answer exceed a replica's KV).
+    """
+    prompt = np.asarray(prompt_tokens, dtype=np.int64)
+    output = np.maximum(np.asarray(output_tokens, dtype=np.int64), 1)
+    reserve = output if reserve_output_tokens is None else np.full_like(output, reserve_output_tokens)
+    need = int((prompt + reserve).max(initial=0))
+    if need > node.kv_capacity_tokens:
+        raise ValueError(
+            f"a request needs {need:,} KV tokens (prompt + reserved answer) but a replica holds "
+            f"{node.kv_capacity_tokens:,}: it could never be admitted; shorten the lengths or use a larger replica"
+        )
+    if node.chunk_tokens < 1 or node.max_batch < 1 or node.replicas < 1:
+        raise ValueError("chunk_tokens, max_batch and replicas must each be at least 1")
+    new = np.maximum(np.rint(prompt * (1.0 - prefix_cache_hit_rate)).astype(np.int64), 1)
+    return _Engine(node, np.asarray(arrival_ms, dtype=float), prompt, output, new, reserve).run()
+
+
+def weighted_quantile(values: NDArray[np.float64], weights: NDArray[np.float64], q: float) -> float:
+    """Quantile of ``values`` where each counts ``weights`` times (NaN with no weight)."""
+    order = np.argsort(values)
+    cumulative = np.cumsum(np.asarray(weights, dtype=float)[order])
+    if len(cumulative) == 0 or cumulative[-1] <= 0:
+        return math.nan
+    return float(np.asarray(values)[order][np.searchsorted(cumulative, q * cumulative[-1], side="left")])
+
+
+def _warmup(trace: _Trace, arrival_ms: NDArray[np.float64], share: float) -> int:
+    """First request measured: after ``share`` of them and two lifetimes of the first (the batch fills), at most half."""
+    n = len(arrival_ms)
+    fill_ms = arrival_ms[0] + 2.0 * (trace.last_token_ms[0] - arrival_ms[0])
+    first = max(int(share * n), int(np.searchsorted(arrival_ms, fill_ms)))
+    return min(first, n // 2)
+
+
+def _summarise(
+    trace: _Trace, arrival_ms: NDArray[np.float64], output: NDArray[np.int64], warmup: int, replicas: int
+) -> SimResult:
+    """Statistics of the requests after the warm-up and the steps between the first measured and the last arrival."""
+    t0, t1 = float(arrival_ms[warmup]), float(arrival_ms[-1])
+    ttft = (trace.first_token_ms - arrival_ms)[warmup:]
+    start = np.asarray(trace.step_start_ms)
+    dur = np.asarray(trace.step_ms)
+    batch = np.asarray(trace.step_decoding, dtype=float)
+    tokens = np.asarray(trace.step_tokens, dtype=float)
+    window = (start >= t0) & (start < t1)
+    span_ms = max(t1 - t0, 1e-9)
+    return SimResult(
+        requests=len(ttft),
+        ttft_p50_ms=float(np.percentile(ttft, 50)),
+        ttft_p99_ms=float(np.percentile(ttft, 99)),
+        itl_p50_ms=weighted_quantile(dur[window], batch[window], 0.50),
+        itl_p99_ms=weighted_quantile(dur[window], batch[window], 0.99),
+        throughput_tok_s=float(tokens[window].sum()) / span_ms * 1e3,
+        offered_tok_s=float(output[warmup:-1].sum()) / span_ms * 1e3,
+        mean_batch=float((batch[window] * dur[window]).sum()) / span_ms / replicas,
+        max_running=trace.max_running,
+        simulated_s=float(start[-1] + dur[-1]) / 1e3 if len(start) else 0.0,
+    )
+
+
+def simulate(
+    node: NodeConfig, workload: SimWorkload, *, requests: int = 3000, seed: int = 0, warmup_share: float = 0.1
+) -> SimResult:
+    """Simulate one node under Poisson arrivals; deterministic for a seed.
+
+    Parameters
+    ----------
+    node : NodeConfig
+        Replicas, limits and step time.
+    workload : SimWorkload
+        Arrival rate and length distributions.
+    requests : int
+        Requests to simulate (cost is about linear in ``requests × mean output``).
+    seed : int
+        Seed of the random generator (arrivals and lengths).
+    warmup_share : float
+        Leading share of requests left out of the statistics; the warm-up also lasts two lifetimes of the
+        first request (while the batch fills), and never more than half the requests.
+
+    Returns
+    -------
+    SimResult
+        p50/p99 TTFT and ITL, throughput and mean batch.
+    """
+    if workload.arrival_rate_per_s <= 0 or requests < 2:
+        raise ValueError("simulate needs a positive arrival rate and at least 2 requests")
+    rng = np.random.default_rng(seed)
+    arrival_ms = np.cumsum(rng.exponential(1e3 / workload.arrival_rate_per_s, size=requests))
+    prompt = workload.prompt.draw(rng, requests)
+    output = workload.output.draw(rng, requests)
+    trace = run_node(
+        node,
+        arrival_ms,
+        prompt,
+        output,
+        prefix_cache_hit_rate=workload.prefix_cache_hit_rate,
+        reserve_output_tokens=workload.reserve_output_tokens,
+    )
+    return _summarise(trace, arrival_ms, output, _warmup(trace, arrival_ms, warmup_share), node.replicas)
+
+
+# --- the adapter to the physics module ------------------------------------------------------------
+
+
+def physics_step_model(
+    model: ModelSpec,
+    accelerator: str,
+    precision: str,
+    *,
+    tp: int,
+    attention_flop_per_prompt_token: float,
+    efficiency: ServingEfficiency = CALIBRATED,
+) -> StepModel:
+    """A step time from :func:`placement.serving.physics.decode_step` (the one function to swap for a new one).
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Model shape.
+    accelerator, precision : str
+        Catalog id and precision.
+    tp : int
+        GPUs per replica.
+    attention_flop_per_prompt_token : float
+        Attention work of one prompt token in a chunk (at the class's mean prompt). [FLOP]
+    efficiency : ServingEfficiency
+        Achieved efficiencies.
+
+    Returns
+    -------
+    StepModel
+        ``step_ms(decode_batch, decode context summed over the batch, prefill chunk)``, memoised on the mean
+        context per sequence in 16-token bins. [ms]
+    """
+    accel = get_accelerator(accelerator)
+    cache: dict[tuple[int, int, int], float] = {}
+
+    def step_ms(decode_batch: int, decode_context_tokens: float, prefill_chunk_tokens: int) -> float:
+        mean_context = decode_context_tokens / decode_batch if decode_batch else 0.0
+        key = (decode_batch, int(mean_context) >> 4, prefill_chunk_tokens)
+        if key not in cache:
+            cache[key] = decode_step(
+                model,
+                accel,
+                precision,
+                tp=tp,
+                batch=decode_batch,
+                context_tokens=(key[1] << 4) + 8,
+                prefill_tokens=prefill_chunk_tokens,
+                prefill_attention_flop=prefill_chunk_tokens * attention_flop_per_prompt_token,
+                eff=efficiency,
+            ).total_ms
+        return cache[key]
+
+    return step_ms
+
+
+def request_lengths(request: ServingRequest) -> tuple[LengthDistribution, LengthDistribution]:
+    """Prompt and answer distributions of a request: prompts up to ``input_tokens`` with the request's mean, answers fixed.
+
+    The one place that reads lengths off a :class:`ServingRequest`.
+    """
+    mean_prompt = max(1.0, request.input_tokens * request.prompt_mean_fraction)
+    longest = float(request.input_tokens) if request.prompt_mean_fraction < 1.0 else None
+    return LengthDistribution(mean_prompt, longest), LengthDistribution(float(request.output_tokens))
+
+
+def _chunk_tokens(
+    step: StepModel, request: ServingRequest, result: ServingResult, new_tokens: float, context: float, *, analytic: bool
+) -> int:
+    """The analytic per-step prefill ``batch · new / output``, or the largest chunk inside the ITL objective (not less)."""
+    floor = max(1, math.ceil(result.batch * new_tokens / request.output_tokens))
+    if analytic:
+        return floor
+    grid = np.unique(np.geomspace(floor, MAX_CHUNK_TOKENS, 60).astype(int))
+    fits = [int(k) for k in grid if step(result.batch, result.batch * context, int(k)) <= request.itl_p99_ms]
+    return max(fits, default=floor)
+
+
+def node_config(
+    request: ServingRequest,
+    result: ServingResult,
+    *,
+    efficiency: ServingEfficiency = CALIBRATED,
+    chunk: ChunkPolicy = "analytic",
+) -> NodeConfig:
+    """The node as the analytic model plans it: its tensor-parallel degree, replicas and batch.
+
+    The chunk budget (prompt tokens per step): ``"analytic"`` (default), the analytic model's own per-step prefill
+    at its planned batch (``batch · new prompt tokens / output tokens``), so the simulation runs the engine the
+    analytic figures describe; ``"itl"``, the largest chunk (up to :data:`MAX_CHUNK_TOKENS`, at least the
+    analytic one) whose step at the planned batch and mean context stays inside the ITL objective, the setting
+    that trades ITL for TTFT; or a number. KV capacity is the replica's HBM after weights and activation reserve.
+
+    Parameters
+    ----------
+    request : ServingRequest
+        What the node serves.
+    result : ServingResult
+        :func:`placement.serving.physics.serve` of it (goodput > 0).
+    efficiency : ServingEfficiency
+        Achieved efficiencies.
+    chunk : {"itl", "analytic"} or int
+        How the chunk budget is set, or the budget itself. [tokens]
+
+    Returns
+    -------
+    NodeConfig
+        The node to simulate.
+    """
+    model = get_model(request.model)
+    accel = get_accelerator(request.accelerator)
+    prompt, output = request_lengths(request)
+    new = prompt.mean * (1.0 - request.prefix_cache_hit_rate)
+    attn = prefill_attention_flops(model, prompt.mean, prompt.mean - new) / max(new, 1.0)
+    step = physics_step_model(
+        model, request.accelerator, request.precision, tp=result.tp, attention_flop_per_prompt_token=attn, efficiency=efficiency
+    )
+    if not isinstance(chunk, int):
+        chunk = _chunk_tokens(step, request, result, new, prompt.mean + output.mean / 2.0, analytic=chunk == "analytic")
+    per_token = kv_bytes_per_token(model, request.precision) * kv_copies(model, result.tp)
+    kv_tokens = int(kv_capacity_bytes(model, accel, request.precision, result.tp, efficiency) // per_token)
+    return NodeConfig(result.replicas, max(1, result.batch), chunk, kv_tokens, step)
+
+
+@dataclass(frozen=True)
+class TailCheck:
+    """Analytic and simulated figures of one node at one load.
+
+    Attributes
+    ----------
+    analytic : ServingResult
+        :func:`placement.serving.physics.serve` of the request.
+    simulated : SimResult
+        The simulation at ``arrival_rate_per_s``.
+    node : NodeConfig
+        The node simulated.
+    arrival_rate_per_s : float
+        Requests per second offered to the node. [requests/s]
+    load_factor : float
+        Offered load over the analytic goodput.
+    """
+
+    analytic: ServingResult
+    simulated: SimResult
+    node: NodeConfig
+    arrival_rate_per_s: float
+    load_factor: float
+
+
+def simulate_request(
+    request: ServingRequest,
+    *,
+    load_factor: float = 1.0,
+    requests: int = 3000,
+    seed: int = 0,
+    efficiency: ServingEfficiency = CALIBRATED,
+    analytic: ServingResult | None = None,
+    chunk: ChunkPolicy = "analytic",
+) -> TailCheck | None:
+    """Simulate the node the analytic model plans, at ``load_factor`` × its goodput.
+
+    Parameters
+    ----------
+    request : ServingRequest
+        Model, node, workload and objective.
+    load_factor : float
+        Offered output tokens/s over the analytic goodput (1: the planned utilisation).
+    requests : int
+        Requests to simulate.
+    seed : int
+        Random seed.
+    efficiency : ServingEfficiency
+        Achieved efficiencies.
+    analytic : ServingResult, optional
+        ``serve(request)`` when already computed.
+    chunk : {"itl", "analytic"} or int
+        Chunk budget policy of :func:`node_config`.
+
+    Returns
+    -------
+    TailCheck or None
+        None when the analytic model finds no goodput (nothing to simulate).
+    """
+    result = analytic if analytic is not None else serve(request, efficiency=efficiency)
+    if result.goodput_tok_s <= 0 or result.disaggregated:
+        return None
+    node = node_config(request, result, efficiency=efficiency, chunk=chunk)
+    prompt, output = request_lengths(request)
+    rate = load_factor * result.goodput_tok_s / output.mean
+    workload = SimWorkload(rate, prompt, output, prefix_cache_hit_rate=request.prefix_cache_hit_rate)
+    return TailCheck(result, simulate(node, workload, requests=requests, seed=seed), node, rate, load_factor)
+
+
+def simulation_report(check: TailCheck) -> dict[str, Any]:
+    """The ``simulated`` block of the CLI's ``goodput --json``: the simulation's figures and the node it ran.
+
+    Parameters
+    ----------
+    check : TailCheck
+        From :func:`simulate_request`.
+
+    Returns
+    -------
+    dict
+        :class:`SimResult` fields plus ``arrival_rate_per_s``, ``load_factor``, ``replicas``, ``max_batch``,
+        ``chunk_tokens`` and ``kv_capacity_tokens``; floats that are not finite become ``None``.
+    """
+    node = check.node
+    report: dict[str, Any] = {
+        **asdict(check.simulated),
+        "arrival_rate_per_s": check.arrival_rate_per_s,
+        "load_factor": check.load_factor,
+        "replicas": node.replicas,
+        "max_batch": node.max_batch,
+        "chunk_tokens": node.chunk_tokens,
+        "kv_capacity_tokens": node.kv_capacity_tokens,
+    }
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in report.items()}
