@@ -120,6 +120,7 @@ def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassP
         workload.serving_ttft_budget_ms,
         workload.itl_p99_ms,
         prefix_cache_hit_rate=workload.prefix_cache_hit_rate,
+        input_tokens_max=workload.input_tokens_max,
         disaggregated=serving.disaggregated,
         min_tok_s_per_user=workload.min_tok_s_per_user,
     )
