@@ -275,6 +275,8 @@ def test_mixed_step_is_at_least_the_decode_step_and_grows_with_the_chunk() -> No
     steps = [mixed_step_ms(model, accel, "fp8", 8, prefill_chunk_tokens=k, **kwargs) for k in (0, 64, 256, 1024, 4096)]  # type: ignore[arg-type]
     assert all(b >= a for a, b in itertools.pairwise(steps))
     assert steps[-1] > 2 * steps[0]  # a 4k-token chunk is compute-bound: far longer than the memory-bound decode step
+    by_id = mixed_step_ms("llama-2-70b", "h200", "fp8", 8, prefill_chunk_tokens=256, **kwargs)  # type: ignore[arg-type]
+    assert by_id == pytest.approx(steps[2])
 
 
 def test_chosen_chunk_meets_both_objectives_and_interactive_costs_throughput() -> None:

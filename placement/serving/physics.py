@@ -413,8 +413,8 @@ def chunk_attention_flops(model: ModelSpec, chunk_tokens: float, prefix_tokens: 
 
 
 def mixed_step_ms(
-    model: ModelSpec,
-    accel: AcceleratorSpec,
+    model: ModelSpec | str,
+    accel: AcceleratorSpec | str,
     precision: str,
     tp: int,
     *,
@@ -432,8 +432,8 @@ def mixed_step_ms(
 
     Parameters
     ----------
-    model, accel : ModelSpec, AcceleratorSpec
-        What runs where.
+    model, accel : ModelSpec or str, AcceleratorSpec or str
+        What runs where (catalog entries or their ids).
     precision : str
         Weight precision (``bf16``, ``fp8``, ``fp4``).
     tp : int
@@ -454,6 +454,8 @@ def mixed_step_ms(
     float
         Step time. [ms]
     """
+    model = get_model(model) if isinstance(model, str) else model
+    accel = get_accelerator(accel) if isinstance(accel, str) else accel
     memory, compute, attention, comm = _step_arrays(
         model,
         accel,
