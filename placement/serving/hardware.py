@@ -310,7 +310,7 @@ def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, Accelera
     path = Path(path)
     raw = _read(path)
     problems: list[Problem] = []
-    _check_text(raw, ("id", "name", "source"), path, problems)
+    _check_text(raw, ("id", "name", "source", "efficiency_source"), path, problems)
     num = _numbers(raw, _ACCEL_NUMBERS, path, problems)
     for column in [c for c in _FRACTIONS if c in num]:
         for k in [int(i) for i in (num[column] > 1.0).to_numpy().nonzero()[0]]:
