@@ -173,7 +173,7 @@ def _serving_request(args: argparse.Namespace) -> ServingRequest:
         prefix_cache_hit_rate=args.prefix_cache_hit_rate,
         disaggregated=args.disaggregated,
         min_tok_s_per_user=args.min_tok_s_per_user,
-        prompt_mean_fraction=args.prompt_mean_fraction,
+        input_tokens_max=args.input_tokens_max,
         node_cost_usd_h=args.node_cost_usd_h,
         pue=args.pue,
     )
@@ -216,7 +216,8 @@ def _goodput(args: argparse.Namespace) -> int:
         print(jsonio.dumps({**report, "simulated": simulated} if args.simulate else report))
         return EXIT_OK
     print(
-        f"{request.label}, {args.input_tokens} in / {args.output_tokens} out, "
+        f"{request.label}, {args.input_tokens} in (mean"
+        f"{'' if args.input_tokens_max is None else f', longest {args.input_tokens_max}'}) / {args.output_tokens} out, "
         f"p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 ITL <= {args.itl_p99_ms:g} ms"
     )
     if not report["goodput_tok_s"]:
@@ -227,9 +228,12 @@ def _goodput(args: argparse.Namespace) -> int:
         f"{report['replicas']} replicas; limited by {report['limit']})"
     )
     print(
-        f"  ITL {report['itl_ms']:.1f} ms; TTFT {report['ttft_ms']:.0f} ms = queue {report['queue_p99_ms']:.0f} + "
-        f"prefill {report['prefill_ms']:.0f} + KV transfer {report['kv_transfer_ms']:.1f} + "
-        f"first decode {report['first_decode_ms']:.1f}"
+        f"  p99 ITL {report['itl_ms']:.1f} ms (prefill chunk {report['chunk_tokens']} tokens per step, "
+        f"{report['mixed_step_share']:.0%} of steps carry one)"
+    )
+    print(
+        f"  p99 TTFT {report['ttft_ms']:.0f} ms = queue {report['queue_p99_ms']:.0f} + prefill {report['prefill_ms']:.0f} + "
+        f"KV transfer {report['kv_transfer_ms']:.1f} + first decode {report['first_decode_ms']:.1f}"
     )
     print(
         f"  node {report['node_kw']:.1f} kW; {report['tokens_per_s_per_mw']:,.0f} tok/s per MW; "
@@ -381,8 +385,13 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_argument("--accelerator", required=True, help="accelerator id, e.g. h200")
     goodput.add_argument("--gpus", type=int, default=8, help="GPUs per node")
     goodput.add_argument("--precision", default="fp8", help="bf16, fp8 or fp4")
-    goodput.add_argument("--input-tokens", type=int, required=True, help="longest prompt [tokens]")
-    goodput.add_argument("--output-tokens", type=int, required=True, help="answer length [tokens]")
+    goodput.add_argument("--input-tokens", type=int, required=True, help="MEAN prompt length [tokens]")
+    goodput.add_argument(
+        "--input-tokens-max",
+        type=int,
+        help="longest prompt (or its p99): KV room and p99 TTFT [tokens]; default: every prompt is the mean",
+    )
+    goodput.add_argument("--output-tokens", type=int, required=True, help="MEAN answer length [tokens]")
     goodput.add_argument("--ttft-p99-ms", type=float, required=True)
     goodput.add_argument("--itl-p99-ms", type=float, required=True)
     goodput.add_argument("--node-cost-usd-h", type=float, help="all-in node cost, for $/M goodput tokens")
@@ -390,12 +399,6 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_argument("--disaggregated", action="store_true", help="separate prefill and decode pools")
     goodput.add_argument("--min-tok-s-per-user", type=float, default=0.0)
     goodput.add_argument("--pue", type=float, default=1.0, help="for tokens/s per facility MW (1: IT power)")
-    goodput.add_argument(
-        "--prompt-mean-fraction",
-        type=float,
-        default=0.5,
-        help="mean prompt over --input-tokens (0.5: spread evenly up to it; 1: fixed length)",
-    )
     goodput.add_argument("--plot", help="write the throughput-interactivity Pareto curve to this PNG")
     goodput.add_argument("--json", action="store_true", help="print JSON")
     goodput.add_argument(

@@ -107,10 +107,24 @@ def _given(workload: WorkloadClass, headroom: float) -> ClassProfile:
     )
 
 
-def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassProfile | Problem:
+def serving_request(loaded: LoadedScenario, workload: WorkloadClass) -> ServingRequest:
+    """The serving-model request of a computed class on the scenario's node.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario (its ``serving`` section names the node).
+    workload : WorkloadClass
+        A class whose goodput the serving model computes (``serving_ttft_budget_ms`` given).
+
+    Returns
+    -------
+    ServingRequest
+        Lengths, objectives and node of the class.
+    """
     serving = loaded.scenario.serving
     assert workload.serving_ttft_budget_ms is not None
-    request = ServingRequest(
+    return ServingRequest(
         serving.model,
         serving.accelerator,
         serving.gpus_per_node,
@@ -120,9 +134,15 @@ def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassP
         workload.serving_ttft_budget_ms,
         workload.itl_p99_ms,
         prefix_cache_hit_rate=workload.prefix_cache_hit_rate,
+        input_tokens_max=workload.input_tokens_max,
         disaggregated=serving.disaggregated,
         min_tok_s_per_user=workload.min_tok_s_per_user,
     )
+
+
+def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassProfile | Problem:
+    serving = loaded.scenario.serving
+    request = serving_request(loaded, workload)
     result = serve(request)
     if result.goodput_tok_s <= 0:
         return Problem(

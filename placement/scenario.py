@@ -76,8 +76,11 @@ class WorkloadClass(_Section):
     utilisation_cap: float | None = Field(
         None, gt=0, le=1, description="given-goodput classes: usable share of capacity (null: 1 - serving.headroom)"
     )
-    input_tokens: int = Field(1024, ge=1, description="serving model: longest prompt")
-    output_tokens: int = Field(290, ge=1, description="serving model: answer length")
+    input_tokens: int = Field(1024, ge=1, description="serving model: MEAN prompt length (before 2026-12: the longest)")
+    input_tokens_max: int | None = Field(
+        None, ge=1, description="serving model: longest prompt (or its p99); KV room and p99 TTFT (null: the mean)"
+    )
+    output_tokens: int = Field(290, ge=1, description="serving model: MEAN answer length")
     prefix_cache_hit_rate: float = Field(0.0, ge=0, lt=1)
     min_tok_s_per_user: float = Field(0.0, ge=0, description="serving model: interactivity floor")
     serving_ttft_budget_ms: float | None = Field(
@@ -96,6 +99,15 @@ class WorkloadClass(_Section):
     def given(self) -> bool:
         """Whether goodput and the node's TTFT components are given rather than computed."""
         return self.goodput_tok_s_per_node is not None
+
+    @model_validator(mode="after")
+    def _longest_prompt_is_not_shorter_than_the_mean(self) -> WorkloadClass:
+        if self.input_tokens_max is not None and self.input_tokens_max < self.input_tokens:
+            raise ValueError(
+                f"input_tokens_max ({self.input_tokens_max}) is below input_tokens ({self.input_tokens}): "
+                "input_tokens is the MEAN prompt, input_tokens_max the longest (or its p99)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _components_are_complete(self) -> WorkloadClass:

@@ -19,8 +19,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement.plan import Plan
-from placement.scenario import LoadedScenario, WorkloadClass
-from placement.serving.physics import ServingRequest, serve
+from placement.profiles import serving_request
+from placement.serving.physics import serve
 from placement.serving.simulate import TailCheck, simulate_request
 
 COLUMNS = [
@@ -42,25 +42,6 @@ COLUMNS = [
     "simulated_tok_s_per_node",
     "exceeds",
 ]
-
-
-def serving_request(loaded: LoadedScenario, workload: WorkloadClass) -> ServingRequest:
-    """The serving-model request of a class on the scenario's node (as :mod:`placement.profiles` builds it)."""
-    serving = loaded.scenario.serving
-    assert workload.serving_ttft_budget_ms is not None
-    return ServingRequest(
-        serving.model,
-        serving.accelerator,
-        serving.gpus_per_node,
-        serving.precision,
-        workload.input_tokens,
-        workload.output_tokens,
-        workload.serving_ttft_budget_ms,
-        workload.itl_p99_ms,
-        prefix_cache_hit_rate=workload.prefix_cache_hit_rate,
-        disaggregated=serving.disaggregated,
-        min_tok_s_per_user=workload.min_tok_s_per_user,
-    )
 
 
 def site_class_peak(plan: Plan) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from placement.serving.hardware import (
 )
 from placement.serving.physics import (
     MLPERF_LLAMA2_INPUT_TOKENS,
+    MLPERF_LLAMA2_INPUT_TOKENS_MAX,
     MLPERF_LLAMA2_OUTPUT_TOKENS,
     ServingEfficiency,
     ServingRequest,
@@ -27,6 +29,7 @@ from placement.serving.physics import (
     goodput_report,
     kv_copies,
     kv_transfer_ms,
+    mixed_step_ms,
     pareto_curve,
     plot_pareto,
     prefill_attention_flops,
@@ -90,7 +93,9 @@ def test_unknown_accelerator_and_unsupported_precision() -> None:
 
 # --- decode and prefill ---------------------------------------------------------------------------
 
-EFF = ServingEfficiency(hbm=0.9, tensor=0.65, step_overhead_ms=1.0)
+EFF = ServingEfficiency(
+    hbm=0.9, tensor=0.65, attention=0.5, step_overhead_ms=1.0, allreduce_latency_us=8.0, scale_up_efficiency=0.8
+)
 
 
 def test_decode_step_worked_by_hand() -> None:
@@ -99,14 +104,16 @@ def test_decode_step_worked_by_hand() -> None:
     step = decode_step(model, accel, "fp8", tp=1, batch=64, context_tokens=1000, eff=EFF)
     weights = 68.98e9 * 1.0
     kv = 64 * 1000 * 160 * KIB
-    memory_ms = (weights + kv) / (0.9 * 4.8e12) * 1e3  # 18.39 ms
-    attention = 64 * 4 * 80 * 64 * 128 * 1000
-    compute_ms = (2 * 68.98e9 * 64 + attention) / (0.65 * 1979e12) * 1e3  # 6.99 ms
+    memory_ms = weights / (0.9 * 4.8e12) * 1e3  # 15.97 ms: the linear layers read every weight once
+    compute_ms = 2 * 68.98e9 * 64 / (0.65 * 1979e12) * 1e3  # 6.86 ms
+    kv_ms = kv / (0.9 * 4.8e12) * 1e3  # 2.43 ms: decode attention reads the KV after the GEMMs
+    attention_flop_ms = 64 * 4 * 80 * 64 * 128 * 1000 / (0.5 * 989e12) * 1e3  # 0.34 ms: below the KV read
     assert step.memory_ms == pytest.approx(memory_ms, rel=1e-9)
-    assert step.memory_ms == pytest.approx(18.395, abs=0.01)
+    assert step.memory_ms == pytest.approx(15.967, abs=0.01)
     assert step.compute_ms == pytest.approx(compute_ms, rel=1e-9)
+    assert step.attention_ms == pytest.approx(max(kv_ms, attention_flop_ms), rel=1e-9)
     assert step.comm_ms == 0.0
-    assert step.total_ms == pytest.approx(memory_ms + 1.0)
+    assert step.total_ms == pytest.approx(memory_ms + kv_ms + 1.0)
 
 
 def test_tensor_parallel_adds_allreduce_and_splits_bytes() -> None:
@@ -115,7 +122,8 @@ def test_tensor_parallel_adds_allreduce_and_splits_bytes() -> None:
     # two all-reduces per layer, each 8 x 8192 BF16 values, ring 2(n-1)/n = 1 at n = 2
     per_call = 8e-6 + 8 * 8192 * 2 / (0.8 * 450e9)
     assert one.comm_ms == pytest.approx(2 * 80 * per_call * 1e3)
-    assert one.memory_ms == pytest.approx((68.98e9 + 8 * 500 * 160 * KIB) / 2 / (0.9 * 3.35e12) * 1e3)
+    assert one.memory_ms == pytest.approx(68.98e9 / 2 / (0.9 * 3.35e12) * 1e3)
+    assert one.attention_ms == pytest.approx(8 * 500 * 160 * KIB / 2 / (0.9 * 3.35e12) * 1e3)
 
 
 def test_colocated_prefill_steals_step_time() -> None:
@@ -147,9 +155,7 @@ def test_kv_transfer_is_bytes_over_nic_bandwidth() -> None:
 
 
 def test_disaggregated_ttft_includes_kv_transfer() -> None:
-    r = serve(
-        ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50, disaggregated=True, prompt_mean_fraction=1.0)
-    )
+    r = serve(ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50, disaggregated=True))
     model = get_model("llama-3.1-70b")
     per_nic = kv_bytes_per_token(model, "fp8") * kv_copies(model, r.tp) / r.tp
     assert r.kv_transfer_ms == pytest.approx(kv_transfer_ms(2048, per_nic, 400))
@@ -239,17 +245,57 @@ def test_report_keys_cost_and_facility_yield() -> None:
 
 @pytest.mark.parametrize(
     ("accelerator", "ttft_ms", "itl_ms", "published_tok_s"),
-    [("h100-sxm", 2000, 200, 21606), ("h200", 450, 40, 19424)],
-    ids=["dgx-h100-v4.1-server", "h200-v5.0-interactive"],
+    [("h100-sxm", 2000, 200, 31106), ("h100-sxm", 450, 40, 12979), ("h200", 450, 40, 19424)],
+    ids=["h100-v5.0-server", "h100-v5.0-interactive", "h200-v5.0-interactive"],
 )
-def test_calibration_rows_within_5_percent(accelerator: str, ttft_ms: float, itl_ms: float, published_tok_s: float) -> None:
-    # MLPerf llama2-70b, 8 GPUs, FP8 at the mean prompt the rows are consistent with (see serving.py).
+def test_fitted_mlperf_rows_within_20_percent(accelerator: str, ttft_ms: float, itl_ms: float, published_tok_s: float) -> None:
+    # The DESIGN.md calibration rows (MLPerf v5.0 llama2-70b, 8 GPUs, FP8) at the measured workload:
+    # prompts mean 222 / max 1,021, ~290 generated tokens. Only the step overhead was fitted, on these rows.
     got = goodput_report(
         ServingRequest(
-            "llama-2-70b", accelerator, 8, "fp8", MLPERF_LLAMA2_INPUT_TOKENS, MLPERF_LLAMA2_OUTPUT_TOKENS, ttft_ms, itl_ms
+            "llama-2-70b",
+            accelerator,
+            8,
+            "fp8",
+            MLPERF_LLAMA2_INPUT_TOKENS,
+            MLPERF_LLAMA2_OUTPUT_TOKENS,
+            ttft_ms,
+            itl_ms,
+            input_tokens_max=MLPERF_LLAMA2_INPUT_TOKENS_MAX,
         )
     )["goodput_tok_s"]
-    assert got == pytest.approx(published_tok_s, rel=0.05)
+    assert got == pytest.approx(published_tok_s, rel=0.20)
+
+
+def test_mixed_step_is_at_least_the_decode_step_and_grows_with_the_chunk() -> None:
+    model, accel = get_model("llama-2-70b"), get_accelerator("h200")
+    kwargs = {"decode_batch": 128, "decode_context_tokens": 128 * 400.0, "efficiency": EFF}
+    pure = mixed_step_ms(model, accel, "fp8", 8, prefill_chunk_tokens=0, **kwargs)  # type: ignore[arg-type]
+    assert pure == pytest.approx(decode_step(model, accel, "fp8", tp=8, batch=128, context_tokens=400, eff=EFF).total_ms)
+    steps = [mixed_step_ms(model, accel, "fp8", 8, prefill_chunk_tokens=k, **kwargs) for k in (0, 64, 256, 1024, 4096)]  # type: ignore[arg-type]
+    assert all(b >= a for a, b in itertools.pairwise(steps))
+    assert steps[-1] > 2 * steps[0]  # a 4k-token chunk is compute-bound: far longer than the memory-bound decode step
+    by_id = mixed_step_ms("llama-2-70b", "h200", "fp8", 8, prefill_chunk_tokens=256, **kwargs)  # type: ignore[arg-type]
+    assert by_id == pytest.approx(steps[2])
+
+
+def test_chosen_chunk_meets_both_objectives_and_interactive_costs_throughput() -> None:
+    request = ServingRequest("llama-2-70b", "h200", 8, "fp8", 222, 290, 450, 40, input_tokens_max=1021)
+    r = serve(request)
+    assert r.chunk_tokens > 0
+    assert r.itl_ms <= 40.0 + 1e-9
+    assert r.ttft_ms <= 450.0 + 1e-9
+    # the longest prompt's prefill is ceil(1021 / K) mixed steps, the last of which emits the first token
+    assert r.prefill_ms + r.first_decode_ms == pytest.approx(math.ceil(1021 / r.chunk_tokens) * r.first_decode_ms)
+    relaxed = serve(ServingRequest("llama-2-70b", "h200", 8, "fp8", 222, 290, 2000, 200, input_tokens_max=1021))
+    assert relaxed.goodput_tok_s > 1.5 * r.goodput_tok_s
+
+
+def test_longer_longest_prompt_costs_ttft_not_mean_work() -> None:
+    short = serve(ServingRequest("llama-2-70b", "h200", 8, "fp8", 222, 290, 2000, 200))
+    long = serve(ServingRequest("llama-2-70b", "h200", 8, "fp8", 222, 290, 2000, 200, input_tokens_max=1021))
+    assert long.goodput_tok_s <= short.goodput_tok_s * 1.001  # equal up to the search grid
+    assert long.goodput_tok_s > 0.8 * short.goodput_tok_s  # the mean work is the same
 
 
 def test_pareto_curve_and_plot(tmp_path: Path) -> None:
@@ -262,20 +308,12 @@ def test_pareto_curve_and_plot(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_prompt_mean_fraction_halves_prefill_work() -> None:
-    # Prompts spread evenly up to 2,048 tokens cost the same as fixed 1,024-token prompts.
-    spread = serve(ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 2048, 256, 2000, 50))
-    fixed = serve(ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 1024, 256, 2000, 50, prompt_mean_fraction=1.0))
-    assert spread.goodput_tok_s == pytest.approx(fixed.goodput_tok_s)
-    assert spread.prefill_ms == pytest.approx(fixed.prefill_ms)
-
-
 def test_request_problems_are_reported_together() -> None:
-    request = ServingRequest("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40, pue=0.5, prompt_mean_fraction=1.5)
+    request = ServingRequest("llama-2-70b", "h200", 8, "fp8", 1024, 290, 450, 40, pue=0.5, input_tokens_max=512)
     with pytest.raises(InputError) as info:
         serve(request)
     fields = {p.field for p in info.value.problems}
-    assert {"pue", "prompt_mean_fraction"} <= fields
+    assert {"pue", "input_tokens_max"} <= fields
 
 
 def test_goodput_report_is_serve_of_the_same_request() -> None:
@@ -284,3 +322,58 @@ def test_goodput_report_is_serve_of_the_same_request() -> None:
     assert report["goodput_tok_s"] == result.goodput_tok_s
     assert report["cost_per_million_goodput_tokens_usd"] == pytest.approx(30.0 / (result.goodput_tok_s * 3600 / 1e6))
     assert report["tokens_per_s_per_mw"] == pytest.approx(result.goodput_tok_s / (result.node_kw * 1.2 / 1e3))
+
+
+def test_default_scenario_classes_carry_mean_and_longest_prompt() -> None:
+    from placement.bundled import bundled_path
+    from placement.scenario import WorkloadClass, load_scenario
+
+    loaded = load_scenario(bundled_path("scenarios") / "default.yaml")
+    for workload in loaded.scenario.classes:
+        assert workload.input_tokens_max is not None
+        assert workload.input_tokens_max > workload.input_tokens  # derived from the Azure traces: p99 > mean
+    # An old-style class with only input_tokens still loads; input_tokens now means the mean prompt.
+    old = WorkloadClass(name="c", share=1.0, ttft_p99_ms=300, itl_p99_ms=50, serving_ttft_budget_ms=170, input_tokens=1024)
+    assert old.input_tokens_max is None
+    with pytest.raises(ValueError, match="MEAN"):
+        WorkloadClass(
+            name="c",
+            share=1.0,
+            ttft_p99_ms=300,
+            itl_p99_ms=50,
+            serving_ttft_budget_ms=170,
+            input_tokens=1024,
+            input_tokens_max=10,
+        )
+
+
+@pytest.mark.parametrize(("accelerator", "gpus"), [("gb200", 4), ("mi325x", 8), ("mi355x", 8), ("b300", 8)])
+def test_new_catalog_accelerators_serve_the_mlperf_workload(accelerator: str, gpus: int) -> None:
+    accel = get_accelerator(accelerator)
+    assert accel.gpus_per_node == gpus
+    assert 0.83 <= accel.hbm_efficiency <= 0.95  # DESIGN.md band
+    precision = "fp4" if "fp4" in accel.tflops else "fp8"
+    r = serve(ServingRequest("llama-2-70b", accelerator, gpus, precision, 222, 290, 2000, 200, input_tokens_max=1021))
+    assert r.goodput_tok_s > 0
+
+
+def test_catalog_efficiencies_are_cited_and_inside_published_bands() -> None:
+    # DESIGN.md section 3: achieved HBM 83-95 % of peak; FP8 GEMM ~60-70 % on NVIDIA (lower on AMD, cited per row).
+    for accel in load_accelerators(ACCELERATORS_CSV).values():
+        assert 0.83 <= accel.hbm_efficiency <= 0.95, accel.id
+        assert accel.gemm_efficiency <= 0.70, accel.id
+        assert 0.0 < accel.attention_efficiency <= 0.75, accel.id  # FlashAttention-3 peak share on H100
+        assert 0.0 < accel.scale_up_efficiency <= 1.0 and accel.allreduce_latency_us > 0, accel.id
+    lines = ACCELERATORS_CSV.read_text(encoding="utf-8").splitlines()
+    assert "efficiency_source" in lines[0]
+
+
+def test_accelerator_catalog_without_efficiency_source_is_refused(tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.read_csv(ACCELERATORS_CSV, dtype=str, keep_default_na=False)
+    frame.loc[0, "efficiency_source"] = ""
+    bad = tmp_path / "accelerators.csv"
+    frame.to_csv(bad, index=False)
+    with pytest.raises(InputError, match="efficiency_source"):
+        load_accelerators(bad)

@@ -104,6 +104,16 @@ class AcceleratorSpec:
         Scale-out NIC bandwidth per GPU. [Gbit/s]
     gemm_efficiency : float
         Achieved fraction of dense tensor peak in large GEMMs (software stack included).
+    hbm_efficiency : float
+        Achieved fraction of peak HBM bandwidth in decode (η_bw).
+    attention_efficiency : float
+        Achieved fraction of dense BF16 peak in prefill attention kernels (FlashAttention class).
+    allreduce_latency_us : float
+        Fixed latency of one tensor-parallel all-reduce on the scale-up fabric. [µs]
+    scale_up_efficiency : float
+        Achieved fraction of scale-up bandwidth in all-reduce.
+    step_overhead_ms : float
+        Per-step scheduling, sampling and launch cost of the serving engine. [ms]
     """
 
     id: str
@@ -119,6 +129,11 @@ class AcceleratorSpec:
     scale_up_gpus: int
     scale_out_gbit_s: float
     gemm_efficiency: float
+    hbm_efficiency: float = 0.90
+    attention_efficiency: float = 0.50
+    allreduce_latency_us: float = 8.0
+    scale_up_efficiency: float = 0.80
+    step_overhead_ms: float = 3.0
 
 
 _MODEL_NUMBERS = {
@@ -148,7 +163,14 @@ _ACCEL_NUMBERS = {
     "scale_up_gpus": (True, 1.0),
     "scale_out_gbit_s": (True, 1.0),
     "gemm_efficiency": (True, 0.05),
+    "hbm_efficiency": (True, 0.05),
+    "attention_efficiency": (True, 0.05),
+    "allreduce_latency_us": (True, 0.0),
+    "scale_up_efficiency": (True, 0.05),
+    "step_overhead_ms": (True, 0.0),
 }
+#: Catalog columns that are fractions of a peak (must be <= 1).
+_FRACTIONS = ("gemm_efficiency", "hbm_efficiency", "attention_efficiency", "scale_up_efficiency")
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -288,12 +310,11 @@ def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, Accelera
     path = Path(path)
     raw = _read(path)
     problems: list[Problem] = []
-    _check_text(raw, ("id", "name", "source"), path, problems)
+    _check_text(raw, ("id", "name", "source", "efficiency_source"), path, problems)
     num = _numbers(raw, _ACCEL_NUMBERS, path, problems)
-    for k in [int(i) for i in (num["gemm_efficiency"] > 1.0).to_numpy().nonzero()[0]] if "gemm_efficiency" in num else []:
-        problems.append(
-            Problem(str(path), f"row {k + 1} (line {k + 2})", "gemm_efficiency", "must be <= 1", "give a fraction of peak")
-        )
+    for column in [c for c in _FRACTIONS if c in num]:
+        for k in [int(i) for i in (num[column] > 1.0).to_numpy().nonzero()[0]]:
+            problems.append(Problem(str(path), f"row {k + 1} (line {k + 2})", column, "must be <= 1", "give a fraction of peak"))
     if problems:
         raise InputError(problems)
     out: dict[str, AcceleratorSpec] = {}
@@ -314,6 +335,11 @@ def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, Accelera
             scale_up_gpus=int(n["scale_up_gpus"]),
             scale_out_gbit_s=float(n["scale_out_gbit_s"]),
             gemm_efficiency=float(n["gemm_efficiency"]),
+            hbm_efficiency=float(n["hbm_efficiency"]),
+            attention_efficiency=float(n["attention_efficiency"]),
+            allreduce_latency_us=float(n["allreduce_latency_us"]),
+            scale_up_efficiency=float(n["scale_up_efficiency"]),
+            step_overhead_ms=float(n["step_overhead_ms"]),
         )
     return out
 

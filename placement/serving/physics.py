@@ -2,16 +2,25 @@
 
 The model (DESIGN.md section 3):
 
-- **Decode step** at batch ``B`` on a tensor-parallel replica of ``tp`` GPUs::
+- **Step** of a tensor-parallel replica of ``tp`` GPUs carrying a decode batch ``B`` (total context ``C``
+  tokens of KV) and a prefill chunk of ``K`` prompt tokens (``K = 0``: a pure decode step)::
 
-      step = max(bytes_read / (η_bw · BW), flops / (η_c · F)) + t_comm + t_ovh
+      step = max(weights / (η_bw · BW), 2 · P_active · (B + K) / (η_c · F))      linear layers
+           + max(C · kv_bytes / (η_bw · BW), decode attention / (η_a · F_bf16))  decode attention
+           + chunk attention / (η_a · F_bf16)                                   prefill attention
+           + t_comm + t_ovh
 
-  ``bytes_read`` = weights touched + ``B · ctx · kv_bytes``; ``flops`` = ``2 · P_active`` per token plus
-  attention; ``t_comm`` = two all-reduces per layer over the scale-up fabric; ITL = step time.
+  The linear layers and attention are separate kernels and run one after the other; ``t_comm`` = two
+  all-reduces per layer over the scale-up fabric. Every η, the all-reduce latency and the step overhead
+  are columns of the accelerator catalog (``data/serving/accelerators.csv``) with their sources.
 - **Prefill** of ``N`` prompt tokens: ``(2 · P_active · N + attention) / (η_c · F)``; a prefix-cache hit
   rate ``h`` removes ``h · N`` tokens.
-- **Colocated** (chunked prefill fused into decode steps): every step also carries the prefill tokens of
-  the requests that replace finished ones (``B · N_in / N_out`` per step), so prefill steals step time.
+- **Colocated** (chunked prefill): the prompts of the requests that replace finished ones need
+  ``B · N_in / N_out`` prefill tokens per step on average; a step carries a chunk of at most ``K`` of them,
+  so a share ``f = B · N_in / (N_out · K)`` of the steps are mixed steps. When more than 1 % of steps carry a
+  chunk the p99 ITL *is* the mixed step; the mean step (throughput) is ``f · mixed + (1 − f) · pure``. A
+  prompt of ``L`` tokens takes ``ceil(L / K)`` mixed steps (TTFT), so ``K`` trades TTFT against ITL and is
+  chosen with the batch to maximise goodput.
 - **Disaggregated**: prefill and decode pools sized from their loads; the prompt's KV crosses the
   scale-out NIC and its transfer time is added to TTFT.
 - **Tail**: prompts queue for prefill (M/G/c, Allen–Cunneen); the highest utilisation whose p99 wait
@@ -37,6 +46,7 @@ from placement.economics import tokens_per_s_per_mw as _yield_per_mw
 from placement.serving.hardware import (
     AcceleratorSpec,
     ModelSpec,
+    bundled_accelerators,
     get_accelerator,
     get_model,
     kv_bytes_per_token,
@@ -50,21 +60,25 @@ ACTIVATION_BYTES = 2.0  # all-reduce payloads are BF16 activations
 
 @dataclass(frozen=True)
 class ServingEfficiency:
-    """Achieved fractions of peak and fixed costs; calibrated on two MLPerf rows only.
+    """Overrides of the catalog's achieved efficiencies, and engine settings.
+
+    Every efficiency left at ``None`` takes the accelerator's catalog column (``data/serving/accelerators.csv``,
+    each with its source); set one to study a what-if or to fit.
 
     Parameters
     ----------
-    hbm : float
-        Achieved fraction of peak HBM bandwidth (η_bw; 0.83–0.95 measured).
+    hbm : float, optional
+        Achieved fraction of peak HBM bandwidth (η_bw; catalog ``hbm_efficiency``).
     tensor : float, optional
-        Achieved fraction of dense tensor throughput in decode and prefill GEMMs (η_c, MFU); ``None``
-        takes the accelerator's catalog ``gemm_efficiency`` (NVIDIA 0.65, the middle of DESIGN.md's band).
-    step_overhead_ms : float
-        Per-step fixed cost: scheduling, sampling, kernel launches. [ms]
-    allreduce_latency_us : float
-        Fixed latency of one all-reduce on the scale-up fabric. [µs]
-    scale_up_efficiency : float
-        Achieved fraction of scale-up bandwidth in all-reduce.
+        Achieved fraction of dense tensor throughput in GEMMs (η_c; catalog ``gemm_efficiency``).
+    attention : float, optional
+        Achieved fraction of dense BF16 throughput in attention kernels (η_a; catalog ``attention_efficiency``).
+    step_overhead_ms : float, optional
+        Per-step fixed cost: scheduling, sampling, kernel launches (catalog ``step_overhead_ms``). [ms]
+    allreduce_latency_us : float, optional
+        Fixed latency of one all-reduce on the scale-up fabric (catalog ``allreduce_latency_us``). [µs]
+    scale_up_efficiency : float, optional
+        Achieved fraction of scale-up bandwidth in all-reduce (catalog ``scale_up_efficiency``).
     activation_reserve : float
         Fraction of HBM kept for activations, workspace and fragmentation.
     max_batch : int
@@ -73,47 +87,56 @@ class ServingEfficiency:
         Squared coefficient of variation of prefill service time (1: exponential; prompts vary).
     """
 
-    hbm: float = 0.90
+    hbm: float | None = None
     tensor: float | None = None
-    step_overhead_ms: float = 4.0
-    allreduce_latency_us: float = 8.0
-    scale_up_efficiency: float = 0.80
+    attention: float | None = None
+    step_overhead_ms: float | None = None
+    allreduce_latency_us: float | None = None
+    scale_up_efficiency: float | None = None
     activation_reserve: float = 0.10
     max_batch: int = 4096
     service_cv2: float = 1.0
 
 
-#: Calibrated on the two DESIGN.md MLPerf rows only (``benchmarks/validate_serving.py --fit``): η_bw 0.90 and
-#: η_c 0.65 (NVIDIA) held at the middle of the measured bands; the step overhead (4 ms) was fitted together with
-#: the MLPerf mean prompt below. Both rows are compute-bound, so they do not constrain η_bw.
+#: The catalog's efficiencies as they stand (``benchmarks/validate_serving.py`` prints the fit): η_bw, η_c, η_a,
+#: all-reduce latency and bandwidth share are held at cited mid-band values per accelerator family; only the
+#: per-step overhead was fitted, on the DESIGN.md rows (MLPerf H100 Server / Interactive, H200 Interactive,
+#: TensorRT-LLM v0.13 table), with MLPerf's measured prompt distribution.
 CALIBRATED = ServingEfficiency()
 
-#: Mean prompt over the longest prompt a class sends. ``input_tokens`` is the *longest* prompt (the cap: MLPerf's
-#: OpenOrca prompts run "up to ~1K tokens"); with lengths spread evenly below it the mean is half. Throughput, KV
-#: occupancy and the queue's mean service time follow the mean; the service-time spread (``service_cv2``) covers
-#: the rest. At a 1,024-token *mean* the DGX H100 server row (21,606 tok/s) would need 85 % of dense FP8 peak for
-#: the GEMMs alone, more than 100 % with all-reduce, step overhead and headroom: the rows imply a mean near half
-#: the cap (a free fit on both rows gives 530 of 1,024). Pass 1.0 when ``input_tokens`` is already the mean.
-PROMPT_MEAN_FRACTION = 0.5
-#: Longest prompt of the MLPerf llama2-70b set (OpenOrca, capped at 1,024 tokens). [tokens]
-MLPERF_LLAMA2_INPUT_TOKENS = 1024
-#: Mean answer length of the MLPerf llama2-70b set (reference README: 294.45 tokens per sample; DESIGN.md: ~290).
+#: MLPerf llama2-70b (OpenOrca, 24,576 samples; DESIGN.md section 3): mean prompt. [tokens]
+MLPERF_LLAMA2_INPUT_TOKENS = 222
+#: Longest prompt of that set (p99 791). [tokens]
+MLPERF_LLAMA2_INPUT_TOKENS_MAX = 1021
+#: Mean tokens a submission generates per sample (checker bounds 265–324; DESIGN.md: ~290). [tokens]
 MLPERF_LLAMA2_OUTPUT_TOKENS = 290
+#: Share of steps above which a quantile of the ITL is set by the mixed (chunk-carrying) steps: p99 → 1 %.
+MIXED_STEP_TAIL_SHARE = 0.01
+#: Standard-normal quantile of the p99: under Poisson arrivals the number of sequences decoding fluctuates
+#: (M/G/∞: variance = mean), so the p99 step runs at ``B + z · sqrt(B)`` sequences, not at the mean ``B``.
+P99_Z = 2.326
+#: Prefill chunk budgets per step the search tries (tokens per step). [tokens]
+CHUNK_TOKENS = (64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192, 16384)
 
 
 @dataclass(frozen=True)
 class StepTime:
-    """One forward step of a replica, by component. [ms]"""
+    """One forward step of a replica, by component. [ms]
+
+    ``memory_ms`` and ``compute_ms`` are the linear layers' weight reads and GEMMs (they overlap);
+    ``attention_ms`` is decode attention (KV reads) plus the prefill chunk's attention, run after them.
+    """
 
     memory_ms: float
     compute_ms: float
+    attention_ms: float
     comm_ms: float
     overhead_ms: float
 
     @property
     def total_ms(self) -> float:
-        """Roofline step: ``max(memory, compute) + comm + overhead``. [ms]"""
-        return max(self.memory_ms, self.compute_ms) + self.comm_ms + self.overhead_ms
+        """``max(memory, compute) + attention + comm + overhead``. [ms]"""
+        return max(self.memory_ms, self.compute_ms) + self.attention_ms + self.comm_ms + self.overhead_ms
 
 
 @dataclass(frozen=True)
@@ -131,9 +154,11 @@ class ServingResult:
     tp, replicas : int
         Tensor-parallel degree and number of replicas (decode replicas when disaggregated).
     itl_ms : float
-        p99 inter-token latency = decode step time. [ms]
+        p99 inter-token latency: the mixed (chunk-carrying) step once more than 1 % of steps carry a chunk,
+        else the pure decode step. [ms]
     ttft_ms : float
-        p99 time to first token: queue + prefill + KV transfer + first decode step. [ms]
+        p99 time to first token of the longest prompt: queue + prefill + KV transfer + the step that emits
+        the first token (colocated: the step carrying the prompt's last chunk). [ms]
     prefill_ms, kv_transfer_ms, queue_p99_ms, first_decode_ms : float
         Components of ``ttft_ms``. [ms]
     utilisation_cap : float
@@ -148,6 +173,10 @@ class ServingResult:
         Goodput per MW of facility power (node kW × PUE). [tokens/s/MW]
     cost_per_million_goodput_tokens_usd : float or None
         With a node cost. [USD/Mtok]
+    chunk_tokens : int
+        Prefill chunk budget per step (colocated; 0 when disaggregated). [tokens]
+    mixed_step_share : float
+        Share of steps carrying a prefill chunk at full load (colocated).
     limit : str
         What stopped the batch growing: ``itl``, ``kv_capacity``, ``tok_s_per_user``, ``ttft``,
         ``max_batch``, or why nothing fits.
@@ -175,6 +204,8 @@ class ServingResult:
     pue: float
     tokens_per_s_per_mw: float
     cost_per_million_goodput_tokens_usd: float | None
+    chunk_tokens: int
+    mixed_step_share: float
     limit: str
 
 
@@ -188,10 +219,42 @@ def kv_copies(model: ModelSpec, tp: int) -> float:
     return max(1.0, tp / model.kv_heads)
 
 
+@dataclass(frozen=True)
+class Achieved:
+    """The efficiencies in force for one accelerator: catalog columns unless :class:`ServingEfficiency` overrides."""
+
+    hbm: float
+    tensor: float
+    attention: float
+    step_overhead_ms: float
+    allreduce_latency_us: float
+    scale_up_efficiency: float
+
+
+def achieved(accel: AcceleratorSpec, eff: ServingEfficiency) -> Achieved:
+    """Resolve the efficiencies for ``accel``: each ``None`` in ``eff`` takes the catalog's cited value."""
+
+    def pick(value: float | None, default: float) -> float:
+        return default if value is None else value
+
+    return Achieved(
+        hbm=pick(eff.hbm, accel.hbm_efficiency),
+        tensor=pick(eff.tensor, accel.gemm_efficiency),
+        attention=pick(eff.attention, accel.attention_efficiency),
+        step_overhead_ms=pick(eff.step_overhead_ms, accel.step_overhead_ms),
+        allreduce_latency_us=pick(eff.allreduce_latency_us, accel.allreduce_latency_us),
+        scale_up_efficiency=pick(eff.scale_up_efficiency, accel.scale_up_efficiency),
+    )
+
+
 def achieved_tflops(accel: AcceleratorSpec, precision: str, eff: ServingEfficiency) -> float:
-    """Achieved tensor throughput of one GPU: ``η_c · F``. [TFLOP/s]"""
-    share = accel.gemm_efficiency if eff.tensor is None else eff.tensor
-    return share * accel.tflops[precision]
+    """Achieved GEMM throughput of one GPU: ``η_c · F``. [TFLOP/s]"""
+    return achieved(accel, eff).tensor * accel.tflops[precision]
+
+
+def attention_tflops(accel: AcceleratorSpec, eff: ServingEfficiency) -> float:
+    """Achieved attention-kernel throughput of one GPU: ``η_a · F_bf16`` (attention runs in BF16). [TFLOP/s]"""
+    return achieved(accel, eff).attention * accel.tflops["bf16"]
 
 
 def prefill_flops(model: ModelSpec, tokens: float, cached_tokens: float = 0.0) -> float:
@@ -234,7 +297,7 @@ def allreduce_ms(
     Parameters
     ----------
     accel : AcceleratorSpec
-        Supplies scale-up bandwidth per GPU.
+        Supplies scale-up bandwidth per GPU and the fabric's latency and achieved share.
     tp : int
         Tensor-parallel degree (0 ms at 1).
     tokens : numpy.ndarray
@@ -244,7 +307,7 @@ def allreduce_ms(
     layers : int
         Transformer layers.
     eff : ServingEfficiency
-        Latency per all-reduce and achieved bandwidth.
+        Overrides of the catalog's latency and achieved bandwidth.
 
     Returns
     -------
@@ -254,9 +317,10 @@ def allreduce_ms(
     tokens = np.asarray(tokens, dtype=float)
     if tp <= 1:
         return np.zeros_like(tokens)
+    ach = achieved(accel, eff)
     payload = tokens * hidden * ACTIVATION_BYTES
     ring_bytes = 2.0 * (tp - 1) / tp * payload
-    per_call_s = eff.allreduce_latency_us * 1e-6 + ring_bytes / (eff.scale_up_efficiency * accel.scale_up_gb_s * 1e9)
+    per_call_s = ach.allreduce_latency_us * 1e-6 + ring_bytes / (ach.scale_up_efficiency * accel.scale_up_gb_s * 1e9)
     return np.asarray(2.0 * layers * per_call_s * 1e3)
 
 
@@ -266,19 +330,28 @@ def _step_arrays(
     precision: str,
     tp: int,
     batch: NDArray[np.float64],
-    context_tokens: float,
-    prefill_tokens: NDArray[np.float64],
-    prefill_attention_flop: NDArray[np.float64],
+    context_total: NDArray[np.float64],
+    chunk_tokens: NDArray[np.float64],
+    chunk_attention_flop: NDArray[np.float64],
     eff: ServingEfficiency,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Memory, compute and communication time of steps at each batch (vectorised). [ms]"""
-    tokens = batch + prefill_tokens
-    kv_read = batch * context_tokens * kv_bytes_per_token(model, precision) * kv_copies(model, tp)
-    memory_ms = (weight_bytes_read(model, precision, tokens) + kv_read) / tp / (eff.hbm * accel.hbm_tb_s * 1e12) * 1e3
-    flops = 2.0 * model.params_active_b * 1e9 * tokens + batch * decode_attention_flops(model, context_tokens)
-    compute_ms = (flops + prefill_attention_flop) / (tp * achieved_tflops(accel, precision, eff) * 1e12) * 1e3
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Weight-read, GEMM, attention and communication time of steps (vectorised over any broadcastable shape). [ms]"""
+    ach = achieved(accel, eff)
+    bw = tp * ach.hbm * accel.hbm_tb_s * 1e12  # bytes/s of the replica
+    tokens = np.asarray(batch + chunk_tokens, dtype=float)
+    memory_ms = weight_bytes_read(model, precision, tokens) / bw * 1e3
+    compute_ms = 2.0 * model.params_active_b * 1e9 * tokens / (tp * ach.tensor * accel.tflops[precision] * 1e12) * 1e3
+    attn_rate = tp * attention_tflops(accel, eff) * 1e12
+    kv_ms = context_total * kv_bytes_per_token(model, precision) * kv_copies(model, tp) / bw * 1e3
+    decode_attn_ms = np.maximum(kv_ms, decode_attention_flops(model, 1.0) * context_total / attn_rate * 1e3)
+    attention_ms = decode_attn_ms + chunk_attention_flop / attn_rate * 1e3
     comm_ms = allreduce_ms(accel, tp, tokens, model.hidden, model.layers, eff)
-    return np.asarray(memory_ms), np.asarray(compute_ms), comm_ms
+    return (
+        np.asarray(memory_ms * np.ones_like(tokens)),
+        np.asarray(compute_ms),
+        np.asarray(attention_ms * np.ones_like(tokens)),
+        comm_ms,
+    )
 
 
 def decode_step(
@@ -293,7 +366,7 @@ def decode_step(
     prefill_attention_flop: float = 0.0,
     eff: ServingEfficiency = CALIBRATED,
 ) -> StepTime:
-    """Time of one decode step of a replica, optionally with fused (chunked) prefill tokens.
+    """Time of one step of a replica: a decode batch, optionally with a prefill chunk (chunked prefill).
 
     Parameters
     ----------
@@ -306,31 +379,96 @@ def decode_step(
     batch : float
         Sequences decoding. [sequences]
     context_tokens : float
-        Mean KV length each sequence reads. [tokens]
+        Mean KV length each decoding sequence reads. [tokens]
     prefill_tokens : float
-        Prompt tokens prefilled in the same step (colocated). [tokens]
+        Prompt tokens prefilled in the same step (the chunk). [tokens]
     prefill_attention_flop : float
         Attention work of those prompt tokens. [FLOP]
     eff : ServingEfficiency
-        Achieved efficiencies.
+        Overrides of the catalog's efficiencies.
 
     Returns
     -------
     StepTime
-        Components; ``.total_ms`` is the ITL. [ms]
+        Components; ``.total_ms`` is the step (the ITL of the sequences in it). [ms]
     """
-    memory, compute, comm = _step_arrays(
+    memory, compute, attention, comm = _step_arrays(
         model,
         accel,
         precision,
         tp,
         np.array([float(batch)]),
-        context_tokens,
+        np.array([float(batch) * context_tokens]),
         np.array([float(prefill_tokens)]),
         np.array([float(prefill_attention_flop)]),
         eff,
     )
-    return StepTime(float(memory[0]), float(compute[0]), float(comm[0]), eff.step_overhead_ms)
+    overhead = achieved(accel, eff).step_overhead_ms
+    return StepTime(float(memory[0]), float(compute[0]), float(attention[0]), float(comm[0]), overhead)
+
+
+def chunk_attention_flops(model: ModelSpec, chunk_tokens: float, prefix_tokens: float = 0.0) -> float:
+    """Causal attention FLOPs of a prefill chunk of ``K`` tokens after ``p`` tokens of the same prompt. [FLOP]"""
+    return prefill_attention_flops(model, prefix_tokens + chunk_tokens, prefix_tokens)
+
+
+def mixed_step_ms(
+    model: ModelSpec | str,
+    accel: AcceleratorSpec | str,
+    precision: str,
+    tp: int,
+    *,
+    decode_batch: float,
+    decode_context_tokens: float,
+    prefill_chunk_tokens: float,
+    prefill_prefix_tokens: float = 0.0,
+    efficiency: ServingEfficiency = CALIBRATED,
+) -> float:
+    """Time of one aggregated-serving step: a decode batch plus a chunk of prefill (chunked prefill).
+
+    Weights are read once for ``B + K`` tokens, the decode sequences read their KV, the GEMMs run over
+    ``B + K`` tokens, the chunk's causal attention runs after them, then the all-reduces and the step overhead.
+    ``prefill_chunk_tokens = 0`` gives the pure decode step; the step never gets shorter as ``K`` grows.
+
+    Parameters
+    ----------
+    model, accel : ModelSpec or str, AcceleratorSpec or str
+        What runs where (catalog entries or their ids).
+    precision : str
+        Weight precision (``bf16``, ``fp8``, ``fp4``).
+    tp : int
+        GPUs in the replica (tensor parallel).
+    decode_batch : float
+        Sequences decoding in the step ``B``. [sequences]
+    decode_context_tokens : float
+        Total tokens of KV the decode sequences read (sum over the batch). [tokens]
+    prefill_chunk_tokens : float
+        Prompt tokens prefilled in the step ``K``. [tokens]
+    prefill_prefix_tokens : float
+        Tokens of the same prompt already prefilled before this chunk (its attention reads them). [tokens]
+    efficiency : ServingEfficiency
+        Overrides of the catalog's efficiencies.
+
+    Returns
+    -------
+    float
+        Step time. [ms]
+    """
+    model = get_model(model) if isinstance(model, str) else model
+    accel = get_accelerator(accel) if isinstance(accel, str) else accel
+    memory, compute, attention, comm = _step_arrays(
+        model,
+        accel,
+        precision,
+        tp,
+        np.array([float(decode_batch)]),
+        np.array([float(decode_context_tokens)]),
+        np.array([float(prefill_chunk_tokens)]),
+        np.array([chunk_attention_flops(model, prefill_chunk_tokens, prefill_prefix_tokens)]),
+        efficiency,
+    )
+    overhead = achieved(accel, efficiency).step_overhead_ms
+    return float(max(memory[0], compute[0]) + attention[0] + comm[0] + overhead)
 
 
 def prefill_ms(
@@ -345,7 +483,7 @@ def prefill_ms(
 ) -> float:
     """Time to prefill one prompt alone on a replica (disaggregated prefill, or an idle node).
 
-    ``max((2 · P_active · (1 − h) · N + attention) / (η_c · F), weights / (η_bw · BW)) + t_comm + t_ovh``.
+    ``max(2 · P_active · (1 − h) · N / (η_c · F), weights / (η_bw · BW)) + attention / (η_a · F_bf16) + t_comm + t_ovh``.
 
     Parameters
     ----------
@@ -356,7 +494,7 @@ def prefill_ms(
     prefix_cache_hit_rate : float
         Share ``h`` of the prompt already cached; ``h · N`` tokens are skipped.
     eff : ServingEfficiency
-        Achieved efficiencies.
+        Overrides of the catalog's efficiencies.
 
     Returns
     -------
@@ -367,10 +505,18 @@ def prefill_ms(
     new = tokens - cached
     if new <= 0:
         return 0.0
-    compute = prefill_flops(model, tokens, cached) / (tp * achieved_tflops(accel, precision, eff) * 1e12) * 1e3
-    memory = float(weight_bytes_read(model, precision, np.array([new]))[0]) / tp / (eff.hbm * accel.hbm_tb_s * 1e12) * 1e3
-    comm = float(allreduce_ms(accel, tp, np.array([new]), model.hidden, model.layers, eff)[0])
-    return max(compute, memory) + comm + eff.step_overhead_ms
+    memory, compute, attention, comm = _step_arrays(
+        model,
+        accel,
+        precision,
+        tp,
+        np.zeros(1),
+        np.zeros(1),
+        np.array([new]),
+        np.array([prefill_attention_flops(model, tokens, cached)]),
+        eff,
+    )
+    return float(max(memory[0], compute[0]) + attention[0] + comm[0]) + achieved(accel, eff).step_overhead_ms
 
 
 def kv_transfer_ms(tokens: float, kv_bytes_per_token: float, nic_gbit_s: float, *, nics: int = 1) -> float:
@@ -405,7 +551,8 @@ def kv_capacity_bytes(model: ModelSpec, accel: AcceleratorSpec, precision: str, 
 
 @dataclass(frozen=True)
 class _Workload:
-    input_tokens: float
+    input_tokens: float  # mean prompt
+    input_tokens_max: float  # longest prompt the node must hold and answer inside the TTFT objective
     output_tokens: float
     ttft_p99_ms: float
     itl_p99_ms: float
@@ -414,12 +561,23 @@ class _Workload:
 
     @property
     def new_tokens(self) -> float:
+        """Mean prompt tokens to prefill (the cached prefix skipped). [tokens]"""
         return self.input_tokens * (1.0 - self.hit_rate)
 
     @property
+    def new_tokens_max(self) -> float:
+        """Prompt tokens of the longest prompt to prefill. [tokens]"""
+        return self.input_tokens_max * (1.0 - self.hit_rate)
+
+    @property
     def context_tokens(self) -> float:
-        """Mean KV length a decoding sequence reads: prompt plus half the answer. [tokens]"""
+        """Mean KV length a decoding sequence reads: mean prompt plus half the answer. [tokens]"""
         return self.input_tokens + self.output_tokens / 2.0
+
+    @property
+    def longest_tokens(self) -> float:
+        """KV of the longest request at its end: longest prompt plus the answer. [tokens]"""
+        return self.input_tokens_max + self.output_tokens
 
 
 @dataclass(frozen=True)
@@ -433,8 +591,11 @@ class _Candidate:
     prefill_ms: float
     kv_transfer_ms: float
     queue_p99_ms: float
+    first_decode_ms: float
     utilisation_cap: float
     prefill_gpu_share: float
+    chunk_tokens: int
+    mixed_step_share: float
     limit: str
 
 
@@ -450,9 +611,10 @@ def _batch_grid(b_max: int) -> NDArray[np.float64]:
 
 
 def _max_batch(model: ModelSpec, accel: AcceleratorSpec, precision: str, tp: int, w: _Workload, eff: ServingEfficiency) -> int:
-    per_seq = kv_bytes_per_token(model, precision) * kv_copies(model, tp) * w.context_tokens
-    free = kv_capacity_bytes(model, accel, precision, tp, eff)
-    return max(0, min(int(free // per_seq), eff.max_batch)) if free > 0 else 0
+    """Largest batch whose KV fits: the batch at the mean context plus room for one longest request (paged KV)."""
+    per_token = kv_bytes_per_token(model, precision) * kv_copies(model, tp)
+    free = kv_capacity_bytes(model, accel, precision, tp, eff) - per_token * max(0.0, w.longest_tokens - w.context_tokens)
+    return max(0, min(int(free // (per_token * w.context_tokens)), eff.max_batch)) if free > 0 else 0
 
 
 def _limit(ok: NDArray[np.bool_], itl_ok: NDArray[np.bool_], batch: int, b_max: int, b_kv_free: bool) -> str:
@@ -463,38 +625,157 @@ def _limit(ok: NDArray[np.bool_], itl_ok: NDArray[np.bool_], batch: int, b_max: 
     return "ttft"
 
 
+def _grid_limit(
+    ok: NDArray[np.bool_],
+    itl_ok: NDArray[np.bool_],
+    batch: NDArray[np.float64],
+    chosen: int,
+    b_max: int,
+    eff: ServingEfficiency,
+) -> str:
+    """What stopped the batch at ``chosen`` on a batch grid: the next grid batch breaks ITL or speed, or TTFT."""
+    larger = np.nonzero(batch > chosen)[0]
+    if larger.size == 0:
+        return "max_batch" if b_max == eff.max_batch else "kv_capacity"
+    nxt = int(larger[0])
+    if not ok[nxt]:
+        return "itl" if not itl_ok[nxt] else "tok_s_per_user"
+    return "ttft"
+
+
+def _attention_per_token(model: ModelSpec, w: _Workload) -> float:
+    """Mean causal-attention work per prefilled prompt token of the mean prompt. [FLOP/token]"""
+    if w.new_tokens <= 0:
+        return 0.0
+    return prefill_attention_flops(model, w.input_tokens, w.input_tokens - w.new_tokens) / w.new_tokens
+
+
+@dataclass(frozen=True)
+class _ChunkedSteps:
+    """Step times of every (chunk budget K, batch B) pair of one replica (arrays of shape (len(K), len(B)))."""
+
+    chunk: NDArray[np.float64]
+    pure_ms: NDArray[np.float64]
+    mixed_ms: NDArray[np.float64]
+    pure_p99_ms: NDArray[np.float64]  # at the p99 batch B + z·sqrt(B)
+    mixed_p99_ms: NDArray[np.float64]
+    mixed_share: NDArray[np.float64]  # share of steps carrying a chunk at full load (> 1: prefill cannot keep up)
+
+    @property
+    def mean_ms(self) -> NDArray[np.float64]:
+        f = np.minimum(self.mixed_share, 1.0)
+        return np.asarray(f * self.mixed_ms + (1.0 - f) * self.pure_ms)
+
+    @property
+    def itl_ms(self) -> NDArray[np.float64]:
+        """p99 ITL: the mixed step at the p99 batch once more than 1 % of steps carry a chunk."""
+        return np.asarray(np.where(self.mixed_share > MIXED_STEP_TAIL_SHARE, self.mixed_p99_ms, self.pure_p99_ms))
+
+
+def _chunked_steps(
+    model: ModelSpec,
+    accel: AcceleratorSpec,
+    precision: str,
+    tp: int,
+    batch: NDArray[np.float64],
+    w: _Workload,
+    eff: ServingEfficiency,
+) -> _ChunkedSteps:
+    """Pure and mixed step times over chunk budgets × batches, and the share of steps carrying a chunk."""
+    chunk = np.array(CHUNK_TOKENS, dtype=float)[:, None]  # a chunk may carry several prompts
+    b = batch[None, :]
+    overhead = achieved(accel, eff).step_overhead_ms
+    shape = (len(chunk), len(batch))
+
+    def total(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
+        memory, compute, attention, comm = _step_arrays(
+            model, accel, precision, tp, seqs, seqs * w.context_tokens, k, k * _attention_per_token(model, w), eff
+        )
+        return np.asarray(np.broadcast_to(np.maximum(memory, compute) + attention + comm + overhead, shape))
+
+    b_p99 = b + P99_Z * np.sqrt(b)
+    zero, full = np.zeros_like(chunk), np.broadcast_to(chunk, shape).copy()
+    share = b * w.new_tokens / (w.output_tokens * chunk) * np.ones(shape)
+    return _ChunkedSteps(chunk[:, 0], total(b, zero), total(b, full), total(b_p99, zero), total(b_p99, full), np.asarray(share))
+
+
 def _colocated(
     model: ModelSpec, accel: AcceleratorSpec, precision: str, gpus: int, tp: int, w: _Workload, eff: ServingEfficiency
 ) -> _Candidate | None:
+    """Aggregated serving with chunked prefill: the best (batch, chunk budget) at this tensor-parallel degree."""
     b_max = _max_batch(model, accel, precision, tp, w, eff)
     if b_max < 1:
         return None
     replicas = gpus // tp
-    batch = np.arange(1, b_max + 1, dtype=float)
-    prefill_tok = batch * w.new_tokens / w.output_tokens
-    attn = batch / w.output_tokens * prefill_attention_flops(model, w.input_tokens, w.input_tokens - w.new_tokens)
-    memory, compute, comm = _step_arrays(model, accel, precision, tp, batch, w.context_tokens, prefill_tok, attn, eff)
-    step = np.maximum(memory, compute) + comm + eff.step_overhead_ms
-    itl_ok = step <= w.itl_p99_ms
-    ok = itl_ok & (1e3 / step >= w.min_tok_s_per_user)
+    batch = _batch_grid(b_max)
+    batch = batch[batch + P99_Z * np.sqrt(batch) <= b_max] if b_max > 1 else batch  # the p99 batch's KV fits too
+    if batch.size == 0:
+        return None
+    steps = _chunked_steps(model, accel, precision, tp, batch, w, eff)
+    mean, itl = steps.mean_ms, steps.itl_ms
+    itl_ok = itl <= w.itl_p99_ms
+    ok = itl_ok & (1e3 / itl >= w.min_tok_s_per_user)
+    capacity = replicas * batch[None, :] / mean * 1e3
     best: _Candidate | None = None
-    for b in _batch_grid(b_max):
-        i = int(b) - 1
-        if not ok[i]:
-            continue
-        # A prompt gets the step's prefill budget (B·N_new/N_out tokens); several prompts share a step when B > N_out.
-        service = float(step[i]) * max(1.0, w.output_tokens / b)
-        servers = replicas * max(1, int(b // w.output_tokens))
-        pre = service if w.new_tokens > 0 else 0.0
-        budget = w.ttft_p99_ms - pre - float(step[i])
-        cap = utilisation_cap(servers, service, budget, cs2=eff.service_cv2) if w.new_tokens > 0 else float(budget >= 0)
-        capacity = replicas * b / float(step[i]) * 1e3
-        if best is None or cap * capacity > best.goodput_tok_s:
-            queue = queue_wait_p99_ms(servers, service, cap, cs2=eff.service_cv2) if cap > 0 else math.inf
-            best = _Candidate(cap * capacity, capacity, int(b), tp, replicas, float(step[i]), pre, 0.0, queue, cap, 0.0, "")
+    for flat in np.argsort(-np.where(ok, capacity, -1.0), axis=None):
+        ki, bi = np.unravel_index(flat, capacity.shape)
+        if not ok[ki, bi] or (best is not None and capacity[ki, bi] <= best.goodput_tok_s):
+            break
+        found = _chunked_candidate(steps, int(ki), int(bi), batch, replicas, tp, w, eff, float(capacity[ki, bi]))
+        if found is not None and (best is None or found.goodput_tok_s > best.goodput_tok_s):
+            best = found
     if best is None:
         return None
-    return replace(best, limit=_limit(ok, itl_ok, best.batch, b_max, b_max == eff.max_batch))
+    fits, fits_itl = np.asarray(ok.any(axis=0)), np.asarray(itl_ok.any(axis=0))
+    return replace(best, limit=_grid_limit(fits, fits_itl, batch, best.batch, b_max, eff))
+
+
+def _chunked_candidate(
+    steps: _ChunkedSteps,
+    ki: int,
+    bi: int,
+    batch: NDArray[np.float64],
+    replicas: int,
+    tp: int,
+    w: _Workload,
+    eff: ServingEfficiency,
+    capacity: float,
+) -> _Candidate | None:
+    """Goodput of one (chunk, batch): the load at which the p99 prefill queue still fits the TTFT objective.
+
+    Each replica's chunk pipeline is a server: a mean prompt occupies it ``new / K`` mixed steps; the longest
+    prompt takes ``ceil(new_max / K)`` mixed steps, the last of which emits the first token. The p99 wait and
+    the longest prompt's prefill are added (conservative: two tails at once).
+    """
+    k, b = float(steps.chunk[ki]), float(batch[bi])
+    mixed, mean, share = float(steps.mixed_ms[ki, bi]), float(steps.mean_ms[ki, bi]), float(steps.mixed_share[ki, bi])
+    if w.new_tokens <= 0:
+        first = float(steps.pure_ms[ki, bi])
+        cap = float(w.ttft_p99_ms - first >= 0)
+        return _Candidate(cap * capacity, capacity, int(b), tp, replicas, first, 0.0, 0.0, 0.0, first, cap, 0.0, 0, 0.0, "")
+    steps_longest = max(1, math.ceil(w.new_tokens_max / k))
+    prefill, first = (steps_longest - 1) * mixed, mixed
+    service = w.new_tokens / k * mixed  # mean time a prompt holds its replica's chunk pipeline [ms]
+    rho_full = b / (w.output_tokens * mean) * service  # that pipeline's utilisation at full batch
+    rho = utilisation_cap(replicas, service, w.ttft_p99_ms - prefill - first, cs2=eff.service_cv2)
+    cap = min(1.0, rho / rho_full) if rho_full > 0 else 1.0
+    if cap <= 0:
+        return None
+    # A request also waits for a decode slot: replicas x batch slots, each held for the prompt's chunks and
+    # every answer token. At capacity all slots are busy, so the load must stay below it by the margin
+    # the p99 slot wait allows inside what the objective leaves (this is what keeps goodput off the knee).
+    slots, hold_ms = replicas * int(b), service + w.output_tokens * mean
+    chunk_wait = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2)
+    cap = min(cap, utilisation_cap(slots, hold_ms, w.ttft_p99_ms - prefill - first - chunk_wait, cs2=eff.service_cv2))
+    if cap <= 0:
+        return None
+    queue = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2) + queue_wait_p99_ms(
+        slots, hold_ms, cap, cs2=eff.service_cv2
+    )
+    itl = float(steps.itl_ms[ki, bi]) if cap * share > MIXED_STEP_TAIL_SHARE else float(steps.pure_ms[ki, bi])
+    return _Candidate(
+        cap * capacity, capacity, int(b), tp, replicas, itl, prefill, 0.0, queue, first, cap, 0.0, int(k), min(1.0, share), ""
+    )
 
 
 def _disaggregated(
@@ -505,13 +786,16 @@ def _disaggregated(
         return None
     batch = np.arange(1, b_max + 1, dtype=float)
     zeros = np.zeros_like(batch)
-    memory, compute, comm = _step_arrays(model, accel, precision, tp, batch, w.context_tokens, zeros, zeros, eff)
-    step = np.maximum(memory, compute) + comm + eff.step_overhead_ms
+    memory, compute, attention, comm = _step_arrays(
+        model, accel, precision, tp, batch, batch * w.context_tokens, zeros, zeros, eff
+    )
+    step = np.maximum(memory, compute) + attention + comm + achieved(accel, eff).step_overhead_ms
     itl_ok = step <= w.itl_p99_ms
     ok = itl_ok & (1e3 / step >= w.min_tok_s_per_user)
-    pre = prefill_ms(model, accel, precision, tp=tp, tokens=w.input_tokens, prefix_cache_hit_rate=w.hit_rate, eff=eff)
+    pre = prefill_ms(model, accel, precision, tp=tp, tokens=w.input_tokens_max, prefix_cache_hit_rate=w.hit_rate, eff=eff)
+    pre_mean = prefill_ms(model, accel, precision, tp=tp, tokens=w.input_tokens, prefix_cache_hit_rate=w.hit_rate, eff=eff)
     per_nic = kv_bytes_per_token(model, precision) * kv_copies(model, tp) / tp
-    transfer = kv_transfer_ms(w.input_tokens, per_nic, accel.scale_out_gbit_s) if gpus > 1 else 0.0
+    transfer = kv_transfer_ms(w.input_tokens_max, per_nic, accel.scale_out_gbit_s) if gpus > 1 else 0.0
     best: _Candidate | None = None
     for b in _batch_grid(b_max):
         i = int(b) - 1
@@ -523,12 +807,12 @@ def _disaggregated(
         prefill_rate = math.inf
         if pre > 0:
             for _ in range(3):  # the pool split sets the server count, which sets the cap
-                prefill_rate = 1e3 / (pre * tp)  # requests/s per prefill GPU at full load
+                prefill_rate = 1e3 / (pre_mean * tp)  # requests/s per prefill GPU at full load
                 share = (
                     decode_rate / (prefill_rate + decode_rate) if cap == 0 else decode_rate / (cap * prefill_rate + decode_rate)
                 )
                 servers = max(1, round(share * gpus / tp))
-                cap = utilisation_cap(servers, pre, budget, cs2=eff.service_cv2)
+                cap = utilisation_cap(servers, pre_mean, budget, cs2=eff.service_cv2)
         if cap <= 0:
             continue
         effective_prefill = cap * prefill_rate
@@ -538,8 +822,24 @@ def _disaggregated(
         )
         good = rate * w.output_tokens
         if best is None or good > best.goodput_tok_s:
-            queue = queue_wait_p99_ms(servers, pre, cap, cs2=eff.service_cv2) if pre > 0 else 0.0
-            best = _Candidate(good, capacity, int(b), tp, gpus // tp, float(step[i]), pre, transfer, queue, cap, share, "")
+            queue = queue_wait_p99_ms(servers, pre_mean, cap, cs2=eff.service_cv2) if pre > 0 else 0.0
+            best = _Candidate(
+                good,
+                capacity,
+                int(b),
+                tp,
+                gpus // tp,
+                float(step[i]),
+                pre,
+                transfer,
+                queue,
+                float(step[i]),
+                cap,
+                share,
+                0,
+                0.0,
+                "",
+            )
     if best is None:
         return None
     return replace(best, limit=_limit(ok, itl_ok, best.batch, b_max, b_max == eff.max_batch))
@@ -578,7 +878,7 @@ class ServingRequest:
     precision : str
         Weight precision: ``bf16``, ``fp8`` or ``fp4`` (KV cache BF16, FP8, FP8).
     input_tokens, output_tokens : int
-        Longest prompt and mean answer length per request. [tokens]
+        Mean prompt and mean answer length per request. [tokens]
     ttft_p99_ms, itl_p99_ms : float
         The objective. [ms]
     prefix_cache_hit_rate : float
@@ -587,8 +887,11 @@ class ServingRequest:
         Separate prefill and decode pools (KV crosses the scale-out NIC).
     min_tok_s_per_user : float
         Interactivity floor: decode speed per user. [tokens/s]
-    prompt_mean_fraction : float
-        Mean prompt over ``input_tokens`` (see :data:`PROMPT_MEAN_FRACTION`); 1.0 when it is the mean.
+    input_tokens_max : int, optional
+        Longest prompt (or a high quantile such as p99): the KV cache keeps room for it and the p99 TTFT is
+        its prefill. ``None``: every prompt is ``input_tokens`` long. [tokens]
+    tp : int, optional
+        Tensor-parallel degree to use; ``None`` searches every degree the node allows.
     node_cost_usd_h : float, optional
         All-in cost of the node; gives ``cost_per_million_goodput_tokens_usd``. [USD/h]
     pue : float
@@ -606,7 +909,8 @@ class ServingRequest:
     prefix_cache_hit_rate: float = 0.0
     disaggregated: bool = False
     min_tok_s_per_user: float = 0.0
-    prompt_mean_fraction: float = PROMPT_MEAN_FRACTION
+    input_tokens_max: int | None = None
+    tp: int | None = None
     node_cost_usd_h: float | None = None
     pue: float = 1.0
 
@@ -617,11 +921,17 @@ class ServingRequest:
 
 
 def _workload(request: ServingRequest) -> _Workload:
-    """The request's mean workload: the mean prompt is ``prompt_mean_fraction`` of the longest."""
-    mean_input = max(1.0, float(request.input_tokens) * request.prompt_mean_fraction)
+    """The request's workload: mean prompt and answer, and the longest prompt (the mean when not given)."""
     r = request
+    longest = float(r.input_tokens if r.input_tokens_max is None else max(r.input_tokens_max, r.input_tokens))
     return _Workload(
-        mean_input, float(r.output_tokens), r.ttft_p99_ms, r.itl_p99_ms, r.min_tok_s_per_user, r.prefix_cache_hit_rate
+        float(r.input_tokens),
+        longest,
+        float(r.output_tokens),
+        r.ttft_p99_ms,
+        r.itl_p99_ms,
+        r.min_tok_s_per_user,
+        r.prefix_cache_hit_rate,
     )
 
 
@@ -653,14 +963,28 @@ def _number_problems(request: ServingRequest, w: _Workload) -> list[Problem]:
         ("pue", r.pue >= 1.0, f"must be >= 1, got {r.pue:g}"),
     ]
     problems = [Problem("goodput request", "", field, rule, "give a valid value") for field, good, rule in checks if not good]
-    if not 0.0 < r.prompt_mean_fraction <= 1.0:
+    if (
+        r.tp is not None and r.tp not in tp_options(get_accelerator(r.accelerator), r.gpus)
+        if r.accelerator in bundled_accelerators()
+        else False
+    ):
         problems.append(
             Problem(
                 "goodput request",
                 "",
-                "prompt_mean_fraction",
-                f"must be in (0, 1], got {r.prompt_mean_fraction:g}",
-                "use 0.5 for prompts spread up to input_tokens, 1.0 for a fixed length",
+                "tp",
+                f"{r.tp} is not a power of two dividing gpus inside one scale-up domain",
+                "pick another tp",
+            )
+        )
+    if r.input_tokens_max is not None and r.input_tokens_max < r.input_tokens:
+        problems.append(
+            Problem(
+                "goodput request",
+                "",
+                "input_tokens_max",
+                f"must be >= input_tokens (the mean, {r.input_tokens}), got {r.input_tokens_max}",
+                "give the longest prompt (or its p99) as input_tokens_max and the mean as input_tokens",
             )
         )
     return problems
@@ -691,13 +1015,15 @@ def _best_candidate(
     """The best batch and tensor-parallel degree; a zero-goodput candidate saying why when nothing fits."""
     search = _disaggregated if request.disaggregated else _colocated
     found = [
-        c for t in tp_options(a, request.gpus) if (c := search(m, a, request.precision, request.gpus, t, w, eff)) is not None
+        c
+        for t in tp_options(a, request.gpus)
+        if request.tp in (None, t) and (c := search(m, a, request.precision, request.gpus, t, w, eff)) is not None
     ]
     best = max(found, key=lambda c: c.goodput_tok_s, default=None)
     if best is not None and best.goodput_tok_s > 0:
         return best
     reason, one = _why_nothing(m, a, request.precision, request.gpus, w, eff)
-    return _Candidate(0.0, 0.0, 0, 0, 0, one, math.nan, math.nan, math.nan, 0.0, 0.0, reason)
+    return _Candidate(0.0, 0.0, 0, 0, 0, one, math.nan, math.nan, math.nan, one, 0.0, 0.0, 0, 0.0, reason)
 
 
 def _result(request: ServingRequest, a: AcceleratorSpec, best: _Candidate) -> ServingResult:
@@ -717,17 +1043,19 @@ def _result(request: ServingRequest, a: AcceleratorSpec, best: _Candidate) -> Se
         tp=best.tp,
         replicas=best.replicas,
         itl_ms=best.itl_ms,
-        ttft_ms=best.queue_p99_ms + best.prefill_ms + best.kv_transfer_ms + best.itl_ms,
+        ttft_ms=best.queue_p99_ms + best.prefill_ms + best.kv_transfer_ms + best.first_decode_ms,
         prefill_ms=best.prefill_ms,
         kv_transfer_ms=best.kv_transfer_ms,
         queue_p99_ms=best.queue_p99_ms,
-        first_decode_ms=best.itl_ms,
+        first_decode_ms=best.first_decode_ms,
         utilisation_cap=best.utilisation_cap,
         prefill_gpu_share=best.prefill_gpu_share,
         node_kw=node_kw,
         pue=request.pue,
         tokens_per_s_per_mw=float(_yield_per_mw(best.goodput_tok_s, node_kw * request.pue / 1e3)),
         cost_per_million_goodput_tokens_usd=cost_per_million,
+        chunk_tokens=best.chunk_tokens,
+        mixed_step_share=best.mixed_step_share,
         limit=best.limit,
     )
 
@@ -787,8 +1115,8 @@ def pareto_curve(request: ServingRequest, *, efficiency: ServingEfficiency = CAL
     Parameters
     ----------
     request : ServingRequest
-        Model, node and workload; the objective is ignored (every batch is drawn) and
-        ``input_tokens`` is taken as the prompt of every request.
+        Model, node and workload; the objective is ignored (every batch is drawn). Each batch uses the
+        chunk budget with the shortest p99 ITL among those that keep up with the prefill demand.
     efficiency : ServingEfficiency
         Achieved efficiencies.
 
@@ -798,9 +1126,7 @@ def pareto_curve(request: ServingRequest, *, efficiency: ServingEfficiency = CAL
         One row per (tp, batch): ``tp``, ``batch``, ``itl_ms``, ``tok_s_per_user`` [tokens/s],
         ``tok_s_per_gpu`` [tokens/s], ``on_frontier`` (not dominated on both axes).
     """
-    w = _Workload(
-        float(request.input_tokens), float(request.output_tokens), math.inf, math.inf, 0.0, request.prefix_cache_hit_rate
-    )
+    w = replace(_workload(request), ttft_p99_ms=math.inf, itl_p99_ms=math.inf, min_tok_s_per_user=0.0)
     m, a = _check_request(replace(request, ttft_p99_ms=math.inf, itl_p99_ms=math.inf), w)
     frames = [_pareto_rows(m, a, request.precision, tp, w, efficiency) for tp in tp_options(a, request.gpus)]
     curve = (
@@ -822,18 +1148,18 @@ def _pareto_rows(
     if b_max < 1:
         return None
     batch = _batch_grid(b_max)
-    attn = batch / w.output_tokens * prefill_attention_flops(m, w.input_tokens, w.input_tokens - w.new_tokens)
-    memory, compute, comm = _step_arrays(
-        m, a, precision, tp, batch, w.context_tokens, batch * w.new_tokens / w.output_tokens, attn, eff
-    )
-    step = np.maximum(memory, compute) + comm + eff.step_overhead_ms
+    steps = _chunked_steps(m, a, precision, tp, batch, w, eff)
+    itl = np.where(steps.mixed_share <= 1.0, steps.itl_ms, np.inf)
+    pick = np.where(np.isfinite(itl).any(axis=0), np.argmin(itl, axis=0), len(steps.chunk) - 1)
+    cols = np.arange(len(batch))
+    itl_ms, mean_ms = steps.itl_ms[pick, cols], steps.mean_ms[pick, cols]
     return pd.DataFrame(
         {
             "tp": tp,
             "batch": batch.astype(int),
-            "itl_ms": step,
-            "tok_s_per_user": 1e3 / step,
-            "tok_s_per_gpu": batch / step * 1e3 / tp,
+            "itl_ms": itl_ms,
+            "tok_s_per_user": 1e3 / itl_ms,
+            "tok_s_per_gpu": batch / mean_ms * 1e3 / tp,
         }
     )
 

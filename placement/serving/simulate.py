@@ -40,10 +40,9 @@ from placement.serving.physics import (
     ServingEfficiency,
     ServingRequest,
     ServingResult,
-    decode_step,
     kv_capacity_bytes,
     kv_copies,
-    prefill_attention_flops,
+    mixed_step_ms,
     serve,
 )
 
@@ -488,10 +487,10 @@ def physics_step_model(
     precision: str,
     *,
     tp: int,
-    attention_flop_per_prompt_token: float,
+    prefill_prefix_tokens: float,
     efficiency: ServingEfficiency = CALIBRATED,
 ) -> StepModel:
-    """A step time from :func:`placement.serving.physics.decode_step` (the one function to swap for a new one).
+    """A step time from :func:`placement.serving.physics.mixed_step_ms`, the analytic model's own step.
 
     Parameters
     ----------
@@ -501,8 +500,9 @@ def physics_step_model(
         Catalog id and precision.
     tp : int
         GPUs per replica.
-    attention_flop_per_prompt_token : float
-        Attention work of one prompt token in a chunk (at the class's mean prompt). [FLOP]
+    prefill_prefix_tokens : float
+        Tokens of a prompt already in KV when a chunk of it is prefilled, on average (the cached prefix plus
+        half the new tokens); the chunk's attention reads them. [tokens]
     efficiency : ServingEfficiency
         Achieved efficiencies.
 
@@ -519,39 +519,40 @@ def physics_step_model(
         mean_context = decode_context_tokens / decode_batch if decode_batch else 0.0
         key = (decode_batch, int(mean_context) >> 4, prefill_chunk_tokens)
         if key not in cache:
-            cache[key] = decode_step(
+            cache[key] = mixed_step_ms(
                 model,
                 accel,
                 precision,
-                tp=tp,
-                batch=decode_batch,
-                context_tokens=(key[1] << 4) + 8,
-                prefill_tokens=prefill_chunk_tokens,
-                prefill_attention_flop=prefill_chunk_tokens * attention_flop_per_prompt_token,
-                eff=efficiency,
-            ).total_ms
+                tp,
+                decode_batch=decode_batch,
+                decode_context_tokens=decode_batch * ((key[1] << 4) + 8),
+                prefill_chunk_tokens=prefill_chunk_tokens,
+                prefill_prefix_tokens=prefill_prefix_tokens if prefill_chunk_tokens else 0.0,
+                efficiency=efficiency,
+            )
         return cache[key]
 
     return step_ms
 
 
 def request_lengths(request: ServingRequest) -> tuple[LengthDistribution, LengthDistribution]:
-    """Prompt and answer distributions of a request: prompts up to ``input_tokens`` with the request's mean, answers fixed.
+    """Prompt and answer distributions of a request: prompts of mean ``input_tokens`` up to ``input_tokens_max``.
 
-    The one place that reads lengths off a :class:`ServingRequest`.
+    The one place that reads lengths off a :class:`ServingRequest`; answers are fixed at their mean.
     """
-    mean_prompt = max(1.0, request.input_tokens * request.prompt_mean_fraction)
-    longest = float(request.input_tokens) if request.prompt_mean_fraction < 1.0 else None
-    return LengthDistribution(mean_prompt, longest), LengthDistribution(float(request.output_tokens))
+    longest = float(request.input_tokens_max) if request.input_tokens_max is not None else None
+    if longest is not None and longest <= request.input_tokens:
+        longest = None
+    return LengthDistribution(float(request.input_tokens), longest), LengthDistribution(float(request.output_tokens))
 
 
 def _chunk_tokens(
     step: StepModel, request: ServingRequest, result: ServingResult, new_tokens: float, context: float, *, analytic: bool
 ) -> int:
-    """The analytic per-step prefill ``batch · new / output``, or the largest chunk inside the ITL objective (not less)."""
+    """The serving model's chunk budget (at least ``batch · new / output``), or the largest inside the ITL objective."""
     floor = max(1, math.ceil(result.batch * new_tokens / request.output_tokens))
     if analytic:
-        return floor
+        return max(floor, int(result.chunk_tokens))
     grid = np.unique(np.geomspace(floor, MAX_CHUNK_TOKENS, 60).astype(int))
     fits = [int(k) for k in grid if step(result.batch, result.batch * context, int(k)) <= request.itl_p99_ms]
     return max(fits, default=floor)
@@ -592,9 +593,13 @@ def node_config(
     accel = get_accelerator(request.accelerator)
     prompt, output = request_lengths(request)
     new = prompt.mean * (1.0 - request.prefix_cache_hit_rate)
-    attn = prefill_attention_flops(model, prompt.mean, prompt.mean - new) / max(new, 1.0)
     step = physics_step_model(
-        model, request.accelerator, request.precision, tp=result.tp, attention_flop_per_prompt_token=attn, efficiency=efficiency
+        model,
+        request.accelerator,
+        request.precision,
+        tp=result.tp,
+        prefill_prefix_tokens=prompt.mean - new / 2.0,
+        efficiency=efficiency,
     )
     if not isinstance(chunk, int):
         chunk = _chunk_tokens(step, request, result, new, prompt.mean + output.mean / 2.0, analytic=chunk == "analytic")
