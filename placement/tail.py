@@ -102,11 +102,12 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
     slack = _min_slack_ms(plan)
     nodes = plan.sites["nodes"].to_numpy(float)
     cache: dict[tuple[int, float], TailCheck | None] = {}
-    analytic = {
-        k: serve(serving_request(loaded, w))
+    requests_by_class = {
+        k: serving_request(loaded, w)
         for k, w in enumerate(instance.classes)
         if not w.given and w.serving_ttft_budget_ms is not None
     }
+    analytic = {k: serve(request) for k, request in requests_by_class.items()}
     rows = []
     for j in np.flatnonzero(plan.sites["open"].to_numpy(bool) & (nodes > 0)).tolist():
         total = class_equiv[j].sum()
@@ -117,8 +118,9 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
             class_nodes = nodes[j] * class_equiv[j, k] / total
             factor = round(float(class_load[j, k] / class_nodes / result.goodput_tok_s), 2)
             if (k, factor) not in cache:
-                request = serving_request(loaded, workload)
-                cache[k, factor] = simulate_request(request, load_factor=factor, requests=requests, seed=seed, analytic=result)
+                cache[k, factor] = simulate_request(
+                    requests_by_class[k], load_factor=factor, requests=requests, seed=seed, analytic=result
+                )
             check = cache[k, factor]
             if check is None:
                 continue

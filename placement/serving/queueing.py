@@ -9,6 +9,16 @@ inter-arrival and service times); ``ca² = cs² = 1`` is M/M/c exactly.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@lru_cache(maxsize=64)
+def _log_factorials(servers: int) -> NDArray[np.float64]:
+    """``log k!`` for ``k = 0 … servers`` (the bisection in :func:`utilisation_cap` asks for one ``c`` many times)."""
+    return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, servers + 1, dtype=float)))))
 
 
 def erlang_c(servers: int, offered_load: float) -> float:
@@ -30,9 +40,11 @@ def erlang_c(servers: int, offered_load: float) -> float:
         return 0.0
     if offered_load >= servers:
         return 1.0
-    blocking = 1.0  # Erlang B by the stable recursion B(k) = a·B(k−1) / (k + a·B(k−1))
-    for k in range(1, servers + 1):
-        blocking = offered_load * blocking / (k + offered_load * blocking)
+    # Erlang B = (a^c / c!) / sum_k a^k / k!, summed in log space: one vectorised pass, where the textbook
+    # recursion is a Python loop over c (the decode-slot queue has thousands of servers)
+    log_terms = np.arange(servers + 1) * math.log(offered_load) - _log_factorials(servers)
+    top = log_terms.max()
+    blocking = float(math.exp(log_terms[-1] - top) / np.exp(log_terms - top).sum())
     rho = offered_load / servers
     return blocking / (1.0 - rho * (1.0 - blocking))
 
