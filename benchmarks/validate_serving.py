@@ -8,7 +8,8 @@ Usage::
 Fitted on (DESIGN.md section 3) ONLY: MLPerf Inference v5.0 Llama-2-70B H100 Server 31,106, H100 Interactive 12,979,
 H200 Interactive 19,424 tok/s (8 GPUs, FP8), at MLPerf's measured workload (prompts mean 222, longest 1,021; ~290
 generated tokens). Printed beside them as checks, not fitted: the v4.1 H100 Server row (older software on the same
-box), the TensorRT-LLM v0.13 throughput table and the TensorRT-LLM v0.9 batch-1 TTFT figures.
+box), the TensorRT-LLM v0.13 throughput table and the TensorRT-LLM v0.9 batch-1 TTFT figures; and, found after the
+fit, AMD's published vLLM throughput of 8 x MI300X on Llama-3.1-70B FP8 (a comparison, never fitted).
 
 Every efficiency except the per-step overhead is a cited mid-band catalog value (``data/serving/accelerators.csv``).
 The predictions below are for accelerators and scenarios the fit never saw; no published figure for them is used.
@@ -49,11 +50,12 @@ class Row:
     input_tokens_max: int | None = IN_MAX
     output_tokens: int = OUT
     tp: int | None = None
+    model: str = "llama-2-70b"
 
     def request(self) -> ServingRequest:
         ttft, itl = self.slo
         return ServingRequest(
-            "llama-2-70b",
+            self.model,
             self.accelerator,
             self.gpus,
             self.precision,
@@ -84,6 +86,15 @@ TRTLLM = [
     Row(f"TRT-LLM v0.13 {acc} TP{gpus} {n_in}/{n_out}", acc, gpus, "fp8", UNLIMITED, figures[k], n_in, None, n_out, gpus)
     for (n_in, n_out), figures in _TRTLLM.items()
     for k, (acc, gpus) in enumerate((("h100-sxm", 8), ("h200", 8), ("h100-sxm", 2), ("h200", 1)))
+]
+
+#: AMD's published vLLM throughput, 8 x MI300X, Llama-3.1-70B FP8 (KV FP8), TP8, every prompt submitted at once
+#: (rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605; amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html,
+#: read 2026-12). A comparison found after the fit, on a system the fit never saw: never fitted.
+_AMD_VLLM = {(128, 2048): 16581.5, (128, 4096): 13667.3, (500, 2000): 13367.1, (2048, 2048): 8352.6}
+AMD_VLLM = [
+    Row(f"AMD vLLM 0.9 mi300x TP8 {n_in}/{n_out}", "mi300x", 8, "fp8", UNLIMITED, tok_s, n_in, None, n_out, 8, "llama-3.1-70b")
+    for (n_in, n_out), tok_s in _AMD_VLLM.items()
 ]
 
 PREDICTIONS = [
@@ -167,6 +178,7 @@ def main() -> None:
     print_rows("SOFTWARE VINTAGE (same box, older software; not fitted):", VINTAGE)
     print_rows("TensorRT-LLM v0.13 table (fixed lengths, no latency limit; check, not fitted):", TRTLLM)
     print_ttft()
+    print_rows("AMD vLLM throughput, 8 x MI300X (found after the fit; comparison, not fitted):", AMD_VLLM)
     print_rows("PREDICTIONS (never fitted, no published figure used):", PREDICTIONS)
 
 

@@ -6,6 +6,7 @@ import itertools
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from placement._errors import InputError
@@ -19,12 +20,14 @@ from placement.serving.hardware import (
     load_accelerators,
     load_models,
 )
+from placement.serving.lengths import LengthDistribution
 from placement.serving.physics import (
     MLPERF_LLAMA2_INPUT_TOKENS,
     MLPERF_LLAMA2_INPUT_TOKENS_MAX,
     MLPERF_LLAMA2_OUTPUT_TOKENS,
     ServingEfficiency,
     ServingRequest,
+    _ChunkSizes,
     decode_step,
     goodput_report,
     kv_copies,
@@ -377,3 +380,36 @@ def test_accelerator_catalog_without_efficiency_source_is_refused(tmp_path: Path
     frame.to_csv(bad, index=False)
     with pytest.raises(InputError, match="efficiency_source"):
         load_accelerators(bad)
+
+
+def test_chunk_sizes_by_hand() -> None:
+    """Prompts of 1,000 new tokens under a 384-token budget: chunks 384, 384, 232; three steps a prompt."""
+    sizes = _ChunkSizes.of(np.full(8, 1000.0), np.array([384.0, 2048.0]))
+    assert sizes.steps_per_prompt.tolist() == [3.0, 1.0]
+    assert set(sizes.sizes[0].tolist()) == {232.0, 384.0}
+    assert sizes.upper[0][0] == 1.0 and sizes.upper[0][-1] == pytest.approx(2.0 / 3.0)
+    # two thirds of chunk steps carry 384 tokens: the top half does, the top 90 % reaches down to 232
+    assert sizes.tail_tokens(0, np.array([0.5]), np.array([0.0])).tolist() == [384.0]
+    assert sizes.tail_tokens(0, np.array([0.9]), np.array([0.0])).tolist() == [232.0]
+    # a budget above every prompt: one step each, the chunk is the prompt
+    assert sizes.tail_tokens(1, np.array([0.01]), np.array([0.0])).tolist() == [1000.0]
+    # when the pipeline is always busy every chunk step is full
+    assert sizes.tail_tokens(1, np.array([0.5]), np.array([0.6])).tolist() == [2048.0]
+
+
+def test_length_quantiles_keep_the_mean_and_the_cap() -> None:
+    grid = LengthDistribution(222, 1021).quantiles(256)
+    assert grid.mean() == pytest.approx(222, rel=0.01)
+    assert grid.max() == 1021 and np.all(np.diff(grid) >= 0)
+    assert LengthDistribution(300).quantiles(4).tolist() == [300.0] * 4
+
+
+def test_itl_cap_keeps_the_p99_itl_inside_the_objective_when_prompts_are_long() -> None:
+    """Long prompts and a tight ITL: goodput is capped where chunk steps would break the ITL, and says so."""
+    request = ServingRequest(
+        "llama-3.1-70b", "h100-sxm", 8, "fp8", 1155, 211, 110, 25, prefix_cache_hit_rate=0.5, input_tokens_max=4142
+    )
+    result = serve(request)
+    assert 0 < result.goodput_tok_s < result.capacity_tok_s
+    assert result.itl_ms <= 25.0 + 1e-9
+    assert result.limit in {"itl", "ttft"}

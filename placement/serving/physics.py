@@ -17,10 +17,14 @@ The model (DESIGN.md section 3):
   rate ``h`` removes ``h · N`` tokens.
 - **Colocated** (chunked prefill): the prompts of the requests that replace finished ones need
   ``B · N_in / N_out`` prefill tokens per step on average; a step carries a chunk of at most ``K`` of them,
-  so a share ``f = B · N_in / (N_out · K)`` of the steps are mixed steps. When more than 1 % of steps carry a
-  chunk the p99 ITL *is* the mixed step; the mean step (throughput) is ``f · mixed + (1 − f) · pure``. A
-  prompt of ``L`` tokens takes ``ceil(L / K)`` mixed steps (TTFT), so ``K`` trades TTFT against ITL and is
-  chosen with the batch to maximise goodput.
+  so a share ``f = B · N_in / (N_out · K)`` of the work is chunk work and the mean step (throughput) is
+  ``f · mixed + (1 − f) · pure``. The ITL tail counts *steps*, not work: a prompt of ``L`` new tokens fills
+  ``ceil(L / K)`` steps (a short one takes a step of its own), so ``B / N_out · E[ceil(L / K)]`` of the steps
+  carry a chunk, of the sizes the prompt mix (a clipped lognormal, :mod:`placement.serving.lengths`) gives.
+  The p99 ITL is the pure step at the p99 batch while at most 1 % of steps carry a chunk, and above it the
+  chunk step whose chunk 1 % of all steps exceed; it rises with load, and goodput is capped at the load where
+  it meets the objective. The longest prompt takes ``ceil(L_max / K)`` steps (TTFT), so ``K`` trades TTFT
+  against ITL and is chosen with the batch to maximise goodput.
 - **Disaggregated**: prefill and decode pools sized from their loads; the prompt's KV crosses the
   scale-out NIC and its transfer time is added to TTFT.
 - **Tail**: prompts queue for prefill (M/G/c, Allen–Cunneen); the highest utilisation whose p99 wait
@@ -32,6 +36,7 @@ Goodput = utilisation cap × capacity at the best batch and tensor-parallel degr
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,6 +58,7 @@ from placement.serving.hardware import (
     weight_bytes,
     weight_bytes_read,
 )
+from placement.serving.lengths import LengthDistribution
 from placement.serving.queueing import queue_wait_p99_ms, utilisation_cap
 
 ACTIVATION_BYTES = 2.0  # all-reduce payloads are BF16 activations
@@ -115,6 +121,10 @@ MIXED_STEP_TAIL_SHARE = 0.01
 #: Standard-normal quantile of the p99: under Poisson arrivals the number of sequences decoding fluctuates
 #: (M/G/∞: variance = mean), so the p99 step runs at ``B + z · sqrt(B)`` sequences, not at the mean ``B``.
 P99_Z = 2.326
+#: Loads the ITL cap is first bracketed on (then bisected).
+_ITL_LOAD_GRID = 64
+#: Equally likely prompt lengths the chunk-size tail is read from.
+LENGTH_POINTS = 256
 #: Prefill chunk budgets per step the search tries (tokens per step). [tokens]
 CHUNK_TOKENS = (64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192, 16384)
 
@@ -570,6 +580,13 @@ class _Workload:
         return self.input_tokens_max * (1.0 - self.hit_rate)
 
     @property
+    def new_token_quantiles(self) -> NDArray[np.float64]:
+        """Equally likely prompt lengths to prefill (clipped lognormal from mean and longest). [tokens]"""
+        longest = self.input_tokens_max if self.input_tokens_max > self.input_tokens else None
+        prompts = LengthDistribution(self.input_tokens, longest)
+        return np.asarray(prompts.quantiles(LENGTH_POINTS) * (1.0 - self.hit_rate))
+
+    @property
     def context_tokens(self) -> float:
         """Mean KV length a decoding sequence reads: mean prompt plus half the answer. [tokens]"""
         return self.input_tokens + self.output_tokens / 2.0
@@ -651,25 +668,94 @@ def _attention_per_token(model: ModelSpec, w: _Workload) -> float:
 
 
 @dataclass(frozen=True)
+class _ChunkSizes:
+    """The chunks a lone prompt puts in steps, per chunk budget: sizes, ascending, and their share of chunk steps.
+
+    A prompt of ``L`` new tokens under a budget ``K`` fills ``floor(L / K)`` steps with ``K`` tokens and one
+    with the rest; over the prompt mix that gives the chunk size of a random chunk-carrying step.
+    """
+
+    sizes: tuple[NDArray[np.float64], ...]  # per budget: chunk sizes, ascending [tokens]
+    upper: tuple[NDArray[np.float64], ...]  # per budget: share of chunk steps whose chunk is at least that size
+    steps_per_prompt: NDArray[np.float64]  # per budget: mean chunk steps of one prompt, E[ceil(L / K)]
+
+    @classmethod
+    def of(cls, new_tokens: NDArray[np.float64], chunks: NDArray[np.float64]) -> _ChunkSizes:
+        sizes, upper, steps = [], [], []
+        for k in chunks:
+            full = np.floor(new_tokens / k)
+            rest = new_tokens - full * k
+            size = np.concatenate([[k], rest[rest > 0]])
+            weight = np.concatenate([[full.sum()], np.ones(int((rest > 0).sum()))])
+            order = np.argsort(size)
+            size, weight = size[order], weight[order]
+            total = weight.sum()
+            sizes.append(size)
+            upper.append(np.cumsum(weight[::-1])[::-1] / total if total > 0 else np.zeros_like(size))
+            steps.append(total / len(new_tokens))
+        return cls(tuple(sizes), tuple(upper), np.asarray(steps))
+
+    def tail_tokens(self, ki: int, tail_share: NDArray[np.float64], packed: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Chunk size exceeded by a share ``tail_share`` of chunk steps, when a share ``packed`` of them are full.
+
+        A step finds prompt tokens waiting behind the one it serves with probability ``packed`` (the chunk
+        pipeline's utilisation) and then carries a full budget ``K``; otherwise it carries a lone prompt's chunk.
+        """
+        sizes, upper = self.sizes[ki], self.upper[ki]
+        k = float(sizes[-1]) if sizes.size else 0.0
+        lone = np.clip((tail_share - packed) / np.maximum(1.0 - packed, 1e-12), 0.0, 1.0)
+        # the largest size whose upper share still covers the tail: sizes[i] with upper[i] >= lone
+        index = np.searchsorted(-upper, -lone, side="right") - 1
+        tail = np.where(index >= 0, sizes[np.clip(index, 0, None)], sizes[0] if sizes.size else 0.0)
+        return np.asarray(np.where(packed >= tail_share, k, tail), dtype=float)
+
+
+@dataclass(frozen=True)
 class _ChunkedSteps:
-    """Step times of every (chunk budget K, batch B) pair of one replica (arrays of shape (len(K), len(B)))."""
+    """Step times of every (chunk budget K, batch B) pair of one replica (arrays of shape (len(K), len(B))).
+
+    ``mixed_share`` is the share of *work*: prompt tokens per step over ``K`` (above 1 prefill cannot keep up;
+    the mean step, i.e. throughput, follows it). ``chunk_step_share`` is the share of *steps* that carry a
+    chunk: a short prompt takes a whole step of its own, so it is at least ``B / N_out`` and sets the ITL tail.
+    """
 
     chunk: NDArray[np.float64]
+    batch: NDArray[np.float64]
     pure_ms: NDArray[np.float64]
     mixed_ms: NDArray[np.float64]
     pure_p99_ms: NDArray[np.float64]  # at the p99 batch B + z·sqrt(B)
-    mixed_p99_ms: NDArray[np.float64]
-    mixed_share: NDArray[np.float64]  # share of steps carrying a chunk at full load (> 1: prefill cannot keep up)
+    mixed_share: NDArray[np.float64]  # prompt tokens per step / K at full load
+    chunk_step_share: NDArray[np.float64]  # share of steps carrying a chunk at full load (capped at 1)
+    sizes: _ChunkSizes
+    step_at: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]  # (sequences, chunk) -> ms
 
     @property
     def mean_ms(self) -> NDArray[np.float64]:
         f = np.minimum(self.mixed_share, 1.0)
         return np.asarray(f * self.mixed_ms + (1.0 - f) * self.pure_ms)
 
-    @property
-    def itl_ms(self) -> NDArray[np.float64]:
-        """p99 ITL: the mixed step at the p99 batch once more than 1 % of steps carry a chunk."""
-        return np.asarray(np.where(self.mixed_share > MIXED_STEP_TAIL_SHARE, self.mixed_p99_ms, self.pure_p99_ms))
+    def itl_ms(self, load: float | NDArray[np.float64] = 1.0) -> NDArray[np.float64]:
+        """p99 ITL at a share ``load`` of capacity: the step exceeded by 1 % of tokens.
+
+        Every step emits one token per decoding sequence, so the token-weighted p99 is the step-weighted one:
+        the pure step at the p99 batch while at most 1 % of steps carry a chunk; above, the chunk step whose
+        chunk is exceeded by ``1 % / share`` of chunk steps.
+        """
+        rows = range(len(self.chunk))
+        return np.stack([self.itl_row_ms(ki, slice(None), load) for ki in rows])
+
+    def itl_cell_ms(self, ki: int, bi: int, load: float) -> float:
+        """:meth:`itl_ms` of one (chunk budget, batch) pair. [ms]"""
+        return float(self.itl_row_ms(ki, slice(bi, bi + 1), load)[0])
+
+    def itl_row_ms(self, ki: int, cols: slice, load: float | NDArray[np.float64]) -> NDArray[np.float64]:
+        steps = np.minimum(self.chunk_step_share[ki, cols] * load, 1.0)
+        packed = np.minimum(self.mixed_share[ki, cols] * load, 1.0)
+        tokens = self.sizes.tail_tokens(ki, MIXED_STEP_TAIL_SHARE / np.maximum(steps, 1e-12), packed)
+        batch = self.batch[cols]
+        mixed = self.step_at(batch + P99_Z * np.sqrt(batch), tokens)
+        pure = self.pure_p99_ms[ki, cols]
+        return np.asarray(np.where(steps > MIXED_STEP_TAIL_SHARE, np.maximum(mixed, pure), pure))
 
 
 def _chunked_steps(
@@ -681,22 +767,37 @@ def _chunked_steps(
     w: _Workload,
     eff: ServingEfficiency,
 ) -> _ChunkedSteps:
-    """Pure and mixed step times over chunk budgets × batches, and the share of steps carrying a chunk."""
+    """Pure and mixed step times over chunk budgets × batches, and the shares of work and steps carrying a chunk."""
     chunk = np.array(CHUNK_TOKENS, dtype=float)[:, None]  # a chunk may carry several prompts
     b = batch[None, :]
     overhead = achieved(accel, eff).step_overhead_ms
     shape = (len(chunk), len(batch))
+    per_token = _attention_per_token(model, w)
+
+    def step_ms(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
+        memory, compute, attention, comm = _step_arrays(
+            model, accel, precision, tp, seqs, seqs * w.context_tokens, k, k * per_token, eff
+        )
+        return np.asarray(np.maximum(memory, compute) + attention + comm + overhead)
 
     def total(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
-        memory, compute, attention, comm = _step_arrays(
-            model, accel, precision, tp, seqs, seqs * w.context_tokens, k, k * _attention_per_token(model, w), eff
-        )
-        return np.asarray(np.broadcast_to(np.maximum(memory, compute) + attention + comm + overhead, shape))
+        return np.asarray(np.broadcast_to(step_ms(seqs, k), shape))
 
-    b_p99 = b + P99_Z * np.sqrt(b)
     zero, full = np.zeros_like(chunk), np.broadcast_to(chunk, shape).copy()
+    sizes = _ChunkSizes.of(w.new_token_quantiles, chunk[:, 0])
     share = b * w.new_tokens / (w.output_tokens * chunk) * np.ones(shape)
-    return _ChunkedSteps(chunk[:, 0], total(b, zero), total(b, full), total(b_p99, zero), total(b_p99, full), np.asarray(share))
+    step_share = np.minimum(b / w.output_tokens * sizes.steps_per_prompt[:, None], 1.0) * np.ones(shape)
+    return _ChunkedSteps(
+        chunk[:, 0],
+        batch,
+        total(b, zero),
+        total(b, full),
+        total(b + P99_Z * np.sqrt(b), zero),
+        np.asarray(share),
+        np.asarray(step_share),
+        sizes,
+        step_ms,
+    )
 
 
 def _colocated(
@@ -712,7 +813,7 @@ def _colocated(
     if batch.size == 0:
         return None
     steps = _chunked_steps(model, accel, precision, tp, batch, w, eff)
-    mean, itl = steps.mean_ms, steps.itl_ms
+    mean, itl = steps.mean_ms, steps.pure_p99_ms  # chunk steps add to the tail with load: capped per candidate
     itl_ok = itl <= w.itl_p99_ms
     ok = itl_ok & (1e3 / itl >= w.min_tok_s_per_user)
     capacity = replicas * batch[None, :] / mean * 1e3
@@ -721,13 +822,14 @@ def _colocated(
         ki, bi = np.unravel_index(flat, capacity.shape)
         if not ok[ki, bi] or (best is not None and capacity[ki, bi] <= best.goodput_tok_s):
             break
-        found = _chunked_candidate(steps, int(ki), int(bi), batch, replicas, tp, w, eff, float(capacity[ki, bi]))
+        floor = best.goodput_tok_s if best is not None else 0.0
+        found = _chunked_candidate(steps, int(ki), int(bi), batch, replicas, tp, w, eff, float(capacity[ki, bi]), floor)
         if found is not None and (best is None or found.goodput_tok_s > best.goodput_tok_s):
             best = found
     if best is None:
         return None
     fits, fits_itl = np.asarray(ok.any(axis=0)), np.asarray(itl_ok.any(axis=0))
-    return replace(best, limit=_grid_limit(fits, fits_itl, batch, best.batch, b_max, eff))
+    return replace(best, limit=best.limit or _grid_limit(fits, fits_itl, batch, best.batch, b_max, eff))
 
 
 def _chunked_candidate(
@@ -740,15 +842,19 @@ def _chunked_candidate(
     w: _Workload,
     eff: ServingEfficiency,
     capacity: float,
+    floor_tok_s: float = 0.0,
 ) -> _Candidate | None:
     """Goodput of one (chunk, batch): the load at which the p99 prefill queue still fits the TTFT objective.
+
+    ``None`` when nothing fits, or as soon as a bound shows the goodput cannot exceed ``floor_tok_s`` (the
+    best found so far).
 
     Each replica's chunk pipeline is a server: a mean prompt occupies it ``new / K`` mixed steps; the longest
     prompt takes ``ceil(new_max / K)`` mixed steps, the last of which emits the first token. The p99 wait and
     the longest prompt's prefill are added (conservative: two tails at once).
     """
     k, b = float(steps.chunk[ki]), float(batch[bi])
-    mixed, mean, share = float(steps.mixed_ms[ki, bi]), float(steps.mean_ms[ki, bi]), float(steps.mixed_share[ki, bi])
+    mixed, mean = float(steps.mixed_ms[ki, bi]), float(steps.mean_ms[ki, bi])
     if w.new_tokens <= 0:
         first = float(steps.pure_ms[ki, bi])
         cap = float(w.ttft_p99_ms - first >= 0)
@@ -759,7 +865,12 @@ def _chunked_candidate(
     rho_full = b / (w.output_tokens * mean) * service  # that pipeline's utilisation at full batch
     rho = utilisation_cap(replicas, service, w.ttft_p99_ms - prefill - first, cs2=eff.service_cv2)
     cap = min(1.0, rho / rho_full) if rho_full > 0 else 1.0
-    if cap <= 0:
+    if cap * capacity <= floor_tok_s:
+        return None
+    itl_cap = _itl_load_cap(steps, ki, bi, cap, min(w.itl_p99_ms, 1e3 / max(w.min_tok_s_per_user, 1e-9)))
+    limit = "itl" if itl_cap < cap else ""
+    cap = itl_cap
+    if cap <= 0 or cap * capacity <= floor_tok_s:
         return None
     # A request also waits for a decode slot: replicas x batch slots, each held for the prompt's chunks and
     # every answer token. At capacity all slots are busy, so the load must stay below it by the margin
@@ -772,10 +883,30 @@ def _chunked_candidate(
     queue = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2) + queue_wait_p99_ms(
         slots, hold_ms, cap, cs2=eff.service_cv2
     )
-    itl = float(steps.itl_ms[ki, bi]) if cap * share > MIXED_STEP_TAIL_SHARE else float(steps.pure_ms[ki, bi])
+    itl = steps.itl_cell_ms(ki, bi, cap)
+    step_share = min(1.0, cap * float(steps.chunk_step_share[ki, bi]))
     return _Candidate(
-        cap * capacity, capacity, int(b), tp, replicas, itl, prefill, 0.0, queue, first, cap, 0.0, int(k), min(1.0, share), ""
+        cap * capacity, capacity, int(b), tp, replicas, itl, prefill, 0.0, queue, first, cap, 0.0, int(k), step_share, limit
     )
+
+
+def _itl_load_cap(steps: _ChunkedSteps, ki: int, bi: int, load: float, itl_ms: float) -> float:
+    """The largest load up to ``load`` at which the p99 ITL (chunk steps included) meets ``itl_ms``; 0 if none.
+
+    More load puts a chunk in more steps, and fuller ones, so the p99 ITL never falls as load rises: a grid
+    of loads brackets the crossing, then bisection narrows it to ``load / 2**16``.
+    """
+    cols = slice(bi, bi + 1)
+    if steps.itl_row_ms(ki, cols, load)[0] <= itl_ms:
+        return load
+    grid = load * np.arange(1, _ITL_LOAD_GRID + 1) / _ITL_LOAD_GRID
+    fits = steps.itl_row_ms(ki, cols, grid) <= itl_ms
+    first_miss = int(np.argmin(fits))
+    low, high = (float(grid[first_miss - 1]) if first_miss > 0 else 0.0), float(grid[first_miss])
+    for _ in range(10):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if steps.itl_row_ms(ki, cols, mid)[0] <= itl_ms else (low, mid)
+    return low
 
 
 def _disaggregated(
@@ -1149,10 +1280,11 @@ def _pareto_rows(
         return None
     batch = _batch_grid(b_max)
     steps = _chunked_steps(m, a, precision, tp, batch, w, eff)
-    itl = np.where(steps.mixed_share <= 1.0, steps.itl_ms, np.inf)
+    full_load_itl = steps.itl_ms()  # the curve is read at capacity
+    itl = np.where(steps.mixed_share <= 1.0, full_load_itl, np.inf)
     pick = np.where(np.isfinite(itl).any(axis=0), np.argmin(itl, axis=0), len(steps.chunk) - 1)
     cols = np.arange(len(batch))
-    itl_ms, mean_ms = steps.itl_ms[pick, cols], steps.mean_ms[pick, cols]
+    itl_ms, mean_ms = full_load_itl[pick, cols], steps.mean_ms[pick, cols]
     return pd.DataFrame(
         {
             "tp": tp,

@@ -120,7 +120,7 @@ def utilisation_cap(
     if wait_budget_ms < 0.0 or servers < 1:
         return 0.0
     low, high = 0.0, 1.0
-    for _ in range(60):
+    for _ in range(40):  # to 1e-12 of utilisation
         mid = 0.5 * (low + high)
         if queue_wait_p99_ms(servers, service_ms, mid, ca2=ca2, cs2=cs2, quantile=quantile) <= wait_budget_ms:
             low = mid
