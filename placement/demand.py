@@ -22,7 +22,7 @@ SECONDS_PER_DAY = 86_400.0
 def demand_tok_s(
     population: NDArray[np.float64],
     *,
-    adoption: float,
+    adoption: float | NDArray[np.float64],
     tokens_per_user_per_day: float,
     peak_factor: float,
 ) -> NDArray[np.float64]:
@@ -32,8 +32,8 @@ def demand_tok_s(
     ----------
     population : numpy.ndarray
         People. [persons]
-    adoption : float
-        Share of people who use the service.
+    adoption : float or numpy.ndarray
+        Share of people who use the service (one figure, or one per population).
     tokens_per_user_per_day : float
         Output tokens per user per day. [tokens/day]
     peak_factor : float

@@ -26,16 +26,72 @@ from numpy.typing import NDArray
 from placement._errors import PlacementError
 from placement.instance import Instance, build_instance
 from placement.optimize.model import build_model
+from placement.optimize.solve import shortfall_penalty_usd_per_tok_s
 from placement.optimize.solver import SolverOptions, solve_problem
 from placement.scenario import load_scenario
 
 
 def _fix_open(model: Any, is_open: np.ndarray) -> None:
+    # fixed and continuous: an integer column, even a fixed one, makes HiGHS solve a MIP, which has no duals
     for var, value in zip(model.opens, is_open.tolist(), strict=True):
         var.lowBound = var.upBound = 1 if value else 0
+        var.cat = pulp.LpContinuous
 
 
-def mw_values_usd_per_h(instance: Instance, is_open: np.ndarray, options: SolverOptions) -> np.ndarray:
+def _fixed_design_model(instance: Instance, is_open: np.ndarray, unserved: np.ndarray | None) -> Any:
+    """The plan's LP: open sites fixed, node counts continuous, and the plan's shortfall (if any) held fixed.
+
+    A plan whose sites lack the power for all demand leaves some unserved; without holding that share
+    fixed every re-solve would be infeasible, and with it each answers "at the same service".
+    """
+    if unserved is None:
+        model = build_model(instance.inputs)
+    else:
+        model = build_model(instance.inputs, unserved_penalty_usd_per_tok_s=0.0)
+        assert model.unserved is not None
+        for var, share in zip(model.unserved, unserved.tolist(), strict=True):
+            var.lowBound = var.upBound = share
+    _fix_open(model, is_open)
+    for var in model.nodes:
+        # continuous, and bounded by the power row only (the MILP's node bound is that row rounded down):
+        # otherwise the bound, not the row, binds and one more MW reads as worth nothing
+        var.cat = pulp.LpContinuous
+        var.upBound = None
+    return model
+
+
+def plan_shortfall(instance: Instance, is_open: np.ndarray, options: SolverOptions) -> np.ndarray | None:
+    """Each commodity's unserved share when the plan's open sites cannot serve all demand; ``None`` if they can.
+
+    Parameters
+    ----------
+    instance : Instance
+        The scenario's arrays.
+    is_open : numpy.ndarray of bool
+        The plan's open sites.
+    options : SolverOptions
+        Solver settings.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        ``(c,)`` shares from the elastic LP with the design fixed (the least that must go unserved).
+    """
+    model = _fixed_design_model(instance, is_open, None)
+    if solve_problem(model.problem, options).status.has_solution:
+        return None
+    elastic = build_model(instance.inputs, unserved_penalty_usd_per_tok_s=shortfall_penalty_usd_per_tok_s(instance.inputs))
+    _fix_open(elastic, is_open)
+    for var in elastic.nodes:
+        var.cat = pulp.LpContinuous
+    if elastic.unserved is None or not solve_problem(elastic.problem, options).status.has_solution:
+        return None
+    return np.array([min(1.0, max(0.0, var.varValue or 0.0)) for var in elastic.unserved])
+
+
+def mw_values_usd_per_h(
+    instance: Instance, is_open: np.ndarray, options: SolverOptions, unserved: np.ndarray | None = None
+) -> np.ndarray:
     """Cost saved per extra MW at each site, from the LP with open sites fixed. [USD/h per MW]
 
     Parameters
@@ -46,16 +102,15 @@ def mw_values_usd_per_h(instance: Instance, is_open: np.ndarray, options: Solver
         The plan's open sites.
     options : SolverOptions
         Solver settings (HiGHS gives duals through PuLP; CBC's are read the same way).
+    unserved : numpy.ndarray, optional
+        The plan's shortfall by commodity (:func:`plan_shortfall`), held fixed.
 
     Returns
     -------
     numpy.ndarray
         ``(m,)`` values; 0 where power does not bind, ``nan`` if the LP fails.
     """
-    model = build_model(instance.inputs)
-    _fix_open(model, is_open)
-    for var in model.nodes:
-        var.cat = pulp.LpContinuous
+    model = _fixed_design_model(instance, is_open, unserved)
     report = solve_problem(model.problem, SolverOptions(name="highs", time_limit_s=options.time_limit_s, threads=options.threads))
     if not report.status.has_solution:
         return np.full(instance.inputs.n_sites, np.nan)
@@ -65,7 +120,13 @@ def mw_values_usd_per_h(instance: Instance, is_open: np.ndarray, options: Solver
 
 
 def _resolve_with(
-    instance: Instance, is_open: np.ndarray, options: SolverOptions, *, site: int, open_value: int
+    instance: Instance,
+    is_open: np.ndarray,
+    options: SolverOptions,
+    *,
+    site: int,
+    open_value: int,
+    unserved: np.ndarray | None = None,
 ) -> tuple[float, int]:
     """Cost with one site toggled and every other site as in the plan, and that site's node count.
 
@@ -73,12 +134,9 @@ def _resolve_with(
     difference is the site's own contribution, free of the noise of two MILPs solved to a gap
     and of node rounding.
     """
-    model = build_model(instance.inputs)
     toggled = is_open.copy()
     toggled[site] = bool(open_value)
-    _fix_open(model, toggled)
-    for var in model.nodes:
-        var.cat = pulp.LpContinuous
+    model = _fixed_design_model(instance, toggled, unserved)
     report = solve_problem(model.problem, options)
     if not report.status.has_solution:
         return math.inf, 0
@@ -95,6 +153,7 @@ class _PlanContext:
     is_open: NDArray[np.bool_]
     base_cost_usd_per_h: float
     mw_value_usd_per_h: NDArray[np.float64]
+    unserved: NDArray[np.float64] | None
     plan_nodes: NDArray[np.int64]
     plan_share: NDArray[np.float64]
 
@@ -114,13 +173,15 @@ def _default_options(instance: Instance) -> SolverOptions:
 
 def _plan_context(instance: Instance, sites: pd.DataFrame, options: SolverOptions) -> _PlanContext:
     is_open = sites["open"].to_numpy(bool)
-    base_cost, _ = _resolve_with(instance, is_open, options, site=0, open_value=int(is_open[0]))
+    unserved = plan_shortfall(instance, is_open, options)
+    base_cost, _ = _resolve_with(instance, is_open, options, site=0, open_value=int(is_open[0]), unserved=unserved)
     return _PlanContext(
         instance=instance,
         options=options,
         is_open=is_open,
         base_cost_usd_per_h=base_cost,
-        mw_value_usd_per_h=mw_values_usd_per_h(instance, is_open, options),
+        mw_value_usd_per_h=mw_values_usd_per_h(instance, is_open, options, unserved),
+        unserved=unserved,
         plan_nodes=sites["nodes"].to_numpy(np.int64),
         plan_share=sites["goodput_share"].to_numpy(float),
     )
@@ -133,7 +194,7 @@ def _open_site(ctx: _PlanContext, j: int) -> dict[str, Any]:
     names = ctx.population_names
     sole_open = np.flatnonzero(open_reach[:, j] & (open_reach.sum(axis=1) == 1))
     sole_any = np.flatnonzero(allowed[:, j] & (allowed.sum(axis=1) == 1))
-    dropped, _ = _resolve_with(ctx.instance, ctx.is_open, ctx.options, site=j, open_value=0)
+    dropped, _ = _resolve_with(ctx.instance, ctx.is_open, ctx.options, site=j, open_value=0, unserved=ctx.unserved)
     return {
         "nodes": int(ctx.plan_nodes[j]),
         "goodput_share": float(ctx.plan_share[j]),
@@ -171,7 +232,7 @@ def _closed_site(ctx: _PlanContext, j: int, progress: Callable[[str], None], sit
     if not instance.allowed[:, j].any():
         return {"why": "residency rules or missing power bar every population within its budget"}
     progress(f"re-solving with {site_id} forced open")
-    forced, nodes = _resolve_with(instance, ctx.is_open, ctx.options, site=j, open_value=1)
+    forced, nodes = _resolve_with(instance, ctx.is_open, ctx.options, site=j, open_value=1, unserved=ctx.unserved)
     extra = forced - ctx.base_cost_usd_per_h
     if math.isinf(forced):
         return {"why": "forcing it open makes the scenario infeasible"}

@@ -24,6 +24,7 @@ from placement.network.graph import HUBS_CSV, LINKS_CSV, default_network, defaul
 from placement.network.latency import LatencyModel
 from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
+from placement.regions import region_values
 from placement.residency import residency_mask
 from placement.scenario import LatencySection, LoadedScenario, WorkloadClass
 from placement.timeslices import (
@@ -298,14 +299,16 @@ def load_populations(loaded: LoadedScenario) -> Populations:
     """
     spec = loaded.scenario.demand
     cities = demand_cities(loaded)
+    country = cities["country_code"].to_numpy(str)
     demand = (
         demand_tok_s(
             cities["population"].to_numpy(float),
-            adoption=spec.adoption,
+            adoption=region_values(country, spec.adoption_by_region, spec.adoption),
             tokens_per_user_per_day=spec.tokens_per_user_per_day,
             peak_factor=1.0,
         )
         * spec.growth
+        * region_values(country, spec.growth_by_region, 1.0)
     )
     return aggregate(cities, demand, spec.clusters)
 

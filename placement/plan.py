@@ -480,7 +480,44 @@ def _assemble(instance: Instance, solution: PlacementSolution, status: str, note
         raise SolverError(f"{int(late.sum())} assignments exceed their TTFT objective; the model admitted a forbidden pair")
     populations = _population_table(instance, solution, assignments)
     summary = summarise(instance, solution, sites, assignments, status)
-    return Plan(instance, solution, sites, assignments, populations, summary, notes)
+    return Plan(instance, solution, sites, assignments, populations, summary, [*notes, *rule_notes(instance, sites)])
+
+
+def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
+    """The rules that shaped the plan, in words: residency and where power binds.
+
+    Parameters
+    ----------
+    instance : Instance
+        The solved instance (its residency rules and the pairs they barred).
+    sites : pandas.DataFrame
+        The plan's site table (``open``, ``mw_used``, ``mw_available``).
+
+    Returns
+    -------
+    list of str
+        A header and one indented line per rule; empty when nothing shaped the plan.
+    """
+    residency = instance.loaded.scenario.residency
+    lines = [
+        f"residency: populations in {', '.join(rule.populations)} are served only from sites in {', '.join(rule.sites)}"
+        for rule in residency.rules
+    ]
+    if residency.domestic_only_sites:
+        lines.append(f"residency: sites in {', '.join(residency.domestic_only_sites)} serve only their own country")
+    demanded = instance.commodity_mean_demand_tok_s > 0
+    barred = instance.within_budget & ~instance.allowed & (instance.sites["mw_available"].to_numpy(float) > 0)[None, :]
+    if lines:
+        lines.append(
+            f"residency barred {int(barred[demanded].sum()):,} (population-class, site) pairs inside their TTFT objective"
+        )
+    open_sites = sites[sites["open"]]
+    node_mw = instance.node_kw * open_sites["pue"] / 1e3
+    full = open_sites[open_sites["mw_available"] - open_sites["mw_used"] < node_mw]
+    if len(full):
+        names = ", ".join(f"{row.site_id} {row.mw_available:,.4g} MW" for row in full.itertuples())
+        lines.append(f"power binds at {len(full)} of {len(open_sites)} open sites (no room for one more node): {names}")
+    return ["Rules that shaped the plan:", *[f"  - {line}" for line in lines]] if lines else []
 
 
 def _unprotectable_notes(instance: Instance, policy: str) -> list[str]:

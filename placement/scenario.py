@@ -18,6 +18,7 @@ from placement._errors import InputError, Problem
 from placement.economics import EconomicsParams
 from placement.network.great_circle import LatencyParams
 from placement.optimize.solver import SolverOptions
+from placement.regions import continents, is_region_key
 
 
 class _Section(BaseModel):
@@ -48,6 +49,27 @@ class DemandSection(_Section):
     clusters: int | None = Field(400, ge=1, description="aggregate cities into this many clusters (null: none)")
     countries: list[str] | None = Field(None, description="ISO 3166-1 alpha-2 codes to keep (null: all)")
     growth: float = Field(1.0, gt=0, description="what-if: multiply every population's demand")
+    adoption_by_region: dict[str, float] = Field(
+        default_factory=dict,
+        description="adoption by continent name or ISO alpha-2 country (country wins); elsewhere `adoption`",
+    )
+    growth_by_region: dict[str, float] = Field(
+        default_factory=dict, description="multiply demand by continent name or ISO alpha-2 country (country wins)"
+    )
+
+    @model_validator(mode="after")
+    def _regions_are_known(self) -> DemandSection:
+        bad = []
+        checks = (("adoption_by_region", self.adoption_by_region, 1.0), ("growth_by_region", self.growth_by_region, None))
+        for field, values, high in checks:
+            for key, value in values.items():
+                if not is_region_key(key):
+                    bad.append(f"{field}: {key!r} is neither an ISO alpha-2 country code nor one of {', '.join(continents())}")
+                if not value > 0 or (high is not None and value > high):
+                    bad.append(f"{field}.{key}: {value} must be > 0" + (f" and <= {high:g}" if high is not None else ""))
+        if bad:
+            raise ValueError("; ".join(bad))
+        return self
 
 
 class WorkloadClass(_Section):

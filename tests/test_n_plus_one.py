@@ -166,13 +166,15 @@ def test_world_24x7_is_the_default_world_with_n_plus_one() -> None:
     assert world == default
 
 
-def test_world_24x7_cannot_protect_four_populations() -> None:
-    # Building the instance is enough (no solve): the four chat populations with one metro in reach.
+def test_world_24x7_cannot_protect_six_populations() -> None:
+    # Building the instance is enough (no solve): the chat populations with one metro in reach, two of them in
+    # western China, where residency leaves only the Chinese sites.
     instance = build_instance(load_scenario(WORLD_24X7))
     single = unprotectable_commodities(instance)
     names = instance.populations.table["name"].to_numpy()[instance.commodity_population[single]]
-    assert sorted(names.tolist()) == ["Abéché +14", "Faaa +2", "Kidal +1", "Niamey +24"]
-    assert instance.inputs.protected.sum() == instance.inputs.n_commodities - 4
+    assert sorted(names.tolist()) == ["Abéché +13", "Chéngguān Qū +14", "Faaa +2", "Kidal +1", "Niamey +25", "Rikaze +1"]
+    # model rows merge commodities that reach the same sites: the two Tibetan populations share one
+    assert instance.inputs.protected.sum() == instance.inputs.n_commodities - 5
 
 
 def test_greedy_n_plus_one_design_is_feasible() -> None:

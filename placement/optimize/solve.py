@@ -338,6 +338,18 @@ def _solve_failover_on_candidates(data: PlacementInput, options: SolverOptions, 
     return _verified(data, replace(lifted, report=total), optional=False)
 
 
+def shortfall_penalty_usd_per_tok_s(data: PlacementInput) -> float:
+    """Price of a mean tok/s left unserved in an elastic model: far above any way of serving it. [USD/h per tok/s]"""
+    per_node = float(np.max(data.site_node_usd_per_h)) if data.n_sites else 1.0
+    return (
+        1e3
+        * per_node
+        * float(np.max(data.pair_nodes_per_tok_s, initial=1.0))
+        * float(np.max(data.peak_demand_tok_s / np.maximum(data.mean_demand_tok_s, 1e-12), initial=1.0))
+        + 1.0
+    )
+
+
 def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> PlacementSolution:
     """Solve an elastic model in which demand may go unserved at a high price.
 
@@ -360,14 +372,7 @@ def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> Placemen
         # Too large to diagnose with every failure scenario in a bounded time; it is only reached
         # when the plan without N+1 is infeasible, and that shortfall is what is named.
         data = replace(data, fault_tolerant=False)
-    per_node = float(np.max(data.site_node_usd_per_h)) if data.n_sites else 1.0
-    penalty = (
-        1e3
-        * per_node
-        * float(np.max(data.pair_nodes_per_tok_s, initial=1.0))
-        * float(np.max(data.peak_demand_tok_s / np.maximum(data.mean_demand_tok_s, 1e-12), initial=1.0))
-        + 1.0
-    )
+    penalty = shortfall_penalty_usd_per_tok_s(data)
     model = build_model(data, unserved_penalty_usd_per_tok_s=penalty)
     report = solve_problem(model.problem, options)
     if not report.status.has_solution:
