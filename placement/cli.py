@@ -62,7 +62,7 @@ def _solve(args: argparse.Namespace) -> int:
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
     plan = run(loaded, msg=args.verbose, progress=progress)
     progress("writing results")
-    out = write_results(plan, args.out)
+    out = write_results(plan, args.out, maps=not args.no_maps)
     tail = _check_tail(plan, out, progress) if args.check_tail else []
     s = plan.summary
     cost = s.cost_per_million_goodput_tokens_usd
@@ -354,6 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--gap", type=float, help="override the relative MIP gap")
     solve.add_argument("--verbose", action="store_true", help="show the solver log")
     solve.add_argument("--quiet", action="store_true", help="no progress lines")
+    solve.add_argument(
+        "--no-maps",
+        action="store_true",
+        help="skip the maps (map.png, map_<region>.png, map.html) for scripted runs; every other file is written",
+    )
     solve.add_argument(
         "--check-tail",
         action="store_true",

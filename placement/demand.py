@@ -47,6 +47,68 @@ def demand_tok_s(
     return np.asarray(population * adoption * tokens_per_user_per_day * peak_factor / SECONDS_PER_DAY)
 
 
+CHUNK_ROWS = 2048
+"""Points whose distances to every centre are computed in one block (keeps the block in cache)."""
+BOUND_MARGIN = 1e-7
+"""Slack on the distance bounds, above the rounding of a distance computed as ``|p|² + |c|² − 2 p·c``
+(``sqrt(4 ulp)`` ≈ 3e-8), so rounding never lets a point skip a centre that is nearer. [unit-vector lengths]"""
+
+
+def _two_nearest(
+    points: NDArray[np.float64], centres: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+    """Index of the nearest centre, and the distances to the nearest and the second nearest.
+
+    The dot products are summed coordinate by coordinate (no matrix product, whose rounding depends on
+    the BLAS build and the processor), block by block.
+    """
+    n, k = len(points), len(centres)
+    nearest = np.empty(n, dtype=np.int64)
+    first, second = np.empty(n), np.full(n, np.inf)
+    centre_sq = (centres**2).sum(axis=1)
+    rows = np.arange(min(n, CHUNK_ROWS))
+    for start in range(0, n, CHUNK_ROWS):
+        block = points[start : start + CHUNK_ROWS]
+        distance_sq = np.multiply.outer(block[:, 0], -2.0 * centres[:, 0])
+        for axis in range(1, points.shape[1]):
+            distance_sq += np.multiply.outer(block[:, axis], -2.0 * centres[:, axis])
+        distance_sq += centre_sq
+        distance_sq += (block**2).sum(axis=1)[:, None]
+        best = distance_sq.argmin(axis=1)
+        here = rows[: len(block)]
+        nearest[start : start + len(block)] = best
+        first[start : start + len(block)] = distance_sq[here, best]
+        if k > 1:
+            distance_sq[here, best] = np.inf
+            second[start : start + len(block)] = distance_sq.min(axis=1)
+    return nearest, np.sqrt(np.maximum(first, 0.0)), np.sqrt(np.maximum(second, 0.0))
+
+
+def _kmeans_plus_plus(points: NDArray[np.float64], w: NDArray[np.float64], k: int, seed: int) -> NDArray[np.float64]:
+    """k-means++ seeding, weighted."""
+    n = len(points)
+    rng = np.random.default_rng(seed)
+    centres = np.empty((k, points.shape[1]))
+    centres[0] = points[rng.choice(n, p=w / w.sum())]
+    nearest_sq = ((points - centres[0]) ** 2).sum(axis=1)
+    for c in range(1, k):
+        score = w * nearest_sq
+        total = score.sum()
+        pick = int(rng.choice(n, p=score / total)) if total > 0 else int(rng.integers(n))
+        centres[c] = points[pick]
+        nearest_sq = np.minimum(nearest_sq, ((points - centres[c]) ** 2).sum(axis=1))
+    return centres
+
+
+def _half_separation(centres: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Half the distance from each centre to the nearest other centre."""
+    if len(centres) < 2:
+        return np.full(len(centres), np.inf)
+    distance = np.sqrt(((centres[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2))
+    np.fill_diagonal(distance, np.inf)
+    return np.asarray(0.5 * distance.min(axis=1))
+
+
 def weighted_kmeans(
     points: NDArray[np.float64],
     weights: NDArray[np.float64],
@@ -56,6 +118,10 @@ def weighted_kmeans(
     seed: int = 0,
 ) -> NDArray[np.int64]:
     """Weighted k-means (k-means++ seeding), deterministic for a given seed.
+
+    Lloyd's iterations, with Hamerly's bounds: a point is compared with every centre only when its
+    centre's move, or its neighbours', could have put another centre nearer (the answer is Lloyd's;
+    most points skip most iterations).
 
     Parameters
     ----------
@@ -75,31 +141,32 @@ def weighted_kmeans(
     numpy.ndarray
         ``(n,)`` cluster label of each point, labels ``0..k'-1`` with no empty cluster.
     """
-    n = len(points)
-    k = min(k, n)
-    rng = np.random.default_rng(seed)
+    k = min(k, len(points))
     w = np.maximum(weights, 0.0) + 1e-12
-    centres = np.empty((k, points.shape[1]))
-    centres[0] = points[rng.choice(n, p=w / w.sum())]
-    nearest_sq = ((points - centres[0]) ** 2).sum(axis=1)
-    for c in range(1, k):
-        score = w * nearest_sq
-        total = score.sum()
-        pick = int(rng.choice(n, p=score / total)) if total > 0 else int(rng.integers(n))
-        centres[c] = points[pick]
-        nearest_sq = np.minimum(nearest_sq, ((points - centres[c]) ** 2).sum(axis=1))
-    labels = np.zeros(n, dtype=np.int64)
+    centres = _kmeans_plus_plus(points, w, k, seed)
+    labels, upper, lower = _two_nearest(points, centres)
     for _ in range(iterations):
-        distance_sq = (points**2).sum(axis=1)[:, None] - 2.0 * points @ centres.T + (centres**2).sum(axis=1)[None, :]
-        new_labels = distance_sq.argmin(axis=1)
-        if np.array_equal(new_labels, labels) and _ > 0:
-            break
-        labels = new_labels
         sums = np.zeros_like(centres)
         np.add.at(sums, labels, points * w[:, None])
         mass = np.bincount(labels, weights=w, minlength=k)
         filled = mass > 0
-        centres[filled] = sums[filled] / mass[filled, None]
+        moved = centres.copy()
+        moved[filled] = sums[filled] / mass[filled, None]
+        shift = np.sqrt(((moved - centres) ** 2).sum(axis=1))
+        centres = moved
+        upper += shift[labels] + BOUND_MARGIN
+        lower -= shift.max() + BOUND_MARGIN
+        bound = np.maximum(lower, _half_separation(centres)[labels])
+        check = np.flatnonzero(upper > bound)
+        upper[check] = np.sqrt(((points[check] - centres[labels[check]]) ** 2).sum(axis=1)) + BOUND_MARGIN
+        check = check[upper[check] > bound[check]]
+        if len(check) == 0:
+            break
+        nearest, first, second = _two_nearest(points[check], centres)
+        changed = bool((nearest != labels[check]).any())
+        labels[check], upper[check], lower[check] = nearest, first + BOUND_MARGIN, second - BOUND_MARGIN
+        if not changed:
+            break
     _, dense = np.unique(labels, return_inverse=True)
     return dense.astype(np.int64)
 

@@ -467,6 +467,7 @@ def summarise(
         solver_message=report.message,
         best_bound_usd_per_h=finite_or_none(report.best_bound),
         gap=finite_or_none(report.gap),
+        stopped_by=report.stopped_by.value,
         runtime_s=report.runtime_s,
         build_s=instance.build_s,
     )
@@ -582,7 +583,10 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     if len(instance.modelled) == 0:
         raise InfeasibleError("no population can be served by any site inside its objective")
     notes += _unprotectable_notes(instance, policy.unreachable)
-    progress(f"solving with {options.name} (gap {options.gap:g}, time limit {options.time_limit_s} s)")
+    progress(
+        f"solving with {options.name} (gap {options.gap:g}, node limit {options.node_limit}, "
+        f"time limit {options.time_limit_s} s as a safety net)"
+    )
     if policy.serving == "optional":
         solution = solve_ratio(instance.inputs, options, min_served_share=policy.min_served_share)
         if not solution.report.status.has_solution:
@@ -615,7 +619,8 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         raise InfeasibleError(f"the solver found no placement ({solution.report.message}); raise solver.time_limit_s")
     if status == SolveStatus.FEASIBLE:
         notes.append(
-            f"proven gap {solution.report.gap:.2%}: the answer is feasible, not proven optimal ({solution.report.message})"
+            f"proven gap {solution.report.gap:.2%}: the answer is feasible, not proven optimal "
+            f"({solution.report.message}; stopped by {solution.report.stopped_by.value})"
         )
     label = status.value if not len(unreachable) else "partial"
     return _assemble(instance, solution, label, notes)

@@ -409,6 +409,10 @@ class PlanSummary:
         The (last) MILP solve.
     best_bound_usd_per_h, gap : float or None
         The solver's dual bound [USD/h] and relative gap.
+    stopped_by : str or None
+        Which limit ended the solve: ``gap``, ``node_limit`` or ``iteration_limit`` (reached after the same work
+        on any machine), ``time_limit`` (the wall-clock safety net: the answer may depend on the machine),
+        ``infeasible`` or ``other``; None in folders written before it was recorded.
     runtime_s, build_s : float
         Solve and instance-building time. [s]
     cost_breakdown_usd_per_h : CostBreakdown or None
@@ -461,6 +465,7 @@ class PlanSummary:
     n_plus_one: bool = False
     time_slices: int = 1
     dinkelbach_iterations: tuple[DinkelbachStep, ...] = field(default_factory=tuple)
+    stopped_by: str | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -535,6 +540,7 @@ class PlanSummary:
             n_plus_one=bool(data.get("n_plus_one", False)),
             time_slices=int(data.get("time_slices", 1)),
             dinkelbach_iterations=tuple(DinkelbachStep.from_json_dict(s) for s in data.get("dinkelbach_iterations") or []),
+            stopped_by=None if data.get("stopped_by") is None else str(data["stopped_by"]),
         )
 
 
@@ -571,6 +577,7 @@ JSON_ORDER = (
     "solver_message",
     "best_bound_usd_per_h",
     "gap",
+    "stopped_by",
     "runtime_s",
     "build_s",
 )

@@ -54,6 +54,7 @@ SUMMARY_JSON_KEYS = {
     "solver_message",
     "best_bound_usd_per_h",
     "gap",
+    "stopped_by",
     "runtime_s",
     "build_s",
     "notes",

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import cast
 
 import pulp
 
@@ -47,6 +48,27 @@ class SolveStatus(StrEnum):
         return self in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
 
 
+class StopReason(StrEnum):
+    """Which limit ended a solve (``summary.json``'s ``stopped_by``).
+
+    Only ``time_limit`` depends on the machine and its load; the others are reached after the same
+    work on any machine, so a solve that ends on them gives the same answer everywhere.
+    """
+
+    GAP = "gap"
+    """The requested relative gap was proven (an LP: solved to optimality)."""
+    NODE_LIMIT = "node_limit"
+    """The branch-and-bound node limit was reached (deterministic)."""
+    ITERATION_LIMIT = "iteration_limit"
+    """The simplex iteration limit was reached (deterministic)."""
+    TIME_LIMIT = "time_limit"
+    """The wall-clock safety net was reached: the answer may differ between machines and loads."""
+    INFEASIBLE = "infeasible"
+    """The solver proved that nothing is feasible."""
+    OTHER = "other"
+    """Anything else (an error, an interrupt, an unrecognised termination)."""
+
+
 @dataclass(frozen=True)
 class SolverOptions:
     """What to run and when to stop.
@@ -56,15 +78,23 @@ class SolverOptions:
     name : str
         ``"highs"`` or ``"cbc"``.
     time_limit_s : float or None
-        Wall-clock limit. [s]
+        Wall-clock limit, a safety net: an answer it cuts short depends on the machine. [s]
     gap : float
         Relative MIP gap at which the solver may stop.
     threads : int
-        Solver threads.
+        Solver threads (fixed: the search, and so the answer, depends on it).
     msg : bool
         Show the solver's log.
     lazy_slices : bool
         Generate node-capacity rows of time slices lazily (placement models with many slices).
+    node_limit : int or None
+        Branch-and-bound nodes after which a MIP stops (HiGHS ``mip_max_nodes``, CBC ``maxNodes``): a
+        deterministic work limit. None: none.
+    iteration_limit : int or None
+        Simplex iterations after which an LP stops (HiGHS ``simplex_iteration_limit``; HiGHS 1.16's MIP search
+        does not honour it, so MIPs are bounded by ``node_limit``). None: none.
+    random_seed : int
+        Seed of HiGHS's randomised choices (``random_seed``; CBC keeps its fixed default seeds).
     """
 
     name: str = "highs"
@@ -73,6 +103,9 @@ class SolverOptions:
     threads: int = 1
     msg: bool = False
     lazy_slices: bool = False
+    node_limit: int | None = None
+    iteration_limit: int | None = None
+    random_seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -95,6 +128,8 @@ class SolverReport:
         Wall-clock time in the solver, hand-over included. [s]
     message : str
         The solver's own words for its termination.
+    stopped_by : StopReason
+        Which limit ended the solve.
     """
 
     solver: str
@@ -104,6 +139,7 @@ class SolverReport:
     gap: float
     runtime_s: float
     message: str
+    stopped_by: StopReason = StopReason.OTHER
 
 
 def relative_gap(objective: float, bound: float) -> float:
@@ -153,6 +189,7 @@ def _cbc_command(options: SolverOptions, log_path: Path, *, warm_start: bool) ->
         "threads": options.threads,
         "logPath": str(log_path),
         "warmStart": warm_start,
+        "maxNodes": options.node_limit,  # CBC's own seeds are fixed: one thread gives the same search every run
     }
     bundled = getattr(pulp, "PULP_CBC_CMD", None)
     if bundled is not None:
@@ -205,10 +242,42 @@ def _solve_cbc(problem: pulp.LpProblem, options: SolverOptions, *, warm_start: b
         runtime_s = time.perf_counter() - start
         text = log_path.read_text() if log_path.exists() else ""
     status, objective, bound, message = _read_cbc_log(text, problem)
-    return SolverReport("cbc", status, objective, bound, relative_gap(objective, bound), runtime_s, message)
+    gap = relative_gap(objective, bound)
+    return SolverReport("cbc", status, objective, bound, gap, runtime_s, message, _cbc_stop_reason(status, message))
 
 
-class _HiGHSWithStart(pulp.HiGHS):  # type: ignore[misc]
+def _cbc_stop_reason(status: SolveStatus, message: str) -> StopReason:
+    """The limit CBC's result line names."""
+    lowered = message.lower()
+    if status == SolveStatus.INFEASIBLE:
+        return StopReason.INFEASIBLE
+    if status == SolveStatus.OPTIMAL:
+        return StopReason.GAP
+    if "node" in lowered:
+        return StopReason.NODE_LIMIT
+    if "time" in lowered:
+        return StopReason.TIME_LIMIT
+    return StopReason.OTHER
+
+
+class _HiGHS(pulp.HiGHS):  # type: ignore[misc]
+    """PuLP's in-process HiGHS, reading the status a node limit ends on (PuLP 3.3 has no entry for it)."""
+
+    def findSolutionValues(self, lp: pulp.LpProblem) -> tuple[int, int]:  # noqa: N802 (PuLP's name)
+        import highspy
+
+        highs = lp.solverModel
+        if highs.getModelStatus() != highspy.HighsModelStatus.kSolutionLimit:
+            return cast(tuple[int, int], super().findSolutionValues(lp))
+        solution = highs.getSolution()
+        for var, value in zip(lp.variables(), solution.col_value, strict=True):
+            var.varValue = value
+        if highs.getInfo().primal_solution_status == 2:  # kSolutionStatusFeasible
+            return pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible
+        return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+
+
+class _HiGHSWithStart(_HiGHS):
     """PuLP's in-process HiGHS, handing the variables' initial values to HiGHS as a starting solution."""
 
     def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
@@ -230,8 +299,16 @@ class _HiGHSWithStart(pulp.HiGHS):  # type: ignore[misc]
 def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start: bool) -> SolverReport:
     import highspy
 
-    kind = _HiGHSWithStart if warm_start else pulp.HiGHS
-    solver = kind(msg=options.msg, timeLimit=options.time_limit_s, gapRel=options.gap, threads=options.threads)
+    kind = _HiGHSWithStart if warm_start else _HiGHS
+    limits = {"mip_max_nodes": options.node_limit, "simplex_iteration_limit": options.iteration_limit}
+    solver = kind(
+        msg=options.msg,
+        timeLimit=options.time_limit_s,
+        gapRel=options.gap,
+        threads=options.threads,
+        random_seed=options.random_seed,
+        **{key: value for key, value in limits.items() if value is not None},
+    )
     start = time.perf_counter()
     with _quiet_stdout(not options.msg):
         problem.solve(solver)
@@ -242,17 +319,32 @@ def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start:
     message = highs.modelStatusToString(model_status)
     has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
     statuses = highspy.HighsModelStatus
+    stopped_by = _highs_stop_reasons().get(model_status, StopReason.OTHER)
     if model_status in (statuses.kInfeasible, statuses.kUnboundedOrInfeasible):
-        return SolverReport("highs", SolveStatus.INFEASIBLE, math.nan, math.nan, math.nan, runtime_s, message)
+        return SolverReport("highs", SolveStatus.INFEASIBLE, math.nan, math.nan, math.nan, runtime_s, message, stopped_by)
     if not has_solution:
-        return SolverReport("highs", SolveStatus.NO_SOLUTION, math.nan, math.nan, math.nan, runtime_s, message)
+        return SolverReport("highs", SolveStatus.NO_SOLUTION, math.nan, math.nan, math.nan, runtime_s, message, stopped_by)
     objective = float(info.objective_function_value)
     if problem.isMIP():
         bound = float(info.mip_dual_bound)
     else:
         bound = objective if model_status == statuses.kOptimal else math.nan
     status = SolveStatus.OPTIMAL if model_status == statuses.kOptimal else SolveStatus.FEASIBLE
-    return SolverReport("highs", status, objective, bound, relative_gap(objective, bound), runtime_s, message)
+    return SolverReport("highs", status, objective, bound, relative_gap(objective, bound), runtime_s, message, stopped_by)
+
+
+def _highs_stop_reasons() -> dict[object, StopReason]:
+    import highspy
+
+    statuses = highspy.HighsModelStatus
+    return {
+        statuses.kOptimal: StopReason.GAP,
+        statuses.kSolutionLimit: StopReason.NODE_LIMIT,  # mip_max_nodes (the only solution-count limit set here)
+        statuses.kIterationLimit: StopReason.ITERATION_LIMIT,
+        statuses.kTimeLimit: StopReason.TIME_LIMIT,
+        statuses.kInfeasible: StopReason.INFEASIBLE,
+        statuses.kUnboundedOrInfeasible: StopReason.INFEASIBLE,
+    }
 
 
 def solve_problem(problem: pulp.LpProblem, options: SolverOptions, *, warm_start: bool = False) -> SolverReport:

@@ -29,6 +29,9 @@ from placement.plan import Plan
 
 MARKERS = ("summary.json", "compare.csv")
 
+MAP_FILES = ("map.png", "map_<region>.png", "map.html")
+"""The files ``maps=False`` (``solve --no-maps``) leaves out; every other file is written."""
+
 
 def summary_json_dict(plan: Plan) -> dict[str, Any]:
     """What ``summary.json`` holds: the plan's figures, its notes and the scenario's path.
@@ -51,7 +54,7 @@ def _write_csv(table: pd.DataFrame, path: Path) -> None:
     null_nonfinite(table).to_csv(path, index=False, float_format="%.10g")
 
 
-def _write_all(plan: Plan, folder: Path) -> None:
+def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
     shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
     (folder / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)) + "\n", encoding="utf-8")
     _write_csv(plan.sites, folder / "sites.csv")
@@ -68,15 +71,17 @@ def _write_all(plan: Plan, folder: Path) -> None:
     title = f"{summary.scenario}: {summary.sites_open} sites, " + (
         f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
-    draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
+    if maps:
+        draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
     catchments = catchment_frame(plan)  # once: the GeoJSON, the regional maps and the web map draw the same
     links = plan.instance.latency.links_frame()  # the network the plan's round trips were computed on
     write_catchments(catchments, folder)
     write_network(links, folder)
-    draw_regional_maps(plan, folder, catchments=catchments)
-    write_webmap(plan, folder / "map.html", catchments=catchments, links=links)
-    write_report_html(plan, folder)  # last: embeds map.png, map_*.png and ttft_budget.png
+    if maps:
+        draw_regional_maps(plan, folder, catchments=catchments)
+        write_webmap(plan, folder / "map.html", catchments=catchments, links=links)
+    write_report_html(plan, folder)  # last: embeds map.png, map_*.png (when drawn) and ttft_budget.png
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -189,7 +194,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     Path(temporary).replace(path)
 
 
-def write_results(plan: Plan, out_dir: str | Path) -> Path:
+def write_results(plan: Plan, out_dir: str | Path, *, maps: bool = True) -> Path:
     """Write every result file of a plan into ``out_dir``, atomically.
 
     Parameters
@@ -199,6 +204,9 @@ def write_results(plan: Plan, out_dir: str | Path) -> Path:
     out_dir : str or Path
         Destination folder. It is replaced as a whole; an existing folder that does not hold
         placement results (no ``summary.json``) is refused rather than overwritten.
+    maps : bool, optional
+        Draw the maps (:data:`MAP_FILES`); False leaves them out (scripted runs), every other
+        file is written as usual.
 
     Returns
     -------
@@ -210,4 +218,4 @@ def write_results(plan: Plan, out_dir: str | Path) -> Path:
     InputError
         If the destination exists and is not a results folder, or cannot be written.
     """
-    return write_folder(out_dir, lambda folder: _write_all(plan, folder))
+    return write_folder(out_dir, lambda folder: _write_all(plan, folder, maps=maps))
