@@ -56,6 +56,8 @@ WGS84 = "EPSG:4326"
 
 _HUB_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _BLANK = {"", "nan", "na", "null", "none"}
+FIREWALL_COUNTRIES = ("CN",)
+"""Countries whose international traffic crosses a national firewall (mainland China; Hong Kong is not)."""
 ACCESS_HUBS = 3
 """A point may enter the graph at any of this many nearest hubs."""
 _CHUNK_ROWS = 8192
@@ -82,6 +84,9 @@ class GraphLatencyParams:
     last_mile_ms : float
         Round trip of a user's last mile (home or mobile network to the metro), added once per
         user end when the access leg is requested. [ms]
+    firewall_ms : float
+        Round trip added to every link that crosses the border of a country in
+        :data:`FIREWALL_COUNTRIES` (inspection at the national gateways); 0 on a provider's backbone. [ms]
     """
 
     route_factor_terrestrial: float = 1.5
@@ -90,6 +95,7 @@ class GraphLatencyParams:
     fixed_ms: float = 1.0
     access_route_factor: float = 1.5
     last_mile_ms: float = 8.0
+    firewall_ms: float = 0.0
 
     def __post_init__(self) -> None:
         """Refuse factors below 1 and negative delays: either would beat light in fiber."""
@@ -97,7 +103,7 @@ class GraphLatencyParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 1.0):
                 raise ValueError(f"{name} must be a finite number >= 1, got {value}")
-        for name in ("hop_ms", "fixed_ms", "last_mile_ms"):
+        for name in ("hop_ms", "fixed_ms", "last_mile_ms", "firewall_ms"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
@@ -438,8 +444,16 @@ def link_lengths_km(network: Network, params: GraphLatencyParams) -> NDArray[np.
     return np.asarray(links["length_km"].fillna(pd.Series(modelled, index=links.index)).to_numpy(float))
 
 
+def crosses_firewall(network: Network) -> NDArray[np.bool_]:
+    """True for every link with exactly one end in a country of :data:`FIREWALL_COUNTRIES`."""
+    country = network.hubs.set_index("hub_id")["country_code"]
+    inside_a = country.loc[network.links["a"]].isin(FIREWALL_COUNTRIES).to_numpy()
+    inside_b = country.loc[network.links["b"]].isin(FIREWALL_COUNTRIES).to_numpy()
+    return np.asarray(inside_a != inside_b)
+
+
 def link_rtt_ms(network: Network, params: GraphLatencyParams) -> NDArray[np.float64]:
-    """Round trip of every link: fiber over its route length plus one hop delay.
+    """Round trip of every link: fiber over its route length, one hop delay, and the firewall where it crosses one.
 
     Parameters
     ----------
@@ -453,7 +467,8 @@ def link_rtt_ms(network: Network, params: GraphLatencyParams) -> NDArray[np.floa
     numpy.ndarray
         One round trip per link. [ms]
     """
-    return fiber_rtt_ms(link_lengths_km(network, params)) + params.hop_ms
+    firewall = np.where(crosses_firewall(network), params.firewall_ms, 0.0)
+    return fiber_rtt_ms(link_lengths_km(network, params)) + params.hop_ms + firewall
 
 
 @lru_cache(maxsize=8)
