@@ -20,7 +20,7 @@ from tests.conftest import write_scenario
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory: pytest.TempPathFactory) -> Plan:
     folder = tmp_path_factory.mktemp("consistency")
-    demand = {"clusters": 4}  # clustered: a population takes its worst member's round trip
+    demand = {"clusters": 2}  # clustered: a population takes its worst member's round trip
     return run(load_scenario(write_scenario(folder, demand=demand)))
 
 

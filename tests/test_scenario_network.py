@@ -21,6 +21,7 @@ from placement.network import graph
 from placement.network.graph import HUBS_CSV, LINKS_CSV, build_graph, default_network, default_params, nearest_hub
 from placement.network.great_circle import LatencyParams
 from placement.network.latency import LatencyModel
+from placement.network.paths import RoundTrips
 from placement.network.places import rtt_report
 from placement.outputs.catchments import write_network
 from placement.outputs.regional_maps import draw_regional_maps
@@ -155,7 +156,8 @@ def test_catchments_are_computed_once_per_results_folder(tmp_path: Path, monkeyp
         (graph.links_frame, ("network", "params")),
         (graph.hubs_frame, ("network",)),
         (graph.load_network, ("hubs_path", "links_path")),
-        (rtt_report, ("params", "network")),
+        (rtt_report, ("round_trips",)),
+        (RoundTrips, ("network", "backbone", "internet")),
         (webmap_data, ("catchments", "links")),
         (write_webmap, ("catchments", "links")),
         (draw_regional_maps, ("catchments",)),

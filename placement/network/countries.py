@@ -40,7 +40,7 @@ def _cities() -> pd.DataFrame:
 @lru_cache(maxsize=1)
 def _polygons() -> gpd.GeoDataFrame:
     """Natural Earth countries with the alpha-2 code most common among the cities inside each."""
-    countries = gpd.read_file(COUNTRIES_GEOJSON)[["name", "geometry"]].to_crs(WGS84)
+    countries = gpd.read_file(COUNTRIES_GEOJSON)[["name", "continent", "geometry"]].to_crs(WGS84)
     cities = _cities()
     located = gpd.GeoDataFrame(
         cities[["country_code"]], geometry=points(cities["lon"].to_numpy(float), cities["lat"].to_numpy(float)), crs=WGS84
@@ -80,3 +80,15 @@ def country_of_points(lat_deg: ArrayLike, lon_deg: ArrayLike) -> NDArray[np.str_
     city_code, city_km = _nearest_city(lat, lon)
     codes = np.where((city_km <= IN_CITY_KM) | inside.isna().to_numpy(), city_code, inside.fillna("").to_numpy(str))
     return np.asarray(codes, dtype=str)
+
+
+def continent_of_countries() -> dict[str, str]:
+    """Natural Earth continent of every ISO alpha-2 country that has a 1:110m polygon.
+
+    Returns
+    -------
+    dict of str to str
+        ``{"DE": "Europe", "IN": "Asia", ...}``; countries below 1:110m (Singapore, Bahrain) are absent.
+    """
+    polygons = _polygons()
+    return dict(zip(polygons["country_code"].astype(str), polygons["continent"].astype(str), strict=True))
