@@ -357,7 +357,8 @@ def test_resolve_unknown_suggests_close_names() -> None:
 
 def test_resolve_lat_lon() -> None:
     place = resolve_place("41.88, -87.63", SMALL_CITIES)
-    assert (place.lat, place.lon, place.country_code) == (41.88, -87.63, "")
+    assert (place.lat, place.lon, place.country_code) == (41.88, -87.63, "US")  # coordinates get the country they lie in
+    assert resolve_place("-33.87,151.21", SMALL_CITIES).country_code == "AU"
     with pytest.raises(InputError, match="out of range"):
         resolve_place("95,10", SMALL_CITIES)
 

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from placement.bundled import bundled_path
 from placement.geodesy import pairwise_km
-from placement.network.graph import GraphLatencyParams, Network, default_network, site_site_rtt_ms
+from placement.network.graph import GraphLatencyParams, Network, default_network, global_network, site_site_rtt_ms
 from placement.network.great_circle import physics_bound_rtt_ms
 
 MATRIX_CSV = bundled_path("latency", "azure_interregion_rtt_ms.csv")
@@ -77,7 +77,7 @@ def split_regions(pairs: pd.DataFrame) -> NDArray[np.bool_]:
 
 
 def graph_predict(pairs: pd.DataFrame, params: GraphLatencyParams, *, network: Network | None = None) -> NDArray[np.float64]:
-    """Data-center-to-data-center round trip of each pair over the graph. [ms]"""
+    """Data-center-to-data-center round trip of each pair over the backbone graph (default: bundled, no regional links). [ms]"""
     regions = sorted(set(pairs["a"]) | set(pairs["b"]))
     ends = pd.concat(
         [
@@ -86,7 +86,7 @@ def graph_predict(pairs: pd.DataFrame, params: GraphLatencyParams, *, network: N
         ]
     )
     first = ends.drop_duplicates("r").set_index("r").loc[regions]
-    network = default_network() if network is None else network
+    network = global_network(default_network()) if network is None else network  # a backbone: no regional corridors
     matrix = site_site_rtt_ms(first["lat"], first["lon"], first["lat"], first["lon"], params, network=network)
     index = {r: k for k, r in enumerate(regions)}
     return np.asarray(matrix[pairs["a"].map(index).to_numpy(), pairs["b"].map(index).to_numpy()])

@@ -48,9 +48,11 @@ from placement.network.graph import (
     GraphLatencyParams,
     Network,
     build_graph,
+    corridor_countries,
     default_network,
     default_params,
     fiber_rtt_ms,
+    global_network,
     hub_rtt_matrix_ms,
     site_site_rtt_ms,
 )
@@ -196,8 +198,21 @@ class RoundTrips:
 
     @cached_property
     def internet_hub_rtt_ms(self) -> FloatArray:
-        """``(h, h)`` shortest public-internet round trips between hubs, without the fixed delay. [ms]"""
+        """``(h, h)`` shortest public-internet round trips between hubs, regional links included (no fixed delay). [ms]"""
         return hub_rtt_matrix_ms(self.network, self.internet)
+
+    @cached_property
+    def transit_hub_rtt_ms(self) -> FloatArray:
+        """``(h, h)`` the same without regional links: transit between countries no regional link joins. [ms]"""
+        return hub_rtt_matrix_ms(global_network(self.network), self.internet)
+
+    @cached_property
+    def corridor_countries(self) -> frozenset[str]:
+        """Countries whose traffic may use the regional links."""
+        return corridor_countries(self.network)
+
+    def _on_corridor(self, points: Endpoints) -> NDArray[np.bool_]:
+        return np.isin(points.country_code, sorted(self.corridor_countries))
 
     @cached_property
     def _hub_country(self) -> NDArray[np.str_]:
@@ -244,8 +259,17 @@ class RoundTrips:
 
     def _public_p50_ms(self, a: Endpoints, b: Endpoints) -> FloatArray:
         entry_a, entry_b = self.entries(a), self.entries(b)
-        hubs = self.internet_hub_rtt_ms
-        rtt = np.full((len(a), len(b)), np.inf)
+        regional = self._on_corridor(a)[:, None] | self._on_corridor(b)[None, :]
+        if not regional.any():
+            return self._entry_to_entry_ms(entry_a, entry_b, self.transit_hub_rtt_ms)
+        if regional.all():
+            return self._entry_to_entry_ms(entry_a, entry_b, self.internet_hub_rtt_ms)
+        via_corridors = self._entry_to_entry_ms(entry_a, entry_b, self.internet_hub_rtt_ms)
+        return np.asarray(np.where(regional, via_corridors, self._entry_to_entry_ms(entry_a, entry_b, self.transit_hub_rtt_ms)))
+
+    def _entry_to_entry_ms(self, entry_a: Entries, entry_b: Entries, hubs: FloatArray) -> FloatArray:
+        """Quickest combination of entry hubs: leg + hub-to-hub + leg + the fixed delay. [ms]"""
+        rtt = np.full((entry_a.hub.shape[0], entry_b.hub.shape[0]), np.inf)
         for ka in range(entry_a.hub.shape[1]):
             for kb in range(entry_b.hub.shape[1]):
                 core = hubs[np.ix_(entry_a.hub[:, ka], entry_b.hub[:, kb])]
@@ -271,7 +295,8 @@ class RoundTrips:
         """
         km = pairwise_km(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg)
         if path is PathType.BACKBONE:
-            p50 = site_site_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, self.backbone, network=self.network)
+            backbone = global_network(self.network)  # a provider's backbone does not take the regional corridors
+            p50 = site_site_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, self.backbone, network=backbone)
         else:
             p50 = self._public_p50_ms(a, b)
             if path is PathType.ACCESS:
@@ -301,17 +326,20 @@ class RoundTrips:
 
     def _hub_path(self, a: Endpoints, b: Endpoints, path: PathType) -> list[str]:
         params = self.backbone if path is PathType.BACKBONE else self.internet
+        regional = path is not PathType.BACKBONE and bool(self._on_corridor(a)[0] or self._on_corridor(b)[0])
+        network = self.network if regional else global_network(self.network)
+        hubs = self.internet_hub_rtt_ms if regional else self.transit_hub_rtt_ms
         if path is PathType.BACKBONE:
             hub_a = int(np.argmax(self.network.hub_vectors @ unit_vectors(a.lat_deg, a.lon_deg)[0]))
             hub_b = int(np.argmax(self.network.hub_vectors @ unit_vectors(b.lat_deg, b.lon_deg)[0]))
         else:
             entry_a, entry_b = self.entries(a), self.entries(b)
-            total = entry_a.leg_ms[0][:, None] + self.internet_hub_rtt_ms[np.ix_(entry_a.hub[0], entry_b.hub[0])]
+            total = entry_a.leg_ms[0][:, None] + hubs[np.ix_(entry_a.hub[0], entry_b.hub[0])]
             total = total + entry_b.leg_ms[0][None, :]
             ka, kb = np.unravel_index(int(np.argmin(total)), total.shape)
             hub_a, hub_b = int(entry_a.hub[0, ka]), int(entry_b.hub[0, kb])
         ids, names = self.network.hub_ids, self.network.hub_names
-        nodes: list[str] = nx.dijkstra_path(build_graph(self.network, params), ids[hub_a], ids[hub_b], weight="rtt_ms")
+        nodes: list[str] = nx.dijkstra_path(build_graph(network, params), ids[hub_a], ids[hub_b], weight="rtt_ms")
         by_id = dict(zip(ids, names, strict=True))
         return [by_id[n] for n in nodes]
 
