@@ -47,6 +47,7 @@ from placement.network.graph import (
     CALIBRATED_JSON,
     GraphLatencyParams,
     Network,
+    access_rtt_ms,
     build_graph,
     corridor_countries,
     default_network,
@@ -54,6 +55,8 @@ from placement.network.graph import (
     fiber_rtt_ms,
     global_network,
     hub_rtt_matrix_ms,
+    nearest_hub,
+    nearest_hubs,
     site_site_rtt_ms,
 )
 from placement.network.great_circle import physics_bound_rtt_ms
@@ -329,9 +332,11 @@ class RoundTrips:
         regional = path is not PathType.BACKBONE and bool(self._on_corridor(a)[0] or self._on_corridor(b)[0])
         network = self.network if regional else global_network(self.network)
         hubs = self.internet_hub_rtt_ms if regional else self.transit_hub_rtt_ms
-        if path is PathType.BACKBONE:
-            hub_a = int(np.argmax(self.network.hub_vectors @ unit_vectors(a.lat_deg, a.lon_deg)[0]))
-            hub_b = int(np.argmax(self.network.hub_vectors @ unit_vectors(b.lat_deg, b.lon_deg)[0]))
+        if path is PathType.BACKBONE:  # as site_site_rtt_ms: any of a's nearest hubs, b's nearest hub
+            hubs_a, km_a = nearest_hubs(a.lat_deg, a.lon_deg, network, ACCESS_HUBS)
+            (hub_b,), _ = nearest_hub(b.lat_deg, b.lon_deg, network)
+            legs = access_rtt_ms(km_a[0], params, last_mile=False)
+            hub_a = int(hubs_a[0, int(np.argmin(hub_rtt_matrix_ms(network, params)[hubs_a[0], hub_b] + legs))])
         else:
             entry_a, entry_b = self.entries(a), self.entries(b)
             total = entry_a.leg_ms[0][:, None] + hubs[np.ix_(entry_a.hub[0], entry_b.hub[0])]
