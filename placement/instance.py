@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +20,9 @@ from placement.catalog import load_catalog
 from placement.cities import load_cities
 from placement.demand import Populations, aggregate, demand_tok_s
 from placement.economics import NodeCost, node_cost_usd_per_h
-from placement.network.graph import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network
+from placement.network.graph import HUBS_CSV, LINKS_CSV, default_network, load_network
 from placement.network.latency import LatencyModel
+from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
 from placement.regions import region_values
@@ -64,7 +65,10 @@ class Instance:
     slice_hours : numpy.ndarray
         ``(T,)`` hours per slice. [h]
     rtt_ms : numpy.ndarray
-        ``(n, m)`` worst member-city round trip from each population to each site. [ms]
+        ``(n, m)`` worst member-city round trip from each population to each site that the TTFT
+        budget uses: ``rtt_p90_ms`` or ``rtt_p50_ms`` as ``latency.quantile`` says. [ms]
+    rtt_p50_ms, rtt_p90_ms : numpy.ndarray
+        ``(n, m)`` worst member-city median and p90 round trips (``access`` path). [ms]
     commodity_population, commodity_class : numpy.ndarray
         Population and class index of each commodity.
     ttft_ms : numpy.ndarray
@@ -106,6 +110,8 @@ class Instance:
     population_slice_demand_tok_s: FloatArray
     slice_hours: FloatArray
     rtt_ms: FloatArray
+    rtt_p50_ms: FloatArray
+    rtt_p90_ms: FloatArray
     commodity_population: IntArray
     commodity_class: IntArray
     ttft_ms: FloatArray
@@ -154,7 +160,7 @@ def build_latency_model(spec: LatencySection, resolve: Callable[[str], Path]) ->
     LatencyModel
         The great-circle model, or the graph over the scenario's ``latency.hubs``/``links``
         (the bundled files where the scenario names none) with the calibrated parameters and
-        the scenario's last mile.
+        the users' last mile (the per-country priors, or the scenario's ``access_ms``).
 
     Raises
     ------
@@ -167,35 +173,47 @@ def build_latency_model(spec: LatencySection, resolve: Callable[[str], Path]) ->
         network = default_network()
     else:
         network = load_network(resolve(spec.hubs) if spec.hubs else HUBS_CSV, resolve(spec.links) if spec.links else LINKS_CSV)
-    return LatencyModel.from_graph(network, replace(default_params(), last_mile_ms=spec.access_ms))
+    return LatencyModel.from_graph(round_trips(network, last_mile_override_ms=spec.access_ms))
 
 
-def worst_member_rtt_ms(cities: pd.DataFrame, sites: pd.DataFrame, latency: LatencyModel) -> FloatArray:
-    """Round trip to each site from the farthest member city of each population (conservative).
+def endpoints(frame: pd.DataFrame) -> Endpoints:
+    """Points of a city or site table (``lat``, ``lon``, ``country_code``)."""
+    return Endpoints.of(frame["lat"].to_numpy(float), frame["lon"].to_numpy(float), frame["country_code"].to_numpy(str))
+
+
+def worst_member_rtt_ms(cities: pd.DataFrame, sites: pd.DataFrame, latency: LatencyModel) -> RoundTripQuantiles:
+    """Round trips to each site from the farthest member city of each population (conservative).
+
+    Each member city is a user point of its own country (``access`` path, see
+    :mod:`placement.network.paths`); a population takes, per site and per quantile, its worst member's.
 
     Parameters
     ----------
     cities : pandas.DataFrame
-        Member cities (``lat``, ``lon``, ``population_index``).
+        Member cities (``lat``, ``lon``, ``country_code``, ``population_index``).
     sites : pandas.DataFrame
-        Sites (``lat``, ``lon``).
+        Sites (``lat``, ``lon``, ``country_code``).
     latency : LatencyModel
         The scenario's latency model.
 
     Returns
     -------
-    numpy.ndarray
-        ``(n, m)`` worst member round trip of each population to each site, users' last mile
-        included. [ms]
+    RoundTripQuantiles
+        ``(n, m)`` worst member p50 and p90 round trips of each population to each site, users'
+        last mile included. [ms]
     """
     cities = cities.sort_values("population_index", kind="stable")
-    rtt = latency.population_site_rtt_ms(cities["lat"].to_numpy(float), cities["lon"].to_numpy(float), sites["lat"], sites["lon"])
+    rtt = latency.population_site_rtt(endpoints(cities), endpoints(sites))
     labels = cities["population_index"].to_numpy()
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-    return np.asarray(np.maximum.reduceat(rtt, starts, axis=0))
+    return RoundTripQuantiles(
+        np.asarray(np.maximum.reduceat(rtt.p50_ms, starts, axis=0)), np.asarray(np.maximum.reduceat(rtt.p90_ms, starts, axis=0))
+    )
 
 
-def retrieval_extra_ms(classes: list[WorkloadClass], sites: pd.DataFrame, latency: LatencyModel, *, source: str) -> FloatArray:
+def retrieval_extra_ms(
+    classes: list[WorkloadClass], sites: pd.DataFrame, latency: LatencyModel, *, source: str, quantile: Quantile = Quantile.P50
+) -> FloatArray:
     """Round trip from each site to each class's remote retrieval store (0 where it is local). [ms]
 
     Parameters
@@ -205,9 +223,11 @@ def retrieval_extra_ms(classes: list[WorkloadClass], sites: pd.DataFrame, latenc
     sites : pandas.DataFrame
         The sites.
     latency : LatencyModel
-        The scenario's latency model (data center to data center: no last mile).
+        The scenario's latency model (data center to data center over the public internet).
     source : str
         The scenario file, for error messages.
+    quantile : Quantile, optional
+        Which round trip the budget uses (``latency.quantile``).
 
     Returns
     -------
@@ -221,7 +241,6 @@ def retrieval_extra_ms(classes: list[WorkloadClass], sites: pd.DataFrame, latenc
     """
     extra = np.zeros((len(classes), len(sites)))
     ids = sites["id"].tolist()
-    lat, lon = sites["lat"].to_numpy(float), sites["lon"].to_numpy(float)
     problems = []
     for k, workload in enumerate(classes):
         store = workload.retrieval_store_site
@@ -233,7 +252,8 @@ def retrieval_extra_ms(classes: list[WorkloadClass], sites: pd.DataFrame, latenc
             )
             continue
         j = ids.index(store)
-        extra[k] = latency.site_site_rtt_ms(lat, lon, lat[j : j + 1], lon[j : j + 1])[:, 0]
+        trips = latency.site_site_rtt(endpoints(sites), endpoints(sites.iloc[j : j + 1]))
+        extra[k] = (trips.p90_ms if quantile is Quantile.P90 else trips.p50_ms)[:, 0]
         extra[k, j] = 0.0
     if problems:
         raise InputError(problems)
@@ -733,10 +753,12 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     pop_slices, slice_hours = slice_demand(loaded, populations)
     pop_mean = populations.table["demand_tok_s"].to_numpy(float)
     latency = build_latency_model(scenario.latency, loaded.resolve)
-    rtt = worst_member_rtt_ms(populations.cities, sites, latency)
+    quantiles = worst_member_rtt_ms(populations.cities, sites, latency)
+    quantile = Quantile(scenario.latency.quantile)
+    rtt = quantiles.p90_ms if quantile is Quantile.P90 else quantiles.p50_ms
     commodity_population, commodity_class = commodities(len(populations.table), len(classes))
     profiles = class_profiles(loaded)
-    retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=str(loaded.path))
+    retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=str(loaded.path), quantile=quantile)
     ttft = commodity_ttft_ms(rtt, profiles, retrieval_extra, commodity_class)
     within_budget = ttft <= np.array([c.ttft_p99_ms for c in classes])[commodity_class][:, None]
     permitted = residency_mask(
@@ -761,6 +783,8 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         population_slice_demand_tok_s=pop_slices,
         slice_hours=slice_hours,
         rtt_ms=rtt,
+        rtt_p50_ms=quantiles.p50_ms,
+        rtt_p90_ms=quantiles.p90_ms,
         commodity_population=commodity_population,
         commodity_class=commodity_class,
         ttft_ms=ttft,

@@ -284,7 +284,7 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
     pop = instance.commodity_population[commodity]
     klass = instance.commodity_class[commodity]
     table = instance.populations.table
-    rtt = instance.rtt_ms[pop, site]
+    rtt = instance.rtt_ms[pop, site]  # the quantile the TTFT budget uses (latency.quantile)
     frame = pd.DataFrame(
         {
             "population_id": table["population_id"].to_numpy()[pop],
@@ -296,7 +296,9 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
             "goodput_tok_s": share * instance.commodity_mean_demand_tok_s[commodity],
             "peak_goodput_tok_s": share * instance.commodity_peak_demand_tok_s[commodity],
             "share_of_demand": share,
-            "rtt_ms": rtt,
+            "rtt_ms": instance.rtt_p50_ms[pop, site],
+            "rtt_p90_ms": instance.rtt_p90_ms[pop, site],
+            "rtt_budget_ms": rtt,
             "ttft_p99_ms": instance.ttft_ms[commodity, site],
             "ttft_objective_ms": [instance.classes[k].ttft_p99_ms for k in klass.tolist()],
         }

@@ -13,17 +13,41 @@ from placement.cli import main
 def test_rtt_json_has_the_contract_keys(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rtt", "Chicago", "Frankfurt am Main", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert {"rtt_ms", "path", "bound_ms"} <= set(report)
-    assert 85 <= report["rtt_ms"] <= 105  # seed: Chicago-Frankfurt 90-100 ms
+    assert {"rtt_ms", "rtt_p90_ms", "path", "bound_ms", "path_type"} <= set(report)
+    assert report["path_type"] == "internet"
+    assert 85 <= report["rtt_ms"] <= 115  # seed: Chicago-Frankfurt 90-100 ms; the public internet is a little slower
+    assert report["rtt_p90_ms"] > report["rtt_ms"]
     assert report["rtt_ms"] >= report["bound_ms"]
     assert report["path"][0] == "Chicago" and report["path"][-1] == "Frankfurt"
 
 
-def test_rtt_access_adds_both_last_miles(capsys: pytest.CaptureFixture[str]) -> None:
+def test_rtt_access_adds_the_users_last_mile(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rtt", "Chicago", "Ashburn", "--json"]) == 0
     plain = json.loads(capsys.readouterr().out)["rtt_ms"]
     assert main(["rtt", "Chicago", "Ashburn", "--json", "--access"]) == 0
-    assert json.loads(capsys.readouterr().out)["rtt_ms"] > plain + 10
+    assert json.loads(capsys.readouterr().out)["rtt_ms"] > plain + 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["rtt", "-33.87,151.21", "40.71,-74.01", "--json"],
+        ["rtt", "--json", "-33.87,151.21", "40.71,-74.01"],
+        ["rtt", "-33.87,151.21", "--json", "40.71,-74.01", "--path", "internet"],
+    ],
+)
+def test_rtt_takes_southern_and_western_coordinates_as_written(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["from"]["country_code"] == "AU" and report["to"]["country_code"] == "US"
+    assert report["from"]["lat"] == -33.87 and report["to"]["lon"] == -74.01
+    assert report["rtt_ms"] >= report["bound_ms"] > 150
+
+
+def test_rtt_backbone_is_a_separate_path_type(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rtt", "-23.55,-46.63", "40.71,-74.01", "--json", "--path", "backbone"]) == 0
+    backbone = json.loads(capsys.readouterr().out)
+    assert backbone["path_type"] == "backbone" and backbone["rtt_ms"] >= backbone["bound_ms"]
 
 
 def test_rtt_coordinates_and_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:

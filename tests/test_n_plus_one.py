@@ -166,15 +166,17 @@ def test_world_24x7_is_the_default_world_with_n_plus_one() -> None:
     assert world == default
 
 
-def test_world_24x7_cannot_protect_six_populations() -> None:
-    # Building the instance is enough (no solve): the chat populations with one metro in reach, two of them in
-    # western China, where residency leaves only the Chinese sites.
+def test_world_24x7_names_the_populations_it_cannot_protect() -> None:
+    # Building the instance is enough (no solve): the commodities with one metro in reach. With the
+    # p90 public-internet round trips (issue 12) they are 156 commodities in 54 model rows, no longer
+    # the 4 of the Azure-backbone model (Abéché, Faaa, Kidal, Niamey are now out of reach altogether);
+    # a cluster's name carries its member count ("Aleppo +48"), which moves with the aggregation.
     instance = build_instance(load_scenario(WORLD_24X7))
     single = unprotectable_commodities(instance)
-    names = instance.populations.table["name"].to_numpy()[instance.commodity_population[single]]
-    assert sorted(names.tolist()) == ["Abéché +13", "Chéngguān Qū +14", "Faaa +2", "Kidal +1", "Niamey +25", "Rikaze +1"]
-    # model rows merge commodities that reach the same sites: the two Tibetan populations share one
-    assert instance.inputs.protected.sum() == instance.inputs.n_commodities - 5
+    names = {n.split(" +")[0] for n in instance.populations.table["name"].to_numpy()[instance.commodity_population[single]]}
+    assert len(single) == 156
+    assert {"Aleppo", "Antananarivo", "Ahvaz"} <= names
+    assert instance.inputs.protected.sum() == instance.inputs.n_commodities - 54
 
 
 def test_greedy_n_plus_one_design_is_feasible() -> None:

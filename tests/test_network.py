@@ -38,6 +38,7 @@ from placement.network.graph import (
     site_site_rtt_ms,
 )
 from placement.network.great_circle import physics_bound_rtt_ms
+from placement.network.paths import PathType, default_round_trips
 from placement.network.places import fold, resolve_place, rtt_report
 from tests.conftest import REPO
 
@@ -356,7 +357,8 @@ def test_resolve_unknown_suggests_close_names() -> None:
 
 def test_resolve_lat_lon() -> None:
     place = resolve_place("41.88, -87.63", SMALL_CITIES)
-    assert (place.lat, place.lon, place.country_code) == (41.88, -87.63, "")
+    assert (place.lat, place.lon, place.country_code) == (41.88, -87.63, "US")  # coordinates get the country they lie in
+    assert resolve_place("-33.87,151.21", SMALL_CITIES).country_code == "AU"
     with pytest.raises(InputError, match="out of range"):
         resolve_place("95,10", SMALL_CITIES)
 
@@ -368,17 +370,17 @@ def test_resolve_bundled_geonames_names() -> None:
 
 
 def test_rtt_report() -> None:
-    report = rtt_report("Chicago", "Frankfurt am Main", **_bundled())
-    assert 85.0 <= report["rtt_ms"] <= 105.0
-    assert report["bound_ms"] < report["rtt_ms"]
+    report = rtt_report("Chicago", "Frankfurt am Main", round_trips=default_round_trips())
+    assert 85.0 <= report["rtt_ms"] <= 115.0
+    assert report["bound_ms"] < report["rtt_ms"] < report["rtt_p90_ms"]
     assert report["path"][0] == "Chicago" and report["path"][-1] == "Frankfurt"
     assert report["from"]["name"] == "Chicago" and report["to"]["country_code"] == "DE"
     json.dumps(report)
-    with_access = rtt_report("Chicago", "Frankfurt am Main", access=True, **_bundled())
+    with_access = rtt_report("Chicago", "Frankfurt am Main", path=PathType.ACCESS, round_trips=default_round_trips())
     assert with_access["rtt_ms"] > report["rtt_ms"]
 
 
 def test_rtt_report_gathers_both_unknown_places() -> None:
     with pytest.raises(InputError) as caught:
-        rtt_report("Chicgo", "Frankfrut", cities=SMALL_CITIES, **_bundled())
+        rtt_report("Chicgo", "Frankfrut", cities=SMALL_CITIES, round_trips=default_round_trips())
     assert len(caught.value.problems) == 2

@@ -96,3 +96,15 @@ def test_non_finite_numbers_are_refused_with_their_key_path(tmp_path: Path) -> N
     ):
         [line] = [p for p in problems if f", {key}:" in p]
         assert str(path) in line and "finite number" in line and "Fix: write a finite number" in line
+
+
+def test_bad_latency_quantile_names_the_key_the_values_and_the_fix(tmp_path: Path) -> None:
+    problems = problems_of(write_scenario(tmp_path, latency={"quantile": "p99"}))
+    assert len(problems) == 1
+    assert "latency.quantile" in problems[0]
+    assert "'p50'" in problems[0] and "'p90'" in problems[0]
+    assert "Fix: use one of the allowed values" in problems[0]
+
+
+def test_latency_quantile_defaults_to_p90(tmp_path: Path) -> None:
+    assert load_scenario(write_scenario(tmp_path)).scenario.latency.quantile == "p90"

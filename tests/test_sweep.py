@@ -35,7 +35,9 @@ from placement.sweep.spec import (
 from tests.conftest import REPO, write_scenario
 
 # 2 TTFT objectives x 2 growths x 2 catalogs = 8 cases; without Frankfurt, Berlin and Paris are
-# out of reach at 250 ms and the base's policy (stop) makes those 2 cases fail with InfeasibleError.
+# out of reach at 250 ms, and Berlin at 400 ms too (p90 public-internet round trip to Ashburn 108 ms,
+# over the 105 ms the objective leaves), so the base's policy (stop) makes those 4 cases fail with
+# InfeasibleError.
 SMALL_SWEEP = {
     "base": "base/scenario.yaml",
     "mode": "grid",
@@ -46,7 +48,7 @@ SMALL_SWEEP = {
     },
 }
 N_CASES = 8
-N_FAILING = 2
+N_FAILING = 4
 EXPECTED_FILES = (
     "results.parquet",
     "results.csv",

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from placement.bundled import bundled_path
 from placement.geodesy import pairwise_km
-from placement.network.graph import GraphLatencyParams, Network, default_network, site_site_rtt_ms
+from placement.network.graph import GraphLatencyParams, Network, default_network, global_network, site_site_rtt_ms
 from placement.network.great_circle import physics_bound_rtt_ms
 
 MATRIX_CSV = bundled_path("latency", "azure_interregion_rtt_ms.csv")
@@ -77,7 +77,7 @@ def split_regions(pairs: pd.DataFrame) -> NDArray[np.bool_]:
 
 
 def graph_predict(pairs: pd.DataFrame, params: GraphLatencyParams, *, network: Network | None = None) -> NDArray[np.float64]:
-    """Data-center-to-data-center round trip of each pair over the graph. [ms]"""
+    """Data-center-to-data-center round trip of each pair over the backbone graph (default: bundled, no regional links). [ms]"""
     regions = sorted(set(pairs["a"]) | set(pairs["b"]))
     ends = pd.concat(
         [
@@ -86,7 +86,7 @@ def graph_predict(pairs: pd.DataFrame, params: GraphLatencyParams, *, network: N
         ]
     )
     first = ends.drop_duplicates("r").set_index("r").loc[regions]
-    network = default_network() if network is None else network
+    network = global_network(default_network()) if network is None else network  # a backbone: no regional corridors
     matrix = site_site_rtt_ms(first["lat"], first["lon"], first["lat"], first["lon"], params, network=network)
     index = {r: k for k, r in enumerate(regions)}
     return np.asarray(matrix[pairs["a"].map(index).to_numpy(), pairs["b"].map(index).to_numpy()])
@@ -129,3 +129,138 @@ def error_metrics(predicted: NDArray[np.float64], measured: NDArray[np.float64],
         "n_train_pairs": int(train.sum()),
         "n_held_out_pairs": int((~train).sum()),
     }
+
+
+# ----------------------------------------------------------------------------- public-internet sources
+
+AWS_GCP_CSV = bundled_path("latency", "aws_gcp_intercloud_ping_2022-02.csv")
+AWS_GCP_LOCATIONS_CSV = bundled_path("latency", "aws_gcp_region_locations.csv")
+CLOUDPING_JSON = bundled_path("latency", "cloudping_aws_interregion_median_rtt_2022.json")
+IBM_MD = bundled_path("latency", "ibm_cloud_interregion_latency.md")
+RIPE_CSV_GZ = bundled_path("latency", "ripe_atlas_country_pair_rtt_2025.csv.gz")
+
+#: Rows of aws_gcp_region_locations.csv that are wrong upstream (data/SOURCES.md). "CLOUD:region" -> (lat, lon)
+AWS_GCP_COORD_FIXES: dict[str, tuple[float, float]] = {
+    "GCP:southamerica-east1": (-23.5, -46.8),  # São Paulo (upstream -23.04, 2.12 is in the Atlantic)
+    "GCP:northamerica-northeast1": (45.5, -73.6),  # Montréal (upstream 50.84, -90.11 is in Ontario's north)
+}
+
+#: The 13 cities of IBM Cloud's inter-region table, as GeoNames names them (``Name, CC``).
+IBM_CITIES = {
+    "Dallas": "Dallas, US",
+    "Toronto": "Toronto, CA",
+    "Washington DC": "Washington, US",
+    "Frankfurt": "Frankfurt am Main, DE",
+    "London": "London, GB",
+    "Madrid": "Madrid, ES",
+    "Montreal": "Montréal, CA",
+    "Chennai": "Chennai, IN",
+    "Mumbai": "Mumbai, IN",
+    "Osaka": "Osaka, JP",
+    "Sydney": "Sydney, AU",
+    "Tokyo": "Tokyo, JP",
+    "Sao Paulo": "São Paulo, BR",
+}
+
+PAIR_COLUMNS = ["source", "a", "b", "a_lat", "a_lon", "b_lat", "b_lon", "rtt_ms"]
+
+
+def _unordered(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Mean round trip per unordered pair of ``source_region``/``target_region`` rows (``rtt_ms``)."""
+    frame = frame[frame["from"] != frame["to"]].dropna(subset=["rtt_ms"])
+    a, b = frame[["from", "to"]].min(axis=1), frame[["from", "to"]].max(axis=1)
+    pairs = frame.assign(a=a, b=b).groupby(["a", "b"])["rtt_ms"].mean().reset_index()
+    return pairs.assign(source=source)
+
+
+def _with_coordinates(pairs: pd.DataFrame, where: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    for end in ("a", "b"):
+        pairs[f"{end}_lat"] = pairs[end].map(lambda r: where[r][0])
+        pairs[f"{end}_lon"] = pairs[end].map(lambda r: where[r][1])
+    return pairs[PAIR_COLUMNS].reset_index(drop=True)
+
+
+def aws_gcp_locations() -> dict[str, tuple[float, float]]:
+    """``CLOUD:region`` -> (lat, lon) of the AWS and GCP regions, the two upstream errors corrected."""
+    table = pd.read_csv(AWS_GCP_LOCATIONS_CSV)
+    rows = table[["cloud", "region", "latitude", "longitude"]].to_numpy()
+    where = {f"{c}:{r}": (float(la), float(lo)) for c, r, la, lo in rows}
+    return {**where, **AWS_GCP_COORD_FIXES}
+
+
+def load_aws_gcp_pairs() -> pd.DataFrame:
+    """AWS/GCP VM-to-VM pings between public IPs, Feb 2022: median of a pair's runs (mean of 5 pings each). [ms]"""
+    runs = pd.read_csv(AWS_GCP_CSV)
+    frame = pd.DataFrame(
+        {
+            "from": runs["from_cloud"] + ":" + runs["from_region"],
+            "to": runs["to_cloud"] + ":" + runs["to_region"],
+            "rtt_ms": runs["avgrtt"].astype(float),
+        }
+    )
+    frame = frame.assign(a=frame[["from", "to"]].min(axis=1), b=frame[["from", "to"]].max(axis=1))
+    frame = frame[frame["a"] != frame["b"]]
+    pairs = frame.groupby(["a", "b"])["rtt_ms"].median().reset_index().assign(source="aws_gcp")
+    return _with_coordinates(pairs, aws_gcp_locations())
+
+
+def load_cloudping_pairs() -> pd.DataFrame:
+    """cloudping.co AWS inter-region median round trips (year to April 2022), mean of both directions. [ms]"""
+    matrix = json.loads(CLOUDPING_JSON.read_text(encoding="utf-8"))
+    frame = pd.DataFrame(
+        [{"from": f"AWS:{s}", "to": f"AWS:{t}", "rtt_ms": float(v)} for s, row in matrix.items() for t, v in row.items()]
+    )
+    return _with_coordinates(_unordered(frame, "cloudping"), aws_gcp_locations())
+
+
+def _ibm_tables(text: str) -> list[pd.DataFrame]:
+    """Every ``### Inter-region latency`` table of the IBM page as a square frame. [ms]"""
+    tables = []
+    for block in text.split("### Inter-region latency")[1:]:
+        lines = [ln for ln in block.splitlines() if ln.startswith("|")]
+        header = [c.strip() for c in lines[0].strip("|").split("|")][1:]
+        rows = {}
+        for line in lines[2 : 2 + len(header)]:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0].strip("*")] = pd.to_numeric(pd.Series(cells[1:], index=header), errors="coerce")
+        tables.append(pd.DataFrame(rows).T)
+    return tables
+
+
+def load_ibm_pairs() -> pd.DataFrame:
+    """IBM Cloud inter-region 30-day mean round trips, mean over both directions and the dated snapshots. [ms]"""
+    from placement.network.places import resolve_place
+
+    frames = [
+        t.rename_axis("from").reset_index().melt(id_vars="from", var_name="to", value_name="rtt_ms")
+        for t in _ibm_tables(IBM_MD.read_text(encoding="utf-8"))
+    ]
+    pairs = _unordered(pd.concat(frames), "ibm")
+    where = {}
+    for name, query in IBM_CITIES.items():
+        place = resolve_place(query)
+        where[name] = (place.lat, place.lon)
+    return _with_coordinates(pairs, where)
+
+
+def load_azure_pairs() -> pd.DataFrame:
+    """Azure's published P50 inter-region round trips (:func:`load_pairs`) with the common columns. [ms]"""
+    return load_pairs().assign(source="azure")[PAIR_COLUMNS]
+
+
+def load_ripe_country_pairs(min_count: int = 100) -> pd.DataFrame:
+    """RIPE Atlas country-pair mean round trips (``rtt_avg``; ``rtt_min`` is polluted by anycast).
+
+    Parameters
+    ----------
+    min_count : int, optional
+        Drop pairs with fewer pings.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``cty1, cty2, rtt_cnt, rtt_avg`` (alpha-2; ``cty1 <= cty2``). [ms]
+    """
+    table = pd.read_csv(RIPE_CSV_GZ, keep_default_na=False)
+    table = table[table["rtt_cnt"] >= min_count]
+    return table[["cty1", "cty2", "rtt_cnt", "rtt_avg"]].reset_index(drop=True)

@@ -52,10 +52,17 @@ HUB_COLUMNS = ("hub_id", "name", "country_code", "lat", "lon", "kind")
 LINK_COLUMNS = ("a", "b", "kind", "length_km", "cables", "source")
 HUB_KINDS = ("metro", "landing")
 LINK_KINDS = ("terrestrial", "submarine")
+LINK_SCOPES = ("global", "regional")
+"""``scope`` column (optional; blank is ``global``). A ``regional`` link carries only traffic with an end
+in a country it joins (the trans-Siberian, Central Asian and Middle Eastern land corridors carry
+Russian, Kazakh, Chinese, Iraqi... traffic, while Europe <-> Asia transit goes by sea); one
+provider's backbone does not use them at all."""
 WGS84 = "EPSG:4326"
 
 _HUB_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _BLANK = {"", "nan", "na", "null", "none"}
+FIREWALL_COUNTRIES = ("CN",)
+"""Countries whose international traffic crosses a national firewall (mainland China; Hong Kong is not)."""
 ACCESS_HUBS = 3
 """A point may enter the graph at any of this many nearest hubs."""
 _CHUNK_ROWS = 8192
@@ -82,6 +89,9 @@ class GraphLatencyParams:
     last_mile_ms : float
         Round trip of a user's last mile (home or mobile network to the metro), added once per
         user end when the access leg is requested. [ms]
+    firewall_ms : float
+        Round trip added to every link that crosses the border of a country in
+        :data:`FIREWALL_COUNTRIES` (inspection at the national gateways); 0 on a provider's backbone. [ms]
     """
 
     route_factor_terrestrial: float = 1.5
@@ -90,6 +100,7 @@ class GraphLatencyParams:
     fixed_ms: float = 1.0
     access_route_factor: float = 1.5
     last_mile_ms: float = 8.0
+    firewall_ms: float = 0.0
 
     def __post_init__(self) -> None:
         """Refuse factors below 1 and negative delays: either would beat light in fiber."""
@@ -97,7 +108,7 @@ class GraphLatencyParams:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 1.0):
                 raise ValueError(f"{name} must be a finite number >= 1, got {value}")
-        for name in ("hop_ms", "fixed_ms", "last_mile_ms"):
+        for name in ("hop_ms", "fixed_ms", "last_mile_ms", "firewall_ms"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
@@ -308,6 +319,24 @@ def _check_link_ends(raw: pd.DataFrame, hubs: pd.DataFrame, path: Path, problems
     return ok
 
 
+def _scopes(raw: pd.DataFrame, path: Path, problems: list[Problem]) -> pd.Series:
+    """The optional ``scope`` column, blanks as ``global``; any other value is a problem."""
+    if "scope" not in raw.columns:
+        return pd.Series("global", index=raw.index)
+    scope = raw["scope"].str.lower().replace("", "global")
+    for k in np.flatnonzero(~scope.isin(LINK_SCOPES).to_numpy()).tolist():
+        problems.append(
+            Problem(
+                str(path),
+                _where(k),
+                "scope",
+                f"must be one of {', '.join(LINK_SCOPES)} or blank, got {raw['scope'].iloc[k]!r}",
+                "write regional for a corridor that carries only its own countries' traffic, else leave it blank",
+            )
+        )
+    return scope
+
+
 def _close_ids(text: str, known: set[str]) -> str:
     close = difflib.get_close_matches(text, sorted(known), n=3, cutoff=0.6)
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
@@ -378,7 +407,8 @@ def load_network(hubs_path: str | Path, links_path: str | Path) -> Network:
     hubs = _check_hubs(raw_hubs, hubs_path, problems).reset_index(drop=True)
     ok = _check_link_ends(raw_links, hubs, links_path, problems)
     length = _numbers(raw_links["length_km"], links_path, "length_km", 1e-9, 50_000.0, problems)
-    links = raw_links[list(LINK_COLUMNS)].assign(length_km=length)
+    scope = _scopes(raw_links, links_path, problems)
+    links = raw_links[list(LINK_COLUMNS)].assign(length_km=length, scope=scope)
     position = {h: k for k, h in enumerate(hubs["hub_id"])}
     ia = links["a"].map(position).fillna(0).astype(int).to_numpy()
     ib = links["b"].map(position).fillna(0).astype(int).to_numpy()
@@ -387,9 +417,45 @@ def load_network(hubs_path: str | Path, links_path: str | Path) -> Network:
     _check_lengths(links, raw_links["length_km"], links_path, problems)
     if not problems:
         _check_connected(hubs, links, hubs_path, problems)
+    if not problems:  # transit between other countries may not use regional links: it must still reach every hub
+        _check_connected(hubs, links[links["scope"].ne("regional")], hubs_path, problems)
     if problems:
         raise InputError(problems)
     return Network(hubs=hubs, links=links.reset_index(drop=True))
+
+
+def regional_links(network: Network) -> NDArray[np.bool_]:
+    """True for every link whose ``scope`` is ``regional``."""
+    if "scope" not in network.links.columns:
+        return np.zeros(len(network.links), dtype=bool)
+    return np.asarray(network.links["scope"].eq("regional").to_numpy())
+
+
+@lru_cache(maxsize=8)
+def global_network(network: Network) -> Network:
+    """The network without its regional links (what transit between other countries, and a backbone, may use).
+
+    Parameters
+    ----------
+    network : Network
+        Hubs and links.
+
+    Returns
+    -------
+    Network
+        ``network`` itself when it has no regional link, else a copy without them.
+    """
+    regional = regional_links(network)
+    if not regional.any():
+        return network
+    return Network(hubs=network.hubs, links=network.links[~regional].reset_index(drop=True))
+
+
+def corridor_countries(network: Network) -> frozenset[str]:
+    """Countries at either end of a regional link: the traffic the regional links may carry."""
+    links = network.links[regional_links(network)]
+    country = network.hubs.set_index("hub_id")["country_code"]
+    return frozenset(country.loc[links["a"]].tolist() + country.loc[links["b"]].tolist())
 
 
 @lru_cache(maxsize=1)
@@ -438,8 +504,16 @@ def link_lengths_km(network: Network, params: GraphLatencyParams) -> NDArray[np.
     return np.asarray(links["length_km"].fillna(pd.Series(modelled, index=links.index)).to_numpy(float))
 
 
+def crosses_firewall(network: Network) -> NDArray[np.bool_]:
+    """True for every link with exactly one end in a country of :data:`FIREWALL_COUNTRIES`."""
+    country = network.hubs.set_index("hub_id")["country_code"]
+    inside_a = country.loc[network.links["a"]].isin(FIREWALL_COUNTRIES).to_numpy()
+    inside_b = country.loc[network.links["b"]].isin(FIREWALL_COUNTRIES).to_numpy()
+    return np.asarray(inside_a != inside_b)
+
+
 def link_rtt_ms(network: Network, params: GraphLatencyParams) -> NDArray[np.float64]:
-    """Round trip of every link: fiber over its route length plus one hop delay.
+    """Round trip of every link: fiber over its route length, one hop delay, and the firewall where it crosses one.
 
     Parameters
     ----------
@@ -453,7 +527,8 @@ def link_rtt_ms(network: Network, params: GraphLatencyParams) -> NDArray[np.floa
     numpy.ndarray
         One round trip per link. [ms]
     """
-    return fiber_rtt_ms(link_lengths_km(network, params)) + params.hop_ms
+    firewall = np.where(crosses_firewall(network), params.firewall_ms, 0.0)
+    return fiber_rtt_ms(link_lengths_km(network, params)) + params.hop_ms + firewall
 
 
 @lru_cache(maxsize=8)

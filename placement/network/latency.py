@@ -5,6 +5,11 @@ may point at edited copies of, and the calibrated parameters) or from the great 
 route factor. :class:`LatencyModel` holds the one the scenario chose, so the solve, the retrieval
 round trips, ``network.geojson`` and the web map all read the same network; nothing here falls
 back to the bundled files.
+
+Path types (:class:`placement.network.paths.PathType`): populations reach sites over ``access``
+paths (public internet from the users' own country, their last mile included) and sites reach
+each other over ``internet`` paths. Both are :meth:`placement.network.paths.RoundTrips.rtt_ms`,
+the function ``placement rtt`` calls, so the CLI prints exactly what the plan budgets.
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from typing import Literal
 
 import geopandas as gpd
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from placement.network import graph
 from placement.network import great_circle as gc
+from placement.network.paths import Endpoints, PathType, RoundTripQuantiles, RoundTrips
 
 FloatArray = NDArray[np.float64]
 
@@ -38,7 +44,9 @@ class LatencyModel:
     network : Network or None
         Hubs and links (graph model only).
     graph_params : GraphLatencyParams or None
-        Graph parameters; ``last_mile_ms`` is the users' last mile (graph model only).
+        Backbone graph parameters (graph model only).
+    round_trips : RoundTrips or None
+        The public-internet and access round trips over ``network`` (graph model only).
     great_circle_params : LatencyParams or None
         Route factor, fixed delay and access (great-circle model only).
     """
@@ -46,25 +54,24 @@ class LatencyModel:
     kind: Literal["graph", "great_circle"]
     network: graph.Network | None = None
     graph_params: graph.GraphLatencyParams | None = None
+    round_trips: RoundTrips | None = None
     great_circle_params: gc.LatencyParams | None = None
 
     @classmethod
-    def from_graph(cls, network: graph.Network, params: graph.GraphLatencyParams) -> LatencyModel:
-        """The graph model over ``network``; its hub-to-hub round trips are computed here, once.
+    def from_graph(cls, round_trips: RoundTrips) -> LatencyModel:
+        """The graph model; its hub-to-hub round trips are computed here, once.
 
         Parameters
         ----------
-        network : Network
-            Hubs and links.
-        params : GraphLatencyParams
-            Route factors, delays and the users' last mile.
+        round_trips : RoundTrips
+            Network, backbone and internet parameters, last-mile priors (or the scenario's override).
 
         Returns
         -------
         LatencyModel
             The model, with its shortest paths computed.
         """
-        model = cls("graph", network=network, graph_params=params)
+        model = cls("graph", network=round_trips.network, graph_params=round_trips.backbone, round_trips=round_trips)
         model.hub_rtt_ms  # noqa: B018 -- build the graph and its shortest paths now, not inside a later step
         return model
 
@@ -89,6 +96,11 @@ class LatencyModel:
             raise ValueError("a graph latency model needs a network and its parameters")
         return self.network, self.graph_params
 
+    def _trips(self) -> RoundTrips:
+        if self.round_trips is None:
+            raise ValueError("a graph latency model needs its round trips")
+        return self.round_trips
+
     def _great_circle(self) -> gc.LatencyParams:
         if self.great_circle_params is None:
             raise ValueError("a great-circle latency model needs its parameters")
@@ -96,53 +108,52 @@ class LatencyModel:
 
     @cached_property
     def hub_rtt_ms(self) -> FloatArray:
-        """``(h, h)`` shortest-path round trips between hubs (graph model; read only). [ms]"""
-        return graph.hub_rtt_matrix_ms(*self._graph())
+        """``(h, h)`` shortest public-internet round trips between hubs (graph model; read only). [ms]"""
+        return self._trips().internet_hub_rtt_ms
 
-    def population_site_rtt_ms(
-        self, pop_lat_deg: ArrayLike, pop_lon_deg: ArrayLike, site_lat_deg: ArrayLike, site_lon_deg: ArrayLike
-    ) -> FloatArray:
-        """Round trip from users at each point to each site, their last mile included.
+    def population_site_rtt(self, populations: Endpoints, sites: Endpoints) -> RoundTripQuantiles:
+        """Median and p90 round trips from users at each point to each site (``access`` path).
 
         Parameters
         ----------
-        pop_lat_deg, pop_lon_deg : array_like
-            User points (``n``). [degrees]
-        site_lat_deg, site_lon_deg : array_like
-            Sites (``m``). [degrees]
+        populations : Endpoints
+            User points (``n``) with their countries.
+        sites : Endpoints
+            Sites (``m``) with their countries.
 
         Returns
         -------
-        numpy.ndarray
-            ``(n, m)`` round trips. [ms]
+        RoundTripQuantiles
+            ``(n, m)`` p50 and p90 round trips, users' last mile included; the great-circle model has
+            no spread, so its p90 is its p50. [ms]
         """
         if self.kind == "great_circle":
-            return gc.population_site_rtt_ms(pop_lat_deg, pop_lon_deg, site_lat_deg, site_lon_deg, self._great_circle())
-        network, params = self._graph()
-        return graph.population_site_rtt_ms(pop_lat_deg, pop_lon_deg, site_lat_deg, site_lon_deg, params, network=network)
+            p50 = gc.population_site_rtt_ms(
+                populations.lat_deg, populations.lon_deg, sites.lat_deg, sites.lon_deg, self._great_circle()
+            )
+            return RoundTripQuantiles(p50, p50)
+        return self._trips().rtt_ms(populations, sites, PathType.ACCESS)
 
-    def site_site_rtt_ms(
-        self, lat_a_deg: ArrayLike, lon_a_deg: ArrayLike, lat_b_deg: ArrayLike, lon_b_deg: ArrayLike
-    ) -> FloatArray:
-        """Data-center-to-data-center round trips (no last mile).
+    def site_site_rtt(self, a: Endpoints, b: Endpoints) -> RoundTripQuantiles:
+        """Data-center-to-data-center round trips over the public internet (no last mile).
 
         Parameters
         ----------
-        lat_a_deg, lon_a_deg : array_like
-            The ``n`` row points. [degrees]
-        lat_b_deg, lon_b_deg : array_like
-            The ``m`` column points. [degrees]
+        a : Endpoints
+            The ``n`` row points.
+        b : Endpoints
+            The ``m`` column points.
 
         Returns
         -------
-        numpy.ndarray
-            ``(n, m)`` round trips. [ms]
+        RoundTripQuantiles
+            ``(n, m)`` p50 and p90 round trips (equal for the great-circle model). [ms]
         """
         if self.kind == "great_circle":
             no_access = replace(self._great_circle(), access_ms=0.0)
-            return gc.population_site_rtt_ms(lat_a_deg, lon_a_deg, lat_b_deg, lon_b_deg, no_access)
-        network, params = self._graph()
-        return graph.site_site_rtt_ms(lat_a_deg, lon_a_deg, lat_b_deg, lon_b_deg, params, network=network)
+            p50 = gc.population_site_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, no_access)
+            return RoundTripQuantiles(p50, p50)
+        return self._trips().rtt_ms(a, b, PathType.INTERNET)
 
     def links_frame(self) -> gpd.GeoDataFrame:
         """The links round trips are computed over, as LineStrings (none for the great-circle model).
@@ -155,5 +166,5 @@ class LatencyModel:
         """
         if self.kind == "great_circle":
             return gpd.GeoDataFrame({c: [] for c in LINK_FRAME_COLUMNS}, geometry=[], crs=graph.WGS84)
-        network, params = self._graph()
-        return graph.links_frame(network, params)
+        trips = self._trips()
+        return graph.links_frame(trips.network, trips.internet)

@@ -15,10 +15,12 @@ import pandas as pd
 from placement._errors import InputError, Problem
 from placement.bundled import bundled_path
 from placement.cities import load_cities
-from placement.network.graph import GraphLatencyParams, Network, point_to_point_rtt_ms
+from placement.geodesy import LAT_LON_PATTERN
+from placement.network.countries import country_of_points
+from placement.network.paths import Endpoints, PathType, RoundTrips
 
 CITIES_CSV = bundled_path("cities", "geonames_cities15000.csv")
-_LAT_LON = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)\s*[,;\s]\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)\s*$")
+_LAT_LON = LAT_LON_PATTERN
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,8 @@ class Place:
     name : str
         City name as GeoNames spells it, or the coordinates as written.
     country_code : str
-        ISO 3166-1 alpha-2 ('' for coordinates).
+        ISO 3166-1 alpha-2 (for coordinates: the country they lie in, see
+        :func:`placement.network.countries.country_of_points`).
     lat, lon : float
         Location. [degrees]
     note : str
@@ -71,7 +74,8 @@ def _from_coordinates(text: str, lat: float, lon: float) -> Place:
                 )
             ]
         )
-    return Place(name=f"{lat:g},{lon:g}", country_code="", lat=lat, lon=lon)
+    country = str(country_of_points([lat], [lon])[0])
+    return Place(name=f"{lat:g},{lon:g}", country_code=country, lat=lat, lon=lon)
 
 
 def _split_country(text: str) -> tuple[str, str]:
@@ -167,31 +171,34 @@ def rtt_report(
     from_text: str,
     to_text: str,
     *,
-    access: bool = False,
+    path: PathType = PathType.INTERNET,
     cities: pd.DataFrame | None = None,
-    params: GraphLatencyParams,
-    network: Network,
+    round_trips: RoundTrips,
 ) -> dict[str, Any]:
-    """Round trip between two named places, for ``cli.py rtt FROM TO``.
+    """Round trip between two named places, for ``placement rtt FROM TO``.
+
+    The figure is :meth:`placement.network.paths.RoundTrips.rtt_ms`, the function the plan calls:
+    with ``path=PathType.ACCESS`` it is exactly the round trip a plan budgets from users at FROM to a
+    site at TO; with ``INTERNET`` (the default) the round trip the plan uses between sites at FROM
+    and TO (data center to data center over the public internet); with ``BACKBONE`` one provider's
+    private backbone.
 
     Parameters
     ----------
     from_text, to_text : str
         City names or ``lat,lon`` (see :func:`resolve_place`).
-    access : bool, optional
-        Add a user's last mile at both ends (default: data center to data center).
+    path : PathType, optional
+        ``internet`` (default), ``access`` (users at FROM, their last mile included) or ``backbone``.
     cities : pandas.DataFrame, optional
         City table; default the bundled GeoNames file.
-    params : GraphLatencyParams
-        Model parameters (the ``rtt`` command passes the calibrated ones).
-    network : Network
-        Hubs and links (the ``rtt`` command, which reads no scenario, passes the bundled network).
+    round_trips : RoundTrips
+        The model (the ``rtt`` command passes the bundled network with the calibrated parameters).
 
     Returns
     -------
     dict
-        ``from``, ``to`` (each ``name, country_code, lat, lon, note``), ``access``, ``rtt_ms``,
-        ``bound_ms``, ``path`` (hub names) and ``notes`` (the non-empty match notes).
+        ``from``, ``to`` (each ``name, country_code, lat, lon, note``), ``path_type``, ``access``,
+        ``rtt_ms`` (p50), ``rtt_p90_ms``, ``bound_ms``, ``path`` (hub names) and ``notes``.
 
     Raises
     ------
@@ -208,16 +215,23 @@ def rtt_report(
     if problems:
         raise InputError(problems)
     a, b = places
-    result = point_to_point_rtt_ms(a.lat, a.lon, b.lat, b.lon, access=access, params=params, network=network)
+    result = round_trips.pair(place_endpoints(a), place_endpoints(b), path)
     return {
         "from": _place_dict(a),
         "to": _place_dict(b),
-        "access": access,
+        "path_type": str(path),
+        "access": path is PathType.ACCESS,
         "rtt_ms": round(result.rtt_ms, 2),
+        "rtt_p90_ms": round(result.rtt_p90_ms, 2),
         "bound_ms": round(result.bound_ms, 2),
         "path": result.path,
         "notes": [p.note for p in places if p.note],
     }
+
+
+def place_endpoints(place: Place) -> Endpoints:
+    """A resolved place as one endpoint with its country."""
+    return Endpoints.of(place.lat, place.lon, place.country_code)
 
 
 def _place_dict(place: Place) -> dict[str, Any]:

@@ -122,9 +122,10 @@ def draw_ttft_budget(assignments: pd.DataFrame, path: Path, *, worst: int = 6) -
     if len(rows):
         objective = rows["ttft_objective_ms"].to_numpy(float)
         ax.scatter(objective, y, marker="|", s=900, color="black", linewidths=2, zorder=5, label="p99 TTFT objective")
-        rtt = rows["rtt_ms"].to_numpy(float) if "rtt_ms" in rows else np.full(len(rows), np.nan)
+        budgeted = "rtt_budget_ms" if "rtt_budget_ms" in rows else "rtt_ms"  # older folders have no budget column
+        rtt = rows[budgeted].to_numpy(float) if budgeted in rows else np.full(len(rows), np.nan)
         for k, (total, goal, trip) in enumerate(zip(left, objective, rtt, strict=True)):
-            text = f"{total:.0f} ms; RTT {trip:.0f} ms; slack {goal - total:.0f} ms"
+            text = f"{total:.0f} ms; budgeted RTT {trip:.0f} ms; slack {goal - total:.0f} ms"
             ax.annotate(text, (max(total, goal), k), xytext=(8, -3), textcoords="offset points", fontsize=8)
         ax.set_xlim(0, float(max(objective.max(), left.max())) * 1.45)
     ax.set_yticks(y, rows["label"].tolist() if len(rows) else [])

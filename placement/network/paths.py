@@ -1,0 +1,421 @@
+"""The one round-trip function: plan, ``placement rtt``, reports and maps all call :meth:`RoundTrips.rtt`.
+
+Three path types (:class:`PathType`):
+
+``backbone``
+    Data center to data center over one provider's private backbone (the Azure fit). Each end
+    reaches the graph at its nearest hubs, whatever their country; no firewall. Shown by
+    ``placement rtt A B --path backbone``; the plan does not use it.
+``internet``
+    Data center to data center over the public internet (hosting data centers, transit and
+    peering), the default of ``placement rtt A B`` and what the plan uses between its sites
+    (retrieval stores): a planner's sites in different metros are leased halls reached over
+    transit, not one provider's backbone. Fitted on public-internet measurements.
+``access``
+    A population's users to a site: the ``internet`` path plus the users' last mile (a
+    per-country prior from RIPE Atlas) at the user end only. This is what the plan budgets
+    (``assignments.csv`` ``rtt_ms``) and what ``placement rtt A B --access`` prints.
+
+Access legs follow connectivity, not the great circle: on ``internet`` and ``access`` paths a
+point enters the graph at one of the :data:`~placement.network.graph.ACCESS_HUBS` nearest hubs
+*of its own country*, so a city is never attached across a border (or a mountain range) to a
+foreign hub it has no line to. A country with no hub uses its nearest hub, paying the border
+penalty. A point farther than ``off_hub_km`` from its hub pays the detour to its exchange (the
+regional network that backhauls a city not on a long-haul hub). Links that cross into a country
+behind a national firewall carry ``firewall_ms`` (graph parameter).
+
+Every pair has a median (p50) and a p90 round trip: the p90 is the p50 times the band's fitted
+ratio of the 90th to the 50th percentile of measured over modelled round trips.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+import networkx as nx
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from placement.geodesy import great_circle_km, pairwise_km, unit_vectors
+from placement.network.graph import (
+    ACCESS_HUBS,
+    CALIBRATED_JSON,
+    GraphLatencyParams,
+    Network,
+    access_rtt_ms,
+    build_graph,
+    corridor_countries,
+    default_network,
+    default_params,
+    fiber_rtt_ms,
+    global_network,
+    hub_rtt_matrix_ms,
+    nearest_hub,
+    nearest_hubs,
+    site_site_rtt_ms,
+)
+from placement.network.great_circle import physics_bound_rtt_ms
+
+FloatArray = NDArray[np.float64]
+
+BAND_EDGES_KM = (500.0, 1500.0, 4000.0, 8000.0, 12000.0)
+"""Upper edges of the distance bands the error is reported in (and the p90 ratio fitted by). [km]"""
+
+
+class PathType(StrEnum):
+    """Which kind of path a round trip is over."""
+
+    BACKBONE = "backbone"
+    INTERNET = "internet"
+    ACCESS = "access"
+
+
+class Quantile(StrEnum):
+    """Which round trip a TTFT budget uses."""
+
+    P50 = "p50"
+    P90 = "p90"
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Points with the country each lies in.
+
+    Parameters
+    ----------
+    lat_deg, lon_deg : numpy.ndarray
+        Coordinates (``n``). [degrees]
+    country_code : numpy.ndarray of str
+        ISO 3166-1 alpha-2 code of each point ('' if unknown: treated as a country with no hub).
+    """
+
+    lat_deg: FloatArray
+    lon_deg: FloatArray
+    country_code: NDArray[np.str_]
+
+    @classmethod
+    def of(cls, lat_deg: ArrayLike, lon_deg: ArrayLike, country_code: ArrayLike) -> Endpoints:
+        """Build from array-likes (scalars allowed)."""
+        lat = np.atleast_1d(np.asarray(lat_deg, dtype=float))
+        lon = np.atleast_1d(np.asarray(lon_deg, dtype=float))
+        codes = np.atleast_1d(np.asarray(country_code, dtype=str))
+        return cls(lat, lon, np.broadcast_to(codes, lat.shape).astype(str))
+
+    def __len__(self) -> int:
+        """Number of points."""
+        return len(self.lat_deg)
+
+
+@dataclass(frozen=True)
+class PathExtras:
+    """The parts of a public path that are not on the hub graph.
+
+    Parameters
+    ----------
+    detour_ms : float
+        Round trip from a point farther than ``off_hub_km`` from its hub to the exchange it is
+        backhauled to. [ms]
+    off_hub_km : float
+        A point within this distance of its hub is on the hub. [km]
+    border_ms : float
+        Round trip added when a point has no hub in its country and enters at a foreign one. [ms]
+    last_mile_default_ms : float
+        Users' last mile where no country prior exists. [ms]
+    last_mile_by_country : tuple of (str, float)
+        Users' last mile per ISO alpha-2 country (RIPE Atlas prior). [ms]
+    p90_ratio_by_band : tuple of float
+        p90 over p50 round trip in each distance band (one more than :data:`BAND_EDGES_KM`).
+    """
+
+    detour_ms: float = 2.0
+    off_hub_km: float = 50.0
+    border_ms: float = 5.0
+    last_mile_default_ms: float = 8.0
+    last_mile_by_country: tuple[tuple[str, float], ...] = ()
+    p90_ratio_by_band: tuple[float, ...] = (1.3, 1.2, 1.2, 1.15, 1.15, 1.15)
+
+    def last_mile_ms(self, country_code: NDArray[np.str_], override_ms: float | None = None) -> FloatArray:
+        """Users' last mile of each point's country (``override_ms`` for every country if given). [ms]"""
+        if override_ms is not None:
+            return np.full(len(country_code), float(override_ms))
+        table = dict(self.last_mile_by_country)
+        return np.array([table.get(str(c), self.last_mile_default_ms) for c in country_code], dtype=float)
+
+    def p90_ratio(self, distance_km: ArrayLike) -> FloatArray:
+        """p90 over p50 ratio for each great-circle distance."""
+        band = np.searchsorted(np.asarray(BAND_EDGES_KM), np.asarray(distance_km, dtype=float), side="right")
+        return np.asarray(np.asarray(self.p90_ratio_by_band, dtype=float)[band])
+
+
+class Entries(NamedTuple):
+    """Where each point enters the graph: ``(n, k)`` hub indices and access-leg round trips (inf: no entry). [ms]"""
+
+    hub: NDArray[np.intp]
+    leg_ms: FloatArray
+
+
+class RoundTripQuantiles(NamedTuple):
+    """Median and p90 round trips, same shape. [ms]"""
+
+    p50_ms: FloatArray
+    p90_ms: FloatArray
+
+
+class PairPath(NamedTuple):
+    """One pair's round trips and the hubs its median path passes."""
+
+    rtt_ms: float
+    rtt_p90_ms: float
+    bound_ms: float
+    path: list[str]
+
+
+@dataclass(frozen=True, eq=False)
+class RoundTrips:
+    """Round trips of every path type over one network.
+
+    Parameters
+    ----------
+    network : Network
+        Hubs and links.
+    backbone : GraphLatencyParams
+        Parameters of a provider's backbone (fitted on Azure).
+    internet : GraphLatencyParams
+        Parameters of public-internet paths (fitted on public measurements).
+    extras : PathExtras
+        Detour, border, last-mile priors and p90 ratios.
+    last_mile_override_ms : float or None
+        One last mile for every country (a scenario's ``latency.access_ms``); None: the priors. [ms]
+    """
+
+    network: Network
+    backbone: GraphLatencyParams
+    internet: GraphLatencyParams
+    extras: PathExtras = field(default_factory=PathExtras)
+    last_mile_override_ms: float | None = None
+
+    @cached_property
+    def internet_hub_rtt_ms(self) -> FloatArray:
+        """``(h, h)`` shortest public-internet round trips between hubs, regional links included (no fixed delay). [ms]"""
+        return hub_rtt_matrix_ms(self.network, self.internet)
+
+    @cached_property
+    def transit_hub_rtt_ms(self) -> FloatArray:
+        """``(h, h)`` the same without regional links: transit between countries no regional link joins. [ms]"""
+        return hub_rtt_matrix_ms(global_network(self.network), self.internet)
+
+    @cached_property
+    def corridor_countries(self) -> frozenset[str]:
+        """Countries whose traffic may use the regional links."""
+        return corridor_countries(self.network)
+
+    def _on_corridor(self, points: Endpoints) -> NDArray[np.bool_]:
+        return np.isin(points.country_code, sorted(self.corridor_countries))
+
+    @cached_property
+    def _hub_country(self) -> NDArray[np.str_]:
+        return np.asarray(self.network.hubs["country_code"].to_numpy(str))
+
+    def entries(self, points: Endpoints) -> Entries:
+        """Where each point enters the public graph: its nearest own-country hubs, else its nearest hub abroad.
+
+        Parameters
+        ----------
+        points : Endpoints
+            Points with countries.
+
+        Returns
+        -------
+        Entries
+            ``(n, k)`` hub indices and leg round trips (access route factor, detour off a hub, border
+            penalty abroad); ``inf`` where a country has fewer than ``k`` hubs. [ms]
+        """
+        k = ACCESS_HUBS
+        hub_index = np.zeros((len(points), k), dtype=np.intp)
+        foreign = np.zeros(len(points), dtype=bool)
+        count = np.zeros(len(points), dtype=np.intp)
+        vectors = unit_vectors(points.lat_deg, points.lon_deg)
+        for country in np.unique(points.country_code):
+            rows = np.flatnonzero(points.country_code == country)
+            candidates = np.flatnonzero(self._hub_country == country)
+            if not len(candidates):
+                candidates, foreign[rows] = np.arange(len(self._hub_country)), True
+            take = min(k, len(candidates)) if not foreign[rows[0]] else 1
+            order = np.argsort(-(vectors[rows] @ self.network.hub_vectors[candidates].T), axis=1)[:, :take]
+            hub_index[rows, :take], count[rows] = candidates[order], take
+        hub_lat, hub_lon = self.network.hubs["lat"].to_numpy(float), self.network.hubs["lon"].to_numpy(float)
+        km = great_circle_km(points.lat_deg[:, None], points.lon_deg[:, None], hub_lat[hub_index], hub_lon[hub_index])
+        hub_km = np.where(np.arange(k)[None, :] < count[:, None], km, np.inf)
+        return Entries(hub_index, self._leg_ms(hub_km, foreign))
+
+    def _leg_ms(self, hub_km: FloatArray, foreign: NDArray[np.bool_]) -> FloatArray:
+        finite = np.where(np.isfinite(hub_km), hub_km, 0.0)
+        leg = fiber_rtt_ms(finite * self.internet.access_route_factor)
+        leg = leg + np.where(finite > self.extras.off_hub_km, self.extras.detour_ms, 0.0)
+        leg = leg + np.where(foreign, self.extras.border_ms, 0.0)[:, None]
+        return np.asarray(np.where(np.isfinite(hub_km), leg, np.inf))
+
+    def _public_p50_ms(self, a: Endpoints, b: Endpoints) -> FloatArray:
+        entry_a, entry_b = self.entries(a), self.entries(b)
+        regional = self._on_corridor(a)[:, None] | self._on_corridor(b)[None, :]
+        if not regional.any():
+            return self._entry_to_entry_ms(entry_a, entry_b, self.transit_hub_rtt_ms)
+        if regional.all():
+            return self._entry_to_entry_ms(entry_a, entry_b, self.internet_hub_rtt_ms)
+        via_corridors = self._entry_to_entry_ms(entry_a, entry_b, self.internet_hub_rtt_ms)
+        return np.asarray(np.where(regional, via_corridors, self._entry_to_entry_ms(entry_a, entry_b, self.transit_hub_rtt_ms)))
+
+    def _entry_to_entry_ms(self, entry_a: Entries, entry_b: Entries, hubs: FloatArray) -> FloatArray:
+        """Quickest combination of entry hubs: leg + hub-to-hub + leg + the fixed delay. [ms]"""
+        rtt = np.full((entry_a.hub.shape[0], entry_b.hub.shape[0]), np.inf)
+        for ka in range(entry_a.hub.shape[1]):
+            for kb in range(entry_b.hub.shape[1]):
+                core = hubs[np.ix_(entry_a.hub[:, ka], entry_b.hub[:, kb])]
+                rtt = np.minimum(rtt, core + entry_a.leg_ms[:, ka, None] + entry_b.leg_ms[None, :, kb])
+        return np.asarray(rtt + self.internet.fixed_ms)
+
+    def rtt_ms(self, a: Endpoints, b: Endpoints, path: PathType) -> RoundTripQuantiles:
+        """``(n, m)`` median and p90 round trips from each row point to each column point.
+
+        Parameters
+        ----------
+        a : Endpoints
+            Row points (users for ``access``).
+        b : Endpoints
+            Column points (data centers).
+        path : PathType
+            ``backbone``, ``internet`` or ``access`` (see the module docstring).
+
+        Returns
+        -------
+        RoundTripQuantiles
+            ``p50_ms`` and ``p90_ms``, both never below the physics bound over the great circle. [ms]
+        """
+        km = pairwise_km(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg)
+        if path is PathType.BACKBONE:
+            backbone = global_network(self.network)  # a provider's backbone does not take the regional corridors
+            p50 = site_site_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, self.backbone, network=backbone)
+        else:
+            p50 = self._public_p50_ms(a, b)
+            if path is PathType.ACCESS:
+                p50 = p50 + self.extras.last_mile_ms(a.country_code, self.last_mile_override_ms)[:, None]
+        bound = physics_bound_rtt_ms(km)
+        p50 = np.maximum(p50, bound)
+        return RoundTripQuantiles(np.asarray(p50), np.asarray(p50 * self.extras.p90_ratio(km)))
+
+    def pair(self, a: Endpoints, b: Endpoints, path: PathType) -> PairPath:
+        """One pair's round trips (exactly :meth:`rtt_ms`) and the hub names along its median path.
+
+        Parameters
+        ----------
+        a, b : Endpoints
+            One point each.
+        path : PathType
+            The path type.
+
+        Returns
+        -------
+        PairPath
+            ``rtt_ms``, ``rtt_p90_ms``, ``bound_ms`` [ms] and the hubs passed.
+        """
+        quantiles = self.rtt_ms(a, b, path)
+        bound = float(physics_bound_rtt_ms(great_circle_km(a.lat_deg[0], a.lon_deg[0], b.lat_deg[0], b.lon_deg[0])))
+        return PairPath(float(quantiles.p50_ms[0, 0]), float(quantiles.p90_ms[0, 0]), bound, self._hub_path(a, b, path))
+
+    def _hub_path(self, a: Endpoints, b: Endpoints, path: PathType) -> list[str]:
+        params = self.backbone if path is PathType.BACKBONE else self.internet
+        regional = path is not PathType.BACKBONE and bool(self._on_corridor(a)[0] or self._on_corridor(b)[0])
+        network = self.network if regional else global_network(self.network)
+        hubs = self.internet_hub_rtt_ms if regional else self.transit_hub_rtt_ms
+        if path is PathType.BACKBONE:  # as site_site_rtt_ms: any of a's nearest hubs, b's nearest hub
+            hubs_a, km_a = nearest_hubs(a.lat_deg, a.lon_deg, network, ACCESS_HUBS)
+            (hub_b,), _ = nearest_hub(b.lat_deg, b.lon_deg, network)
+            legs = access_rtt_ms(km_a[0], params, last_mile=False)
+            hub_a = int(hubs_a[0, int(np.argmin(hub_rtt_matrix_ms(network, params)[hubs_a[0], hub_b] + legs))])
+        else:
+            entry_a, entry_b = self.entries(a), self.entries(b)
+            total = entry_a.leg_ms[0][:, None] + hubs[np.ix_(entry_a.hub[0], entry_b.hub[0])]
+            total = total + entry_b.leg_ms[0][None, :]
+            ka, kb = np.unravel_index(int(np.argmin(total)), total.shape)
+            hub_a, hub_b = int(entry_a.hub[0, ka]), int(entry_b.hub[0, kb])
+        ids, names = self.network.hub_ids, self.network.hub_names
+        nodes: list[str] = nx.dijkstra_path(build_graph(network, params), ids[hub_a], ids[hub_b], weight="rtt_ms")
+        by_id = dict(zip(ids, names, strict=True))
+        return [by_id[n] for n in nodes]
+
+
+def load_extras(path: str | Path) -> PathExtras:
+    """The off-graph parts of public paths from a calibration file (defaults where absent).
+
+    Parameters
+    ----------
+    path : str or Path
+        JSON with an ``extras`` object (``benchmarks/calibrate_latency.py`` writes it).
+
+    Returns
+    -------
+    PathExtras
+        Detour, border, last-mile priors and p90 ratios.
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8")).get("extras", {})
+    defaults = PathExtras()
+    return PathExtras(
+        detour_ms=float(data.get("detour_ms", defaults.detour_ms)),
+        off_hub_km=float(data.get("off_hub_km", defaults.off_hub_km)),
+        border_ms=float(data.get("border_ms", defaults.border_ms)),
+        last_mile_default_ms=float(data.get("last_mile_default_ms", defaults.last_mile_default_ms)),
+        last_mile_by_country=tuple(sorted((str(k), float(v)) for k, v in data.get("last_mile_by_country", {}).items())),
+        p90_ratio_by_band=tuple(float(v) for v in data.get("p90_ratio_by_band", defaults.p90_ratio_by_band)),
+    )
+
+
+def load_internet_params(path: str | Path) -> GraphLatencyParams:
+    """Public-internet graph parameters (``internet_params``) from a calibration file (defaults where absent)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8")).get("internet_params", {})
+    known = {f.name for f in fields(GraphLatencyParams)}
+    return GraphLatencyParams(**{k: float(v) for k, v in data.items() if k in known})
+
+
+def round_trips(network: Network, *, last_mile_override_ms: float | None = None) -> RoundTrips:
+    """Round trips over ``network`` with the bundled calibrated parameters.
+
+    Parameters
+    ----------
+    network : Network
+        Hubs and links (the bundled ones or a scenario's).
+    last_mile_override_ms : float or None, optional
+        One users' last mile for every country; None: the RIPE Atlas priors. [ms]
+
+    Returns
+    -------
+    RoundTrips
+        The model the plan and ``placement rtt`` share.
+    """
+    return RoundTrips(
+        network,
+        default_params(),
+        _calibrated_internet(),
+        _calibrated_extras(),
+        last_mile_override_ms=last_mile_override_ms,
+    )
+
+
+@lru_cache(maxsize=1)
+def _calibrated_internet() -> GraphLatencyParams:
+    return load_internet_params(CALIBRATED_JSON) if CALIBRATED_JSON.exists() else GraphLatencyParams()
+
+
+@lru_cache(maxsize=1)
+def _calibrated_extras() -> PathExtras:
+    return load_extras(CALIBRATED_JSON) if CALIBRATED_JSON.exists() else PathExtras()
+
+
+@lru_cache(maxsize=1)
+def default_round_trips() -> RoundTrips:
+    """The bundled network with the calibrated parameters and the RIPE last-mile priors (``placement rtt``)."""
+    return round_trips(default_network())
