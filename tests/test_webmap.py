@@ -99,6 +99,10 @@ def test_page_data_carries_the_plan(plan_and_folder: tuple[Plan, Path]) -> None:
         for row in population["rows"]:  # class, site, share, goodput, rtt, ttft, objective, components...
             assert sum(row[7:]) == pytest.approx(row[5], abs=0.01)
             assert row[5] <= row[6] + 1e-6
+    # the RTT shown is the one the budget used: the network component is round trips x that RTT
+    budget = plan.assignments.set_index(["population", "site", "class"])["rtt_budget_ms"]
+    for line in data["assignments"]:
+        assert line[6] == pytest.approx(budget[(line[4], line[5], line[10])], abs=0.06)
 
 
 def test_map_opens_offline_without_console_errors(plan_and_folder: tuple[Plan, Path], tmp_path: Path) -> None:
