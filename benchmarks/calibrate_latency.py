@@ -120,7 +120,8 @@ def old_network(network: Network) -> Network:
     return global_network(network)
 
 
-def internet_params(x: NDArray[np.float64]) -> GraphLatencyParams:
+def _params(x: NDArray[np.float64], firewall_ms: float) -> GraphLatencyParams:
+    """Graph parameters from the fitted vector (the access route factor is tied to the terrestrial one)."""
     x = np.clip(x, LOWER, UPPER)
     return GraphLatencyParams(
         route_factor_terrestrial=float(x[0]),
@@ -128,19 +129,16 @@ def internet_params(x: NDArray[np.float64]) -> GraphLatencyParams:
         hop_ms=float(x[2]),
         fixed_ms=float(x[3]),
         access_route_factor=float(x[0]),
-        firewall_ms=FIREWALL_MS,
+        firewall_ms=firewall_ms,
     )
+
+
+def internet_params(x: NDArray[np.float64]) -> GraphLatencyParams:
+    return _params(x, FIREWALL_MS)
 
 
 def backbone_params(x: NDArray[np.float64]) -> GraphLatencyParams:
-    x = np.clip(x, LOWER, UPPER)
-    return GraphLatencyParams(
-        route_factor_terrestrial=float(x[0]),
-        route_factor_submarine=float(x[1]),
-        hop_ms=float(x[2]),
-        fixed_ms=float(x[3]),
-        access_route_factor=float(x[0]),
-    )
+    return _params(x, GraphLatencyParams().firewall_ms)
 
 
 class Points:
