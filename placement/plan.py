@@ -520,7 +520,33 @@ def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
     if len(full):
         names = ", ".join(f"{row.site_id} {row.mw_available:,.4g} MW" for row in full.itertuples())
         lines.append(f"power binds at {len(full)} of {len(open_sites)} open sites (no room for one more node): {names}")
-    return ["Rules that shaped the plan:", *[f"  - {line}" for line in lines]] if lines else []
+    return [RULES_HEADER, *[f"  - {line}" for line in lines]] if lines else []
+
+
+RULES_HEADER = "Rules that shaped the plan:"
+"""The note that opens the rules block (:func:`rule_notes`); reports lift that block into its own section."""
+
+
+def split_rules(notes: list[str]) -> tuple[list[str], list[str]]:
+    """The rules block of a plan's notes (without its header) and the other notes.
+
+    Parameters
+    ----------
+    notes : list of str
+        A plan's notes (``summary.json``'s ``notes``).
+
+    Returns
+    -------
+    tuple of list of str
+        ``(rules, others)``; each rule without its ``"  - "`` indent.
+    """
+    if RULES_HEADER not in notes:
+        return [], list(notes)
+    start = notes.index(RULES_HEADER)
+    end = start + 1
+    while end < len(notes) and notes[end].startswith("  - "):
+        end += 1
+    return [n[4:] for n in notes[start + 1 : end]], [*notes[:start], *notes[end:]]
 
 
 def _unprotectable_notes(instance: Instance, policy: str) -> list[str]:

@@ -78,3 +78,22 @@ def test_plan_names_the_residency_rule_and_where_power_binds(tmp_path: Path) -> 
     notes = "\n".join(run(load_scenario(small)).notes)
     assert "power binds at 1 of" in notes and "frankfurt 0.05 MW" in notes
     assert np.isfinite(plan.summary.objective_usd_per_h)
+
+
+def test_reports_give_the_rules_their_own_section(tmp_path: Path) -> None:
+    from placement.outputs.report_html import render_html
+    from placement.outputs.report_md import render_markdown
+    from placement.plan import split_rules
+
+    path = write_scenario(
+        tmp_path, residency={"rules": [{"populations": ["DE"], "sites": ["DE"]}]}, policy={"unreachable": "report"}
+    )
+    plan = run(load_scenario(path))
+    rules, others = split_rules(plan.notes)
+    assert rules and rules[0] == "residency: populations in DE are served only from sites in DE"
+    assert not any("Rules that shaped" in n or n.startswith("  - residency") for n in others)
+    markdown = render_markdown(plan.summary, plan.sites, plan.populations, plan.notes)
+    assert "## Rules that shaped the plan\n\n- residency: populations in DE are served only from sites in DE" in markdown
+    page = render_html(plan.summary, plan.sites, plan.populations, plan.notes, tmp_path)
+    assert "<h2>Rules that shaped the plan</h2><ul><li>residency: populations in DE" in page.replace("\n", "")
+    assert split_rules(["a note"]) == ([], ["a note"])

@@ -28,7 +28,7 @@ import pandas as pd
 
 from placement._errors import PlacementError
 from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
-from placement.plan import Plan
+from placement.plan import Plan, split_rules
 from placement.summary import CostBreakdown, PlanSummary
 
 __all__ = [
@@ -305,6 +305,14 @@ def _status(summary: PlanSummary) -> str:
     )
 
 
+def _rules(rules: list[str]) -> list[str]:
+    """The rules that shaped the plan (residency, where power binds) as a section; nothing when there are none."""
+    if not rules:
+        return []
+    items = "".join(f"<li>{html.escape(rule)}</li>" for rule in rules)
+    return ["<h2>Rules that shaped the plan</h2>", f"<ul>{items}</ul>"]
+
+
 def render_html(
     summary: PlanSummary,
     sites: pd.DataFrame,
@@ -332,6 +340,7 @@ def render_html(
         HTML text.
     """
     folder = Path(folder)
+    rules, notes = split_rules(notes)
     name = html.escape(summary.scenario)
     budget = _image(folder / "ttft_budget.png", "p99 TTFT budget by component") if (folder / "ttft_budget.png").exists() else ""
     body = [
@@ -340,6 +349,7 @@ def render_html(
         _status(summary),
         "<h2>The five numbers</h2>",
         _five_numbers(summary),
+        *_rules(rules),
         "<h2>Cost breakdown</h2>",
         _costs(cost_breakdown(summary, sites)),
         "<h2>TTFT budget</h2>",

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from placement.plan import split_rules
 from placement.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
 
 NOT_MODELLED = "not modelled (per-node goodput is a scenario input)"
@@ -160,9 +161,11 @@ def render_markdown(summary: PlanSummary, sites: pd.DataFrame, populations: pd.D
     str
         Markdown text.
     """
+    rules, notes = split_rules(notes)
     lines = [
         *_headline_lines(summary),
         *_five_number_lines(summary),
+        *(["## Rules that shaped the plan", "", *[f"- {rule}" for rule in rules], ""] if rules else []),
         *_cost_lines(cost_breakdown(summary, sites)),
         *_site_lines(sites),
         *_unserved_lines(populations),
