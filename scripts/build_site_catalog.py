@@ -1,9 +1,13 @@
-"""Build ``data/sites/world_metros.csv`` from cloud-region coordinates.
+"""Build ``data/sites/world_metros.csv`` and ``data/sites/world_sites.csv``.
 
 Build-time tool only: it reads the shared data folder (cloud-region JSONs and the
 codecarbon country energy mix), clusters provider regions into metros, joins the
 hand-written per-metro figures in ``data/sites/metro_figures.csv`` and writes the
-catalog deterministically.  Tests and the application never run it.
+74-metro catalog deterministically.  It then adds the hand-written sites of
+``data/sites/site_additions.csv`` (cloud regions that are not a metro of their own,
+colocation metros and greenfield power sites), priced from
+``data/sites/power_prices.csv`` and placed at GeoNames cities, and writes the
+larger catalog.  Tests and the application never run it.
 
 Usage (from the repository root)::
 
@@ -411,6 +415,372 @@ def write_csv(rows: Sequence[dict[str, str]], path: Path) -> None:
         writer.writerows(rows)
 
 
+# --- The larger catalog: metros plus hand-written additions ------------------------------------
+
+ADDITION_COLUMNS: tuple[str, ...] = (
+    "id",
+    "name",
+    "kind",
+    "geonameid",
+    "lat",
+    "lon",
+    "climate",
+    "mw",
+    "mw_source",
+    "price_area",
+    "providers",
+    "note",
+)
+KINDS: tuple[str, ...] = ("cloud-region", "colo", "greenfield")
+GREENFIELD_MW = 200.0  # tier G: a new high-voltage connection beside generation (data/SOURCES.md)
+MAX_CAMPUS_OFFSET_KM = 100.0  # an explicit campus point must be this close to its GeoNames city
+
+# ISO alpha-2 -> (country name, ISO alpha-3, continent) for the countries of the additions.
+COUNTRY_INFO: dict[str, tuple[str, str, str]] = {
+    "AO": ("Angola", "AGO", "Africa"),
+    "AR": ("Argentina", "ARG", "South America"),
+    "AT": ("Austria", "AUT", "Europe"),
+    "AU": ("Australia", "AUS", "Oceania"),
+    "AZ": ("Azerbaijan", "AZE", "Asia"),
+    "BD": ("Bangladesh", "BGD", "Asia"),
+    "BE": ("Belgium", "BEL", "Europe"),
+    "BG": ("Bulgaria", "BGR", "Europe"),
+    "BR": ("Brazil", "BRA", "South America"),
+    "CA": ("Canada", "CAN", "North America"),
+    "CD": ("DR Congo", "COD", "Africa"),
+    "CI": ("Ivory Coast", "CIV", "Africa"),
+    "CL": ("Chile", "CHL", "South America"),
+    "CM": ("Cameroon", "CMR", "Africa"),
+    "CN": ("China", "CHN", "Asia"),
+    "CO": ("Colombia", "COL", "South America"),
+    "CR": ("Costa Rica", "CRI", "North America"),
+    "CZ": ("Czechia", "CZE", "Europe"),
+    "DE": ("Germany", "DEU", "Europe"),
+    "DJ": ("Djibouti", "DJI", "Africa"),
+    "DK": ("Denmark", "DNK", "Europe"),
+    "DO": ("Dominican Republic", "DOM", "North America"),
+    "DZ": ("Algeria", "DZA", "Africa"),
+    "EC": ("Ecuador", "ECU", "South America"),
+    "EE": ("Estonia", "EST", "Europe"),
+    "EG": ("Egypt", "EGY", "Africa"),
+    "ES": ("Spain", "ESP", "Europe"),
+    "ET": ("Ethiopia", "ETH", "Africa"),
+    "FI": ("Finland", "FIN", "Europe"),
+    "FR": ("France", "FRA", "Europe"),
+    "GB": ("United Kingdom", "GBR", "Europe"),
+    "GE": ("Georgia", "GEO", "Asia"),
+    "GH": ("Ghana", "GHA", "Africa"),
+    "GR": ("Greece", "GRC", "Europe"),
+    "GT": ("Guatemala", "GTM", "North America"),
+    "HR": ("Croatia", "HRV", "Europe"),
+    "HU": ("Hungary", "HUN", "Europe"),
+    "ID": ("Indonesia", "IDN", "Asia"),
+    "IL": ("Israel", "ISR", "Asia"),
+    "IN": ("India", "IND", "Asia"),
+    "IS": ("Iceland", "ISL", "Europe"),
+    "IT": ("Italy", "ITA", "Europe"),
+    "JO": ("Jordan", "JOR", "Asia"),
+    "JP": ("Japan", "JPN", "Asia"),
+    "KE": ("Kenya", "KEN", "Africa"),
+    "KH": ("Cambodia", "KHM", "Asia"),
+    "KR": ("South Korea", "KOR", "Asia"),
+    "KW": ("Kuwait", "KWT", "Asia"),
+    "KZ": ("Kazakhstan", "KAZ", "Asia"),
+    "LK": ("Sri Lanka", "LKA", "Asia"),
+    "LT": ("Lithuania", "LTU", "Europe"),
+    "LU": ("Luxembourg", "LUX", "Europe"),
+    "LV": ("Latvia", "LVA", "Europe"),
+    "MA": ("Morocco", "MAR", "Africa"),
+    "MN": ("Mongolia", "MNG", "Asia"),
+    "MX": ("Mexico", "MEX", "North America"),
+    "MY": ("Malaysia", "MYS", "Asia"),
+    "MZ": ("Mozambique", "MOZ", "Africa"),
+    "NG": ("Nigeria", "NGA", "Africa"),
+    "NO": ("Norway", "NOR", "Europe"),
+    "NP": ("Nepal", "NPL", "Asia"),
+    "NZ": ("New Zealand", "NZL", "Oceania"),
+    "OM": ("Oman", "OMN", "Asia"),
+    "PA": ("Panama", "PAN", "North America"),
+    "PE": ("Peru", "PER", "South America"),
+    "PH": ("Philippines", "PHL", "Asia"),
+    "PK": ("Pakistan", "PAK", "Asia"),
+    "PR": ("Puerto Rico", "PRI", "North America"),
+    "PT": ("Portugal", "PRT", "Europe"),
+    "PY": ("Paraguay", "PRY", "South America"),
+    "RO": ("Romania", "ROU", "Europe"),
+    "RS": ("Serbia", "SRB", "Europe"),
+    "RU": ("Russia", "RUS", "Europe"),
+    "RW": ("Rwanda", "RWA", "Africa"),
+    "SA": ("Saudi Arabia", "SAU", "Asia"),
+    "SE": ("Sweden", "SWE", "Europe"),
+    "SN": ("Senegal", "SEN", "Africa"),
+    "TH": ("Thailand", "THA", "Asia"),
+    "TN": ("Tunisia", "TUN", "Africa"),
+    "TR": ("Turkey", "TUR", "Asia"),
+    "TW": ("Taiwan", "TWN", "Asia"),
+    "TZ": ("Tanzania", "TZA", "Africa"),
+    "UA": ("Ukraine", "UKR", "Europe"),
+    "UG": ("Uganda", "UGA", "Africa"),
+    "US": ("United States", "USA", "North America"),
+    "UY": ("Uruguay", "URY", "South America"),
+    "UZ": ("Uzbekistan", "UZB", "Asia"),
+    "VN": ("Vietnam", "VNM", "Asia"),
+    "ZA": ("South Africa", "ZAF", "Africa"),
+    "ZM": ("Zambia", "ZMB", "Africa"),
+}
+
+# Facility capex per MW of IT load by country group (USD, rounded; data/SOURCES.md "Site catalog").
+CAPEX_GROUPS: tuple[tuple[float, str, frozenset[str]], ...] = (
+    (
+        11_700_000.0,
+        "C&W DC Development Cost Guide 2025 US 19-market avg (published avg; no market figure used)",
+        frozenset({"US"}),
+    ),
+    (14_100_000.0, "estimate (anchored to T&T 2025-26 Osaka 14.1 USD/W)", frozenset({"JP"})),
+    (10_500_000.0, "estimate (anchored to T&T 2023 Jakarta 10.5 USD/W)", frozenset({"ID"})),
+    (10_000_000.0, "estimate (anchored to T&T 2023 Kuala Lumpur 10.0 USD/W)", frozenset({"MY"})),
+    (11_000_000.0, "estimate (regional anchor)", frozenset({"CA"})),
+    (11_500_000.0, "estimate (regional anchor)", frozenset({"AU", "NZ", "KR", "TW", "IL"})),
+    (
+        10_500_000.0,
+        "estimate (regional anchor)",
+        frozenset({"GB", "BE", "LU", "DE", "FR", "AT", "DK", "FI", "NO", "SE", "IS", "IT"}),
+    ),
+    (10_000_000.0, "estimate (regional anchor)", frozenset({"ES", "PT"})),
+    (
+        9_500_000.0,
+        "estimate (regional anchor)",
+        frozenset({"CZ", "HU", "RO", "BG", "RS", "HR", "EE", "LV", "LT", "GR"}),
+    ),
+    (8_500_000.0, "estimate (regional anchor)", frozenset({"TR", "UA", "RU", "GE", "AZ", "KZ", "UZ", "MN"})),
+    (10_000_000.0, "estimate (regional anchor)", frozenset({"SA", "KW", "OM", "JO"})),
+    (
+        10_000_000.0,
+        "estimate (regional anchor)",
+        frozenset({"EG", "NG", "GH", "CI", "SN", "MA", "DZ", "TN", "KE", "UG", "RW", "TZ", "ET", "DJ", "ZM", "MZ", "ZA"})
+        | frozenset({"AO", "CD", "CM"}),
+    ),
+    (
+        9_500_000.0,
+        "estimate (regional anchor)",
+        frozenset({"MX", "GT", "CR", "PA", "DO", "PR", "CO", "PE", "EC", "AR", "UY", "PY", "BR", "CL"}),
+    ),
+    (9_500_000.0, "estimate (regional anchor)", frozenset({"TH", "VN", "PH", "KH"})),
+    (7_500_000.0, "estimate (regional anchor)", frozenset({"IN", "CN", "PK", "BD", "LK", "NP"})),
+)
+
+
+@dataclass(frozen=True)
+class City:
+    """A GeoNames city (``data/cities/geonames_cities15000.csv``)."""
+
+    name: str
+    country_code: str
+    lat: float
+    lon: float
+
+
+def _read_table(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if tuple(reader.fieldnames or ()) != columns:
+            raise CatalogError(f"{path}: header must be {','.join(columns)}")
+        return list(reader)
+
+
+def read_cities(path: Path) -> dict[str, City]:
+    """Read the bundled GeoNames cities, keyed by geonameid.
+
+    Parameters
+    ----------
+    path : Path
+        ``data/cities/geonames_cities15000.csv``.
+
+    Returns
+    -------
+    dict
+        geonameid -> :class:`City`.
+    """
+    with path.open(newline="", encoding="utf-8") as fh:
+        return {
+            r["geonameid"]: City(r["name"], r["countrycode"], float(r["latitude"]), float(r["longitude"]))
+            for r in csv.DictReader(fh)
+        }
+
+
+def read_prices(path: Path) -> dict[str, tuple[float, str]]:
+    """Read power prices by area (ISO alpha-2, or ``US-TX``-style state/province codes).
+
+    Parameters
+    ----------
+    path : Path
+        ``data/sites/power_prices.csv``.
+
+    Returns
+    -------
+    dict
+        area -> (USD/MWh, source).
+    """
+    rows = _read_table(path, ("area", "power_price_usd_per_mwh", "source"))
+    prices = {r["area"]: (float(r["power_price_usd_per_mwh"]), r["source"]) for r in rows}
+    if len(prices) != len(rows) or any(p <= 0 or not s for p, s in prices.values()):
+        raise CatalogError(f"{path}: duplicate area, non-positive price or empty source")
+    return prices
+
+
+def read_additions(path: Path) -> list[dict[str, str]]:
+    """Read the hand-written additions and check each row's kind, climate, MW and citation.
+
+    Parameters
+    ----------
+    path : Path
+        ``data/sites/site_additions.csv``.
+
+    Returns
+    -------
+    list of dict
+        One dict per added site.
+
+    Raises
+    ------
+    CatalogError
+        Listing every bad row.
+    """
+    rows = _read_table(path, ADDITION_COLUMNS)
+    ids = [r["id"] for r in rows]
+    bad = [f"duplicate id {i}" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    for r in rows:
+        tier = r["mw"] in MW_BY_TIER or r["mw"] == "G"
+        if r["kind"] not in KINDS or r["climate"] not in PUE_BY_CLIMATE:
+            bad.append(f"{r['id']}: kind must be one of {KINDS}, climate one of {tuple(PUE_BY_CLIMATE)}")
+        if not tier and not (r["mw"].isdigit() and r["mw_source"]):
+            bad.append(f"{r['id']}: mw must be a tier (T1-T4, G) or a cited number of MW with mw_source")
+        if bool(r["lat"]) != bool(r["lon"]):
+            bad.append(f"{r['id']}: give both lat and lon or neither")
+    if bad:
+        raise CatalogError(f"{path}:\n  " + "\n  ".join(bad))
+    return rows
+
+
+def capex_for(country_code: str) -> tuple[float, str]:
+    """Return the capex rule for a country: (USD per MW of IT load, source)."""
+    for usd, source, members in CAPEX_GROUPS:
+        if country_code in members:
+            return usd, source
+    raise CatalogError(f"no capex group for country {country_code}")
+
+
+def _place(row: dict[str, str], cities: dict[str, City]) -> tuple[City, float, float, str]:
+    if row["geonameid"] not in cities:
+        raise CatalogError(f"{row['id']}: geonameid {row['geonameid']} is not in the bundled cities")
+    city = cities[row["geonameid"]]
+    if not row["lat"]:
+        return city, city.lat, city.lon, f"coords: GeoNames {row['geonameid']} {city.name}"
+    lat, lon = float(row["lat"]), float(row["lon"])
+    offset = haversine_km(lat, lon, city.lat, city.lon)
+    if offset > MAX_CAMPUS_OFFSET_KM:
+        raise CatalogError(f"{row['id']}: campus point is {offset:.0f} km from GeoNames {city.name}")
+    return city, lat, lon, f"coords: campus point {offset:.0f} km from GeoNames {row['geonameid']} {city.name}"
+
+
+def _mw(row: dict[str, str]) -> tuple[float, str]:
+    if row["mw"] == "G":
+        return GREENFIELD_MW, "mw: estimate G"
+    if row["mw"] in MW_BY_TIER:
+        return MW_BY_TIER[row["mw"]], f"mw: estimate {row['mw']}"
+    return float(row["mw"]), f"mw: {row['mw_source']}"
+
+
+def _price(row: dict[str, str], country_code: str, prices: dict[str, tuple[float, str]]) -> tuple[float, str]:
+    area = row["price_area"]
+    if area not in prices or area.split("-")[0] != country_code:
+        raise CatalogError(f"{row['id']}: price area {area!r} is not in the price table for country {country_code}")
+    return prices[area]
+
+
+def build_additions(
+    additions: Sequence[dict[str, str]],
+    prices: dict[str, tuple[float, str]],
+    cities: dict[str, City],
+    carbon: dict[str, tuple[float, int]],
+) -> list[dict[str, str]]:
+    """Turn the hand-written additions into catalog rows.
+
+    Parameters
+    ----------
+    additions : sequence of dict
+        Output of :func:`read_additions`.
+    prices : dict
+        Output of :func:`read_prices`.
+    cities : dict
+        Output of :func:`read_cities`.
+    carbon : dict
+        Output of :func:`load_carbon`.
+
+    Returns
+    -------
+    list of dict
+        Rows keyed by :data:`OUTPUT_COLUMNS`, in input order.
+    """
+    rows: list[dict[str, str]] = []
+    for a in additions:
+        city, lat, lon, coords = _place(a, cities)
+        if city.country_code not in COUNTRY_INFO:
+            raise CatalogError(f"{a['id']}: no country entry for {city.country_code}")
+        country, iso3, continent = COUNTRY_INFO[city.country_code]
+        if iso3 not in carbon:
+            raise CatalogError(f"codecarbon has no carbon intensity for {iso3}")
+        mw, mw_source = _mw(a)
+        price, price_source = _price(a, city.country_code, prices)
+        capex, capex_source = capex_for(city.country_code)
+        intensity, year = carbon[iso3]
+        parts = (
+            f"kind: {a['kind']}",
+            coords,
+            f"price: {price_source}",
+            mw_source,
+            f"pue: estimate climate {a['climate']}",
+            f"capex: {capex_source}",
+            f"carbon: codecarbon {iso3} {year}",
+            f"note: {a['note']}" if a["note"] else "",
+        )
+        rows.append(
+            {
+                "id": a["id"],
+                "name": a["name"],
+                "country_code": city.country_code,
+                "country": country,
+                "continent": continent,
+                "lat": f"{lat:.4f}",
+                "lon": f"{lon:.4f}",
+                "mw_available": f"{mw:.0f}",
+                "power_price_usd_per_mwh": f"{price:.1f}",
+                "pue": f"{PUE_BY_CLIMATE[a['climate']]:.2f}",
+                "capex_usd_per_mw": f"{capex:.0f}",
+                "carbon_intensity_g_per_kwh": f"{intensity:.1f}",
+                "locked": "false",
+                "providers": a["providers"],
+                "source": "; ".join(p for p in parts if p),
+            }
+        )
+    return rows
+
+
+def build_world(metros: Sequence[dict[str, str]], added: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """Join the metros (figures unchanged, ``kind: cloud-metro``) and the additions, sorted by id.
+
+    Raises
+    ------
+    CatalogError
+        If an added id is also a metro id.
+    """
+    clash = sorted({m["id"] for m in metros} & {a["id"] for a in added})
+    if clash:
+        raise CatalogError(f"added sites reuse metro ids: {clash}")
+    tagged = [{**m, "source": f"kind: cloud-metro; {m['source']}"} for m in metros]
+    return sorted([*tagged, *added], key=lambda r: r["id"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the build.
 
@@ -429,16 +799,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--figures", type=Path, default=REPO_ROOT / "data" / "sites" / "metro_figures.csv")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "sites" / "world_metros.csv")
     parser.add_argument("--radius-km", type=float, default=CLUSTER_RADIUS_KM)
+    sites = REPO_ROOT / "data" / "sites"
+    parser.add_argument("--additions", type=Path, default=sites / "site_additions.csv")
+    parser.add_argument("--prices", type=Path, default=sites / "power_prices.csv")
+    parser.add_argument("--cities", type=Path, default=REPO_ROOT / "data" / "cities" / "geonames_cities15000.csv")
+    parser.add_argument("--world-out", type=Path, default=sites / "world_sites.csv")
     args = parser.parse_args(argv)
     try:
         regions = load_regions(args.shared)
         clusters = cluster(regions, args.radius_km)
-        rows = build_rows(clusters, read_figures(args.figures), load_carbon(args.shared))
+        carbon = load_carbon(args.shared)
+        rows = build_rows(clusters, read_figures(args.figures), carbon)
+        added = build_additions(read_additions(args.additions), read_prices(args.prices), read_cities(args.cities), carbon)
+        world = build_world(rows, added)
     except CatalogError as exc:
         print(f"build_site_catalog: error: {exc}", file=sys.stderr)
         return 1
     write_csv(rows, args.out)
     print(f"wrote {len(rows)} metros from {len(regions)} regions to {args.out}")
+    write_csv(world, args.world_out)
+    print(f"wrote {len(world)} sites ({len(rows)} metros + {len(added)} additions) to {args.world_out}")
     return 0
 
 
