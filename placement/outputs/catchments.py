@@ -13,6 +13,7 @@ population-to-site round trips, not on these shapes.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import geopandas as gpd
@@ -32,6 +33,8 @@ REACH_DEG = 5.0
 """Default radius of land a city may claim. [degrees of arc, about 555 km]"""
 SIMPLIFY_DEG = 0.02
 """Tolerance for simplifying catchment outlines (about 2 km). [degrees]"""
+DISC_QUAD_SEGS = 8
+"""Segments per quarter circle of the disc a cell is cut to (a 32-gon)."""
 
 __all__ = ["catchment_frame", "land_geometry", "nearest_city_cells", "write_catchments", "write_network"]
 
@@ -69,21 +72,60 @@ def nearest_city_cells(lon_deg: NDArray[np.float64], lat_deg: NDArray[np.float64
         One polygon per point, in input order (points at the same place share one cell: the
         first gets it, the others are empty).
     """
+    return _city_cells(lon_deg, lat_deg, reach_deg=reach_deg)[0]
+
+
+def _voronoi_cells(distinct: NDArray[np.float64]) -> tuple[NDArray[np.object_], NDArray[np.bool_]]:
+    """Voronoi cells of distinct points (any order), cut to the world box; and which needed no cut."""
+    if len(distinct) < 2:
+        return np.array([WORLD_BOX], dtype=object), np.zeros(1, dtype=bool)
+    diagram = shapely.voronoi_polygons(MultiPoint(distinct), extend_to=WORLD_BOX)
+    voronoi = np.asarray(shapely.get_parts(diagram), dtype=object)
+    west, south, east, north = shapely.bounds(voronoi).T
+    inside = (west >= -180.0) & (south >= -90.0) & (east <= 180.0) & (north <= 90.0)
+    voronoi[~inside] = shapely.intersection(voronoi[~inside], WORLD_BOX)  # only the outer ring of cells reaches past it
+    return voronoi, inside
+
+
+def _farthest_vertex_deg(polygons: NDArray[np.object_], centres: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Distance from each polygon's centre to its farthest vertex (lon/lat treated as a plane). [degrees]"""
+    coords, owner = shapely.get_coordinates(polygons, return_index=True)
+    farthest = np.zeros(len(polygons))
+    np.maximum.at(farthest, owner, np.hypot(*(coords - centres[owner]).T))
+    return farthest
+
+
+def _city_cells(
+    lon_deg: NDArray[np.float64], lat_deg: NDArray[np.float64], *, reach_deg: float
+) -> tuple[NDArray[np.object_], NDArray[np.bool_]]:
+    """:func:`nearest_city_cells`, and which cells are whole Voronoi cells (no cut by the disc or the world box).
+
+    A cell whose farthest vertex lies inside the disc polygon's inscribed circle is inside the disc (both are
+    convex), so it is kept whole rather than intersected: the same area, and whole cells of one diagram share
+    their edges exactly, so they dissolve as a coverage (:func:`_dissolve`).
+    """
     cells = np.full(len(lon_deg), shapely.Polygon(), dtype=object)
+    whole = np.zeros(len(lon_deg), dtype=bool)
     if len(cells) == 0:
-        return cells
+        return cells, whole
     rounded = np.round(np.column_stack([lon_deg, lat_deg]), 6)
     distinct, first = np.unique(rounded, axis=0, return_index=True)
     points = shapely.points(distinct)
-    if len(distinct) < 2:
-        voronoi = np.array([WORLD_BOX], dtype=object)
-    else:
-        diagram = shapely.voronoi_polygons(MultiPoint(distinct), extend_to=WORLD_BOX)
-        voronoi = shapely.intersection(np.asarray(shapely.get_parts(diagram), dtype=object), WORLD_BOX)
+    voronoi, unclipped = _voronoi_cells(np.asarray(distinct, dtype=float))
     point_index, cell_index = shapely.STRtree(voronoi).query(points, predicate="within")
-    discs = shapely.buffer(points[point_index], reach_deg, quad_segs=8)
-    cells[first[point_index]] = shapely.intersection(voronoi[cell_index], discs)
-    return cells
+    own = voronoi[cell_index]
+    inscribed_deg = reach_deg * math.cos(math.pi / (4 * DISC_QUAD_SEGS)) * (1.0 - 1e-9)  # the 4·q-gon's inner radius
+    inside = unclipped[cell_index] & (_farthest_vertex_deg(own, distinct[point_index]) < inscribed_deg)
+    discs = shapely.buffer(points[point_index[~inside]], reach_deg, quad_segs=DISC_QUAD_SEGS)
+    own[~inside] = shapely.intersection(own[~inside], discs)
+    cells[first[point_index]], whole[first[point_index]] = own, inside
+    return cells, whole
+
+
+def _dissolve(cells: NDArray[np.object_], whole: NDArray[np.bool_]) -> BaseGeometry:
+    """The union of cells: whole Voronoi cells as a coverage (edges matched, no overlay), then the cut ones."""
+    merged = shapely.coverage_union_all(cells[whole]) if whole.any() else shapely.Polygon()
+    return shapely.union_all(np.concatenate([[merged], cells[~whole]]))
 
 
 def _served_cities(plan: Plan) -> pd.DataFrame:
@@ -156,9 +198,9 @@ def catchment_frame(
     """
     cities = _served_cities(plan)
     land = land_geometry() if land is None else land
-    cells = nearest_city_cells(cities["lon"].to_numpy(float), cities["lat"].to_numpy(float), reach_deg=reach_deg)
-    by_site = pd.Series(cells, index=cities["main_site_id"].to_numpy()).groupby(level=0)
-    shapes = {site: shapely.union_all(group.to_numpy()) for site, group in by_site}
+    cells, whole = _city_cells(cities["lon"].to_numpy(float), cities["lat"].to_numpy(float), reach_deg=reach_deg)
+    site_of = cities["main_site_id"].to_numpy()
+    shapes = {site: _dissolve(cells[site_of == site], whole[site_of == site]) for site in np.unique(site_of)}
     properties = _site_properties(plan)
     properties = properties[properties["site_id"].isin(list(shapes))].reset_index(drop=True)
     raw = np.array([shapes[s] for s in properties["site_id"]], dtype=object)

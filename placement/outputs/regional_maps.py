@@ -25,11 +25,14 @@ from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.typing import ColorType
 from numpy.typing import ArrayLike, NDArray
 
 from placement.outputs.world_map import (
     COST_COLUMN,
     NO_COST_COLOUR,
+    add_outlines,
+    add_polygons,
     cost_colours,
     cost_norm,
     draw_populations,
@@ -135,9 +138,10 @@ def _draw_catchments(ax: Axes, catchments: gpd.GeoDataFrame | None) -> None:
     if catchments is None or catchments.empty:
         return
     palette = plt.get_cmap(CATCHMENT_CMAP)
-    tints = [palette(k % palette.N) for k in range(len(catchments))]
-    catchments.plot(ax=ax, color=tints, alpha=0.35, edgecolor="none", zorder=1)
-    catchments.boundary.plot(ax=ax, color="#555555", linewidth=0.7, alpha=0.8, zorder=1.5)
+    tints: list[ColorType] = [palette(k % palette.N) for k in range(len(catchments))]
+    shapes = catchments.geometry.to_numpy()
+    add_polygons(ax, shapes, facecolors=tints, alpha=0.35, zorder=1)
+    add_outlines(ax, shapes, color="#555555", linewidth=0.7, alpha=0.8, zorder=1.5)
     for name, shape in zip(catchments["name"], catchments.geometry, strict=True):
         largest = max(shapely.get_parts(shape), key=lambda part: part.area)
         anchor = largest.representative_point()
@@ -242,7 +246,7 @@ def draw_region(
     mw_max = float(mw[np.isfinite(mw)].max(initial=0.0))
     fig, ax = plt.subplots(figsize=(11, 8), dpi=110)
     ax.set_facecolor("#dde9f2")
-    basemap.plot(ax=ax, color="#f3f1ec", edgecolor="#b8b5ad", linewidth=0.5, zorder=0.5)
+    add_polygons(ax, basemap.geometry.to_numpy(), facecolors="#f3f1ec", edgecolor="#b8b5ad", linewidth=0.5, zorder=0.5)
     _draw_catchments(ax, catchments)
     ax.add_collection(LineCollection(_segments(assignments, region), colors="#4a78b5", linewidths=0.6, alpha=0.45, zorder=2))
     draw_populations(ax, populations)
@@ -260,8 +264,8 @@ def _finish(fig: Figure, ax: Axes, region: Region, title: str, sites: pd.DataFra
     ax.set_xlim(region.lon_min_deg, region.lon_max_deg)
     ax.set_ylim(region.lat_min_deg, region.lat_max_deg)
     ax.set_aspect(1.0 / math.cos(math.radians((region.lat_min_deg + region.lat_max_deg) / 2)))
-    ax.set_xlabel("longitude [degrees]")
-    ax.set_ylabel("latitude [degrees]")
+    ax.set_xlabel("longitude [degrees]", fontsize="small")
+    ax.set_ylabel("latitude [degrees]", fontsize="small")
     ax.set_title(
         f"{title}\n{region.title}: {len(inside)} open sites, {inside['mw_used'].sum():.1f} MW, "
         f"{inside['nodes'].sum():,} nodes, {share:.0%} of the plan's goodput",

@@ -8,6 +8,7 @@ site with no goodput has no $/M and is drawn in a neutral colour).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,12 +19,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import shapely
 from matplotlib.axes import Axes
-from matplotlib.collections import LineCollection
+from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.path import Path as MplPath
+from matplotlib.typing import ColorType
 from numpy.typing import NDArray
+from shapely.geometry.base import BaseGeometry
 
 from placement.bundled import bundled_path
 
@@ -184,8 +189,122 @@ class SiteStyle:
         return cls(plt.get_cmap(COST_CMAP), cost_norm(sites), 900.0 / max(float(mw.max()) if len(mw) else 1.0, 1e-9))
 
 
+def polygon_paths(geometries: Sequence[BaseGeometry]) -> tuple[list[MplPath], NDArray[np.intp]]:
+    """One matplotlib path per polygon part (its exterior and holes, as geopandas draws it), and its geometry's index.
+
+    Parameters
+    ----------
+    geometries : sequence of shapely geometries
+        Polygons and multipolygons (other parts are skipped).
+
+    Returns
+    -------
+    paths : list of matplotlib.path.Path
+        Compound paths, in the order of the geometries and their parts.
+    owner : numpy.ndarray
+        Index into ``geometries`` of each path.
+    """
+    paths: list[MplPath] = []
+    owner: list[int] = []
+    # normalised as geopandas does: exteriors clockwise, holes anticlockwise, which matplotlib's non-zero fill needs
+    for index, geometry in enumerate(shapely.normalize(np.asarray(geometries, dtype=object))):
+        for part in shapely.get_parts(geometry):
+            if part.geom_type != "Polygon" or part.is_empty:
+                continue
+            rings = [part.exterior, *part.interiors]
+            paths.append(MplPath.make_compound_path(*(MplPath(np.asarray(r.coords)[:, :2], closed=True) for r in rings)))
+            owner.append(index)
+    return paths, np.asarray(owner, dtype=np.intp)
+
+
+def add_polygons(
+    ax: Axes,
+    geometries: Sequence[BaseGeometry],
+    *,
+    facecolors: ColorType | list[ColorType],
+    edgecolor: ColorType = "none",
+    linewidth: float = 0.0,
+    alpha: float | None = None,
+    zorder: float = 1.0,
+) -> PathCollection:
+    """Fill polygons as one collection: what ``GeoDataFrame.plot`` draws, without its redraw of the figure.
+
+    (geopandas asks the canvas to redraw after every ``.plot()``; on the Agg backend that renders the whole
+    figure each time.)
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Where to draw.
+    geometries : sequence of shapely geometries
+        Polygons and multipolygons.
+    facecolors : colour or list of colours
+        One colour, or a list of one per geometry (its parts share it).
+    edgecolor : colour, optional
+        Outline colour (``"none"``: no outline).
+    linewidth : float, optional
+        Outline width. [points]
+    alpha : float, optional
+        Opacity.
+    zorder : float, optional
+        Drawing order.
+
+    Returns
+    -------
+    matplotlib.collections.PathCollection
+        The collection added.
+    """
+    paths, owner = polygon_paths(geometries)
+    if isinstance(facecolors, list):
+        facecolors = [facecolors[k] for k in owner]
+    collection = PathCollection(
+        paths, facecolors=facecolors, edgecolors=edgecolor, linewidths=linewidth, alpha=alpha, zorder=zorder
+    )
+    ax.add_collection(collection)
+    return collection
+
+
+def add_outlines(
+    ax: Axes, geometries: Sequence[BaseGeometry], *, color: ColorType, linewidth: float, alpha: float, zorder: float
+) -> LineCollection:
+    """Draw the rings of polygons as lines (what ``GeoSeries.boundary.plot`` draws), as one collection.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Where to draw.
+    geometries : sequence of shapely geometries
+        Polygons and multipolygons.
+    color : colour
+        Line colour.
+    linewidth : float
+        Line width. [points]
+    alpha : float
+        Opacity.
+    zorder : float
+        Drawing order.
+
+    Returns
+    -------
+    matplotlib.collections.LineCollection
+        The collection added.
+    """
+    paths, _ = polygon_paths(geometries)
+    rings = [ring for path in paths for ring in path.to_polygons(closed_only=False)]
+    collection = LineCollection(rings, colors=color, linewidths=linewidth, alpha=alpha, zorder=zorder)
+    ax.add_collection(collection)
+    return collection
+
+
+def geographic_aspect(frame: gpd.GeoDataFrame) -> float:
+    """The aspect ``GeoDataFrame.plot`` gives a map in degrees: ``1 / cos(mid-latitude of the frame's bounds)``."""
+    _, south, _, north = frame.total_bounds
+    return float(1.0 / np.cos(np.mean([south, north]) * np.pi / 180.0))
+
+
 def _draw_basemap(ax: Axes, world: gpd.GeoDataFrame) -> None:
-    world.plot(ax=ax, color="#eceae4", edgecolor="#b8b5ad", linewidth=0.4)
+    add_polygons(ax, world.geometry.to_numpy(), facecolors="#eceae4", edgecolor="#b8b5ad", linewidth=0.4)
+    ax.set_aspect(geographic_aspect(world))
 
 
 def _draw_assignment_lines(ax: Axes, assignments: pd.DataFrame) -> None:
@@ -229,8 +348,8 @@ def _draw_legend(ax: Axes) -> None:
 def _frame_world(ax: Axes, title: str) -> None:
     ax.set_xlim(*WORLD_LON_DEG)
     ax.set_ylim(*WORLD_LAT_DEG)
-    ax.set_xlabel("longitude [degrees]")
-    ax.set_ylabel("latitude [degrees]")
+    ax.set_xlabel("longitude [degrees]", fontsize="small")
+    ax.set_ylabel("latitude [degrees]", fontsize="small")
     ax.set_title(title)
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,10 @@ P99_Z = 2.326
 _ITL_LOAD_GRID = 64
 #: Equally likely prompt lengths the chunk-size tail is read from.
 LENGTH_POINTS = 256
+#: Relative margin below the load a candidate needs to beat the best found so far at which the search probes the
+#: queue and the ITL before it bisects for the exact cap: far above the formulas' rounding (~1e-13 relative), so a
+#: candidate pruned on a probe could not have beaten the best and the search returns what the full one does.
+PRUNE_MARGIN = 1e-9
 #: Prefill chunk budgets per step the search tries (tokens per step). [tokens]
 CHUNK_TOKENS = (64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192, 16384)
 
@@ -729,8 +734,9 @@ class _ChunkedSteps:
     sizes: _ChunkSizes
     step_at: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]  # (sequences, chunk) -> ms
 
-    @property
+    @cached_property
     def mean_ms(self) -> NDArray[np.float64]:
+        """Mean step (work-weighted mix of chunk-carrying and pure steps) of every (K, B); computed once. [ms]"""
         f = np.minimum(self.mixed_share, 1.0)
         return np.asarray(f * self.mixed_ms + (1.0 - f) * self.pure_ms)
 
@@ -863,11 +869,19 @@ def _chunked_candidate(
     prefill, first = (steps_longest - 1) * mixed, mixed
     service = w.new_tokens / k * mixed  # mean time a prompt holds its replica's chunk pipeline [ms]
     rho_full = b / (w.output_tokens * mean) * service  # that pipeline's utilisation at full batch
-    rho = utilisation_cap(replicas, service, w.ttft_p99_ms - prefill - first, cs2=eff.service_cv2)
+    floor_load = floor_tok_s / capacity  # the share of capacity this candidate must serve to beat the best
+    chunk_budget_ms = w.ttft_p99_ms - prefill - first
+    itl_target_ms = min(w.itl_p99_ms, 1e3 / max(w.min_tok_s_per_user, 1e-9))
+    # one probe each of the chunk queue and the ITL at the load needed to beat the best, before either bisection
+    if rho_full > 0 and _queue_misses(replicas, service, chunk_budget_ms, floor_load * rho_full, eff):
+        return None
+    if _itl_misses(steps, ki, bi, floor_load, itl_target_ms):
+        return None
+    rho = utilisation_cap(replicas, service, chunk_budget_ms, cs2=eff.service_cv2)
     cap = min(1.0, rho / rho_full) if rho_full > 0 else 1.0
     if cap * capacity <= floor_tok_s:
         return None
-    itl_cap = _itl_load_cap(steps, ki, bi, cap, min(w.itl_p99_ms, 1e3 / max(w.min_tok_s_per_user, 1e-9)))
+    itl_cap = _itl_load_cap(steps, ki, bi, cap, itl_target_ms)
     limit = "itl" if itl_cap < cap else ""
     cap = itl_cap
     if cap <= 0 or cap * capacity <= floor_tok_s:
@@ -877,7 +891,10 @@ def _chunked_candidate(
     # the p99 slot wait allows inside what the objective leaves (this is what keeps goodput off the knee).
     slots, hold_ms = replicas * int(b), service + w.output_tokens * mean
     chunk_wait = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2)
-    cap = min(cap, utilisation_cap(slots, hold_ms, w.ttft_p99_ms - prefill - first - chunk_wait, cs2=eff.service_cv2))
+    slot_budget_ms = chunk_budget_ms - chunk_wait
+    if _queue_misses(slots, hold_ms, slot_budget_ms, floor_load, eff):
+        return None  # the slot queue caps goodput below the best: the caller would not take it
+    cap = min(cap, utilisation_cap(slots, hold_ms, slot_budget_ms, cs2=eff.service_cv2))
     if cap <= 0:
         return None
     queue = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2) + queue_wait_p99_ms(
@@ -888,6 +905,31 @@ def _chunked_candidate(
     return _Candidate(
         cap * capacity, capacity, int(b), tp, replicas, itl, prefill, 0.0, queue, first, cap, 0.0, int(k), step_share, limit
     )
+
+
+def _queue_misses(servers: int, service_ms: float, wait_budget_ms: float, utilisation: float, eff: ServingEfficiency) -> bool:
+    """Whether the p99 wait already exceeds its budget a hair below ``utilisation``.
+
+    The wait rises with utilisation, so :func:`~placement.serving.queueing.utilisation_cap` (a bisection keeping
+    the highest point that fits) then returns less than ``utilisation``: a candidate that needs that much load
+    to beat the best found so far cannot, and one evaluation replaces the bisection's forty. The margin
+    :data:`PRUNE_MARGIN` keeps the probe clear of rounding. ``False`` when nothing is needed (``utilisation <= 0``).
+    """
+    if utilisation <= 0.0:
+        return False
+    probe = utilisation * (1.0 - PRUNE_MARGIN)
+    return probe >= 1.0 or queue_wait_p99_ms(servers, service_ms, probe, cs2=eff.service_cv2) > wait_budget_ms
+
+
+def _itl_misses(steps: _ChunkedSteps, ki: int, bi: int, load: float, itl_ms: float) -> bool:
+    """Whether the p99 ITL of one (chunk, batch) already misses ``itl_ms`` a hair below ``load``.
+
+    The p99 ITL never falls as load rises, so :func:`_itl_load_cap` then returns less than ``load``; as
+    :func:`_queue_misses`, with the same margin. ``False`` when ``load <= 0``.
+    """
+    if load <= 0.0:
+        return False
+    return bool(steps.itl_row_ms(ki, slice(bi, bi + 1), load * (1.0 - PRUNE_MARGIN))[0] > itl_ms)
 
 
 def _itl_load_cap(steps: _ChunkedSteps, ki: int, bi: int, load: float, itl_ms: float) -> float:

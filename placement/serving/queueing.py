@@ -21,6 +21,12 @@ def _log_factorials(servers: int) -> NDArray[np.float64]:
     return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, servers + 1, dtype=float)))))
 
 
+@lru_cache(maxsize=64)
+def _counts(servers: int) -> NDArray[np.float64]:
+    """``k = 0 … servers`` as floats (exact: the integers convert without rounding), cached as :func:`_log_factorials`."""
+    return np.arange(servers + 1, dtype=float)
+
+
 def erlang_c(servers: int, offered_load: float) -> float:
     """Probability that an arrival waits (Erlang C).
 
@@ -42,7 +48,7 @@ def erlang_c(servers: int, offered_load: float) -> float:
         return 1.0
     # Erlang B = (a^c / c!) / sum_k a^k / k!, summed in log space: one vectorised pass, where the textbook
     # recursion is a Python loop over c (the decode-slot queue has thousands of servers)
-    log_terms = np.arange(servers + 1) * math.log(offered_load) - _log_factorials(servers)
+    log_terms = _counts(servers) * math.log(offered_load) - _log_factorials(servers)
     top = log_terms.max()
     blocking = float(math.exp(log_terms[-1] - top) / np.exp(log_terms - top).sum())
     rho = offered_load / servers
