@@ -943,6 +943,8 @@ def _itl_load_cap(steps: _ChunkedSteps, ki: int, bi: int, load: float, itl_ms: f
         return load
     grid = load * np.arange(1, _ITL_LOAD_GRID + 1) / _ITL_LOAD_GRID
     fits = steps.itl_row_ms(ki, cols, grid) <= itl_ms
+    if fits.all():  # the single check above and the grid disagree only by rounding at ``load`` itself
+        return load
     first_miss = int(np.argmin(fits))
     low, high = (float(grid[first_miss - 1]) if first_miss > 0 else 0.0), float(grid[first_miss])
     for _ in range(10):
