@@ -459,6 +459,7 @@ def summarise(
         n_plus_one=instance.inputs.fault_tolerant,
         unserved_share=unserved,
         time_slices=len(instance.slice_hours),
+        rtt_quantile=instance.loaded.scenario.latency.quantile,
         populations=len(instance.populations.table),
         cities=len(instance.populations.cities),
         feasible_pairs=len(instance.inputs.pair_site),

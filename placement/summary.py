@@ -427,6 +427,9 @@ class PlanSummary:
         Whether N+1 fault tolerance was required.
     time_slices : int
         Number of time slices.
+    rtt_quantile : str or None
+        The round trip the TTFT budgets used (``latency.quantile``: ``p50`` or ``p90``; the great-circle
+        model's two are equal); None in folders written before it was recorded.
     dinkelbach_iterations : tuple of DinkelbachStep
         Optional serving only.
     """
@@ -464,6 +467,7 @@ class PlanSummary:
     node_kw: float | None = None
     n_plus_one: bool = False
     time_slices: int = 1
+    rtt_quantile: str | None = None
     dinkelbach_iterations: tuple[DinkelbachStep, ...] = field(default_factory=tuple)
     stopped_by: str | None = None
 
@@ -539,6 +543,7 @@ class PlanSummary:
             node_kw=_optional_float(data.get("node_kw")),
             n_plus_one=bool(data.get("n_plus_one", False)),
             time_slices=int(data.get("time_slices", 1)),
+            rtt_quantile=None if data.get("rtt_quantile") is None else str(data["rtt_quantile"]),
             dinkelbach_iterations=tuple(DinkelbachStep.from_json_dict(s) for s in data.get("dinkelbach_iterations") or []),
             stopped_by=None if data.get("stopped_by") is None else str(data["stopped_by"]),
         )
@@ -567,6 +572,7 @@ JSON_ORDER = (
     "n_plus_one",
     "unserved_share",
     "time_slices",
+    "rtt_quantile",
     "populations",
     "cities",
     "feasible_pairs",

@@ -44,6 +44,7 @@ SUMMARY_JSON_KEYS = {
     "n_plus_one",
     "unserved_share",
     "time_slices",
+    "rtt_quantile",
     "populations",
     "cities",
     "feasible_pairs",
@@ -186,7 +187,15 @@ def test_report_rebuilds_from_a_folder_written_before_the_breakdown(world_result
     for name in ("sites.csv", "assignments.csv", "populations.csv"):
         shutil.copyfile(world_results / name, old / name)
     document = json.loads((world_results / "summary.json").read_text(encoding="utf-8"))
-    newer = ("cost_breakdown_usd_per_h", "peak_goodput_tok_s", "cache_hit_rate", "node_kw", "n_plus_one", "time_slices")
+    newer = (
+        "cost_breakdown_usd_per_h",
+        "peak_goodput_tok_s",
+        "cache_hit_rate",
+        "node_kw",
+        "n_plus_one",
+        "time_slices",
+        "rtt_quantile",
+    )
     for key in (*newer, "dinkelbach_iterations"):
         document.pop(key)
     for klass in document["classes"]:
@@ -245,3 +254,15 @@ def test_json_encoder_writes_non_finite_numbers_as_null() -> None:
     assert jsonio.dumps({"x": 1, "y": "</"}, compact=True) == '{"x":1,"y":"</"}'
     with pytest.raises(TypeError):
         jsonio.dumps({"path": Path("/")})
+
+
+def test_summary_names_the_round_trip_quantile_the_budget_used(tmp_path: Path) -> None:
+    from placement.plan import run
+    from placement.scenario import load_scenario
+    from tests.conftest import write_scenario
+
+    assert run(load_scenario(write_scenario(tmp_path))).summary.rtt_quantile == "p90"
+    median = tmp_path / "median"
+    median.mkdir()
+    plan = run(load_scenario(write_scenario(median, latency={"quantile": "p50"})))
+    assert plan.summary.to_json_dict()["rtt_quantile"] == "p50"
