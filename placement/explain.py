@@ -51,13 +51,20 @@ def _fixed_design_model(instance: Instance, is_open: np.ndarray, unserved: np.nd
         assert model.unserved is not None
         for var, share in zip(model.unserved, unserved.tolist(), strict=True):
             var.lowBound = var.upBound = share
+    _relax_design(model, is_open)
+    return model
+
+
+def _relax_design(model: Any, is_open: np.ndarray) -> None:
+    """Open sites fixed; node counts continuous and bounded by the power row only.
+
+    The MILP's node bound is that row rounded down: left in, the bound, not the row, binds and one more
+    MW reads as worth nothing.
+    """
     _fix_open(model, is_open)
     for var in model.nodes:
-        # continuous, and bounded by the power row only (the MILP's node bound is that row rounded down):
-        # otherwise the bound, not the row, binds and one more MW reads as worth nothing
         var.cat = pulp.LpContinuous
         var.upBound = None
-    return model
 
 
 def plan_shortfall(instance: Instance, is_open: np.ndarray, options: SolverOptions) -> np.ndarray | None:
@@ -81,9 +88,7 @@ def plan_shortfall(instance: Instance, is_open: np.ndarray, options: SolverOptio
     if solve_problem(model.problem, options).status.has_solution:
         return None
     elastic = build_model(instance.inputs, unserved_penalty_usd_per_tok_s=shortfall_penalty_usd_per_tok_s(instance.inputs))
-    _fix_open(elastic, is_open)
-    for var in elastic.nodes:
-        var.cat = pulp.LpContinuous
+    _relax_design(elastic, is_open)
     if elastic.unserved is None or not solve_problem(elastic.problem, options).status.has_solution:
         return None
     return np.array([min(1.0, max(0.0, var.varValue or 0.0)) for var in elastic.unserved])
