@@ -279,11 +279,13 @@ def set_warm_start(
     data: PlacementInput,
     design: tuple[BoolArray, IntArray, FloatArray],
     failover: dict[int, FloatArray] | None = None,
+    unserved: FloatArray | None = None,
 ) -> None:
     """Give the solver a starting design: open flags, node counts, shares and (N+1) re-routes.
 
     ``failover[f]`` holds the ``(p,)`` shares moved when site f fails; a scenario it does not
-    list moves nothing.
+    list moves nothing. ``unserved`` holds the ``(c,)`` unserved shares of a model with optional
+    serving (default 0).
     """
     is_open, nodes, shares = design
     for var, value in zip(model.opens, is_open.tolist(), strict=True):
@@ -293,8 +295,9 @@ def set_warm_start(
     for var, value in zip(model.shares, shares.tolist(), strict=True):
         var.setInitialValue(value)
     if model.unserved is not None:
-        for var in model.unserved:
-            var.setInitialValue(0.0)
+        left = np.zeros(len(model.unserved)) if unserved is None else unserved
+        for var, value in zip(model.unserved, left.tolist(), strict=True):
+            var.setInitialValue(value)
     peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
     site_peak = np.bincount(data.pair_site, weights=shares * peak_load, minlength=data.n_sites)
     for var, value in zip(model.site_peak, site_peak.tolist(), strict=False):

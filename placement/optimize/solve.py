@@ -17,8 +17,9 @@ from placement._errors import SolverError
 from placement.optimize import formulation as fm
 from placement.optimize.heuristics import greedy_design, greedy_failover_design, repair_nodes, route_to_nearest
 from placement.optimize.model import PlacementModel, build_model, set_warm_start
+from placement.optimize.pricing import Relaxation, first_of_each, relax, site_slice_load
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
-from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, relative_gap, solve_problem
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
 
 
@@ -163,6 +164,8 @@ def solve_placement(
     """
     if data.fault_tolerant and failover_variable_count(data) > FULL_FAILOVER_MAX_VARIABLES:
         return _solve_failover_on_candidates(data, options, warm_start=warm_start)
+    if not data.fault_tolerant and len(data.pair_site) > PRICING_FROM_PAIRS:
+        return solve_priced(data, options, shortfall=False, route_nearest=route_nearest)
     warm = _warm_design(data) if warm_start else None
     lazy = options.lazy_slices and len(data.slice_hours) >= LAZY_SLICES_FROM and not data.fault_tolerant
     active = _initial_slices(data) if lazy else None
@@ -259,7 +262,12 @@ def restrict_to_sites(data: PlacementInput, keep: BoolArray) -> tuple[PlacementI
         The restricted arrays and, for each of their pairs, its index in ``data``.
     """
     pairs = np.flatnonzero(keep[data.pair_site]).astype(np.int64)
-    restricted = replace(
+    return restrict_to_pairs(data, pairs), pairs
+
+
+def restrict_to_pairs(data: PlacementInput, pairs: IntArray) -> PlacementInput:
+    """The same problem with only these pairs (indices into ``data``'s pairs, sorted)."""
+    return replace(
         data,
         pair_commodity=data.pair_commodity[pairs],
         pair_site=data.pair_site[pairs],
@@ -267,7 +275,6 @@ def restrict_to_sites(data: PlacementInput, keep: BoolArray) -> tuple[PlacementI
         pair_rtt_ms=data.pair_rtt_ms[pairs],
         pair_cost_usd_per_h=data.pair_cost_usd_per_h[pairs],
     )
-    return restricted, pairs
 
 
 def _lift(data: PlacementInput, pairs: IntArray, small: PlacementSolution, report: SolverReport) -> PlacementSolution:
@@ -338,6 +345,191 @@ def _solve_failover_on_candidates(data: PlacementInput, options: SolverOptions, 
     return _verified(data, replace(lifted, report=total), optional=False)
 
 
+PRICING_FROM_PAIRS = 30_000
+"""Models (without N+1) with more pairs than this are solved by :func:`solve_priced`.
+
+The bundled world at full resolution has ~15,000 pairs on 74 sites and its MILP closes in seconds; on ~300
+sites it has ~190,000 and HiGHS's root LP alone takes minutes on 2 cores.
+"""
+
+MILP_PAIRS_PER_COMMODITY = 2
+"""Pairs each commodity brings to the restricted MILP besides those the LP uses: its lowest reduced costs."""
+
+SHORTFALL_TOL = 1e-9
+"""Unserved mean goodput, as a share of demand, below which everything counts as served."""
+
+
+def _round_up(data: PlacementInput, relaxation: Relaxation) -> tuple[BoolArray, IntArray, FloatArray, FloatArray]:
+    """A feasible design from the LP: its shares, every site they use open, nodes raised to the busiest slice.
+
+    The LP's nodes carry its shares and stay within the sites' power, which allows an integer number of nodes,
+    so rounding them up stays within it.
+    """
+    shares = np.clip(relaxation.shares, 0.0, 1.0)
+    served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
+    shares = shares / np.maximum(served, 1.0)[data.pair_commodity]
+    load = site_slice_load(data, shares).max(axis=1)
+    # The LP meets its rows within a tolerance: where that would round up past the power, trim the shares.
+    trim = np.where(load > data.site_max_nodes, data.site_max_nodes / np.maximum(load, 1e-300), 1.0)
+    shares = shares * trim[data.pair_site]
+    load = load * trim
+    unserved = _unserved(data, shares)
+    is_open = data.site_locked | (np.bincount(data.pair_site, weights=shares, minlength=data.n_sites) > 0)
+    nodes = np.minimum(np.ceil(load - 1e-9), data.site_max_nodes).astype(np.int64)
+    return is_open, np.maximum(nodes, 0), shares, unserved
+
+
+def _milp_pairs(data: PlacementInput, *relaxations: Relaxation) -> IntArray:
+    """The pairs the restricted MILP may use: those the LPs use, and each commodity's lowest reduced costs."""
+    keep = np.zeros(len(data.pair_site), dtype=bool)
+    for relaxation in relaxations:
+        keep |= relaxation.shares > 1e-9
+    last = relaxations[-1].reduced_cost
+    order = np.argsort(last, kind="stable")
+    keep[first_of_each(order, data.pair_commodity, MILP_PAIRS_PER_COMMODITY)] = True
+    return np.flatnonzero(keep).astype(np.int64)
+
+
+def _route_on_open_sites(
+    data: PlacementInput, solution: PlacementSolution, options: SolverOptions, *, optional: bool
+) -> PlacementSolution:
+    """:func:`route_to_nearest` on the pairs of the open sites only (closed sites carry nothing)."""
+    small, pairs = restrict_to_sites(data, solution.open)
+    inner = replace(solution, pair_share=solution.pair_share[pairs], failover_share={})
+    model, routing = route_to_nearest(small, inner, options, optional=optional)
+    if not routing.status.has_solution:
+        return solution
+    routed = _lift(data, pairs, _extract(model, small, solution.report, routing), solution.report)
+    routed = replace(routed, routing_report=routing)
+    same_cost = abs(routed.objective_usd_per_h - solution.objective_usd_per_h) <= 1e-6 * max(1.0, solution.objective_usd_per_h)
+    return routed if same_cost and not verify_solution(data, routed, optional=True) else solution
+
+
+def solve_priced(
+    data: PlacementInput,
+    options: SolverOptions,
+    *,
+    shortfall: bool,
+    route_nearest: bool = True,
+    all_pairs: bool = False,
+) -> PlacementSolution:
+    """Solve the full model by an LP priced over every pair, and a MILP on the pairs it singles out.
+
+    1. Least unserved goodput: the LP relaxation with ``objective="unserved"`` (:func:`placement.optimize.pricing.relax`).
+       Its bound is a bound of the MILP: above 0, no design serves everything (the sites' power in reach is
+       short), and without ``shortfall`` the model is reported infeasible.
+    2. Least cost, every commodity served (or, with ``shortfall``, at most the least unserved goodput of
+       step 1 left unserved): the LP relaxation over every pair and slice, priced and cut until its
+       Lagrangian bound is within a quarter of ``options.gap``. That bound is a bound of the full MILP.
+    3. The MILP on the pairs the LPs use plus each commodity's two lowest reduced costs, warm-started from the
+       LP rounded up (a feasible design in itself). Its answer is feasible for the full model; the gap is
+       measured against the bound of step 2 (the restricted MILP's own bound is not one of the full model,
+       unless it holds every pair). If the gap is above ``options.gap``, pricing goes on to tighten the bound.
+
+    Every step stops on a count (rounds, nodes) or the gap, so the answer does not depend on the machine
+    unless the wall-clock safety net is reached.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (without N+1).
+    options : SolverOptions
+        Solver, gap, node and time limits (the time limit applies to the MILP).
+    shortfall : bool
+        Allow unserved demand: the least there is, at least cost (a diagnosis of a model that cannot serve
+        everything). The bound and gap are then of the cost among plans serving as much.
+    route_nearest : bool, optional
+        Re-route shares to the nearest open capacity once the design is fixed (the cost does not change).
+    all_pairs : bool, optional
+        Start the LPs with every pair (small models: nothing to price).
+
+    Returns
+    -------
+    PlacementSolution
+        Verified against the full model; ``report`` holds the full-model bound and gap.
+    """
+    start = time.perf_counter()
+    total = float(data.mean_demand_tok_s.sum())
+    every = np.arange(len(data.pair_site), dtype=np.int64)
+    least, lp = relax(data, objective="unserved", pairs=every if all_pairs else None)
+    tolerance = SHORTFALL_TOL * max(total, 1.0)
+    if not shortfall and least.bound > tolerance:
+        message = (
+            f"no design serves every commodity: the LP relaxation leaves at least {least.bound:,.6g} of "
+            f"{total:,.6g} mean tok/s unserved (the power of the sites in reach is short)"
+        )
+        report = SolverReport(options.name, SolveStatus.INFEASIBLE, math.nan, math.nan, math.nan,
+                              time.perf_counter() - start, message, StopReason.INFEASIBLE)  # fmt: skip
+        return _empty(data, report)
+    if not shortfall and least.value > tolerance:
+        raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
+    cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
+    target = options.gap / 4
+    cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, target=target, lp=lp)
+    pairs = every if all_pairs else _milp_pairs(data, least, cost)
+    small = restrict_to_pairs(data, pairs)
+    is_open, nodes, shares, unserved = _round_up(data, cost)
+    rounded = PlacementSolution(
+        is_open, nodes, shares, unserved, data.cost_usd_per_h(is_open, nodes, shares),
+        SolverReport(options.name, SolveStatus.FEASIBLE, math.nan, math.nan, math.nan, 0.0, "LP rounded up"),
+    )  # fmt: skip
+    if cap is None:
+        model = build_model(small)
+    else:
+        model = build_model(small, served_value_usd_per_tok_s=0.0, min_served_tok_s=total - cap)
+    set_warm_start(model, small, (is_open, nodes, shares[pairs]), unserved=unserved)
+    elapsed = time.perf_counter() - start
+    remaining = None if options.time_limit_s is None else max(1.0, options.time_limit_s - elapsed)
+    report = solve_problem(model.problem, replace(options, gap=options.gap / 2, time_limit_s=remaining), warm_start=True)
+    candidates = [rounded]
+    if report.status.has_solution:
+        candidates.append(_lift(data, pairs, _extract(model, small, report, None), report))
+    optional = cap is not None
+    valid = [c for c in candidates if not verify_solution(data, c, optional=optional) and _within_cap(data, c, cap)]
+    if not valid:
+        raise SolverError("neither the restricted MILP nor the rounded LP gave a design that passes every check")
+    best = min(valid, key=lambda c: c.objective_usd_per_h)
+    bound = cost.bound
+    if all_pairs and report.status.has_solution and math.isfinite(report.best_bound):
+        bound = max(bound, report.best_bound)  # the MILP holds every pair: its bound is the full model's
+    rounds = least.rounds + cost.rounds
+    if relative_gap(best.objective_usd_per_h, bound) > options.gap and not cost.converged:
+        cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, lp=lp)
+        bound = max(bound, cost.bound)
+        rounds += cost.rounds
+    gap = relative_gap(best.objective_usd_per_h, bound)
+    closed = gap <= options.gap + 1e-12
+    stopped_by = StopReason.GAP if closed else report.stopped_by
+    served = "every commodity served" if cap is None else f"at most {cap:,.6g} mean tok/s unserved (the least possible)"
+    message = (
+        f"LP priced over all {len(data.pair_site):,} pairs in {rounds} rounds ({int(cost.in_model.sum()):,} pairs, "
+        f"{cost.rows:,} rows), bound {bound:,.2f}; MILP on {len(pairs):,} pairs: {report.message}, "
+        f"{'its answer' if best is not rounded else 'the rounded LP'} kept; {served}"
+    )
+    total_report = SolverReport(
+        options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, best.objective_usd_per_h, bound, gap,
+        time.perf_counter() - start, message, stopped_by,
+    )  # fmt: skip
+    solution = replace(
+        best, report=total_report, unserved_share=_unserved(data, best.pair_share) if optional else best.unserved_share
+    )
+    if route_nearest:
+        solution = _route_on_open_sites(data, solution, options, optional=optional)
+    return _verified(data, solution, optional=optional)
+
+
+def _unserved(data: PlacementInput, shares: FloatArray) -> FloatArray:
+    served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
+    return np.asarray(np.clip(1.0 - served, 0.0, 1.0))
+
+
+def _within_cap(data: PlacementInput, solution: PlacementSolution, cap: float | None) -> bool:
+    """Whether the unserved mean goodput stays within the cap (all served when None)."""
+    left = float((_unserved(data, solution.pair_share) * data.mean_demand_tok_s).sum())
+    limit = 0.0 if cap is None else cap
+    return left <= limit * (1 + 1e-6) + 1e-6 * max(1.0, float(data.mean_demand_tok_s.sum()))
+
+
 def shortfall_penalty_usd_per_tok_s(data: PlacementInput) -> float:
     """Price of a mean tok/s left unserved in an elastic model: far above any way of serving it. [USD/h per tok/s]"""
     per_node = float(np.max(data.site_node_usd_per_h)) if data.n_sites else 1.0
@@ -351,7 +543,12 @@ def shortfall_penalty_usd_per_tok_s(data: PlacementInput) -> float:
 
 
 def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> PlacementSolution:
-    """Solve an elastic model in which demand may go unserved at a high price.
+    """Serve as much as the sites can, at least cost: the plan of a model that cannot serve everything.
+
+    Without N+1: :func:`solve_priced` with ``shortfall`` (least unserved goodput by LP, which a design
+    with integer nodes attains, then least cost with at most that much unserved); the bound and gap are
+    of the cost among plans serving as much. With N+1: an elastic model in which demand may go unserved
+    at a high price; its bound, less that price on the answer's unserved goodput, is reported.
 
     The commodities left unserved are those that no feasible placement can cover inside their
     latency budget (the power of the sites they reach is too small, or N+1 cannot be met).
@@ -372,6 +569,10 @@ def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> Placemen
         # Too large to diagnose with every failure scenario in a bounded time; it is only reached
         # when the plan without N+1 is infeasible, and that shortfall is what is named.
         data = replace(data, fault_tolerant=False)
+    if not data.fault_tolerant:
+        return solve_priced(
+            data, options, shortfall=True, route_nearest=False, all_pairs=len(data.pair_site) <= PRICING_FROM_PAIRS
+        )
     penalty = shortfall_penalty_usd_per_tok_s(data)
     model = build_model(data, unserved_penalty_usd_per_tok_s=penalty)
     report = solve_problem(model.problem, options)
@@ -381,7 +582,12 @@ def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> Placemen
     violations = verify_solution(data, solution, optional=True)
     if violations:
         raise SolverError("the diagnosis model returned a placement that violates constraints: " + "; ".join(violations))
-    return solution
+    # The MILP's bound is of cost + penalty x unserved. Less the penalty of this answer's unserved goodput it
+    # bounds the cost of any plan serving at least as much: the bound and gap reported are of the cost.
+    left = float((solution.unserved_share * data.mean_demand_tok_s).sum())
+    bound = report.best_bound - penalty * left
+    cost = solution.objective_usd_per_h
+    return replace(solution, report=replace(report, objective=cost, best_bound=bound, gap=relative_gap(cost, bound)))
 
 
 def solve_ratio(
