@@ -261,12 +261,19 @@ def build_model(
         + fm.linear_terms(nodes, data.site_node_usd_per_h)
         + fm.linear_terms(shares, data.pair_cost_usd_per_h)
     )
-    objective = list(cost_terms)
     mean = data.mean_demand_tok_s
+    share_coefficients = data.pair_cost_usd_per_h
+    if served_value_usd_per_tok_s is not None:
+        # One coefficient per share: PuLP keeps only the last of a variable's repeated terms, so a separate
+        # "- lambda x goodput" term would silently drop the share's load-energy cost.
+        share_coefficients = share_coefficients - served_value_usd_per_tok_s * mean[data.pair_commodity]
+    objective = (
+        fm.linear_terms(opens, data.site_fixed_usd_per_h)
+        + fm.linear_terms(nodes, data.site_node_usd_per_h)
+        + fm.linear_terms(shares, share_coefficients)
+    )
     if unserved is not None and unserved_penalty_usd_per_tok_s is not None:
         objective += fm.linear_terms(unserved, unserved_penalty_usd_per_tok_s * mean)
-    if served_value_usd_per_tok_s is not None:
-        objective += fm.linear_terms(shares, -served_value_usd_per_tok_s * mean[data.pair_commodity])
     if optional and min_served_tok_s > 0:
         served = pulp.LpAffineExpression(fm.linear_terms(shares, mean[data.pair_commodity]))
         problem.addConstraint(pulp.LpConstraint(served, pulp.LpConstraintGE, "min_served", min_served_tok_s))

@@ -590,6 +590,51 @@ def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> Placemen
     return replace(solution, report=replace(report, objective=cost, best_bound=bound, gap=relative_gap(cost, bound)))
 
 
+RATIO_ABS_GAP_SHARE = 0.25
+"""Each Dinkelbach MILP stops within this share of the ratio gap, as an absolute gap on ``cost - lambda x goodput``."""
+
+
+RATIO_STEP_GAP = 0.1
+"""Relative gap on ``cost - lambda x goodput`` at which a Dinkelbach MILP may stop as well: far from the optimal
+ratio finding a better design is what counts; near it the value tends to 0 and the absolute gap governs."""
+
+
+def _ratio_start(data: PlacementInput, min_served: float, gap: float) -> tuple[BoolArray, IntArray, FloatArray] | None:
+    """A design serving at least ``min_served``: the greedy one, or the LP of the most that can be served rounded up."""
+    start = greedy_design(data)
+    if start is not None:
+        return start
+    least, lp = relax(data, objective="unserved")
+    cap = max(least.value, 0.0) * (1 + 1e-9) + SHORTFALL_TOL * max(float(data.mean_demand_tok_s.sum()), 1.0)
+    cost, _ = relax(data, objective="cost", unserved_cap_tok_s=cap, target=gap, lp=lp)
+    is_open, nodes, shares, _ = _round_up(data, cost)
+    served = float((shares * data.mean_demand_tok_s[data.pair_commodity]).sum())
+    return (is_open, nodes, shares) if served >= min_served and served > 0 else None
+
+
+def ratio_bound(lam: float, value_bound: float, served_min: float, served_max: float) -> float:
+    """A lower bound of the least cost / goodput from one Dinkelbach step's bound.
+
+    Every design has ``cost - lam * goodput >= value_bound``, so ``cost / goodput >= lam + value_bound / goodput``,
+    and goodput lies in ``[served_min, served_max]``.
+
+    Parameters
+    ----------
+    lam : float
+        The step's lambda. [USD/h per tokens/s]
+    value_bound : float
+        The MILP's proven bound on ``min cost - lam * goodput``. [USD/h]
+    served_min, served_max : float
+        Least and most goodput any design may serve (``served_min > 0``). [tokens/s]
+
+    Returns
+    -------
+    float
+        The bound. [USD/h per tokens/s]
+    """
+    return lam + value_bound / (served_max if value_bound >= 0 else served_min)
+
+
 def solve_ratio(
     data: PlacementInput,
     options: SolverOptions,
@@ -599,12 +644,16 @@ def solve_ratio(
     max_iterations: int = 30,
     route_nearest: bool = True,
 ) -> PlacementSolution:
-    """Minimise cost per goodput token exactly when serving is optional (Dinkelbach).
+    """Minimise cost per goodput token exactly when serving is optional (Dinkelbach), with a bound at every step.
 
-    Each iteration solves ``min cost - lambda * goodput`` over all designs and serving shares;
-    lambda is then set to the ratio of the design found. The sequence decreases and stops when
-    the MILP's optimum is (within ``tolerance`` of the cost) zero: lambda is then the minimum of
-    cost / goodput.
+    It starts from a design serving at least the minimum (greedy, or the most-served LP rounded up), whose
+    ratio is lambda. Each iteration solves ``min cost - lambda * goodput`` over all designs and serving shares,
+    warm-started from the best design so far, to an *absolute* gap of a quarter of ``options.gap`` x lambda x
+    the least goodput (a relative gap means nothing on a value that tends to 0); lambda is then set to the best
+    ratio found. Every step's proven bound gives a lower bound of the ratio (:func:`ratio_bound`); the loop
+    stops when the best ratio is within ``options.gap`` of it, or when a step finds nothing better (the MILP's
+    optimum is, within ``tolerance`` of the cost, zero). ``report.gap`` is the ratio's gap and
+    ``report.best_bound`` the ratio bound times the answer's goodput: no design serving as much costs less.
 
     Parameters
     ----------
@@ -624,53 +673,80 @@ def solve_ratio(
     Returns
     -------
     PlacementSolution
-        The best ratio design; ``iterations`` lists lambda, cost, goodput and the MILP value.
+        The best ratio design; ``iterations`` lists lambda, cost, goodput, the MILP value, its bound and the
+        ratio bound after each step.
     """
     total = float(data.mean_demand_tok_s.sum())
     min_served = min_served_share * total
-    start = greedy_design(data)
-    if start is not None:
-        is_open, nodes, shares = start
-        served = float((shares * data.mean_demand_tok_s[data.pair_commodity]).sum())
-        lam = data.cost_usd_per_h(is_open, nodes, shares) / served
-    else:
-        lam = float(np.min(data.site_node_usd_per_h)) * float(np.min(data.pair_nodes_per_tok_s))
+    floor = max(min_served, 1e-9 * max(total, 1.0))  # a design must serve something
+    begin = time.perf_counter()
+    start = _ratio_start(data, min_served, options.gap)
+    if start is None:
+        message = f"no design serves {min_served:,.6g} tok/s"
+        report = SolverReport(options.name, SolveStatus.INFEASIBLE, math.nan, math.nan, math.nan,
+                              time.perf_counter() - begin, message, StopReason.INFEASIBLE)  # fmt: skip
+        return _empty(data, report)
+    mean_of_pair = data.mean_demand_tok_s[data.pair_commodity]
+    best_design = start
+    best_cost = data.cost_usd_per_h(*start)
+    best_served = float((start[2] * mean_of_pair).sum())
+    upper = best_cost / best_served
+    lower = 0.0
     history: list[dict[str, float]] = []
     best: tuple[PlacementModel, SolverReport] | None = None
+    last: SolverReport | None = None
+    lam = upper
     for _ in range(max_iterations):
         model = build_model(data, served_value_usd_per_tok_s=lam, min_served_tok_s=min_served)
-        report = solve_problem(model.problem, options)
+        set_warm_start(model, data, best_design, unserved=_unserved(data, best_design[2]))
+        elapsed = time.perf_counter() - begin
+        remaining = None if options.time_limit_s is None else max(1.0, options.time_limit_s - elapsed)
+        step = replace(
+            options, gap=RATIO_STEP_GAP, abs_gap=RATIO_ABS_GAP_SHARE * options.gap * lam * floor, time_limit_s=remaining
+        )
+        report = solve_problem(model.problem, step, warm_start=True)
+        last = report
         if not report.status.has_solution:
-            if best is None:
-                return _empty(data, report)
             break
         solution = _extract(model, data, report, None)
         cost = solution.objective_usd_per_h
         served = solution.served_mean_tok_s(data)
         value = cost - lam * served
-        history.append({"lambda_usd_per_tok_s": lam, "cost_usd_per_h": cost, "goodput_tok_s": served, "value_usd_per_h": value})
-        if served <= 0 and best is not None:
-            break  # at the optimal lambda, serving nothing ties at 0: keep the last design that serves
-        if value > tolerance * max(cost, 1.0) and best is not None:
-            # The previous design is worth exactly 0 at this lambda, so a positive optimum is a solver
-            # failure (seen with HiGHS presolve on tiny instances): keep the previous design.
-            history[-1]["rejected"] = 1.0
+        if math.isfinite(report.best_bound):
+            lower = max(lower, ratio_bound(lam, report.best_bound, floor, total))
+        record = {"lambda_usd_per_tok_s": lam, "cost_usd_per_h": cost, "goodput_tok_s": served, "value_usd_per_h": value,
+                  "value_bound_usd_per_h": report.best_bound, "ratio_bound_usd_per_tok_s": lower}  # fmt: skip
+        history.append(record)
+        if served > 0 and cost / served < upper and not verify_solution(data, solution, optional=True):
+            upper = cost / served
+            best_design = (solution.open, solution.nodes, solution.pair_share)
+            best = (model, report)
+        elif best is None and served > 0 and abs(cost / served - upper) <= 1e-12 * upper:
+            best = (model, report)
+        if upper - lower <= options.gap * upper or value >= -tolerance * max(cost, 1e-9):
             break
-        best = (model, report)
-        if served <= 0 or value >= -tolerance * max(cost, 1e-9):
-            break
-        lam = cost / served
-    assert best is not None
-    model, report = best
-    solution = _finish(model, data, options, report, route_nearest=route_nearest, optional=True)
-    return PlacementSolution(
-        solution.open,
-        solution.nodes,
-        solution.pair_share,
-        solution.unserved_share,
-        solution.objective_usd_per_h,
-        report,
-        solution.routing_report,
-        solution.failover_share,
-        history,
+        lam = upper
+    gap = relative_gap(upper, lower)
+    closed = gap <= options.gap + 1e-12
+    if best is not None:
+        model, report = best
+        solution = _finish(model, data, options, report, route_nearest=route_nearest, optional=True)
+    else:  # no step beat the start: the start is the answer
+        is_open, nodes, shares = best_design
+        base = (
+            last if last is not None else SolverReport(options.name, SolveStatus.FEASIBLE, math.nan, math.nan, math.nan, 0.0, "")
+        )
+        solution = PlacementSolution(
+            is_open, nodes, shares, _unserved(data, shares), data.cost_usd_per_h(is_open, nodes, shares), base
+        )
+    served = solution.served_mean_tok_s(data)
+    stopped_by = StopReason.GAP if closed else (last.stopped_by if last is not None else StopReason.OTHER)
+    message = (
+        f"Dinkelbach: {len(history)} MILPs; cost per goodput {upper:.6g} USD/h per tok/s, proven at least {lower:.6g} "
+        f"(gap {gap:.3%})" + ("" if last is None else f"; last MILP: {last.message}")
     )
+    report = SolverReport(
+        options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, solution.objective_usd_per_h,
+        lower * served, gap, time.perf_counter() - begin, message, stopped_by,
+    )  # fmt: skip
+    return replace(solution, report=report, iterations=history)
