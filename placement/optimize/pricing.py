@@ -139,7 +139,7 @@ def first_of_each(order: IntArray, group: IntArray, count: int) -> IntArray:
     return np.asarray(ranked[rank < count])
 
 
-def initial_pairs(data: PlacementInput, count: int = INITIAL_PAIRS_PER_COMMODITY) -> IntArray:
+def initial_pairs(data: PlacementInput, count: int | None = None) -> IntArray:
     """Each commodity's ``count`` cheapest pairs by :func:`_peak_cost`.
 
     Parameters
@@ -147,7 +147,7 @@ def initial_pairs(data: PlacementInput, count: int = INITIAL_PAIRS_PER_COMMODITY
     data : PlacementInput
         The arrays.
     count : int, optional
-        Pairs per commodity.
+        Pairs per commodity (default :data:`INITIAL_PAIRS_PER_COMMODITY`).
 
     Returns
     -------
@@ -155,7 +155,8 @@ def initial_pairs(data: PlacementInput, count: int = INITIAL_PAIRS_PER_COMMODITY
         Sorted pair indices.
     """
     order = np.argsort(_peak_cost(data), kind="stable")
-    return np.sort(first_of_each(order, data.pair_commodity, count))
+    keep = INITIAL_PAIRS_PER_COMMODITY if count is None else count
+    return np.sort(first_of_each(order, data.pair_commodity, keep))
 
 
 class _Lp:
@@ -399,7 +400,8 @@ def relax(
     max_rounds : int, optional
         LP solves after which the rounds stop.
     target : float, optional
-        Stop once the bound is within this share of the restricted LP's value.
+        Stop once the bound is within this share of the restricted LP's value and no slice is overloaded
+        (0: only when nothing is left to price or cut).
     lp : optional
         A restricted LP from an earlier call on the same data, kept with its pairs, slices and (same
         objective and cap) best bound.
@@ -408,7 +410,20 @@ def relax(
     -------
     tuple
         The :class:`Relaxation` and the restricted LP (to continue from).
+
+    Raises
+    ------
+    ValueError
+        With ``"cost"`` from scratch, when no design meets the unserved cap (the least-unserved LP, run
+        first to find pairs that carry the demand, proves it).
     """
+    if lp is None and objective == "cost":
+        # A few pairs per commodity may not carry the demand: the least-unserved LP first finds pairs that do.
+        least, lp = relax(data, objective="unserved", pairs=pairs)
+        cap = 0.0 if unserved_cap_tok_s is None else unserved_cap_tok_s
+        if least.value > cap * (1 + 1e-9) + 1e-9 * max(float(data.mean_demand_tok_s.sum()), 1.0):
+            raise ValueError(f"no design found that leaves at most {cap:,.6g} tok/s unserved: the least is {least.bound:,.6g}")
+        pairs = None
     if lp is None:
         lp = _Lp(data)
         lp.set_objective(objective)
@@ -456,7 +471,7 @@ def relax(
         # (the caller certifies its answer against the bound, and prices on if that falls short); a value
         # below the bound says the missing rows matter, and the rounds go on. No slice may be overloaded:
         # the LP's shares are then a design once the nodes are rounded up.
-        closed = not over.any() and abs(value - best) <= target * scale
+        closed = target > 0 and not over.any() and abs(value - best) <= target * scale
         history.append({
             "value": value, "bound": bound, "lp_s": lp_s, "pairs": int(active.sum()), "rows": lp.n_rows,
             "slice_cuts": int(over.sum()), "link_cuts": len(unlinked), "priced": len(priced),

@@ -499,7 +499,8 @@ def solve_priced(
         rounds += cost.rounds
     gap = relative_gap(best.objective_usd_per_h, bound)
     closed = gap <= options.gap + 1e-12
-    stopped_by = StopReason.GAP if closed else report.stopped_by
+    # Open with the restricted MILP at its own gap: what is left is the LP bound's distance to integer designs.
+    stopped_by = StopReason.GAP if closed else (StopReason.OTHER if report.stopped_by == StopReason.GAP else report.stopped_by)
     served = "every commodity served" if cap is None else f"at most {cap:,.6g} mean tok/s unserved (the least possible)"
     message = (
         f"LP priced over all {len(data.pair_site):,} pairs in {rounds} rounds ({int(cost.in_model.sum()):,} pairs, "
