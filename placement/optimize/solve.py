@@ -19,6 +19,7 @@ from placement.optimize.heuristics import greedy_design, greedy_failover_design,
 from placement.optimize.model import PlacementModel, build_model, set_warm_start
 from placement.optimize.pricing import Relaxation, first_of_each, relax, site_slice_load
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.routing import route_nearest_arrays
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
 
@@ -390,18 +391,20 @@ def _milp_pairs(data: PlacementInput, *relaxations: Relaxation) -> IntArray:
     return np.flatnonzero(keep).astype(np.int64)
 
 
-def _route_on_open_sites(
-    data: PlacementInput, solution: PlacementSolution, options: SolverOptions, *, optional: bool
-) -> PlacementSolution:
-    """:func:`route_to_nearest` on the pairs of the open sites only (closed sites carry nothing)."""
-    small, pairs = restrict_to_sites(data, solution.open)
-    inner = replace(solution, pair_share=solution.pair_share[pairs], failover_share={})
-    model, routing = route_to_nearest(small, inner, options, optional=optional)
-    if not routing.status.has_solution:
+def _route_on_open_sites(data: PlacementInput, solution: PlacementSolution, options: SolverOptions) -> PlacementSolution:
+    """Route shares to the nearest open capacity (:func:`placement.optimize.routing.route_nearest_arrays`).
+
+    The routed shares are kept only if they pass every check and cost the same.
+    """
+    tic = time.perf_counter()
+    routed_shares = route_nearest_arrays(data, solution.open, solution.nodes, solution.pair_share, threads=options.threads)
+    if routed_shares is None:
         return solution
-    routed = _lift(data, pairs, _extract(model, small, solution.report, routing), solution.report)
-    routed = replace(routed, routing_report=routing)
-    same_cost = abs(routed.objective_usd_per_h - solution.objective_usd_per_h) <= 1e-6 * max(1.0, solution.objective_usd_per_h)
+    cost = data.cost_usd_per_h(solution.open, solution.nodes, routed_shares)
+    routing = SolverReport(options.name, SolveStatus.OPTIMAL, math.nan, math.nan, 0.0, time.perf_counter() - tic,
+                           "routing LP: nearest open capacity", StopReason.GAP)  # fmt: skip
+    routed = replace(solution, pair_share=routed_shares, objective_usd_per_h=cost, routing_report=routing)
+    same_cost = abs(cost - solution.objective_usd_per_h) <= 1e-6 * max(1.0, solution.objective_usd_per_h)
     return routed if same_cost and not verify_solution(data, routed, optional=True) else solution
 
 
@@ -497,6 +500,7 @@ def solve_priced(
         cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, lp=lp)
         bound = max(bound, cost.bound)
         rounds += cost.rounds
+    del lp, model  # the restricted LP and MILP are done with: routing and the plan's tables need the room
     gap = relative_gap(best.objective_usd_per_h, bound)
     closed = gap <= options.gap + 1e-12
     # Open with the restricted MILP at its own gap: what is left is the LP bound's distance to integer designs.
@@ -515,7 +519,7 @@ def solve_priced(
         best, report=total_report, unserved_share=_unserved(data, best.pair_share) if optional else best.unserved_share
     )
     if route_nearest:
-        solution = _route_on_open_sites(data, solution, options, optional=optional)
+        solution = _route_on_open_sites(data, solution, options)
     return _verified(data, solution, optional=optional)
 
 
