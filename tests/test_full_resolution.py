@@ -179,3 +179,29 @@ def test_partial_plan_bounds_its_cost_not_a_penalty(tmp_path: Path) -> None:
     assert summary.best_bound_usd_per_h is not None and summary.gap is not None
     assert summary.best_bound_usd_per_h <= summary.objective_usd_per_h * (1 + 1e-9)
     assert summary.gap == pytest.approx(1 - summary.best_bound_usd_per_h / summary.objective_usd_per_h, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("counts", [{"min_sites_open": 4}, {"max_sites_open": 2}, {"locked": True}])
+def test_site_counts_and_locks_keep_the_bound_valid(
+    seed: int, counts: dict[str, int | bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pricing, "INITIAL_PAIRS_PER_COMMODITY", 1)
+    base = random_instance(seed, power=2.0)
+    locked = np.zeros(base.n_sites, dtype=bool)
+    if counts.get("locked"):
+        locked[int(np.argmax(base.site_fixed_usd_per_h))] = True  # the dearest site, forced open
+    data = PlacementInput(**{
+        **base.__dict__, "site_locked": locked,
+        "min_sites_open": counts.get("min_sites_open"), "max_sites_open": counts.get("max_sites_open"),
+    })  # fmt: skip
+    optimum, lp_optimum = full_optimum(data), full_optimum(data, relax_integers=True)
+    if not math.isfinite(optimum):
+        pytest.skip("no design within the site count")
+    relaxation, _ = pricing.relax(data, objective="cost", pairs=pricing.initial_pairs(data, 1), target=0.0)
+    assert relaxation.bound <= lp_optimum * (1 + 1e-7) + 1e-6
+    assert relaxation.bound == pytest.approx(lp_optimum, rel=1e-6)
+    solution = solve_priced(data, SolverOptions(name="highs", gap=0.01), shortfall=False)
+    if solution.report.status.has_solution:
+        assert verify_solution(data, solution) == []
+        assert solution.report.best_bound <= optimum * (1 + 1e-7) + 1e-6 <= solution.objective_usd_per_h * (1 + 2e-7) + 1e-6

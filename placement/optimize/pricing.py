@@ -41,6 +41,10 @@ PRICED_PER_COMMODITY = 4
 MAX_ROUNDS = 60
 """Rounds after which pricing stops (deterministic); the bound of the best round stands."""
 
+ARTIFICIAL_PRICE = 10.0
+"""Price of an artificial unserved share (every commodity served) over the dearest way of serving it, full
+fixed cost and peak nodes included."""
+
 CONVERGED = 1e-7
 """Relative distance of the bound to the restricted LP at which the rounds stop."""
 
@@ -173,7 +177,7 @@ class _Lp:
         m, c = data.n_sites, data.n_commodities
         self.m, self.c = m, c
         self.pair_cost = np.zeros(len(data.pair_site))
-        self.unserved_upper = 1.0
+        self.unserved_in_model = True
         lower_open = data.site_locked.astype(float)
         self._add_cols(np.zeros(m), lower_open, np.ones(m))
         self._add_cols(np.zeros(m), np.zeros(m), data.site_max_nodes.astype(float))
@@ -245,11 +249,24 @@ class _Lp:
         if len(active):
             self.h.changeColsCost(len(active), self.pair_col[active].astype(np.int32), self.pair_cost[active])
 
-    def set_unserved_upper(self, upper: float) -> None:
-        c = self.c
+    def set_unserved(self, *, in_model: bool) -> None:
+        """Unserved shares as the model has them, or (every commodity served) as artificial columns.
+
+        Artificial: the restricted LP keeps them at a price above any way of serving, so it stays feasible
+        while pairs and rows are still missing (a site-count row can make a few pairs unable to carry the
+        demand once their linking rows arrive); the Lagrangian bound leaves them out, as the model does.
+        """
+        self.unserved_in_model = in_model
+        if in_model:
+            return
+        data, c = self.data, self.c
+        peak = data.slice_demand_tok_s.max(axis=1)[data.pair_commodity] * data.pair_nodes_per_tok_s
+        per_share = data.pair_cost_usd_per_h + data.site_fixed_usd_per_h[data.pair_site]
+        per_share = per_share + data.site_node_usd_per_h[data.pair_site] * peak
+        price = np.zeros(c)
+        np.maximum.at(price, data.pair_commodity, per_share)
         cols = (2 * self.m + np.arange(c)).astype(np.int32)
-        self.h.changeColsBounds(c, cols, np.zeros(c), np.full(c, upper))
-        self.unserved_upper = upper
+        self.h.changeColsCost(c, cols, ARTIFICIAL_PRICE * price + 1.0)
 
     def add_pairs(self, pairs: IntArray) -> None:
         """Add share columns (with their entries in the demand and slice rows) and their linking rows."""
@@ -361,7 +378,7 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     rc_pair = lp.pair_cost - pi[data.pair_commodity] - data.pair_nodes_per_tok_s * slice_price - link
     best = np.full(c, np.inf)
     np.minimum.at(best, data.pair_commodity, rc_pair)
-    if lp.unserved_upper > 0:
+    if lp.unserved_in_model:
         best = np.minimum(best, rc_unserved)
     lower_open = data.site_locked.astype(float)
     bound = (
@@ -436,13 +453,13 @@ def relax(
         if pairs is not None:
             lp.add_pairs(pairs)
     if objective == "cost":
-        lp.set_unserved_upper(0.0 if unserved_cap_tok_s is None else 1.0)
+        lp.set_unserved(in_model=unserved_cap_tok_s is not None)
         if unserved_cap_tok_s is not None and lp.cap_row < 0:
             lp.add_cap_row(unserved_cap_tok_s)
         elif unserved_cap_tok_s is not None and lp.cap_rhs != unserved_cap_tok_s:
             raise ValueError("the restricted LP holds another unserved cap")
     else:
-        lp.set_unserved_upper(1.0)
+        lp.set_unserved(in_model=True)
     best = -np.inf if lp.best_bound is None else lp.best_bound
     history: list[dict[str, float]] = []
     rounds = 0
@@ -471,7 +488,9 @@ def relax(
         # (the caller certifies its answer against the bound, and prices on if that falls short); a value
         # below the bound says the missing rows matter, and the rounds go on. No slice may be overloaded:
         # the LP's shares are then a design once the nodes are rounded up.
-        closed = target > 0 and not over.any() and abs(value - best) <= target * scale
+        unserved = col[2 * data.n_sites : 2 * data.n_sites + data.n_commodities]
+        artificial = not lp.unserved_in_model and bool((unserved > 1e-9).any())
+        closed = target > 0 and not over.any() and not artificial and abs(value - best) <= target * scale
         history.append({
             "value": value, "bound": bound, "lp_s": lp_s, "pairs": int(active.sum()), "rows": lp.n_rows,
             "slice_cuts": int(over.sum()), "link_cuts": len(unlinked), "priced": len(priced),
