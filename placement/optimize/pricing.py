@@ -418,7 +418,7 @@ def relax(
         LP solves after which the rounds stop.
     target : float, optional
         Stop once the bound is within this share of the restricted LP's value and no slice is overloaded
-        (0: only when nothing is left to price or cut).
+        beyond its site's power (0: only when nothing is left to price or cut).
     lp : optional
         A restricted LP from an earlier call on the same data, kept with its pairs, slices and (same
         objective and cap) best bound.
@@ -486,11 +486,13 @@ def relax(
             priced = first_of_each(order, data.pair_commodity, PRICED_PER_COMMODITY)
         # With rows still to add the restricted LP is no upper bound of the full LP, so this is a heuristic stop
         # (the caller certifies its answer against the bound, and prices on if that falls short); a value
-        # below the bound says the missing rows matter, and the rounds go on. No slice may be overloaded:
-        # the LP's shares are then a design once the nodes are rounded up.
+        # below the bound says the missing rows matter, and the rounds go on. No slice may be overloaded beyond
+        # its site's power: the LP's shares are then a design once the nodes are rounded up.
         unserved = col[2 * data.n_sites : 2 * data.n_sites + data.n_commodities]
         artificial = not lp.unserved_in_model and bool((unserved > 1e-9).any())
-        closed = target > 0 and not over.any() and not artificial and abs(value - best) <= target * scale
+        # Overloads the site's power can carry do not stop it: rounding the nodes up to the busiest slice mends them.
+        beyond_power = bool((load[over.any(axis=1)].max(axis=1) > data.site_max_nodes[over.any(axis=1)] * (1 - 1e-9)).any())
+        closed = target > 0 and not beyond_power and not artificial and abs(value - best) <= target * scale
         history.append({
             "value": value, "bound": bound, "lp_s": lp_s, "pairs": int(active.sum()), "rows": lp.n_rows,
             "slice_cuts": int(over.sum()), "link_cuts": len(unlinked), "priced": len(priced),

@@ -353,6 +353,10 @@ The bundled world at full resolution has ~15,000 pairs on 74 sites and its MILP 
 sites it has ~190,000 and HiGHS's root LP alone takes minutes on 2 cores.
 """
 
+PRICING_TARGET_SHARE = 0.5
+"""Pricing stops once the bound is within this share of ``solver.gap`` of the restricted LP (the MILP's answer,
+at least the full LP's optimum, then needs the rest of the gap; pricing resumes if it does not make it)."""
+
 MILP_PAIRS_PER_COMMODITY = 2
 """Pairs each commodity brings to the restricted MILP besides those the LP uses: its lowest reduced costs."""
 
@@ -424,8 +428,9 @@ def solve_priced(
     2. Least cost, every commodity served (or, with ``shortfall``, at most the least unserved goodput of
        step 1 left unserved): the LP relaxation over every pair and slice, priced and cut until its
        Lagrangian bound is within a quarter of ``options.gap``. That bound is a bound of the full MILP.
-    3. The MILP on the pairs the LPs use plus each commodity's two lowest reduced costs, warm-started from the
-       LP rounded up (a feasible design in itself). Its answer is feasible for the full model; the gap is
+    3. The LP rounded up (a feasible design in itself) is the answer if it is proven within ``options.gap``;
+       otherwise the MILP on the pairs the LPs use plus each commodity's two lowest reduced costs, warm-started
+       from it. Its answer is feasible for the full model; the gap is
        measured against the bound of step 2 (the restricted MILP's own bound is not one of the full model,
        unless it holds every pair). If the gap is above ``options.gap``, pricing goes on to tighten the bound.
 
@@ -467,30 +472,38 @@ def solve_priced(
     if not shortfall and least.value > tolerance:
         raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
     cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
-    target = options.gap / 4
-    cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, target=target, lp=lp)
+    cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, target=options.gap * PRICING_TARGET_SHARE, lp=lp)
     pairs = every if all_pairs else _milp_pairs(data, least, cost)
     small = restrict_to_pairs(data, pairs)
     is_open, nodes, shares, unserved = _round_up(data, cost)
+    rounded_cost = data.cost_usd_per_h(is_open, nodes, shares)
     rounded = PlacementSolution(
-        is_open, nodes, shares, unserved, data.cost_usd_per_h(is_open, nodes, shares),
-        SolverReport(options.name, SolveStatus.FEASIBLE, math.nan, math.nan, math.nan, 0.0, "LP rounded up"),
+        is_open, nodes, shares, unserved, rounded_cost,
+        SolverReport(options.name, SolveStatus.FEASIBLE, rounded_cost, math.nan, math.nan, 0.0, "LP rounded up"),
     )  # fmt: skip
-    if cap is None:
-        model = build_model(small)
-    else:
-        model = build_model(small, served_value_usd_per_tok_s=0.0, min_served_tok_s=total - cap)
-    set_warm_start(model, small, (is_open, nodes, shares[pairs]), unserved=unserved)
-    elapsed = time.perf_counter() - start
-    remaining = None if options.time_limit_s is None else max(1.0, options.time_limit_s - elapsed)
-    report = solve_problem(model.problem, replace(options, gap=options.gap / 2, time_limit_s=remaining), warm_start=True)
-    candidates = [rounded]
-    if report.status.has_solution:
-        candidates.append(_lift(data, pairs, _extract(model, small, report, None), report))
     optional = cap is not None
+    candidates = [rounded]
+    report = rounded.report
+    rounded_valid = not verify_solution(data, rounded, optional=optional) and _within_cap(data, rounded, cap)
+    if not (rounded_valid and relative_gap(rounded_cost, cost.bound) <= options.gap) or all_pairs:
+        # The MILP runs only when the rounded LP is not already proven within the gap: that decision, like every
+        # stop below, does not depend on the clock. Its time limit is the scenario's, a safety net of its own.
+        if cap is None:
+            model = build_model(small)
+        else:
+            model = build_model(small, served_value_usd_per_tok_s=0.0, min_served_tok_s=total - cap)
+        set_warm_start(model, small, (is_open, nodes, shares[pairs]), unserved=unserved)
+        report = solve_problem(model.problem, replace(options, gap=options.gap / 2), warm_start=True)
+        if report.status.has_solution:
+            candidates.append(_lift(data, pairs, _extract(model, small, report, None), report))
+        del model  # routing and the plan's tables need the room
     valid = [c for c in candidates if not verify_solution(data, c, optional=optional) and _within_cap(data, c, cap)]
+    if not valid and not all_pairs:
+        # Neither works (a site-count bound the LP's rounding breaks, and too few pairs for the MILP to meet it):
+        # the MILP on every pair, slow on large models but an answer of the full model.
+        return solve_priced(data, options, shortfall=shortfall, route_nearest=route_nearest, all_pairs=True)
     if not valid:
-        raise SolverError("neither the restricted MILP nor the rounded LP gave a design that passes every check")
+        raise SolverError("neither the MILP nor the rounded LP gave a design that passes every check")
     best = min(valid, key=lambda c: c.objective_usd_per_h)
     bound = cost.bound
     if all_pairs and report.status.has_solution and math.isfinite(report.best_bound):
@@ -500,7 +513,7 @@ def solve_priced(
         cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, lp=lp)
         bound = max(bound, cost.bound)
         rounds += cost.rounds
-    del lp, model  # the restricted LP and MILP are done with: routing and the plan's tables need the room
+    del lp  # the restricted LP is done with: routing and the plan's tables need the room
     gap = relative_gap(best.objective_usd_per_h, bound)
     closed = gap <= options.gap + 1e-12
     # Open with the restricted MILP at its own gap: what is left is the LP bound's distance to integer designs.
@@ -508,8 +521,13 @@ def solve_priced(
     served = "every commodity served" if cap is None else f"at most {cap:,.6g} mean tok/s unserved (the least possible)"
     message = (
         f"LP priced over all {len(data.pair_site):,} pairs in {rounds} rounds ({int(cost.in_model.sum()):,} pairs, "
-        f"{cost.rows:,} rows), bound {bound:,.2f}; MILP on {len(pairs):,} pairs: {report.message}, "
-        f"{'its answer' if best is not rounded else 'the rounded LP'} kept; {served}"
+        f"{cost.rows:,} rows), bound {bound:,.2f}; "
+        + (
+            f"MILP on {len(pairs):,} pairs: {report.message}, "
+            if report is not rounded.report
+            else "the rounded LP within the gap, no MILP; "
+        )
+        + f"{'its answer' if best is not rounded else 'the rounded LP'} kept; {served}"
     )
     total_report = SolverReport(
         options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, best.objective_usd_per_h, bound, gap,
