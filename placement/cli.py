@@ -70,7 +70,8 @@ def _solve(args: argparse.Namespace) -> int:
     print(
         f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {s.mw_used:.1f} MW; "
         f"${s.objective_usd_per_h:,.0f}/h for {s.goodput_tok_s:,.0f} goodput tok/s = "
-        f"${cost:.3f} per million goodput tokens (gap {s.gap:.2%}, {s.solver})"
+        f"${cost:.3f} per million goodput tokens (gap {s.gap:.2%} on the {(s.gap_basis or 'solved').replace('_', ' ')} "
+        f"model, {s.solver})"
         if cost is not None and s.gap is not None
         else f"{s.status}: no goodput served"
     )

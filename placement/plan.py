@@ -473,7 +473,26 @@ def summarise(
         stopped_by=report.stopped_by.value,
         runtime_s=report.runtime_s,
         build_s=instance.build_s,
+        gap_basis=gap_basis(instance),
+        ratio_bound_usd_per_million_tokens=_ratio_bound_per_million(solution),
     )
+
+
+def gap_basis(instance: Instance) -> str:
+    """``full_resolution`` when every population is one city, else ``aggregated``.
+
+    The solve bounds the model it is given: with populations clustered, that is the aggregate (each cluster
+    takes its worst member's round trip, so it allows fewer pairs and leaves whole clusters unreachable), and
+    its plan serves a different set of demand than the full-resolution model would; its bound says nothing
+    about the full-resolution optimum. ``demand.clusters: null`` solves (and bounds) the full model.
+    """
+    return "full_resolution" if len(instance.populations.table) == len(instance.populations.cities) else "aggregated"
+
+
+def _ratio_bound_per_million(solution: PlacementSolution) -> float | None:
+    """The proven lower bound of cost per million goodput tokens, from the last Dinkelbach step that recorded one."""
+    bounds = [step["ratio_bound_usd_per_tok_s"] for step in solution.iterations if "ratio_bound_usd_per_tok_s" in step]
+    return None if not bounds else finite_or_none(max(bounds) * 1e6 / 3600.0)
 
 
 def _assemble(instance: Instance, solution: PlacementSolution, status: str, notes: list[str]) -> Plan:
@@ -621,9 +640,11 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         if not solution.report.status.has_solution:
             raise InfeasibleError(f"the solver found no placement ({solution.report.message})")
         last = solution.iterations[-1] if solution.iterations else {}
+        bound = _ratio_bound_per_million(solution)
         notes.append(
-            f"serving optional: $/M goodput minimised exactly by Dinkelbach in {len(solution.iterations)} iterations "
-            f"(last MILP value {last.get('value_usd_per_h', float('nan')):.3g} $/h)"
+            f"serving optional: $/M goodput minimised by Dinkelbach in {len(solution.iterations)} iterations "
+            f"(last MILP value {last.get('value_usd_per_h', float('nan')):.3g} $/h); proven at least "
+            f"{'n/a' if bound is None else f'${bound:.4g}'} per million goodput tokens, gap {solution.report.gap:.2%}"
         )
         return _assemble(instance, solution, solution.report.status.value, notes)
     solution = solve_placement(instance.inputs, options)

@@ -334,6 +334,11 @@ class DinkelbachStep:
         ``cost - lambda x goodput``; zero at the optimal ratio. [USD/h]
     rejected : bool
         The step's design was discarded (a solver failure; the previous design was kept).
+    value_bound_usd_per_h : float or None
+        The MILP's proven bound on ``cost - lambda x goodput`` (None in folders written before it). [USD/h]
+    ratio_bound_usd_per_tok_s : float or None
+        Lower bound of the least cost per goodput proven so far (None in folders written before it).
+        [USD/h per tokens/s]
     """
 
     lambda_usd_per_tok_s: float
@@ -341,6 +346,8 @@ class DinkelbachStep:
     goodput_tok_s: float
     value_usd_per_h: float
     rejected: bool = False
+    value_bound_usd_per_h: float | None = None
+    ratio_bound_usd_per_tok_s: float | None = None
 
     @classmethod
     def from_json_dict(cls, data: Mapping[str, Any]) -> DinkelbachStep:
@@ -351,6 +358,8 @@ class DinkelbachStep:
             goodput_tok_s=float(data["goodput_tok_s"]),
             value_usd_per_h=float(data["value_usd_per_h"]),
             rejected=bool(data.get("rejected", False)),
+            value_bound_usd_per_h=_optional_float(data.get("value_bound_usd_per_h")),
+            ratio_bound_usd_per_tok_s=_optional_float(data.get("ratio_bound_usd_per_tok_s")),
         )
 
     def to_json_dict(self) -> dict[str, float]:
@@ -361,6 +370,11 @@ class DinkelbachStep:
             "goodput_tok_s": self.goodput_tok_s,
             "value_usd_per_h": self.value_usd_per_h,
         }
+        bounds = {
+            "value_bound_usd_per_h": self.value_bound_usd_per_h,
+            "ratio_bound_usd_per_tok_s": self.ratio_bound_usd_per_tok_s,
+        }
+        record |= {key: value for key, value in bounds.items() if value is not None and math.isfinite(value)}
         return record | {"rejected": 1.0} if self.rejected else record
 
 
@@ -408,7 +422,9 @@ class PlanSummary:
     solver, solver_status, solver_message : str
         The (last) MILP solve.
     best_bound_usd_per_h, gap : float or None
-        The solver's dual bound [USD/h] and relative gap.
+        The proven lower bound [USD/h] and relative gap, of the model ``gap_basis`` names. With demand left
+        unserved (``partial``): the bound of the cost among plans serving as much. With optional serving: the
+        ratio bound times the plan's goodput (no plan serving as much costs less), and the ratio's gap.
     stopped_by : str or None
         Which limit ended the solve: ``gap``, ``node_limit`` or ``iteration_limit`` (reached after the same work
         on any machine), ``time_limit`` (the wall-clock safety net: the answer may depend on the machine),
@@ -432,6 +448,12 @@ class PlanSummary:
         model's two are equal); None in folders written before it was recorded.
     dinkelbach_iterations : tuple of DinkelbachStep
         Optional serving only.
+    gap_basis : str or None
+        The model the bound and gap are of: ``full_resolution`` (every city its own population, every pair and
+        slice) or ``aggregated`` (the clustered populations, each taking its worst member's round trip); None in
+        folders written before it.
+    ratio_bound_usd_per_million_tokens : float or None
+        Optional serving: the proven lower bound of the cost per million goodput tokens (None otherwise).
     """
 
     scenario: str
@@ -470,6 +492,8 @@ class PlanSummary:
     rtt_quantile: str | None = None
     dinkelbach_iterations: tuple[DinkelbachStep, ...] = field(default_factory=tuple)
     stopped_by: str | None = None
+    gap_basis: str | None = None
+    ratio_bound_usd_per_million_tokens: float | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -546,6 +570,8 @@ class PlanSummary:
             rtt_quantile=None if data.get("rtt_quantile") is None else str(data["rtt_quantile"]),
             dinkelbach_iterations=tuple(DinkelbachStep.from_json_dict(s) for s in data.get("dinkelbach_iterations") or []),
             stopped_by=None if data.get("stopped_by") is None else str(data["stopped_by"]),
+            gap_basis=None if data.get("gap_basis") is None else str(data["gap_basis"]),
+            ratio_bound_usd_per_million_tokens=_optional_float(data.get("ratio_bound_usd_per_million_tokens")),
         )
 
 
@@ -583,6 +609,8 @@ JSON_ORDER = (
     "solver_message",
     "best_bound_usd_per_h",
     "gap",
+    "gap_basis",
+    "ratio_bound_usd_per_million_tokens",
     "stopped_by",
     "runtime_s",
     "build_s",

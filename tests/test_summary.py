@@ -55,6 +55,8 @@ SUMMARY_JSON_KEYS = {
     "solver_message",
     "best_bound_usd_per_h",
     "gap",
+    "gap_basis",
+    "ratio_bound_usd_per_million_tokens",
     "stopped_by",
     "runtime_s",
     "build_s",

@@ -261,12 +261,19 @@ def build_model(
         + fm.linear_terms(nodes, data.site_node_usd_per_h)
         + fm.linear_terms(shares, data.pair_cost_usd_per_h)
     )
-    objective = list(cost_terms)
     mean = data.mean_demand_tok_s
+    share_coefficients = data.pair_cost_usd_per_h
+    if served_value_usd_per_tok_s is not None:
+        # One coefficient per share: PuLP keeps only the last of a variable's repeated terms, so a separate
+        # "- lambda x goodput" term would silently drop the share's load-energy cost.
+        share_coefficients = share_coefficients - served_value_usd_per_tok_s * mean[data.pair_commodity]
+    objective = (
+        fm.linear_terms(opens, data.site_fixed_usd_per_h)
+        + fm.linear_terms(nodes, data.site_node_usd_per_h)
+        + fm.linear_terms(shares, share_coefficients)
+    )
     if unserved is not None and unserved_penalty_usd_per_tok_s is not None:
         objective += fm.linear_terms(unserved, unserved_penalty_usd_per_tok_s * mean)
-    if served_value_usd_per_tok_s is not None:
-        objective += fm.linear_terms(shares, -served_value_usd_per_tok_s * mean[data.pair_commodity])
     if optional and min_served_tok_s > 0:
         served = pulp.LpAffineExpression(fm.linear_terms(shares, mean[data.pair_commodity]))
         problem.addConstraint(pulp.LpConstraint(served, pulp.LpConstraintGE, "min_served", min_served_tok_s))
@@ -279,11 +286,13 @@ def set_warm_start(
     data: PlacementInput,
     design: tuple[BoolArray, IntArray, FloatArray],
     failover: dict[int, FloatArray] | None = None,
+    unserved: FloatArray | None = None,
 ) -> None:
     """Give the solver a starting design: open flags, node counts, shares and (N+1) re-routes.
 
     ``failover[f]`` holds the ``(p,)`` shares moved when site f fails; a scenario it does not
-    list moves nothing.
+    list moves nothing. ``unserved`` holds the ``(c,)`` unserved shares of a model with optional
+    serving (default 0).
     """
     is_open, nodes, shares = design
     for var, value in zip(model.opens, is_open.tolist(), strict=True):
@@ -293,8 +302,9 @@ def set_warm_start(
     for var, value in zip(model.shares, shares.tolist(), strict=True):
         var.setInitialValue(value)
     if model.unserved is not None:
-        for var in model.unserved:
-            var.setInitialValue(0.0)
+        left = np.zeros(len(model.unserved)) if unserved is None else unserved
+        for var, value in zip(model.unserved, left.tolist(), strict=True):
+            var.setInitialValue(value)
     peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
     site_peak = np.bincount(data.pair_site, weights=shares * peak_load, minlength=data.n_sites)
     for var, value in zip(model.site_peak, site_peak.tolist(), strict=False):

@@ -17,8 +17,10 @@ from placement._errors import SolverError
 from placement.optimize import formulation as fm
 from placement.optimize.heuristics import greedy_design, greedy_failover_design, repair_nodes, route_to_nearest
 from placement.optimize.model import PlacementModel, build_model, set_warm_start
+from placement.optimize.pricing import Relaxation, first_of_each, relax, site_slice_load
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
-from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, relative_gap, solve_problem
+from placement.optimize.routing import route_nearest_arrays
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
 
 
@@ -163,6 +165,8 @@ def solve_placement(
     """
     if data.fault_tolerant and failover_variable_count(data) > FULL_FAILOVER_MAX_VARIABLES:
         return _solve_failover_on_candidates(data, options, warm_start=warm_start)
+    if not data.fault_tolerant and len(data.pair_site) > PRICING_FROM_PAIRS:
+        return solve_priced(data, options, shortfall=False, route_nearest=route_nearest)
     warm = _warm_design(data) if warm_start else None
     lazy = options.lazy_slices and len(data.slice_hours) >= LAZY_SLICES_FROM and not data.fault_tolerant
     active = _initial_slices(data) if lazy else None
@@ -259,7 +263,12 @@ def restrict_to_sites(data: PlacementInput, keep: BoolArray) -> tuple[PlacementI
         The restricted arrays and, for each of their pairs, its index in ``data``.
     """
     pairs = np.flatnonzero(keep[data.pair_site]).astype(np.int64)
-    restricted = replace(
+    return restrict_to_pairs(data, pairs), pairs
+
+
+def restrict_to_pairs(data: PlacementInput, pairs: IntArray) -> PlacementInput:
+    """The same problem with only these pairs (indices into ``data``'s pairs, sorted)."""
+    return replace(
         data,
         pair_commodity=data.pair_commodity[pairs],
         pair_site=data.pair_site[pairs],
@@ -267,7 +276,6 @@ def restrict_to_sites(data: PlacementInput, keep: BoolArray) -> tuple[PlacementI
         pair_rtt_ms=data.pair_rtt_ms[pairs],
         pair_cost_usd_per_h=data.pair_cost_usd_per_h[pairs],
     )
-    return restricted, pairs
 
 
 def _lift(data: PlacementInput, pairs: IntArray, small: PlacementSolution, report: SolverReport) -> PlacementSolution:
@@ -338,6 +346,213 @@ def _solve_failover_on_candidates(data: PlacementInput, options: SolverOptions, 
     return _verified(data, replace(lifted, report=total), optional=False)
 
 
+PRICING_FROM_PAIRS = 30_000
+"""Models (without N+1) with more pairs than this are solved by :func:`solve_priced`.
+
+The bundled world at full resolution has ~15,000 pairs on 74 sites and its MILP closes in seconds; on ~300
+sites it has ~190,000 and HiGHS's root LP alone takes minutes on 2 cores.
+"""
+
+PRICING_TARGET_SHARE = 0.5
+"""Pricing stops once the bound is within this share of ``solver.gap`` of the restricted LP (the MILP's answer,
+at least the full LP's optimum, then needs the rest of the gap; pricing resumes if it does not make it)."""
+
+MILP_PAIRS_PER_COMMODITY = 2
+"""Pairs each commodity brings to the restricted MILP besides those the LP uses: its lowest reduced costs."""
+
+SHORTFALL_TOL = 1e-9
+"""Unserved mean goodput, as a share of demand, below which everything counts as served."""
+
+
+def _round_up(data: PlacementInput, relaxation: Relaxation) -> tuple[BoolArray, IntArray, FloatArray, FloatArray]:
+    """A feasible design from the LP: its shares, every site they use open, nodes raised to the busiest slice.
+
+    The LP's nodes carry its shares and stay within the sites' power, which allows an integer number of nodes,
+    so rounding them up stays within it.
+    """
+    shares = np.clip(relaxation.shares, 0.0, 1.0)
+    served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
+    shares = shares / np.maximum(served, 1.0)[data.pair_commodity]
+    load = site_slice_load(data, shares).max(axis=1)
+    # The LP meets its rows within a tolerance: where that would round up past the power, trim the shares.
+    trim = np.where(load > data.site_max_nodes, data.site_max_nodes / np.maximum(load, 1e-300), 1.0)
+    shares = shares * trim[data.pair_site]
+    load = load * trim
+    unserved = _unserved(data, shares)
+    is_open = data.site_locked | (np.bincount(data.pair_site, weights=shares, minlength=data.n_sites) > 0)
+    nodes = np.minimum(np.ceil(load - 1e-9), data.site_max_nodes).astype(np.int64)
+    return is_open, np.maximum(nodes, 0), shares, unserved
+
+
+def _milp_pairs(data: PlacementInput, *relaxations: Relaxation) -> IntArray:
+    """The pairs the restricted MILP may use: those the LPs use, and each commodity's lowest reduced costs."""
+    keep = np.zeros(len(data.pair_site), dtype=bool)
+    for relaxation in relaxations:
+        keep |= relaxation.shares > 1e-9
+    last = relaxations[-1].reduced_cost
+    order = np.argsort(last, kind="stable")
+    keep[first_of_each(order, data.pair_commodity, MILP_PAIRS_PER_COMMODITY)] = True
+    return np.flatnonzero(keep).astype(np.int64)
+
+
+def _route_on_open_sites(data: PlacementInput, solution: PlacementSolution, options: SolverOptions) -> PlacementSolution:
+    """Route shares to the nearest open capacity (:func:`placement.optimize.routing.route_nearest_arrays`).
+
+    The routed shares are kept only if they pass every check and cost the same.
+    """
+    tic = time.perf_counter()
+    routed_shares = route_nearest_arrays(data, solution.open, solution.nodes, solution.pair_share, threads=options.threads)
+    if routed_shares is None:
+        return solution
+    cost = data.cost_usd_per_h(solution.open, solution.nodes, routed_shares)
+    routing = SolverReport(options.name, SolveStatus.OPTIMAL, math.nan, math.nan, 0.0, time.perf_counter() - tic,
+                           "routing LP: nearest open capacity", StopReason.GAP)  # fmt: skip
+    routed = replace(solution, pair_share=routed_shares, objective_usd_per_h=cost, routing_report=routing)
+    same_cost = abs(cost - solution.objective_usd_per_h) <= 1e-6 * max(1.0, solution.objective_usd_per_h)
+    return routed if same_cost and not verify_solution(data, routed, optional=True) else solution
+
+
+def solve_priced(
+    data: PlacementInput,
+    options: SolverOptions,
+    *,
+    shortfall: bool,
+    route_nearest: bool = True,
+    all_pairs: bool = False,
+) -> PlacementSolution:
+    """Solve the full model by an LP priced over every pair, and a MILP on the pairs it singles out.
+
+    1. Least unserved goodput: the LP relaxation with ``objective="unserved"`` (:func:`placement.optimize.pricing.relax`).
+       Its bound is a bound of the MILP: above 0, no design serves everything (the sites' power in reach is
+       short), and without ``shortfall`` the model is reported infeasible.
+    2. Least cost, every commodity served (or, with ``shortfall``, at most the least unserved goodput of
+       step 1 left unserved): the LP relaxation over every pair and slice, priced and cut until its
+       Lagrangian bound is within a quarter of ``options.gap``. That bound is a bound of the full MILP.
+    3. The LP rounded up (a feasible design in itself) is the answer if it is proven within ``options.gap``;
+       otherwise the MILP on the pairs the LPs use plus each commodity's two lowest reduced costs, warm-started
+       from it. Its answer is feasible for the full model; the gap is
+       measured against the bound of step 2 (the restricted MILP's own bound is not one of the full model,
+       unless it holds every pair). If the gap is above ``options.gap``, pricing goes on to tighten the bound.
+
+    Every step stops on a count (rounds, nodes) or the gap, so the answer does not depend on the machine
+    unless the wall-clock safety net is reached.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (without N+1).
+    options : SolverOptions
+        Solver, gap, node and time limits (the time limit applies to the MILP).
+    shortfall : bool
+        Allow unserved demand: the least there is, at least cost (a diagnosis of a model that cannot serve
+        everything). The bound and gap are then of the cost among plans serving as much.
+    route_nearest : bool, optional
+        Re-route shares to the nearest open capacity once the design is fixed (the cost does not change).
+    all_pairs : bool, optional
+        Start the LPs with every pair (small models: nothing to price).
+
+    Returns
+    -------
+    PlacementSolution
+        Verified against the full model; ``report`` holds the full-model bound and gap.
+    """
+    start = time.perf_counter()
+    total = float(data.mean_demand_tok_s.sum())
+    every = np.arange(len(data.pair_site), dtype=np.int64)
+    least, lp = relax(data, objective="unserved", pairs=every if all_pairs else None)
+    tolerance = SHORTFALL_TOL * max(total, 1.0)
+    if not shortfall and least.bound > tolerance:
+        message = (
+            f"no design serves every commodity: the LP relaxation leaves at least {least.bound:,.6g} of "
+            f"{total:,.6g} mean tok/s unserved (the power of the sites in reach is short)"
+        )
+        report = SolverReport(options.name, SolveStatus.INFEASIBLE, math.nan, math.nan, math.nan,
+                              time.perf_counter() - start, message, StopReason.INFEASIBLE)  # fmt: skip
+        return _empty(data, report)
+    if not shortfall and least.value > tolerance:
+        raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
+    cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
+    cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, target=options.gap * PRICING_TARGET_SHARE, lp=lp)
+    pairs = every if all_pairs else _milp_pairs(data, least, cost)
+    small = restrict_to_pairs(data, pairs)
+    is_open, nodes, shares, unserved = _round_up(data, cost)
+    rounded_cost = data.cost_usd_per_h(is_open, nodes, shares)
+    rounded = PlacementSolution(
+        is_open, nodes, shares, unserved, rounded_cost,
+        SolverReport(options.name, SolveStatus.FEASIBLE, rounded_cost, math.nan, math.nan, 0.0, "LP rounded up"),
+    )  # fmt: skip
+    optional = cap is not None
+    candidates = [rounded]
+    report = rounded.report
+    rounded_valid = not verify_solution(data, rounded, optional=optional) and _within_cap(data, rounded, cap)
+    if not (rounded_valid and relative_gap(rounded_cost, cost.bound) <= options.gap) or all_pairs:
+        # The MILP runs only when the rounded LP is not already proven within the gap: that decision, like every
+        # stop below, does not depend on the clock. Its time limit is the scenario's, a safety net of its own.
+        if cap is None:
+            model = build_model(small)
+        else:
+            model = build_model(small, served_value_usd_per_tok_s=0.0, min_served_tok_s=total - cap)
+        set_warm_start(model, small, (is_open, nodes, shares[pairs]), unserved=unserved)
+        report = solve_problem(model.problem, replace(options, gap=options.gap / 2), warm_start=True)
+        if report.status.has_solution:
+            candidates.append(_lift(data, pairs, _extract(model, small, report, None), report))
+        del model  # routing and the plan's tables need the room
+    valid = [c for c in candidates if not verify_solution(data, c, optional=optional) and _within_cap(data, c, cap)]
+    if not valid and not all_pairs:
+        # Neither works (a site-count bound the LP's rounding breaks, and too few pairs for the MILP to meet it):
+        # the MILP on every pair, slow on large models but an answer of the full model.
+        return solve_priced(data, options, shortfall=shortfall, route_nearest=route_nearest, all_pairs=True)
+    if not valid:
+        raise SolverError("neither the MILP nor the rounded LP gave a design that passes every check")
+    best = min(valid, key=lambda c: c.objective_usd_per_h)
+    bound = cost.bound
+    if all_pairs and report.status.has_solution and math.isfinite(report.best_bound):
+        bound = max(bound, report.best_bound)  # the MILP holds every pair: its bound is the full model's
+    rounds = least.rounds + cost.rounds
+    if relative_gap(best.objective_usd_per_h, bound) > options.gap and not cost.converged:
+        cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, lp=lp)
+        bound = max(bound, cost.bound)
+        rounds += cost.rounds
+    del lp  # the restricted LP is done with: routing and the plan's tables need the room
+    gap = relative_gap(best.objective_usd_per_h, bound)
+    closed = gap <= options.gap + 1e-12
+    # Open with the restricted MILP at its own gap: what is left is the LP bound's distance to integer designs.
+    stopped_by = StopReason.GAP if closed else (StopReason.OTHER if report.stopped_by == StopReason.GAP else report.stopped_by)
+    served = "every commodity served" if cap is None else f"at most {cap:,.6g} mean tok/s unserved (the least possible)"
+    message = (
+        f"LP priced over all {len(data.pair_site):,} pairs in {rounds} rounds ({int(cost.in_model.sum()):,} pairs, "
+        f"{cost.rows:,} rows), bound {bound:,.2f}; "
+        + (
+            f"MILP on {len(pairs):,} pairs: {report.message}, "
+            if report is not rounded.report
+            else "the rounded LP within the gap, no MILP; "
+        )
+        + f"{'its answer' if best is not rounded else 'the rounded LP'} kept; {served}"
+    )
+    total_report = SolverReport(
+        options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, best.objective_usd_per_h, bound, gap,
+        time.perf_counter() - start, message, stopped_by,
+    )  # fmt: skip
+    solution = replace(
+        best, report=total_report, unserved_share=_unserved(data, best.pair_share) if optional else best.unserved_share
+    )
+    if route_nearest:
+        solution = _route_on_open_sites(data, solution, options)
+    return _verified(data, solution, optional=optional)
+
+
+def _unserved(data: PlacementInput, shares: FloatArray) -> FloatArray:
+    served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
+    return np.asarray(np.clip(1.0 - served, 0.0, 1.0))
+
+
+def _within_cap(data: PlacementInput, solution: PlacementSolution, cap: float | None) -> bool:
+    """Whether the unserved mean goodput stays within the cap (all served when None)."""
+    left = float((_unserved(data, solution.pair_share) * data.mean_demand_tok_s).sum())
+    limit = 0.0 if cap is None else cap
+    return left <= limit * (1 + 1e-6) + 1e-6 * max(1.0, float(data.mean_demand_tok_s.sum()))
+
+
 def shortfall_penalty_usd_per_tok_s(data: PlacementInput) -> float:
     """Price of a mean tok/s left unserved in an elastic model: far above any way of serving it. [USD/h per tok/s]"""
     per_node = float(np.max(data.site_node_usd_per_h)) if data.n_sites else 1.0
@@ -351,7 +566,12 @@ def shortfall_penalty_usd_per_tok_s(data: PlacementInput) -> float:
 
 
 def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> PlacementSolution:
-    """Solve an elastic model in which demand may go unserved at a high price.
+    """Serve as much as the sites can, at least cost: the plan of a model that cannot serve everything.
+
+    Without N+1: :func:`solve_priced` with ``shortfall`` (least unserved goodput by LP, which a design
+    with integer nodes attains, then least cost with at most that much unserved); the bound and gap are
+    of the cost among plans serving as much. With N+1: an elastic model in which demand may go unserved
+    at a high price; its bound, less that price on the answer's unserved goodput, is reported.
 
     The commodities left unserved are those that no feasible placement can cover inside their
     latency budget (the power of the sites they reach is too small, or N+1 cannot be met).
@@ -372,6 +592,10 @@ def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> Placemen
         # Too large to diagnose with every failure scenario in a bounded time; it is only reached
         # when the plan without N+1 is infeasible, and that shortfall is what is named.
         data = replace(data, fault_tolerant=False)
+    if not data.fault_tolerant:
+        return solve_priced(
+            data, options, shortfall=True, route_nearest=False, all_pairs=len(data.pair_site) <= PRICING_FROM_PAIRS
+        )
     penalty = shortfall_penalty_usd_per_tok_s(data)
     model = build_model(data, unserved_penalty_usd_per_tok_s=penalty)
     report = solve_problem(model.problem, options)
@@ -381,7 +605,57 @@ def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> Placemen
     violations = verify_solution(data, solution, optional=True)
     if violations:
         raise SolverError("the diagnosis model returned a placement that violates constraints: " + "; ".join(violations))
-    return solution
+    # The MILP's bound is of cost + penalty x unserved. Less the penalty of this answer's unserved goodput it
+    # bounds the cost of any plan serving at least as much: the bound and gap reported are of the cost.
+    left = float((solution.unserved_share * data.mean_demand_tok_s).sum())
+    bound = report.best_bound - penalty * left
+    cost = solution.objective_usd_per_h
+    return replace(solution, report=replace(report, objective=cost, best_bound=bound, gap=relative_gap(cost, bound)))
+
+
+RATIO_ABS_GAP_SHARE = 0.25
+"""Each Dinkelbach MILP stops within this share of the ratio gap, as an absolute gap on ``cost - lambda x goodput``."""
+
+
+RATIO_STEP_GAP = 0.1
+"""Relative gap on ``cost - lambda x goodput`` at which a Dinkelbach MILP may stop as well: far from the optimal
+ratio finding a better design is what counts; near it the value tends to 0 and the absolute gap governs."""
+
+
+def _ratio_start(data: PlacementInput, min_served: float, gap: float) -> tuple[BoolArray, IntArray, FloatArray] | None:
+    """A design serving at least ``min_served``: the greedy one, or the LP of the most that can be served rounded up."""
+    start = greedy_design(data)
+    if start is not None:
+        return start
+    least, lp = relax(data, objective="unserved")
+    cap = max(least.value, 0.0) * (1 + 1e-9) + SHORTFALL_TOL * max(float(data.mean_demand_tok_s.sum()), 1.0)
+    cost, _ = relax(data, objective="cost", unserved_cap_tok_s=cap, target=gap, lp=lp)
+    is_open, nodes, shares, _ = _round_up(data, cost)
+    served = float((shares * data.mean_demand_tok_s[data.pair_commodity]).sum())
+    return (is_open, nodes, shares) if served >= min_served and served > 0 else None
+
+
+def ratio_bound(lam: float, value_bound: float, served_min: float, served_max: float) -> float:
+    """A lower bound of the least cost / goodput from one Dinkelbach step's bound.
+
+    Every design has ``cost - lam * goodput >= value_bound``, so ``cost / goodput >= lam + value_bound / goodput``,
+    and goodput lies in ``[served_min, served_max]``.
+
+    Parameters
+    ----------
+    lam : float
+        The step's lambda. [USD/h per tokens/s]
+    value_bound : float
+        The MILP's proven bound on ``min cost - lam * goodput``. [USD/h]
+    served_min, served_max : float
+        Least and most goodput any design may serve (``served_min > 0``). [tokens/s]
+
+    Returns
+    -------
+    float
+        The bound. [USD/h per tokens/s]
+    """
+    return lam + value_bound / (served_max if value_bound >= 0 else served_min)
 
 
 def solve_ratio(
@@ -393,12 +667,16 @@ def solve_ratio(
     max_iterations: int = 30,
     route_nearest: bool = True,
 ) -> PlacementSolution:
-    """Minimise cost per goodput token exactly when serving is optional (Dinkelbach).
+    """Minimise cost per goodput token exactly when serving is optional (Dinkelbach), with a bound at every step.
 
-    Each iteration solves ``min cost - lambda * goodput`` over all designs and serving shares;
-    lambda is then set to the ratio of the design found. The sequence decreases and stops when
-    the MILP's optimum is (within ``tolerance`` of the cost) zero: lambda is then the minimum of
-    cost / goodput.
+    It starts from a design serving at least the minimum (greedy, or the most-served LP rounded up), whose
+    ratio is lambda. Each iteration solves ``min cost - lambda * goodput`` over all designs and serving shares,
+    warm-started from the best design so far, to an *absolute* gap of a quarter of ``options.gap`` x lambda x
+    the least goodput (a relative gap means nothing on a value that tends to 0); lambda is then set to the best
+    ratio found. Every step's proven bound gives a lower bound of the ratio (:func:`ratio_bound`); the loop
+    stops when the best ratio is within ``options.gap`` of it, or when a step finds nothing better (the MILP's
+    optimum is, within ``tolerance`` of the cost, zero). ``report.gap`` is the ratio's gap and
+    ``report.best_bound`` the ratio bound times the answer's goodput: no design serving as much costs less.
 
     Parameters
     ----------
@@ -418,53 +696,80 @@ def solve_ratio(
     Returns
     -------
     PlacementSolution
-        The best ratio design; ``iterations`` lists lambda, cost, goodput and the MILP value.
+        The best ratio design; ``iterations`` lists lambda, cost, goodput, the MILP value, its bound and the
+        ratio bound after each step.
     """
     total = float(data.mean_demand_tok_s.sum())
     min_served = min_served_share * total
-    start = greedy_design(data)
-    if start is not None:
-        is_open, nodes, shares = start
-        served = float((shares * data.mean_demand_tok_s[data.pair_commodity]).sum())
-        lam = data.cost_usd_per_h(is_open, nodes, shares) / served
-    else:
-        lam = float(np.min(data.site_node_usd_per_h)) * float(np.min(data.pair_nodes_per_tok_s))
+    floor = max(min_served, 1e-9 * max(total, 1.0))  # a design must serve something
+    begin = time.perf_counter()
+    start = _ratio_start(data, min_served, options.gap)
+    if start is None:
+        message = f"no design serves {min_served:,.6g} tok/s"
+        report = SolverReport(options.name, SolveStatus.INFEASIBLE, math.nan, math.nan, math.nan,
+                              time.perf_counter() - begin, message, StopReason.INFEASIBLE)  # fmt: skip
+        return _empty(data, report)
+    mean_of_pair = data.mean_demand_tok_s[data.pair_commodity]
+    best_design = start
+    best_cost = data.cost_usd_per_h(*start)
+    best_served = float((start[2] * mean_of_pair).sum())
+    upper = best_cost / best_served
+    lower = 0.0
     history: list[dict[str, float]] = []
     best: tuple[PlacementModel, SolverReport] | None = None
+    last: SolverReport | None = None
+    lam = upper
     for _ in range(max_iterations):
         model = build_model(data, served_value_usd_per_tok_s=lam, min_served_tok_s=min_served)
-        report = solve_problem(model.problem, options)
+        set_warm_start(model, data, best_design, unserved=_unserved(data, best_design[2]))
+        elapsed = time.perf_counter() - begin
+        remaining = None if options.time_limit_s is None else max(1.0, options.time_limit_s - elapsed)
+        step = replace(
+            options, gap=RATIO_STEP_GAP, abs_gap=RATIO_ABS_GAP_SHARE * options.gap * lam * floor, time_limit_s=remaining
+        )
+        report = solve_problem(model.problem, step, warm_start=True)
+        last = report
         if not report.status.has_solution:
-            if best is None:
-                return _empty(data, report)
             break
         solution = _extract(model, data, report, None)
         cost = solution.objective_usd_per_h
         served = solution.served_mean_tok_s(data)
         value = cost - lam * served
-        history.append({"lambda_usd_per_tok_s": lam, "cost_usd_per_h": cost, "goodput_tok_s": served, "value_usd_per_h": value})
-        if served <= 0 and best is not None:
-            break  # at the optimal lambda, serving nothing ties at 0: keep the last design that serves
-        if value > tolerance * max(cost, 1.0) and best is not None:
-            # The previous design is worth exactly 0 at this lambda, so a positive optimum is a solver
-            # failure (seen with HiGHS presolve on tiny instances): keep the previous design.
-            history[-1]["rejected"] = 1.0
+        if math.isfinite(report.best_bound):
+            lower = max(lower, ratio_bound(lam, report.best_bound, floor, total))
+        record = {"lambda_usd_per_tok_s": lam, "cost_usd_per_h": cost, "goodput_tok_s": served, "value_usd_per_h": value,
+                  "value_bound_usd_per_h": report.best_bound, "ratio_bound_usd_per_tok_s": lower}  # fmt: skip
+        history.append(record)
+        if served > 0 and cost / served < upper and not verify_solution(data, solution, optional=True):
+            upper = cost / served
+            best_design = (solution.open, solution.nodes, solution.pair_share)
+            best = (model, report)
+        elif best is None and served > 0 and abs(cost / served - upper) <= 1e-12 * upper:
+            best = (model, report)
+        if upper - lower <= options.gap * upper or value >= -tolerance * max(cost, 1e-9):
             break
-        best = (model, report)
-        if served <= 0 or value >= -tolerance * max(cost, 1e-9):
-            break
-        lam = cost / served
-    assert best is not None
-    model, report = best
-    solution = _finish(model, data, options, report, route_nearest=route_nearest, optional=True)
-    return PlacementSolution(
-        solution.open,
-        solution.nodes,
-        solution.pair_share,
-        solution.unserved_share,
-        solution.objective_usd_per_h,
-        report,
-        solution.routing_report,
-        solution.failover_share,
-        history,
+        lam = upper
+    gap = relative_gap(upper, lower)
+    closed = gap <= options.gap + 1e-12
+    if best is not None:
+        model, report = best
+        solution = _finish(model, data, options, report, route_nearest=route_nearest, optional=True)
+    else:  # no step beat the start: the start is the answer
+        is_open, nodes, shares = best_design
+        base = (
+            last if last is not None else SolverReport(options.name, SolveStatus.FEASIBLE, math.nan, math.nan, math.nan, 0.0, "")
+        )
+        solution = PlacementSolution(
+            is_open, nodes, shares, _unserved(data, shares), data.cost_usd_per_h(is_open, nodes, shares), base
+        )
+    served = solution.served_mean_tok_s(data)
+    stopped_by = StopReason.GAP if closed else (last.stopped_by if last is not None else StopReason.OTHER)
+    message = (
+        f"Dinkelbach: {len(history)} MILPs; cost per goodput {upper:.6g} USD/h per tok/s, proven at least {lower:.6g} "
+        f"(gap {gap:.3%})" + ("" if last is None else f"; last MILP: {last.message}")
     )
+    report = SolverReport(
+        options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, solution.objective_usd_per_h,
+        lower * served, gap, time.perf_counter() - begin, message, stopped_by,
+    )  # fmt: skip
+    return replace(solution, report=report, iterations=history)

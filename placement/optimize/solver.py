@@ -95,6 +95,10 @@ class SolverOptions:
         does not honour it, so MIPs are bounded by ``node_limit``). None: none.
     random_seed : int
         Seed of HiGHS's randomised choices (``random_seed``; CBC keeps its fixed default seeds).
+    abs_gap : float or None
+        Absolute MIP gap at which the solver may stop as well (HiGHS ``mip_abs_gap``, CBC ``allowableGap``), in
+        the objective's unit: for objectives whose optimum is near 0 (a Dinkelbach step) or offset by a
+        constant. None: none.
     """
 
     name: str = "highs"
@@ -106,6 +110,7 @@ class SolverOptions:
     node_limit: int | None = None
     iteration_limit: int | None = None
     random_seed: int = 0
+    abs_gap: float | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,7 @@ def _cbc_command(options: SolverOptions, log_path: Path, *, warm_start: bool) ->
         "msg": options.msg,
         "timeLimit": options.time_limit_s,
         "gapRel": options.gap,
+        "gapAbs": options.abs_gap,
         "threads": options.threads,
         "logPath": str(log_path),
         "warmStart": warm_start,
@@ -305,6 +311,7 @@ def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start:
         msg=options.msg,
         timeLimit=options.time_limit_s,
         gapRel=options.gap,
+        gapAbs=options.abs_gap,
         threads=options.threads,
         random_seed=options.random_seed,
         **{key: value for key, value in limits.items() if value is not None},

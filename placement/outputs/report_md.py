@@ -64,7 +64,8 @@ def _headline_lines(summary: PlanSummary) -> list[str]:
     return [
         f"# Placement report: {summary.scenario}",
         "",
-        f"Status **{summary.status}** ({summary.solver}: {summary.solver_message}, gap {_fmt(summary.gap, '.3%')}, "
+        f"Status **{summary.status}** ({summary.solver}: {summary.solver_message}, gap {_fmt(summary.gap, '.3%')} "
+        f"on the {(summary.gap_basis or 'solved').replace('_', ' ')} model, "
         f"{summary.runtime_s:.1f} s solve). {summary.sites_open} of {summary.sites_candidate} candidate sites open, "
         f"{summary.nodes:,} nodes, {summary.mw_used:.1f} MW of facility power.",
         "",

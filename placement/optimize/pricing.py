@@ -1,0 +1,522 @@
+"""The LP relaxation of the full placement model by pair pricing and slice cuts, with a valid bound at every round.
+
+At full resolution most (commodity, site) pairs can never pay: a commodity is served from one or two of the
+dozens of sites in its reach. So the LP relaxation (strong linking rows ``share[p] <= open[j]`` included) is
+solved on a few pairs per commodity and a few time slices per site, and grows:
+
+- *pricing*: a pair left out is added when its reduced cost under the current duals is negative;
+- *slice cuts*: a site's node-capacity row of a slice is added when the current shares overload it.
+
+Every round also yields a Lagrangian bound: with the current duals (clipped to their valid signs; left-out
+rows have dual 0), ``min`` of the Lagrangian over a box that contains every feasible point (each commodity's
+shares and unserved share on their simplex, opens and nodes in their bounds) is a lower bound of the *full*
+model over every pair and slice, its MILP included. When no pair prices out and no slice is overloaded, the
+bound equals the LP optimum of the full model.
+
+Two objectives share the machinery: ``"unserved"`` (least unserved mean goodput: what the sites' power can
+carry at most) and ``"cost"`` (least cost, with unserved goodput capped). Built on highspy arrays, not PuLP:
+the model is rebuilt in place, HiGHS keeps its basis between rounds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from placement.optimize import formulation as fm
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
+
+INITIAL_PAIRS_PER_COMMODITY = 10
+"""Pairs each commodity starts with: its cheapest by node, energy and fixed cost at its peak."""
+
+INITIAL_SLICES_PER_SITE = 2
+"""Node-capacity rows each site starts with: its busiest slices if it served every pair it may serve."""
+
+PRICED_PER_COMMODITY = 4
+"""Pairs with negative reduced cost added per commodity and round (the most negative)."""
+
+MAX_ROUNDS = 60
+"""Rounds after which pricing stops (deterministic); the bound of the best round stands."""
+
+ARTIFICIAL_PRICE = 10.0
+"""Price of an artificial unserved share (every commodity served) over the dearest way of serving it, full
+fixed cost and peak nodes included."""
+
+CONVERGED = 1e-7
+"""Relative distance of the bound to the restricted LP at which the rounds stop."""
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """The LP relaxation of the full model and what it proved.
+
+    Parameters
+    ----------
+    bound : float
+        Lower bound on the objective of the full model (every pair, every slice), MILP included.
+    value : float
+        Optimum of the last restricted LP (an upper bound of the full LP's optimum).
+    shares : numpy.ndarray
+        ``(p,)`` LP shares on every pair (0 off the pairs in the model).
+    open, nodes : numpy.ndarray
+        ``(m,)`` LP open values and node counts.
+    unserved : numpy.ndarray
+        ``(c,)`` LP unserved shares.
+    reduced_cost : numpy.ndarray
+        ``(p,)`` reduced cost of every pair under the duals of the last round.
+    in_model : numpy.ndarray of bool
+        ``(p,)`` pairs in the restricted LP.
+    rounds : int
+        LP solves.
+    converged : bool
+        No pair priced out and no slice was overloaded in the last round.
+    rows : int
+        Rows of the last restricted LP.
+    history : list of dict
+        Per round: restricted LP value, its Lagrangian bound, LP seconds, pairs and rows in the model.
+    """
+
+    bound: float
+    value: float
+    shares: FloatArray
+    open: FloatArray
+    nodes: FloatArray
+    unserved: FloatArray
+    reduced_cost: FloatArray
+    in_model: BoolArray
+    rounds: int
+    converged: bool
+    rows: int
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def site_slice_load(data: PlacementInput, shares: FloatArray) -> FloatArray:
+    """``(m, T)`` node-equivalents each site carries in each slice (as ``PlacementInput.site_slice_load``, by one product).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    shares : numpy.ndarray
+        ``(p,)`` share of each pair.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(m, T)`` load. [nodes]
+    """
+    m, c = data.n_sites, data.n_commodities
+    weight = np.bincount(data.pair_site * c + data.pair_commodity, weights=shares * data.pair_nodes_per_tok_s, minlength=m * c)
+    return np.asarray(weight.reshape(m, c) @ data.slice_demand_tok_s)
+
+
+def _peak_cost(data: PlacementInput) -> FloatArray:
+    """A pair's cost at a share of 1 if its site's nodes carried it at its peak: a ranking, not a bound."""
+    peak = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
+    return np.asarray(data.pair_cost_usd_per_h + peak * data.site_node_usd_per_h[data.pair_site])
+
+
+def first_of_each(order: IntArray, group: IntArray, count: int) -> IntArray:
+    """The first ``count`` entries of ``order`` for each value of ``group[order]`` (in the order given).
+
+    Parameters
+    ----------
+    order : numpy.ndarray
+        Indices, best first.
+    group : numpy.ndarray
+        Group of every index.
+    count : int
+        Entries kept per group.
+
+    Returns
+    -------
+    numpy.ndarray
+        The kept indices, grouped.
+    """
+    ranked = order[np.argsort(group[order], kind="stable")]
+    keys = group[ranked]
+    starts = np.searchsorted(keys, keys, side="left")
+    rank = np.arange(len(ranked)) - starts
+    return np.asarray(ranked[rank < count])
+
+
+def initial_pairs(data: PlacementInput, count: int | None = None) -> IntArray:
+    """Each commodity's ``count`` cheapest pairs by :func:`_peak_cost`.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    count : int, optional
+        Pairs per commodity (default :data:`INITIAL_PAIRS_PER_COMMODITY`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Sorted pair indices.
+    """
+    order = np.argsort(_peak_cost(data), kind="stable")
+    keep = INITIAL_PAIRS_PER_COMMODITY if count is None else count
+    return np.sort(first_of_each(order, data.pair_commodity, keep))
+
+
+class _Lp:
+    """The restricted LP in a HiGHS object: columns ``[open | nodes | unserved | shares...]``."""
+
+    def __init__(self, data: PlacementInput) -> None:
+        import highspy
+
+        self.data = data
+        self.h = highspy.Highs()  # type: ignore[no-untyped-call]
+        self.h.setOptionValue("output_flag", False)
+        self.h.setOptionValue("threads", 1)
+        self.h.setOptionValue("random_seed", 0)
+        m, c = data.n_sites, data.n_commodities
+        self.m, self.c = m, c
+        self.pair_cost = np.zeros(len(data.pair_site))
+        self.unserved_in_model = True
+        lower_open = data.site_locked.astype(float)
+        self._add_cols(np.zeros(m), lower_open, np.ones(m))
+        self._add_cols(np.zeros(m), np.zeros(m), data.site_max_nodes.astype(float))
+        self._add_cols(np.zeros(c), np.zeros(c), np.ones(c))
+        self.n_cols = 2 * m + c
+        # Rows: demand (c), power (m), then site counts, the unserved cap, slice rows and linking rows as added.
+        self._add_rows(np.ones(c), np.ones(c), np.arange(c), 2 * m + np.arange(c), np.ones(c))
+        sites = np.arange(m)
+        self._add_rows(
+            np.full(m, -np.inf),
+            np.zeros(m),
+            np.concatenate([sites, sites]),
+            np.concatenate([m + sites, sites]),
+            np.concatenate([data.site_node_mw, -data.site_mw_available]),
+        )
+        self.n_rows = c + m
+        self.count_rows: list[tuple[int, float, bool]] = []  # (row, rhs, is a lower bound)
+        total = np.zeros(m, dtype=np.int64)
+        for rhs, lower in ((data.min_sites_open, True), (data.max_sites_open, False)):
+            if rhs is None:
+                continue
+            lo, hi = (float(rhs), np.inf) if lower else (-np.inf, float(rhs))
+            self._add_rows(np.array([lo]), np.array([hi]), total, sites, np.ones(m))
+            self.count_rows.append((self.n_rows, float(rhs), lower))
+            self.n_rows += 1
+        self.cap_row = -1
+        self.cap_rhs = 0.0
+        self.slice_row = np.full((m, len(data.slice_hours)), -1, dtype=np.int64)
+        self.pair_col = np.full(len(data.pair_site), -1, dtype=np.int64)
+        self.link_row = np.full(len(data.pair_site), -1, dtype=np.int64)
+        self.objective = np.zeros(0)
+        self.best_bound: float | None = None
+        self.kind = ""
+
+    def _add_cols(self, cost: FloatArray, lower: FloatArray, upper: FloatArray) -> None:
+        n = len(cost)
+        self.h.addCols(n, cost, lower, upper, 0, np.zeros(n, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+
+    def _add_rows(self, lower: FloatArray, upper: FloatArray, row: IntArray, col: IntArray, value: FloatArray) -> None:
+        """Rows given as triplets with ``row`` local (0..len(lower)-1)."""
+        order = np.argsort(row, kind="stable")
+        starts = np.searchsorted(row[order], np.arange(len(lower))).astype(np.int32)
+        self.h.addRows(len(lower), lower, upper, len(order), starts, col[order].astype(np.int32), value[order].astype(np.float64))
+
+    def add_cap_row(self, cap: float) -> None:
+        """``sum_c mean[c] * unserved[c] <= cap``."""
+        c = self.c
+        mean = self.data.mean_demand_tok_s
+        self._add_rows(np.array([-np.inf]), np.array([cap]), np.zeros(c, dtype=np.int64), 2 * self.m + np.arange(c), mean)
+        self.cap_row, self.cap_rhs = self.n_rows, cap
+        self.n_rows += 1
+
+    def set_objective(self, kind: Literal["cost", "unserved"]) -> None:
+        data, m, c = self.data, self.m, self.c
+        if kind != self.kind:
+            self.best_bound = None  # a bound of the other objective
+        self.kind = kind
+        if kind == "cost":
+            objective = np.concatenate([data.site_fixed_usd_per_h, data.site_node_usd_per_h, np.zeros(c)])
+            pair_cost = data.pair_cost_usd_per_h
+        else:
+            objective = np.concatenate([np.zeros(2 * m), data.mean_demand_tok_s])
+            pair_cost = np.zeros(len(data.pair_site))
+        self.pair_cost = np.asarray(pair_cost, dtype=float)
+        self.objective = objective
+        cols = np.arange(2 * m + c, dtype=np.int32)
+        self.h.changeColsCost(len(cols), cols, objective.astype(np.float64))
+        active = np.flatnonzero(self.pair_col >= 0)
+        if len(active):
+            self.h.changeColsCost(len(active), self.pair_col[active].astype(np.int32), self.pair_cost[active])
+
+    def set_unserved(self, *, in_model: bool) -> None:
+        """Unserved shares as the model has them, or (every commodity served) as artificial columns.
+
+        Artificial: the restricted LP keeps them at a price above any way of serving, so it stays feasible
+        while pairs and rows are still missing (a site-count row can make a few pairs unable to carry the
+        demand once their linking rows arrive); the Lagrangian bound leaves them out, as the model does.
+        """
+        self.unserved_in_model = in_model
+        if in_model:
+            return
+        data, c = self.data, self.c
+        peak = data.slice_demand_tok_s.max(axis=1)[data.pair_commodity] * data.pair_nodes_per_tok_s
+        per_share = data.pair_cost_usd_per_h + data.site_fixed_usd_per_h[data.pair_site]
+        per_share = per_share + data.site_node_usd_per_h[data.pair_site] * peak
+        price = np.zeros(c)
+        np.maximum.at(price, data.pair_commodity, per_share)
+        cols = (2 * self.m + np.arange(c)).astype(np.int32)
+        self.h.changeColsCost(c, cols, ARTIFICIAL_PRICE * price + 1.0)
+
+    def add_pairs(self, pairs: IntArray) -> None:
+        """Add share columns (with their entries in the demand and slice rows) and their linking rows."""
+        data = self.data
+        pairs = pairs[self.pair_col[pairs] < 0]
+        if len(pairs) == 0:
+            return
+        k = len(pairs)
+        sites = data.pair_site[pairs]
+        slice_rows = self.slice_row[sites]  # (k, T)
+        load = data.slice_demand_tok_s[data.pair_commodity[pairs]] * data.pair_nodes_per_tok_s[pairs, None]
+        has = slice_rows >= 0
+        col_local = np.concatenate([np.arange(k), np.nonzero(has)[0]])
+        rows = np.concatenate([data.pair_commodity[pairs], slice_rows[has]])
+        values = np.concatenate([np.ones(k), load[has]])
+        order = np.argsort(col_local, kind="stable")
+        starts = np.searchsorted(col_local[order], np.arange(k)).astype(np.int32)
+        self.h.addCols(
+            k,
+            self.pair_cost[pairs] if len(self.objective) else np.zeros(k),
+            np.zeros(k),
+            np.ones(k),
+            len(order),
+            starts,
+            rows[order].astype(np.int32),
+            values[order],
+        )
+        self.pair_col[pairs] = self.n_cols + np.arange(k)
+        self.n_cols += k
+
+    def add_links(self, pairs: IntArray) -> None:
+        """Linking rows ``share[p] <= open[j]`` of pairs in the model."""
+        pairs = pairs[(self.link_row[pairs] < 0) & (self.pair_col[pairs] >= 0)]
+        k = len(pairs)
+        if k == 0:
+            return
+        local = np.arange(k)
+        self._add_rows(
+            np.full(k, -np.inf),
+            np.zeros(k),
+            np.concatenate([local, local]),
+            np.concatenate([self.pair_col[pairs], self.data.pair_site[pairs]]),
+            np.concatenate([np.ones(k), -np.ones(k)]),
+        )
+        self.link_row[pairs] = self.n_rows + local
+        self.n_rows += k
+
+    def add_slices(self, sites: IntArray, slices: IntArray) -> None:
+        """Node-capacity rows of (site, slice), over every pair of the site in the model."""
+        data = self.data
+        fresh = self.slice_row[sites, slices] < 0
+        sites, slices = sites[fresh], slices[fresh]
+        if len(sites) == 0:
+            return
+        active = np.flatnonzero(self.pair_col >= 0)
+        by_site = fm.group_by(data.pair_site[active], self.m)
+        rows: list[IntArray] = []
+        cols: list[IntArray] = []
+        values: list[FloatArray] = []
+        for r, (j, t) in enumerate(zip(sites.tolist(), slices.tolist(), strict=True)):
+            pairs = active[by_site[j]]
+            rows.append(np.full(len(pairs) + 1, r))
+            cols.append(np.concatenate([self.pair_col[pairs], [self.m + j]]))
+            load = data.slice_demand_tok_s[data.pair_commodity[pairs], t] * data.pair_nodes_per_tok_s[pairs]
+            values.append(np.concatenate([load, [-1.0]]))
+        k = len(sites)
+        self._add_rows(np.full(k, -np.inf), np.zeros(k), np.concatenate(rows), np.concatenate(cols), np.concatenate(values))
+        self.slice_row[sites, slices] = self.n_rows + np.arange(k)
+        self.n_rows += k
+
+    def solve(self) -> tuple[FloatArray, FloatArray, float]:
+        self.h.run()
+        status = self.h.getModelStatus()
+        if self.h.modelStatusToString(status) != "Optimal":
+            raise RuntimeError(f"restricted LP: {self.h.modelStatusToString(status)}")
+        solution = self.h.getSolution()
+        return (
+            np.asarray(solution.col_value, dtype=float),
+            np.asarray(solution.row_dual, dtype=float),
+            float(self.h.getInfo().objective_function_value),
+        )
+
+
+def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
+    """The Lagrangian bound of the full model under these duals, and every pair's reduced cost.
+
+    Duals are clipped to the signs that keep the bound valid (``<=`` rows: at most 0, ``>=`` rows: at
+    least 0); rows not in the model have dual 0. Each commodity's shares and unserved share lie on the
+    simplex ``sum = 1`` (its demand row), opens and nodes in their bounds.
+    """
+    data, m, c = lp.data, lp.m, lp.c
+    pi = dual[:c]
+    power = np.minimum(dual[c : c + m], 0.0)
+    slice_dual = np.where(lp.slice_row >= 0, np.minimum(dual[np.maximum(lp.slice_row, 0)], 0.0), 0.0)
+    link = np.where(lp.link_row >= 0, np.minimum(dual[np.maximum(lp.link_row, 0)], 0.0), 0.0)
+    count_value = 0.0
+    count_dual = 0.0
+    for row, rhs, is_lower in lp.count_rows:
+        d = max(dual[row], 0.0) if is_lower else min(dual[row], 0.0)
+        count_value += rhs * d
+        count_dual += d
+    sigma = min(dual[lp.cap_row], 0.0) if lp.cap_row >= 0 else 0.0
+    fixed, node = lp.objective[:m], lp.objective[m : 2 * m]
+    link_by_site = np.bincount(data.pair_site, weights=link, minlength=m)
+    rc_open = fixed + link_by_site + data.site_mw_available * power - count_dual
+    rc_nodes = node + slice_dual.sum(axis=1) - data.site_node_mw * power
+    rc_unserved = lp.objective[2 * m :] - pi - sigma * data.mean_demand_tok_s
+    slice_price = (data.slice_demand_tok_s @ slice_dual.T)[data.pair_commodity, data.pair_site]
+    rc_pair = lp.pair_cost - pi[data.pair_commodity] - data.pair_nodes_per_tok_s * slice_price - link
+    best = np.full(c, np.inf)
+    np.minimum.at(best, data.pair_commodity, rc_pair)
+    if lp.unserved_in_model:
+        best = np.minimum(best, rc_unserved)
+    lower_open = data.site_locked.astype(float)
+    bound = (
+        float(pi.sum())
+        + count_value
+        + sigma * lp.cap_rhs
+        + float(np.minimum(rc_open * lower_open, rc_open).sum())
+        + float(np.minimum(0.0, rc_nodes * data.site_max_nodes).sum())
+        + float(best.sum())
+    )
+    return bound, rc_pair
+
+
+def relax(
+    data: PlacementInput,
+    *,
+    objective: Literal["cost", "unserved"],
+    unserved_cap_tok_s: float | None = None,
+    pairs: IntArray | None = None,
+    max_rounds: int = MAX_ROUNDS,
+    target: float = CONVERGED,
+    lp: _Lp | None = None,
+) -> tuple[Relaxation, _Lp]:
+    """Solve the LP relaxation of the full model by pricing pairs and cutting slices.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (N+1 rows are not modelled: call it without ``fault_tolerant``).
+    objective : {"cost", "unserved"}
+        Least cost, or least unserved mean goodput (everything else free).
+    unserved_cap_tok_s : float, optional
+        With ``"cost"``: unserved mean goodput allowed in all (None: every commodity served in full). [tokens/s]
+    pairs : numpy.ndarray, optional
+        Pairs to start with (default :func:`initial_pairs`).
+    max_rounds : int, optional
+        LP solves after which the rounds stop.
+    target : float, optional
+        Stop once the bound is within this share of the restricted LP's value and no slice is overloaded
+        beyond its site's power (0: only when nothing is left to price or cut).
+    lp : optional
+        A restricted LP from an earlier call on the same data, kept with its pairs, slices and (same
+        objective and cap) best bound.
+
+    Returns
+    -------
+    tuple
+        The :class:`Relaxation` and the restricted LP (to continue from).
+
+    Raises
+    ------
+    ValueError
+        With ``"cost"`` from scratch, when no design meets the unserved cap (the least-unserved LP, run
+        first to find pairs that carry the demand, proves it).
+    """
+    if lp is None and objective == "cost":
+        # A few pairs per commodity may not carry the demand: the least-unserved LP first finds pairs that do.
+        least, lp = relax(data, objective="unserved", pairs=pairs)
+        cap = 0.0 if unserved_cap_tok_s is None else unserved_cap_tok_s
+        if least.value > cap * (1 + 1e-9) + 1e-9 * max(float(data.mean_demand_tok_s.sum()), 1.0):
+            raise ValueError(f"no design found that leaves at most {cap:,.6g} tok/s unserved: the least is {least.bound:,.6g}")
+        pairs = None
+    if lp is None:
+        lp = _Lp(data)
+        lp.set_objective(objective)
+        lp.add_pairs(initial_pairs(data) if pairs is None else pairs)
+        potential = site_slice_load(data, np.ones(len(data.pair_site)))
+        top = np.argsort(-potential, axis=1, kind="stable")[:, :INITIAL_SLICES_PER_SITE]
+        lp.add_slices(np.repeat(np.arange(data.n_sites), top.shape[1]), top.ravel())
+    else:
+        lp.set_objective(objective)
+        if pairs is not None:
+            lp.add_pairs(pairs)
+    if objective == "cost":
+        lp.set_unserved(in_model=unserved_cap_tok_s is not None)
+        if unserved_cap_tok_s is not None and lp.cap_row < 0:
+            lp.add_cap_row(unserved_cap_tok_s)
+        elif unserved_cap_tok_s is not None and lp.cap_rhs != unserved_cap_tok_s:
+            raise ValueError("the restricted LP holds another unserved cap")
+    else:
+        lp.set_unserved(in_model=True)
+    best = -np.inf if lp.best_bound is None else lp.best_bound
+    history: list[dict[str, float]] = []
+    rounds = 0
+    converged = False
+    while True:
+        rounds += 1
+        tic = time.perf_counter()
+        col, dual, value = lp.solve()
+        lp_s = time.perf_counter() - tic
+        bound, rc_pair = _lagrangian(lp, dual)
+        best = max(best, bound)
+        shares = np.zeros(len(data.pair_site))
+        active = lp.pair_col >= 0
+        shares[active] = col[lp.pair_col[active]]
+        nodes = col[data.n_sites : 2 * data.n_sites]
+        load = site_slice_load(data, shares)
+        over = (load > nodes[:, None] * (1 + 1e-9) + 1e-6) & (lp.slice_row < 0)
+        opens = col[: data.n_sites]
+        unlinked = np.flatnonzero(active & (lp.link_row < 0) & (shares > opens[data.pair_site] + 1e-7))
+        scale = max(abs(value), 1.0)
+        priced = np.flatnonzero(~active & (rc_pair < -1e-9 * scale))
+        if len(priced):
+            order = priced[np.argsort(rc_pair[priced], kind="stable")]
+            priced = first_of_each(order, data.pair_commodity, PRICED_PER_COMMODITY)
+        # With rows still to add the restricted LP is no upper bound of the full LP, so this is a heuristic stop
+        # (the caller certifies its answer against the bound, and prices on if that falls short); a value
+        # below the bound says the missing rows matter, and the rounds go on. No slice may be overloaded beyond
+        # its site's power: the LP's shares are then a design once the nodes are rounded up.
+        unserved = col[2 * data.n_sites : 2 * data.n_sites + data.n_commodities]
+        artificial = not lp.unserved_in_model and bool((unserved > 1e-9).any())
+        # Overloads the site's power can carry do not stop it: rounding the nodes up to the busiest slice mends them.
+        beyond_power = bool((load[over.any(axis=1)].max(axis=1) > data.site_max_nodes[over.any(axis=1)] * (1 - 1e-9)).any())
+        closed = target > 0 and not beyond_power and not artificial and abs(value - best) <= target * scale
+        history.append({
+            "value": value, "bound": bound, "lp_s": lp_s, "pairs": int(active.sum()), "rows": lp.n_rows,
+            "slice_cuts": int(over.sum()), "link_cuts": len(unlinked), "priced": len(priced),
+        })  # fmt: skip
+        done = not over.any() and len(priced) == 0 and len(unlinked) == 0
+        if done or closed or rounds >= max_rounds:
+            converged = done
+            break
+        lp.add_slices(*(a.astype(np.int64) for a in np.nonzero(over)))
+        lp.add_links(unlinked)
+        lp.add_pairs(priced)
+    lp.best_bound = float(best)
+    relaxation = Relaxation(
+        bound=float(best),
+        value=value,
+        shares=shares,
+        open=col[: data.n_sites],
+        nodes=nodes,
+        unserved=col[2 * data.n_sites : 2 * data.n_sites + data.n_commodities],
+        reduced_cost=rc_pair,
+        in_model=lp.pair_col >= 0,
+        rounds=rounds,
+        converged=converged,
+        rows=lp.n_rows,
+        history=history,
+    )
+    return relaxation, lp
