@@ -114,7 +114,6 @@ class Instance:
     rtt_p90_ms: FloatArray
     commodity_population: IntArray
     commodity_class: IntArray
-    ttft_ms: FloatArray
     within_budget: NDArray[np.bool_]
     allowed: NDArray[np.bool_]
     node_cost: NodeCost
@@ -133,6 +132,34 @@ class Instance:
     def classes(self) -> list[WorkloadClass]:
         """The workload classes."""
         return self.loaded.scenario.classes
+
+    def ttft_ms(self, commodity: IntArray | int, site: IntArray | slice | int = slice(None)) -> FloatArray:
+        """p99 TTFT of commodities at sites, the same figure the budget was checked with. [ms]
+
+        Computed on demand (it is affine in the round trip): at full resolution the whole
+        (commodities x sites) table would hold ~200 MB for the few thousand figures the outputs read.
+
+        Parameters
+        ----------
+        commodity : int or numpy.ndarray of int
+            Commodity indices.
+        site : int, numpy.ndarray of int or slice, optional
+            Site indices, element-wise with ``commodity`` when an array (default: every site).
+
+        Returns
+        -------
+        numpy.ndarray
+            p99 TTFT, shaped like ``rtt_ms[population, site]``. [ms]
+        """
+        commodity = np.asarray(commodity, dtype=np.int64)
+        population, workload = self.commodity_population[commodity], self.commodity_class[commodity]
+        rtt = self.rtt_ms[population, site]
+        round_trips = np.array([p.round_trips for p in self.profiles])[workload]
+        fixed = np.array([p.fixed_ttft_ms for p in self.profiles])[workload]
+        extra = self.retrieval_extra_ms[workload, site]
+        if rtt.ndim > np.ndim(workload):  # one commodity (or an array of them) against every site in ``site``
+            round_trips, fixed = np.expand_dims(round_trips, -1), np.expand_dims(fixed, -1)
+        return np.asarray(round_trips * rtt + fixed + extra)
 
     @property
     def commodity_peak_demand_tok_s(self) -> FloatArray:
@@ -505,31 +532,34 @@ def commodities(n_populations: int, n_classes: int) -> tuple[IntArray, IntArray]
     return population, workload
 
 
-def commodity_ttft_ms(
+def commodity_within_budget(
     rtt_ms: FloatArray, profiles: list[ClassProfile], retrieval_extra: FloatArray, commodity_class: IntArray
-) -> FloatArray:
-    """p99 TTFT of every commodity at every site. [ms]
+) -> NDArray[np.bool_]:
+    """Whether each commodity meets its class's p99 TTFT objective at each site.
+
+    One class at a time, so that no (commodities x sites) TTFT table is held.
 
     Parameters
     ----------
     rtt_ms : numpy.ndarray
         ``(n, m)`` population-site round trips. [ms]
     profiles : list of ClassProfile
-        Node-side TTFT and round trips of each class.
+        Node-side TTFT, round trips and objective of each class.
     retrieval_extra : numpy.ndarray
         ``(k, m)`` remote retrieval round trip per class and site. [ms]
     commodity_class : numpy.ndarray of int
-        Class of each commodity (from :func:`commodities`).
+        Class of each commodity (from :func:`commodities`, population-major).
 
     Returns
     -------
-    numpy.ndarray
-        ``(c, m)`` p99 TTFT. [ms]
+    numpy.ndarray of bool
+        ``(c, m)``.
     """
-    ttft = np.empty((len(commodity_class), rtt_ms.shape[1]))
+    within = np.empty((len(commodity_class), rtt_ms.shape[1]), dtype=bool)
     for k, profile in enumerate(profiles):
-        ttft[commodity_class == k] = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
-    return ttft
+        ttft = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
+        within[commodity_class == k] = ttft <= profile.ttft_objective_ms
+    return within
 
 
 def commodity_demand(
@@ -767,8 +797,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     commodity_population, commodity_class = commodities(len(populations.table), len(classes))
     profiles = class_profiles(loaded)
     retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=str(loaded.path), quantile=quantile)
-    ttft = commodity_ttft_ms(rtt, profiles, retrieval_extra, commodity_class)
-    within_budget = ttft <= np.array([c.ttft_p99_ms for c in classes])[commodity_class][:, None]
+    within_budget = commodity_within_budget(rtt, profiles, retrieval_extra, commodity_class)
     permitted = residency_mask(
         populations.table["country_code"].to_numpy(str), sites["country_code"].to_numpy(str), scenario.residency
     )[commodity_population]
@@ -795,7 +824,6 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         rtt_p90_ms=quantiles.p90_ms,
         commodity_population=commodity_population,
         commodity_class=commodity_class,
-        ttft_ms=ttft,
         within_budget=within_budget,
         allowed=allowed,
         node_cost=node_cost,

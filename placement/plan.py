@@ -47,7 +47,8 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
     for c in rows[:limit].tolist():
         i, k = int(instance.commodity_population[c]), int(instance.commodity_class[c])
         workload = instance.profiles[k]
-        j = int(np.argmin(instance.ttft_ms[c]))
+        ttft_ms = instance.ttft_ms(c)
+        j = int(np.argmin(ttft_ms))
         where = f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {workload.name}"
         inside = np.flatnonzero(instance.within_budget[c])
         if len(inside):
@@ -57,7 +58,7 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
             lines.append(f"{where}: the sites inside its budget ({names}) {why}")
             continue
         lines.append(
-            f"{where}: nearest site {instance.sites['name'].iat[j]} has p99 TTFT {instance.ttft_ms[c, j]:.1f} ms "
+            f"{where}: nearest site {instance.sites['name'].iat[j]} has p99 TTFT {ttft_ms[j]:.1f} ms "
             f"(RTT {instance.rtt_ms[i, j]:.1f} ms) over the {workload.ttft_objective_ms:g} ms objective, "
             f"which allows at most {max_rtt_ms(workload):.1f} ms RTT"
         )
@@ -76,7 +77,7 @@ def _unprotectable_message(instance: Instance, rows: IntArray, *, limit: int = 1
         lines.append(
             f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {instance.classes[k].name}: "
             f"only {instance.sites['name'].iat[j]} is inside its {instance.classes[k].ttft_p99_ms:g} ms objective "
-            f"(p99 TTFT {instance.ttft_ms[c, j]:.1f} ms)"
+            f"(p99 TTFT {float(instance.ttft_ms(c, j)):.1f} ms)"
         )
     if len(rows) > limit:
         lines.append(f"... and {len(rows) - limit} more")
@@ -299,7 +300,7 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
             "rtt_ms": instance.rtt_p50_ms[pop, site],
             "rtt_p90_ms": instance.rtt_p90_ms[pop, site],
             "rtt_budget_ms": rtt,
-            "ttft_p99_ms": instance.ttft_ms[commodity, site],
+            "ttft_p99_ms": instance.ttft_ms(commodity, site),
             "ttft_objective_ms": [instance.classes[k].ttft_p99_ms for k in klass.tolist()],
         }
     )

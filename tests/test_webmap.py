@@ -18,8 +18,8 @@ from placement import jsonio
 from placement.outputs.catchments import catchment_frame
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import budget_rows, render_html, rerender_report, write_report_html
-from placement.outputs.webmap import write_webmap
-from placement.outputs.writer import summary_json_dict
+from placement.outputs.webmap import drawn_populations, write_webmap
+from placement.outputs.writer import map_lines, summary_json_dict
 from placement.plan import Plan, run
 from placement.scenario import load_scenario
 from tests.conftest import write_scenario
@@ -173,3 +173,43 @@ def test_report_html_embeds_every_map_and_can_be_rebuilt(plan_and_folder: tuple[
     assert {p.name for p in written} == {"report.md", "report.html", "ttft_budget.png"}
     again = (out / "report.html").read_text(encoding="utf-8")
     assert again == first
+
+
+def test_large_plans_draw_the_largest_and_every_unserved_population(plan_and_folder: tuple[Plan, Path]) -> None:
+    plan, _ = plan_and_folder
+    populations, assignments = plan.populations, plan.assignments
+    assert drawn_populations(populations, assignments, limit=len(populations))[2] is None  # all drawn: no note
+    populations = populations.assign(unserved_tok_s=0.0)
+    smallest = populations["demand_tok_s"].idxmin()
+    populations.loc[smallest, "unserved_tok_s"] = populations.loc[smallest, "demand_tok_s"]  # one unserved, the least
+    kept, lines, shown = drawn_populations(populations, assignments, limit=3)
+    largest = set(populations.nlargest(3, "demand_tok_s")["population_id"])
+    assert set(kept["population_id"]) == largest | {populations.loc[smallest, "population_id"]}
+    assert set(lines["population_id"]) <= set(kept["population_id"])
+    assert len(lines) == int(assignments["population_id"].isin(kept["population_id"]).sum())
+    assert shown is not None and shown["populations"] == len(kept) and shown["of"] == len(populations)
+    share = kept["demand_tok_s"].sum() / populations["demand_tok_s"].sum()
+    assert shown["demand_share"] == pytest.approx(share, abs=1e-4)
+
+
+def test_world_map_draws_the_largest_flows(plan_and_folder: tuple[Plan, Path]) -> None:
+    plan, _ = plan_and_folder
+    assignments = plan.assignments
+    assert map_lines(assignments, limit=len(assignments)) is assignments
+    drawn = map_lines(assignments, limit=4)
+    assert len(drawn) == 4 and list(drawn.index) == sorted(drawn.index)
+    assert drawn["goodput_tok_s"].min() >= assignments["goodput_tok_s"].nlargest(4).min()
+
+
+def test_ttft_on_demand_is_the_figure_the_budget_checked(plan_and_folder: tuple[Plan, Path]) -> None:
+    plan, _ = plan_and_folder
+    instance = plan.instance
+    every = np.arange(len(instance.commodity_class))
+    objective = np.array([c.ttft_p99_ms for c in instance.classes])[instance.commodity_class]
+    table = np.stack([instance.ttft_ms(c) for c in every])  # one commodity against every site
+    assert np.array_equal(table <= objective[:, None], instance.within_budget)
+    pairs = np.argwhere(instance.allowed)
+    assert np.array_equal(instance.ttft_ms(pairs[:, 0], pairs[:, 1]), table[pairs[:, 0], pairs[:, 1]])
+    assert float(instance.ttft_ms(int(pairs[0, 0]), int(pairs[0, 1]))) == table[pairs[0, 0], pairs[0, 1]]
+    merged = plan.assignments.merge(plan.populations[["population_id"]], on="population_id")
+    assert (merged["ttft_p99_ms"] <= merged["ttft_objective_ms"] + 1e-9).all()

@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
-from shapely import LineString, Point
+import shapely
+from numpy.typing import NDArray
 
 from placement.outputs.finite import null_nonfinite
 
@@ -19,13 +21,18 @@ COORDINATE_DECIMALS = 5
 """About 1 m at the equator: enough for a metro, small files."""
 
 
-def _line(lon0: float, lat0: float, lon1: float, lat1: float) -> LineString:
-    """A population-to-site line that does not wrap the long way round the antimeridian."""
-    if lon1 - lon0 > 180.0:
-        lon1 -= 360.0
-    elif lon0 - lon1 > 180.0:
-        lon1 += 360.0
-    return LineString([(lon0, lat0), (lon1, lat1)])
+Degrees = NDArray[np.float64]
+
+
+def _lines(lon0: Degrees, lat0: Degrees, lon1: Degrees, lat1: Degrees) -> NDArray[np.object_]:
+    """Population-to-site lines that do not wrap the long way round the antimeridian (one array call)."""
+    lon1 = lon1 - 360.0 * (lon1 - lon0 > 180.0) + 360.0 * (lon0 - lon1 > 180.0)
+    coords = np.stack([np.stack([lon0, lat0], axis=-1), np.stack([lon1, lat1], axis=-1)], axis=1)
+    return np.asarray(shapely.linestrings(coords))
+
+
+def _points(lon: pd.Series, lat: pd.Series) -> NDArray[np.object_]:
+    return np.asarray(shapely.points(lon.to_numpy(float), lat.to_numpy(float)))
 
 
 def sites_frame(sites: pd.DataFrame) -> gpd.GeoDataFrame:
@@ -41,7 +48,7 @@ def sites_frame(sites: pd.DataFrame) -> gpd.GeoDataFrame:
     geopandas.GeoDataFrame
         Points in WGS84.
     """
-    geometry = [Point(lon, lat) for lon, lat in zip(sites["lon"], sites["lat"], strict=True)]
+    geometry = _points(sites["lon"], sites["lat"])
     return gpd.GeoDataFrame(sites.drop(columns=["lat", "lon"]), geometry=geometry, crs=WGS84)
 
 
@@ -58,8 +65,8 @@ def assignments_frame(assignments: pd.DataFrame) -> gpd.GeoDataFrame:
     geopandas.GeoDataFrame
         LineStrings in WGS84.
     """
-    coords = assignments[["pop_lon", "pop_lat", "site_lon", "site_lat"]].to_numpy(float)
-    geometry = [_line(*row) for row in coords.tolist()]
+    lon0, lat0, lon1, lat1 = assignments[["pop_lon", "pop_lat", "site_lon", "site_lat"]].to_numpy(float).T
+    geometry = _lines(lon0, lat0, lon1, lat1)
     frame = assignments.drop(columns=["pop_lon", "pop_lat", "site_lon", "site_lat"])
     return gpd.GeoDataFrame(frame, geometry=geometry, crs=WGS84)
 
@@ -77,7 +84,7 @@ def populations_frame(populations: pd.DataFrame) -> gpd.GeoDataFrame:
     geopandas.GeoDataFrame
         Points in WGS84.
     """
-    geometry = [Point(lon, lat) for lon, lat in zip(populations["lon"], populations["lat"], strict=True)]
+    geometry = _points(populations["lon"], populations["lat"])
     return gpd.GeoDataFrame(populations.drop(columns=["lat", "lon"]), geometry=geometry, crs=WGS84)
 
 
@@ -103,4 +110,5 @@ def write_geojson(frame: gpd.GeoDataFrame, path: Path) -> None:
         RFC7946="YES",
         COORDINATE_PRECISION=COORDINATE_DECIMALS,
         WRITE_NAME="NO",
+        use_arrow=True,  # the same bytes as feature by feature, ~20 % faster at full resolution
     )

@@ -43,6 +43,11 @@ BASEMAP_SIMPLIFY_DEG = 0.03
 DEADLINE_MS = 60_000.0
 """Classes whose TTFT objective exceeds this are batch work; their lines start switched off. [ms]"""
 DECIMALS = 3
+
+MAX_POPULATIONS = 3000
+"""Populations the page draws at most: the largest by demand and every one with unserved demand. A
+full-resolution plan has ~34,000 cities and ~250,000 assignment lines, a 55 MB page no browser pans
+smoothly; every population is in ``populations.geojson`` and ``assignments.geojson``."""
 """Coordinate decimals in the page (about 100 m)."""
 
 
@@ -215,6 +220,37 @@ def _links(links: gpd.GeoDataFrame) -> list[list[Any]]:
     return rows
 
 
+def drawn_populations(
+    populations: pd.DataFrame, assignments: pd.DataFrame, *, limit: int = MAX_POPULATIONS
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any] | None]:
+    """The populations (and their assignments) the page draws: all, or the largest and the unserved.
+
+    Parameters
+    ----------
+    populations, assignments : pandas.DataFrame
+        The plan's tables.
+    limit : int, optional
+        Most populations drawn; every population with unserved demand is drawn on top.
+
+    Returns
+    -------
+    tuple
+        The populations and assignments drawn, and None when all are, else ``{"populations": drawn,
+        "of": all, "demand_share": share of demand drawn}`` for the page to say so.
+    """
+    if len(populations) <= limit:
+        return populations, assignments, None
+    demand = populations["demand_tok_s"].to_numpy(float)
+    unserved = populations["unserved_tok_s"].to_numpy(float) > 1e-6 * np.maximum(demand, 1.0)
+    largest = np.zeros(len(populations), dtype=bool)
+    largest[np.argsort(-demand, kind="stable")[:limit]] = True
+    keep = largest | unserved
+    kept = populations[keep]
+    share = float(demand[keep].sum() / max(demand.sum(), 1e-12))
+    lines = assignments[assignments["population_id"].isin(kept["population_id"])]
+    return kept, lines, {"populations": int(keep.sum()), "of": len(populations), "demand_share": round(share, 4)}
+
+
 def webmap_data(
     plan: Plan,
     *,
@@ -244,6 +280,7 @@ def webmap_data(
     from placement.outputs.world_map import load_basemap
 
     basemap = load_basemap() if basemap is None else basemap
+    populations, assignments, shown = drawn_populations(plan.populations, plan.assignments)
     catchments = catchments.assign(tint=[CATCHMENT_TINTS[k % len(CATCHMENT_TINTS)] for k in range(len(catchments))])
     columns = [
         c
@@ -263,13 +300,14 @@ def webmap_data(
         "nodes": s.nodes,
         "goodput_tok_s": _num(s.goodput_tok_s),
         "unserved_share": _num(s.unserved_share),
+        "shown": shown,
     }
     return {
         "summary": summary,
         "countries": _countries(basemap),
         "sites": _sites(plan.sites),
-        "populations": _populations(plan.populations, plan.assignments),
-        "assignments": _assignment_lines(plan.assignments),
+        "populations": _populations(populations, assignments),
+        "assignments": _assignment_lines(assignments),
         "catchments": _features(catchments, columns),
         "links": _links(links),
         "legend": {
@@ -496,6 +534,8 @@ APP = r"""
       " per million goodput tokens</b><br>" + esc(S.status) + ": " + fmt(S.sites_open) + " of " + fmt(S.sites_candidate) +
       " sites open, " + fmt(S.nodes) + " nodes, " + fmt(S.mw_used, 1) + " MW<br>unserved share of demand " +
       pct(S.unserved_share) +
+      (S.shown ? "<br>drawn: the " + fmt(S.shown.populations) + " largest or unserved of " + fmt(S.shown.of) +
+        " populations (" + pct(S.shown.demand_share) + " of demand); all are in populations.geojson" : "") +
       "<br><i>click a site, population, line or catchment for its figures</i>";
     return div;
   };

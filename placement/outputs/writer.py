@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from placement import jsonio
@@ -54,6 +55,33 @@ def _write_csv(table: pd.DataFrame, path: Path) -> None:
     null_nonfinite(table).to_csv(path, index=False, float_format="%.10g")
 
 
+MAP_LINES_MAX = 40_000
+"""Population-to-site lines the static world map draws at most: the largest flows by goodput. At full resolution
+a plan has ~250,000 (most of them a fraction of a city's demand), which take ~6 s to draw and read as ink;
+``assignments.geojson`` holds every one."""
+
+
+def map_lines(assignments: pd.DataFrame, limit: int = MAP_LINES_MAX) -> pd.DataFrame:
+    """The assignments the static world map draws: all, or the ``limit`` largest by goodput.
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        The plan's assignment table.
+    limit : int, optional
+        Most lines drawn.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A subset of the rows, in their order.
+    """
+    if len(assignments) <= limit:
+        return assignments
+    largest = np.argsort(-assignments["goodput_tok_s"].to_numpy(float), kind="stable")[:limit]
+    return assignments.iloc[np.sort(largest)]
+
+
 def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
     shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
     (folder / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)) + "\n", encoding="utf-8")
@@ -72,7 +100,7 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
         f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
     if maps:
-        draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
+        draw_world_map(plan.sites, map_lines(plan.assignments), plan.populations, folder / "map.png", title=title)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
     catchments = catchment_frame(plan)  # once: the GeoJSON, the regional maps and the web map draw the same
     links = plan.instance.latency.links_frame()  # the network the plan's round trips were computed on
