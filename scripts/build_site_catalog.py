@@ -114,6 +114,15 @@ COUNTRIES: dict[str, tuple[str, str, str]] = {
 
 # Estimation rules, documented in data/SOURCES.md ("Site catalog").
 MW_BY_TIER: dict[str, float] = {"T1": 500.0, "T2": 200.0, "T3": 80.0, "T4": 30.0}
+
+# Cited MW rules (data/SOURCES.md, "mw_available"): basis -> (share of the published figure,
+# whether the figure is IT load and so is multiplied by the metro's PUE, the rule's name).
+MW_RULES: dict[str, tuple[float, bool, str]] = {
+    "uc": (0.25, True, "0.25 x IT MW under construction x PUE"),
+    "pipeline": (0.05, True, "0.05 x IT MW under construction and planned x PUE"),
+    "campus": (0.25, True, "0.25 x announced campus IT MW x PUE"),
+    "utility": (0.25, False, "0.25 x utility-committed facility MW"),
+}
 PUE_BY_CLIMATE: dict[str, float] = {
     "cool": 1.20,
     "temperate": 1.30,
@@ -132,6 +141,9 @@ FIGURE_COLUMNS: tuple[str, ...] = (
     "capex_usd_per_mw",
     "capex_source",
     "note",
+    "mw_figure",
+    "mw_basis",
+    "mw_source",
 )
 
 
@@ -284,11 +296,39 @@ def read_figures(path: Path) -> list[dict[str, str]]:
         if dupes:
             raise CatalogError(f"{path}: duplicate {col}: {dupes}")
     for r in rows:
-        if r["mw_tier"] not in MW_BY_TIER or r["climate"] not in PUE_BY_CLIMATE:
-            raise CatalogError(f"{path}: bad mw_tier/climate in row {r['id']}")
+        if r["climate"] not in PUE_BY_CLIMATE:
+            raise CatalogError(f"{path}: bad climate in row {r['id']}")
+        cited = bool(r["mw_figure"] or r["mw_basis"] or r["mw_source"])
+        if cited and not (r["mw_figure"].replace(".", "", 1).isdigit() and r["mw_basis"] in MW_RULES and r["mw_source"]):
+            raise CatalogError(f"{path}: row {r['id']} needs mw_figure, mw_basis in {tuple(MW_RULES)} and mw_source")
+        if cited == (r["mw_tier"] in MW_BY_TIER) or (r["mw_tier"] and r["mw_tier"] not in MW_BY_TIER):
+            raise CatalogError(f"{path}: row {r['id']} needs either an mw_tier (T1-T4) or a cited mw_figure, not both")
         if float(r["power_price_usd_per_mwh"]) <= 0 or float(r["capex_usd_per_mw"]) <= 0:
             raise CatalogError(f"{path}: non-positive price/capex in row {r['id']}")
     return rows
+
+
+def metro_mw(fig: dict[str, str]) -> tuple[float, str]:
+    """Return a metro's MW of facility power and the ``mw:`` part of its ``source``.
+
+    Parameters
+    ----------
+    fig : dict
+        One row of :func:`read_figures`.
+
+    Returns
+    -------
+    tuple of (float, str)
+        ``mw_available`` (a tier's MW, or the cited rule's result rounded to 10 MW, at least 10)
+        and ``mw: estimate Tn`` or ``mw: <source> -> <rule> = <MW>``.
+    """
+    if not fig["mw_figure"]:
+        return MW_BY_TIER[fig["mw_tier"]], f"mw: estimate {fig['mw_tier']}"
+    share, it_load, rule = MW_RULES[fig["mw_basis"]]
+    pue = PUE_BY_CLIMATE[fig["climate"]] if it_load else 1.0
+    mw = max(10.0, 10.0 * math.floor(share * float(fig["mw_figure"]) * pue / 10.0 + 0.5))
+    pue_text = f" {pue:.2f}" if it_load else ""
+    return mw, f"mw: {fig['mw_source']} -> {rule}{pue_text} = {mw:.0f}"
 
 
 def load_carbon(shared: Path) -> dict[str, tuple[float, int]]:
@@ -358,11 +398,12 @@ def build_rows(
         lat = sum(m.lat for m in members) / len(members)
         lon = sum(m.lon for m in members) / len(members)
         fixed = ",".join(m.key for m in members if m.key in COORD_FIXES)
+        mw, mw_source = metro_mw(fig)
         source = "; ".join(
             s
             for s in (
                 f"price: {fig['price_source']}",
-                f"mw: estimate {fig['mw_tier']}",
+                mw_source,
                 f"pue: estimate climate {fig['climate']}",
                 f"capex: {fig['capex_source']}",
                 f"carbon: codecarbon {iso3} {year}",
@@ -380,7 +421,7 @@ def build_rows(
                 "continent": continent,
                 "lat": f"{lat:.4f}",
                 "lon": f"{lon:.4f}",
-                "mw_available": f"{MW_BY_TIER[fig['mw_tier']]:.0f}",
+                "mw_available": f"{mw:.0f}",
                 "power_price_usd_per_mwh": f"{float(fig['power_price_usd_per_mwh']):.1f}",
                 "pue": f"{PUE_BY_CLIMATE[fig['climate']]:.2f}",
                 "capex_usd_per_mw": f"{float(fig['capex_usd_per_mw']):.0f}",
