@@ -223,3 +223,53 @@ def test_catchments_partition_the_served_land(results: tuple[Path, Plan]) -> Non
         properties = feature["properties"]
         assert {"name", "goodput_tok_s", "populations_served", "mw_used"} <= set(properties)
         assert properties["populations_served"] >= 1 and properties["mw_used"] > 0
+
+
+def test_points_and_lines_written_here_read_back_as_gdal_writes_them(tmp_path: Path) -> None:
+    """The column-by-column writer of points and lines and GDAL's writer give the same features."""
+    import geopandas as gpd
+    import pandas as pd
+
+    from placement.outputs import geojson as geo
+
+    table = pd.DataFrame(
+        {
+            "pop_lon": [179.5, 10.0, -170.0, 0.1234567],
+            "pop_lat": [0.0, 1.0, -5.0, 45.0],
+            "site_lon": [-179.5, 11.0, 175.0, 0.7654321],
+            "site_lat": [1.0, 2.0, -7.0, 46.0],
+            "goodput_tok_s": [1.5, float("nan"), float("inf"), 1e-9],
+            "site": ["Zürich", None, 'a "quoted" name', "b"],
+            "nodes": [1, 2, 3, 4],
+            "open": [True, False, True, False],
+        }
+    )
+    frame = geo.assignments_frame(table)
+    ours, theirs = tmp_path / "ours.geojson", tmp_path / "theirs.geojson"
+    geo.write_geojson(frame, ours)
+    geo.null_nonfinite(frame.assign(goodput_tok_s=frame["goodput_tok_s"].round(6))).to_file(
+        theirs, driver="GeoJSON", engine="pyogrio", RFC7946="YES", COORDINATE_PRECISION=5, WRITE_NAME="NO"
+    )
+    json.loads(ours.read_text(encoding="utf-8"))  # valid JSON
+    a, b = gpd.read_file(ours), gpd.read_file(theirs)
+    assert list(a.columns) == list(b.columns)
+    for column in ("site", "nodes", "open"):
+        assert a[column].tolist() == b[column].tolist()
+    assert np.array_equal(a["goodput_tok_s"].isna(), b["goodput_tok_s"].isna())
+    assert np.allclose(a["goodput_tok_s"].dropna(), b["goodput_tok_s"].dropna())
+    assert a.geometry.geom_equals_exact(b.geometry, 1e-9).all()
+    assert list(a.geom_type) == ["MultiLineString", "LineString", "MultiLineString", "LineString"]
+    assert _problems_in(ours) == []
+
+
+def _problems_in(path: Path) -> list[str]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    problems = []
+    for k, feature in enumerate(data["features"]):
+        geometry = feature["geometry"]
+        lines = geometry["coordinates"] if geometry["type"] == "MultiLineString" else [geometry["coordinates"]]
+        for line in lines:
+            for lon, lat in line:
+                if not (-180 <= lon <= 180 and -90 <= lat <= 90) or len(repr(lon).split(".")[-1]) > 5:
+                    problems.append(f"feature {k}: {lon}, {lat}")
+    return problems

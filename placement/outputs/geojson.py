@@ -6,7 +6,10 @@ Geometry is built here from the plan's tables and nowhere else; files are writte
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
+from typing import cast
 
 import geopandas as gpd
 import numpy as np
@@ -88,8 +91,96 @@ def populations_frame(populations: pd.DataFrame) -> gpd.GeoDataFrame:
     return gpd.GeoDataFrame(populations.drop(columns=["lat", "lon"]), geometry=geometry, crs=WGS84)
 
 
+def _json_values(values: pd.Series) -> list[str]:
+    """One property column as JSON text per feature (floats rounded to 6 decimals, undefined as null)."""
+    if pd.api.types.is_bool_dtype(values) and not values.hasnans:
+        return cast(list[str], np.where(values.to_numpy(bool), "true", "false").tolist())
+    if pd.api.types.is_integer_dtype(values) and not values.hasnans:
+        return cast(list[str], values.to_numpy(np.int64).astype(str).tolist())
+    if pd.api.types.is_float_dtype(values):
+        numbers = np.round(values.to_numpy(dtype=float, na_value=np.nan), 6)
+        text = numbers.astype(str)
+        text[~np.isfinite(numbers)] = "null"
+        return cast(list[str], text.tolist())
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    encoded = np.array([json.dumps(_plain(u), ensure_ascii=False) for u in uniques] + ["null"], dtype=object)
+    return [str(v) for v in encoded[codes]]  # code -1 (missing) takes the last entry, null
+
+
+def _plain(value: object) -> object:
+    """A property value JSON can hold (numpy scalars as Python numbers; non-finite numbers as null)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _split_at_antimeridian(coords: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Two-point lines whose far end was unwrapped past +-180: the latitude where each crosses, and which do."""
+    lon0, lat0, lon1, lat1 = coords[:, 0, 0], coords[:, 0, 1], coords[:, 1, 0], coords[:, 1, 1]
+    crosses = (lon1 > 180.0) | (lon1 < -180.0)
+    edge = np.where(lon1 > 180.0, 180.0, -180.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lat = lat0 + (lat1 - lat0) * (edge - lon0) / (lon1 - lon0)
+    return np.round(lat, COORDINATE_DECIMALS), crosses
+
+
+def _geometry_json(geometry: gpd.GeoSeries) -> list[str]:
+    """RFC 7946 geometry text of points and two-point lines, lines crossing the antimeridian split in two."""
+    rounded = shapely.transform(geometry.to_numpy(), lambda xy: np.round(xy, COORDINATE_DECIMALS))
+    text = shapely.to_geojson(rounded).astype(object)
+    lines = np.flatnonzero(shapely.get_type_id(rounded) == LINESTRING)
+    if len(lines):
+        coords = shapely.get_coordinates(rounded[lines]).reshape(-1, 2, 2)
+        lat, crosses = _split_at_antimeridian(coords)
+        for k in np.flatnonzero(crosses).tolist():
+            (lon0, lat0), (lon1, lat1) = coords[k].tolist()
+            edge = 180.0 if lon1 > 180.0 else -180.0
+            parts = [[[lon0, lat0], [edge, lat[k]]], [[-edge, lat[k]], [round(lon1 - 2 * edge, COORDINATE_DECIMALS), lat1]]]
+            text[lines[k]] = json.dumps({"type": "MultiLineString", "coordinates": parts}, separators=(",", ":"))
+    return list(text)
+
+
+LINESTRING = 1
+"""shapely's type id of a LineString (``shapely.GeometryType.LINESTRING``)."""
+
+
+def _write_points_and_lines(frame: gpd.GeoDataFrame, path: Path) -> None:
+    """Write point and two-point line features as GeoJSON text, column by column.
+
+    The content of GDAL's RFC 7946 writer (lon/lat rounded to 1e-5, no ``crs``, lines split at the
+    antimeridian, floats rounded to 6 decimals, non-finite values null) in a fraction of its time: GDAL
+    takes ~8 s for the ~250,000 lines of a full-resolution plan.
+    """
+    columns = [c for c in frame.columns if c != frame.geometry.name]
+    parts = []
+    for column in columns:
+        key = json.dumps(str(column), ensure_ascii=False) + ": "
+        parts.append([key + v for v in _json_values(frame[column])])
+    geometry = _geometry_json(frame.geometry)
+    with Path(path).open("w", encoding="utf-8") as out:
+        out.write('{\n"type": "FeatureCollection",\n"features": [\n')
+        rows = zip(*parts, strict=True) if parts else iter([()] * len(frame))
+        for k, (properties, shape) in enumerate(zip(rows, geometry, strict=True)):
+            out.write(",\n" if k else "")
+            out.write(f'{{ "type": "Feature", "properties": {{ {", ".join(properties)} }}, "geometry": {shape} }}')
+        out.write("\n]\n}\n")
+
+
+def _is_points_and_two_point_lines(geometry: gpd.GeoSeries) -> bool:
+    kinds = shapely.get_type_id(geometry.to_numpy())
+    if not np.isin(kinds, [0, LINESTRING]).all() or geometry.isna().any():
+        return False
+    lines = geometry.to_numpy()[kinds == LINESTRING]
+    return bool((shapely.get_num_coordinates(lines) == 2).all())
+
+
 def write_geojson(frame: gpd.GeoDataFrame, path: Path) -> None:
-    """Write RFC 7946 GeoJSON through GDAL (lon/lat, no ``crs`` member, rounded coordinates).
+    """Write RFC 7946 GeoJSON (lon/lat, no ``crs`` member, rounded coordinates).
+
+    Points and two-point lines (sites, populations, assignments) are written column by column here;
+    other geometry (catchments, network links) through GDAL, which also orients polygon rings.
 
     Parameters
     ----------
@@ -98,6 +189,9 @@ def write_geojson(frame: gpd.GeoDataFrame, path: Path) -> None:
     path : Path
         Destination file.
     """
+    if len(frame) and _is_points_and_two_point_lines(frame.geometry):
+        _write_points_and_lines(frame, path)
+        return
     clean = frame.copy()
     for column in clean.columns:
         if column != "geometry" and pd.api.types.is_float_dtype(clean[column]):
