@@ -154,18 +154,21 @@ def _write_points_and_lines(frame: gpd.GeoDataFrame, path: Path) -> None:
     takes ~8 s for the ~250,000 lines of a full-resolution plan.
     """
     columns = [c for c in frame.columns if c != frame.geometry.name]
-    parts = []
-    for column in columns:
-        key = json.dumps(str(column), ensure_ascii=False) + ": "
-        parts.append([key + v for v in _json_values(frame[column])])
-    geometry = _geometry_json(frame.geometry)
+    keys = [json.dumps(str(column), ensure_ascii=False) + ": " for column in columns]
     with Path(path).open("w", encoding="utf-8") as out:
         out.write('{\n"type": "FeatureCollection",\n"features": [\n')
-        rows = zip(*parts, strict=True) if parts else iter([()] * len(frame))
-        for k, (properties, shape) in enumerate(zip(rows, geometry, strict=True)):
-            out.write(",\n" if k else "")
-            out.write(f'{{ "type": "Feature", "properties": {{ {", ".join(properties)} }}, "geometry": {shape} }}')
+        for start in range(0, len(frame), WRITE_CHUNK):  # in chunks: the text of 250,000 features would hold ~400 MB
+            chunk = frame.iloc[start : start + WRITE_CHUNK]
+            parts = [[key + v for v in _json_values(chunk[column])] for key, column in zip(keys, columns, strict=True)]
+            rows = zip(*parts, strict=True) if parts else iter([()] * len(chunk))
+            for k, (properties, shape) in enumerate(zip(rows, _geometry_json(chunk.geometry), strict=True)):
+                out.write(",\n" if start + k else "")
+                out.write(f'{{ "type": "Feature", "properties": {{ {", ".join(properties)} }}, "geometry": {shape} }}')
         out.write("\n]\n}\n")
+
+
+WRITE_CHUNK = 20_000
+"""Features formatted at a time."""
 
 
 def _is_points_and_two_point_lines(geometry: gpd.GeoSeries) -> bool:
