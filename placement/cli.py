@@ -141,6 +141,22 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _diff(args: argparse.Namespace) -> int:
+    from placement.diff import diff_plans, render_diff
+    from placement.outputs.diff_files import write_diff
+    from placement.outputs.writer import check_output_folder
+
+    out = check_output_folder(args.out)
+    diff = diff_plans(args.outdir_a, args.outdir_b)
+    written = write_diff(diff, out)
+    if args.json:
+        print(jsonio.dumps(diff.to_json_dict()))
+        return EXIT_OK
+    print(render_diff(diff))
+    print(f"diff.json, diff.geojson and diff.png in {written}")
+    return EXIT_OK
+
+
 _RTT_LEGS = {
     "internet": "data center to data center over the public internet (what the plan uses between sites)",
     "access": "users at FROM to a site at TO, their last mile included (what the plan budgets)",
@@ -393,6 +409,14 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--site", help="explain one site only")
     explain.add_argument("--quiet", action="store_true", help="no progress lines")
     explain.set_defaults(handler=_explain)
+    diff = commands.add_parser("diff", help="what changed between two results folders (A before, B after)")
+    diff.add_argument(
+        "outdir_a", metavar="OUTDIR_A", help="results folder of plan A (solve, a sweep scenario's run, a build-out year)"
+    )
+    diff.add_argument("outdir_b", metavar="OUTDIR_B", help="results folder of plan B")
+    diff.add_argument("--out", default="out-diff", help="folder for diff.json, diff.geojson and diff.png (default: out-diff/)")
+    diff.add_argument("--json", action="store_true", help="print diff.json instead of the table")
+    diff.set_defaults(handler=_diff)
     rtt = commands.add_parser("rtt", help="round trip between two places (names or 'lat,lon')")
     rtt.add_argument("origin", metavar="FROM", help='a city name ("Chicago", "Sao Paulo") or "lat,lon"')
     rtt.add_argument("destination", metavar="TO", help="a city name or lat,lon")

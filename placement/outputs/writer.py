@@ -27,7 +27,7 @@ from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
 
-MARKERS = ("summary.json", "compare.csv")
+MARKERS = ("summary.json", "compare.csv", "diff.json")
 
 MAP_FILES = ("map.png", "map_<region>.png", "map.html")
 """The files ``maps=False`` (``solve --no-maps``) leaves out; every other file is written."""
@@ -105,7 +105,7 @@ def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...]
         The destination the user gave (``--out``).
     results_markers : tuple of str or None, optional
         Files that mark an existing folder as results this program may replace (default
-        ``summary.json`` or ``compare.csv``); None leaves that check to the caller (a sweep
+        ``summary.json``, ``compare.csv`` or ``diff.json``); None leaves that check to the caller (a sweep
         folder has its own marker).
 
     Returns
@@ -145,7 +145,7 @@ def write_folder(out_dir: str | Path, writer: Callable[[Path], None]) -> Path:
     ----------
     out_dir : str or Path
         Destination folder. It is replaced as a whole; an existing folder that does not hold
-        placement results (no ``summary.json`` or ``compare.csv``) is refused.
+        placement results (no ``summary.json``, ``compare.csv`` or ``diff.json``) is refused.
     writer : callable
         Writes every file into the folder it is given.
 
