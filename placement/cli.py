@@ -134,9 +134,9 @@ def _explain(args: argparse.Namespace) -> int:
     from placement.outputs.writer import write_text_atomic
 
     folder = Path(args.outdir)
-    records = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
-    write_text_atomic(folder / "explain.json", jsonio.dumps(records) + "\n")
-    print(render_table(records))
+    explanation = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
+    write_text_atomic(folder / "explain.json", jsonio.dumps(explanation.to_json_dict()) + "\n")
+    print(render_table(explanation))
     print(f"explain.json in {folder}")
     return EXIT_OK
 
