@@ -168,6 +168,12 @@ def render_markdown(summary: PlanSummary, sites: pd.DataFrame, populations: pd.D
         *_five_number_lines(summary),
         *(["## Rules that shaped the plan", "", *[f"- {rule}" for rule in rules], ""] if rules else []),
         *_cost_lines(cost_breakdown(summary, sites)),
+        "![$ per million goodput tokens by class, step by step](cost_waterfall.png)",
+        "",
+        "## TTFT budget",
+        "",
+        "![p99 TTFT budget by class: the median population and those with the least slack](ttft_budget.png)",
+        "",
         *_site_lines(sites),
         *_unserved_lines(populations),
     ]

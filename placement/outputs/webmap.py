@@ -29,6 +29,7 @@ from matplotlib.colors import Normalize, to_hex
 
 from placement import jsonio
 from placement.budget import COMPONENTS
+from placement.outputs.classes import deadline_classes
 from placement.plan import Plan
 
 __all__ = ["VENDOR_DIR", "leaflet_assets", "render_webmap", "webmap_data", "write_webmap"]
@@ -40,7 +41,6 @@ COST_CMAP = "viridis_r"
 CATCHMENT_TINTS = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec")
 BASEMAP_SIMPLIFY_DEG = 0.03
 """Tolerance for lightly simplifying the country outlines. [degrees]"""
-DEADLINE_MS = 60_000.0
 """Classes whose TTFT objective exceeds this are batch work; their lines start switched off. [ms]"""
 DECIMALS = 3
 """Coordinate decimals in the page (about 100 m)."""
@@ -278,9 +278,7 @@ def webmap_data(
             "gradient": [to_hex(cmap(x)) for x in np.linspace(0.0, 1.0, 7)],
             "mw_max": _num(plan.sites["mw_used"].max(), 3),
             "components": list(COMPONENTS),
-            "deadline_classes": sorted(
-                str(c) for c in plan.assignments.loc[plan.assignments["ttft_objective_ms"] > DEADLINE_MS, "class"].unique()
-            ),
+            "deadline_classes": sorted(deadline_classes(plan.assignments)),
         },
     }
 
