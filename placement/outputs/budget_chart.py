@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from placement.outputs.classes import deadline_classes, interactive_classes
+from placement.outputs.png import save_png
 
 __all__ = ["COMPONENT_COLOURS", "COMPONENT_LABELS", "budget_rows", "draw_ttft_budget"]
 
@@ -169,6 +170,6 @@ def draw_ttft_budget(assignments: pd.DataFrame, path: Path, *, least: int = 4) -
         handles, labels = axes[0, 0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle("Where the p99 TTFT budget goes: each class's median population and those with the least slack", fontsize=10)
-    fig.savefig(path)
+    save_png(fig, path)
     plt.close(fig)
     return path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["DEADLINE_MS", "deadline_classes", "interactive_classes"]
+__all__ = ["CLASS_COLOURS", "DEADLINE_COLOUR", "DEADLINE_MS", "class_colours", "deadline_classes", "interactive_classes"]
 
 DEADLINE_MS = 60_000.0
 """A class whose p99 TTFT objective exceeds a minute is a deadline (batch) class, drawn apart. [ms]"""
@@ -47,3 +47,25 @@ def interactive_classes(assignments: pd.DataFrame) -> list[str]:
     """
     objectives = _objectives(assignments)
     return [str(c) for c in objectives.index[objectives <= DEADLINE_MS]]
+
+
+CLASS_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#17becf", "#8c564b")
+"""Line colours of interactive classes, in the order the classes first appear (then repeated)."""
+DEADLINE_COLOUR = "#7b3294"
+"""Colour of deadline-class flows (drawn apart from the interactive lines)."""
+
+
+def class_colours(assignments: pd.DataFrame) -> dict[str, str]:
+    """A line colour for each interactive class, stable for a plan (the order classes first appear).
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        An assignment table (``class``, ``ttft_objective_ms``).
+
+    Returns
+    -------
+    dict of str to str
+        Class name to colour.
+    """
+    return {name: CLASS_COLOURS[k % len(CLASS_COLOURS)] for k, name in enumerate(interactive_classes(assignments))}

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from placement.outputs.png import save_png
 from placement.summary import ClassSummary
 
 __all__ = ["STEPS", "cost_waterfall", "draw_cost_waterfall"]
@@ -188,7 +189,9 @@ def draw_cost_waterfall(table: pd.DataFrame, path: Path, *, unserved_share: floa
     panels = max(len(table), 1)
     columns = min(panels, 2)
     rows = -(-panels // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(6.4 * columns, 3.3 * rows), dpi=100, layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(6.6 * columns, 3.3 * rows + 0.6), dpi=100, squeeze=False)
+    # fixed margins, not a layout engine: constrained layout costs more than drawing the bars
+    fig.subplots_adjust(left=0.2, right=0.98, bottom=0.08, top=1 - 0.75 / (3.3 * rows + 0.6), wspace=0.62, hspace=0.45)
     for ax, (_, row) in zip(axes.ravel(), table.iterrows(), strict=False):
         _draw_one(ax, row)
     for ax in axes.ravel()[len(table) :]:
@@ -200,6 +203,6 @@ def draw_cost_waterfall(table: pd.DataFrame, path: Path, *, unserved_share: floa
         ),
         fontsize=10,
     )
-    fig.savefig(path)
+    save_png(fig, path)
     plt.close(fig)
     return path

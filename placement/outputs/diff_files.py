@@ -19,6 +19,7 @@ from shapely import Point
 from placement import jsonio
 from placement.diff import PlanDiff
 from placement.outputs.geojson import WGS84, _line, write_geojson
+from placement.outputs.png import save_png
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, _draw_basemap, load_basemap
 from placement.outputs.writer import write_folder
 
@@ -143,7 +144,7 @@ def draw_diff(diff: PlanDiff, path: Path, *, basemap: gpd.GeoDataFrame | None = 
             f"{len(diff.moved)} (population, class) pairs moved",
             fontsize=10,
         )
-        fig.savefig(path, bbox_inches="tight")
+        save_png(fig, path, bbox_inches="tight")
     finally:
         plt.close(fig)
 

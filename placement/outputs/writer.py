@@ -71,10 +71,10 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
     title = f"{summary.scenario}: {summary.sites_open} sites, " + (
         f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
+    catchments = catchment_frame(plan)  # once: the GeoJSON, the maps and the web map draw the same
     if maps:
-        draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title)
+        draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title, catchments=catchments)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
-    catchments = catchment_frame(plan)  # once: the GeoJSON, the regional maps and the web map draw the same
     links = plan.instance.latency.links_frame()  # the network the plan's round trips were computed on
     write_catchments(catchments, folder)
     write_network(links, folder)
