@@ -31,6 +31,7 @@ from placement.outputs.cost_waterfall import cost_waterfall, draw_cost_waterfall
 from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
 from placement.plan import Plan, split_rules
 from placement.summary import CostBreakdown, PlanSummary
+from placement.textfmt import ms_text, mw_text
 
 __all__ = [
     "COMPONENT_LABELS",
@@ -124,7 +125,7 @@ def _site_table(sites: pd.DataFrame) -> str:
     frame = pd.DataFrame(
         {
             "site": opened["name"],
-            "MW used": opened["mw_used"].map(lambda v: f"{v:.2f}"),
+            "MW used": opened["mw_used"].map(mw_text),
             "MW avail.": opened["mw_available"].map(lambda v: f"{v:g}"),
             "nodes": opened["nodes"].map(lambda v: f"{int(v):,}"),
             "$/h": opened["cost_usd_per_h"].map(lambda v: f"{v:,.0f}"),
@@ -158,7 +159,7 @@ def _unserved(populations: pd.DataFrame) -> str:
             "population": top["name"],
             "country": top["country_code"],
             "unserved tok/s": top["unserved_tok_s"].map(lambda v: f"{v:,.0f}"),
-            "nearest site RTT ms": top["nearest_site_rtt_ms"].map(lambda v: f"{v:.0f}"),
+            "nearest site RTT ms": top["nearest_site_rtt_ms"].map(ms_text),
         }
     )
     more = f"<p>... and {len(short) - len(top)} more (populations.csv).</p>" if len(short) > len(top) else ""
@@ -208,9 +209,9 @@ def _status(summary: PlanSummary) -> str:
         f"<p>Status <b>{html.escape(summary.status)}</b> ({html.escape(summary.solver)}: "
         f"{html.escape(summary.solver_message)}, gap {_fmt(summary.gap, '.3%', 'n/a')}). "
         f"{summary.sites_open} of {summary.sites_candidate} candidate sites open, "
-        f"{summary.nodes:,} nodes, {summary.mw_used:.1f} MW. "
-        f"p99 TTFT: demand-weighted mean {_fmt(summary.p99_ttft_ms_mean, '.0f', 'n/a')} ms, "
-        f"worst {_fmt(summary.p99_ttft_ms_max, '.0f', 'n/a')} ms. "
+        f"{summary.nodes:,} nodes, {mw_text(summary.mw_used)} MW. "
+        f"p99 TTFT: demand-weighted mean {_fmt(summary.p99_ttft_ms_mean, ',.1f', 'n/a')} ms, "
+        f"worst {_fmt(summary.p99_ttft_ms_max, ',.1f', 'n/a')} ms. "
         f"Unserved share of demand: {summary.unserved_share:.2%}.</p>"
     )
 

@@ -403,7 +403,7 @@ APP = r"""
     var sea = k[1] === "submarine";
     L.polyline(k[0], {color: sea ? "#2a7fb8" : "#8a6d3b", weight: 1.2, opacity: 0.7, dashArray: sea ? "4 3" : null})
       .bindPopup('<div class="popup"><b>' + esc(k[2]) + " - " + esc(k[3]) + "</b><br>" + esc(k[1]) + " link, " + fmt(k[4]) +
-        " km modelled, round trip " + fmt(k[5], 2) + " ms</div>").addTo(links);
+        " km modelled, round trip " + fmt(k[5], 1) + " ms</div>").addTo(links);
   });
 
   var lines = {};
@@ -448,7 +448,7 @@ APP = r"""
         "<br>" + fmt(s.mw_avail, 1) + " MW available, power $" + fmt(s.price, 1) + "/MWh</div>";
     }
     return '<div class="popup"><b>' + esc(s.name) + " (" + esc(s.cc) + ")</b>: open<table>" +
-      "<tr><td>MW used / available</td><td>" + fmt(s.mw, 2) + " / " + fmt(s.mw_avail, 1) + "</td></tr>" +
+      "<tr><td>MW used / available</td><td>" + fmt(s.mw, 1) + " / " + fmt(s.mw_avail, 1) + "</td></tr>" +
       "<tr><td>nodes</td><td>" + fmt(s.nodes) + "</td></tr>" +
       "<tr><td>all-in cost</td><td>$" + fmt(s.usd_h) + "/h</td></tr>" +
       "<tr><td>$ per million goodput tokens</td><td>" + fmt(s.usd_per_m, 3) + "</td></tr>" +
@@ -461,7 +461,7 @@ APP = r"""
   D.sites.forEach(function (s) {
     if (s.open) {
       L.circleMarker([s.lat, s.lon], {radius: s.radius, color: "#000", weight: 1.2, fillColor: s.colour, fillOpacity: 0.95})
-        .bindTooltip(esc(s.name) + ": " + fmt(s.mw, 1) + " MW, $" + fmt(s.usd_per_m, 2) + "/M")
+        .bindTooltip(esc(s.name) + ": " + fmt(s.mw, 1) + " MW, $" + fmt(s.usd_per_m, 3) + "/M")
         .bindPopup(function () { return sitePopup(s); }).addTo(opened);
     } else {
       L.circleMarker([s.lat, s.lon], {radius: 3.5, color: "#6b6b6b", weight: 1.2, fillOpacity: 0})
