@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from placement._errors import InputError, Problem
+from placement.textfmt import mw_text
 
 __all__ = [
     "HEADLINE_KEYS",
@@ -395,7 +396,7 @@ def diff_plans(folder_a: str | Path, folder_b: str | Path) -> PlanDiff:
 _HEADLINE_ROWS = (
     ("cost_per_million_goodput_tokens_usd", "$/M goodput tokens", "{:,.3f}"),
     ("objective_usd_per_h", "cost $/h", "{:,.0f}"),
-    ("mw_used", "MW used", "{:,.1f}"),
+    ("mw_used", "MW used", "{:,.1f}"),  # totals: always to 0.1
     ("sites_open", "sites open", "{:,.0f}"),
     ("unserved_share", "unserved share", "{:.2%}"),
 )
@@ -416,7 +417,7 @@ def _ms(value: Any) -> str:
 def _site_line(row: dict[Hashable, Any]) -> str:
     return (
         f"  {row['change']:<9}{row['name']!s:<28}"
-        f"MW {row['mw_used_a']:.1f} -> {row['mw_used_b']:.1f}, "
+        f"MW {mw_text(row['mw_used_a'])} -> {mw_text(row['mw_used_b'])}, "
         f"nodes {row['nodes_a']:,} -> {row['nodes_b']:,}, "
         f"$/h {row['cost_usd_per_h_a']:,.0f} -> {row['cost_usd_per_h_b']:,.0f} "
         f"({_cell(row['cost_usd_per_h_delta'], '{:,.0f}', signed=True)})"

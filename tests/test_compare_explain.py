@@ -148,3 +148,22 @@ def test_entry_power_price_is_where_opening_pays(world_results: Path) -> None:
         assert _cost_at_price(ctx, lp, j, min(factor * 1.02, 1.0)).cost_usd_per_h >= ctx.base_cost_usd_per_h - 1e-6
         checked += 1
     assert checked
+
+
+def test_explain_n_plus_one_plan_uses_the_pulp_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan with N+1 rows is explained through PuLP models that carry them (the array LP has none)."""
+    from placement.optimize.ranging import supports
+    from tests.conftest import write_scenario
+
+    scenario = write_scenario(tmp_path, policy={"unreachable": "report"}, fault_tolerance={"n_plus_one": True})
+    out = tmp_path / "out"
+    assert main(["solve", str(scenario), "--out", str(out), "--quiet"]) == 0
+    from placement.explain import load_results_folder
+
+    assert not supports(load_results_folder(out).instance.inputs)
+    assert main(["explain", str(out), "--quiet"]) == 0
+    document = json.loads((out / "explain.json").read_text())
+    opened = [r for r in document["sites"] if r["open"]]
+    assert len(opened) >= 2  # N+1 keeps a second site
+    assert all(r["mw_used"] <= r["mw_available"] + 1e-9 for r in opened)
+    assert "What would pay" in capsys.readouterr().out

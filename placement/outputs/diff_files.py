@@ -89,7 +89,7 @@ def _extent(diff: PlanDiff) -> tuple[tuple[float, float], tuple[float, float]]:
     return (west, east), (south, north)
 
 
-LABELLED_SITES = 10
+LABELLED_SITES = 6
 """Only the sites whose $/h changed most are named on the map (``diff.json`` lists them all)."""
 
 

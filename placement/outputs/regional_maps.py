@@ -162,7 +162,7 @@ def _draw_sites(ax: Axes, sites: pd.DataFrame, region: Region, cmap: Colormap, n
     )
     for name, lon, lat, mw, cost in zip(opened["name"], opened["lon"], opened["lat"], opened["mw_used"], opened[COST_COLUMN],
                                         strict=True):  # fmt: skip
-        figure = f"${cost:.3f}/M" if math.isfinite(cost) else "no goodput"
+        figure = "no goodput" if not math.isfinite(cost) else f"${cost:.3f}/M" if cost < 1e4 else "a sliver of goodput"
         ax.annotate(
             f"{name}\n{mw:.1f} MW, {figure}",
             (lon, lat),
