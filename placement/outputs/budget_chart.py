@@ -95,6 +95,14 @@ def budget_rows(assignments: pd.DataFrame, *, least: int = 4) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+LABEL_CHARS = 58
+"""Longest bar label drawn (the margin is fixed); longer ones end in an ellipsis."""
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+
+
 def _draw_panel(ax: Axes, rows: pd.DataFrame, *, per_unit_ms: float, unit: str, title: str) -> None:
     """Stacked component bars of one panel, its objective line and a slack note per bar."""
     rows = rows.iloc[::-1]
@@ -114,7 +122,7 @@ def _draw_panel(ax: Axes, rows: pd.DataFrame, *, per_unit_ms: float, unit: str, 
         text = f"{total:.{digits}f} {unit}; RTT {trip:.1f} ms; slack {spare:.{digits}f} {unit}"
         ax.annotate(text, (max(total, objective), k), xytext=(6, -3), textcoords="offset points", fontsize=7.5)
     ax.set_xlim(0, max(objective, float(left.max(initial=0.0))) * 1.42)
-    ax.set_yticks(y, rows["label"].tolist())
+    ax.set_yticks(y, [_short(label) for label in rows["label"]])
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlabel(f"p99 time to first token [{unit}]", fontsize=8)
     ax.set_title(title, fontsize=9.5, loc="left")
@@ -159,8 +167,13 @@ def draw_ttft_budget(assignments: pd.DataFrame, path: Path, *, least: int = 4) -
     rows = pd.concat([rows[~rows["deadline"]], late[few]])
     panels = _panels(rows)
     heights = [len(p[0]) + 1.2 for p in panels] or [1.0]
-    fig, axes = plt.subplots(len(heights), 1, figsize=(12, 1.2 + 0.42 * sum(heights)), dpi=110, layout="constrained",
-                             gridspec_kw={"height_ratios": heights}, squeeze=False)  # fmt: skip
+    height_in = 1.6 + 0.42 * sum(heights)
+    fig, axes = plt.subplots(len(heights), 1, figsize=(12, height_in), dpi=110, gridspec_kw={"height_ratios": heights},
+                             squeeze=False)  # fmt: skip
+    # fixed margins (labels are at most ~60 characters), not a layout engine: it cost more than the bars
+    fig.subplots_adjust(
+        left=0.31, right=0.985, top=1 - 0.55 / height_in, bottom=0.85 / height_in, hspace=0.9 / max(len(heights), 1) ** 0.5
+    )
     for ax, (group, per_unit_ms, unit, title) in zip(axes[:, 0], panels, strict=False):
         _draw_panel(ax, group, per_unit_ms=per_unit_ms, unit=unit, title=title)
     if not panels:
@@ -168,7 +181,7 @@ def draw_ttft_budget(assignments: pd.DataFrame, path: Path, *, least: int = 4) -
         axes[0, 0].text(0.5, 0.5, "no population is served", ha="center", va="center")
     else:
         handles, labels = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+        fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
     fig.suptitle("Where the p99 TTFT budget goes: each class's median population and those with the least slack", fontsize=10)
     save_png(fig, path)
     plt.close(fig)
