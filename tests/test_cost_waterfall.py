@@ -17,10 +17,11 @@ PER_M = 1e6 / 3600.0
 
 def _hand_made() -> tuple[list[ClassSummary], pd.DataFrame, pd.DataFrame]:
     """One site of 10 nodes ($4/h each: capex 2, facility 1, idle power 0.5, opex 0.5), $10/h fixed, $6/h load energy,
-    busiest hour 8 node-equivalents. Class a: 300 tok/s at 100 per node (3 node-equivalents); class b: 50 tok/s at
-    50 per node with a utilisation cap of 0.5 (2 node-equivalents). Mean usage 5 of 10 nodes."""
+    busiest hour 8 node-equivalents. Class a: 300 tok/s at 100 per node (3 node-equivalents), a goodput the serving
+    model keeps at 80 % of the node's capacity; class b: 50 tok/s at 50 per node with a utilisation cap of 0.5
+    (2 node-equivalents). Mean usage 5 of 10 nodes."""
     classes = [
-        ClassSummary(name="a", goodput_tok_s=300.0, goodput_tok_s_per_node=100.0, utilisation_cap=1.0),
+        ClassSummary(name="a", goodput_tok_s=300.0, goodput_tok_s_per_node=100.0, utilisation_cap=1.0, serving_load_share=0.8),
         ClassSummary(name="b", goodput_tok_s=50.0, goodput_tok_s_per_node=50.0, utilisation_cap=0.5),
     ]
     sites = pd.DataFrame(
@@ -36,9 +37,9 @@ def _hand_made() -> tuple[list[ClassSummary], pd.DataFrame, pd.DataFrame]:
 
 def test_hand_made_steps() -> None:
     table = cost_waterfall(*_hand_made()).set_index("class")
-    # class a: 3 node-equivalents of 5, so 60 % of the site's fixed cost and load energy
-    a = {"node_capex": 6.0, "facility_capex": 3.0, "idle_power": 1.5, "opex": 1.5, "load_energy": 3.6, "site_fixed": 6.0,
-         "tail_headroom": 0.0, "idle_hours": 3 * (8 / 5 - 1) * 4, "whole_nodes": 3 * (10 - 8) / 5 * 4}  # fmt: skip
+    # class a: 3 node-equivalents of 5, so 60 % of the site's fixed cost and load energy; 20 % of its nodes are tail headroom
+    a = {"node_capex": 4.8, "facility_capex": 2.4, "idle_power": 1.2, "opex": 1.2, "load_energy": 3.6, "site_fixed": 6.0,
+         "tail_headroom": 3 * 0.2 * 4, "idle_hours": 3 * (8 / 5 - 1) * 4, "whole_nodes": 3 * (10 - 8) / 5 * 4}  # fmt: skip
     # class b: 2 node-equivalents, half of them headroom (cap 0.5)
     b = {"node_capex": 2.0, "facility_capex": 1.0, "idle_power": 0.5, "opex": 0.5, "load_energy": 2.4, "site_fixed": 4.0,
          "tail_headroom": 2 * 0.5 * 4, "idle_hours": 2 * (8 / 5 - 1) * 4, "whole_nodes": 2 * (10 - 8) / 5 * 4}  # fmt: skip

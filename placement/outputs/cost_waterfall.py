@@ -4,9 +4,10 @@ The cost of a site is split between classes as the plan splits it (by node-equiv
 day, plus each class's own load energy). Of a class's share of a site's node cost, the part its mean
 load keeps busy is what a node costs when it is used every hour; the rest is what the plan pays on top:
 
-- **tail headroom**: the share of a node's goodput the plan may not use (``1 - utilisation_cap``; 0 for
-  classes whose per-node goodput comes from the serving model, which keeps its tail headroom inside that
-  goodput);
+- **tail headroom**: the share of a node's capacity kept free so the p99 TTFT stays inside its budget
+  (``1 - utilisation_cap`` for a given goodput; ``1 - serving_load_share`` where the serving model computes
+  the goodput: the node's capacity at its batch that the goodput leaves unused; 0 in folders written before
+  that figure was recorded);
 - **idle hours (follow-the-sun valleys)**: nodes sized for the site's busiest hour stand partly idle in
   the others (the site's peak over mean node-equivalents);
 - **whole nodes**: the site's nodes over its busiest hour's node-equivalents (rounding up, and sites
@@ -50,7 +51,7 @@ STEPS = {
     "opex": "opex (busy nodes)",
     "load_energy": "load energy",
     "site_fixed": "site fixed",
-    "tail_headroom": "+ tail headroom (utilisation cap)",
+    "tail_headroom": "+ tail headroom (p99 queue)",
     "idle_hours": "+ idle hours (follow-the-sun valleys)",
     "whole_nodes": "+ whole nodes",
 }
@@ -65,7 +66,7 @@ def _usage(assignments: pd.DataFrame, classes: Sequence[ClassSummary]) -> tuple[
     for c in classes:
         cap = c.utilisation_cap if c.utilisation_cap else 1.0
         per_node[c.name] = (c.goodput_tok_s_per_node or np.inf) * cap
-        caps[c.name] = cap
+        caps[c.name] = cap * (c.serving_load_share or 1.0)  # the serving model's headroom is inside its goodput
     ne = assignments["goodput_tok_s"] / assignments["class"].map(per_node).astype(float)
     usage = assignments.assign(ne=ne).pivot_table(index="site_id", columns="class", values="ne", aggfunc="sum", fill_value=0.0)
     return usage, caps
