@@ -147,9 +147,8 @@ def _diff(args: argparse.Namespace) -> int:
     from placement.outputs.diff_files import write_diff
     from placement.outputs.writer import check_output_folder
 
-    out = check_output_folder(args.out)
     diff = diff_plans(args.outdir_a, args.outdir_b)
-    written = write_diff(diff, out)
+    written = write_diff(diff, check_output_folder(args.out))
     if args.json:
         print(jsonio.dumps(diff.to_json_dict()))
         return EXIT_OK

@@ -158,3 +158,11 @@ def test_not_a_results_folder(plans: tuple[Path, Path], tmp_path: Path, capsys: 
     err = capsys.readouterr().err
     assert "not a results folder: summary.json, sites.csv, assignments.csv missing" in err
     assert "Traceback" not in err and not (tmp_path / "d").exists()
+
+
+def test_out_may_not_be_a_plan(plans: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """--out pointing at plan B (a results folder, so otherwise replaceable) is refused and B is kept."""
+    assert main(["diff", str(plans[0]), str(plans[1]), "--out", str(plans[1])]) == 1
+    assert "one of the plans compared" in capsys.readouterr().err
+    assert (plans[1] / "summary.json").is_file() and not (plans[1] / "diff.json").exists()
+    assert main(["diff", str(plans[0]), str(plans[1]), "--out", str(plans[0].parent)]) == 1

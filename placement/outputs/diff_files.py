@@ -17,6 +17,7 @@ from matplotlib.lines import Line2D
 from shapely import Point
 
 from placement import jsonio
+from placement._errors import InputError, Problem
 from placement.diff import PlanDiff
 from placement.outputs.geojson import WGS84, _line, write_geojson
 from placement.outputs.png import save_png
@@ -165,7 +166,17 @@ def write_diff(diff: PlanDiff, out_dir: str | Path, *, maps: bool = True) -> Pat
     -------
     Path
         The folder written.
+
+    Raises
+    ------
+    InputError
+        ``out_dir`` is one of the two plans' folders or holds one.
     """
+    out = Path(out_dir).resolve()
+    for plan in (diff.folder_a, diff.folder_b):
+        if out == plan.resolve() or out in plan.resolve().parents:
+            rule = f"it would replace {plan}, one of the plans compared"
+            raise InputError([Problem(f"output folder {out}", "", "", rule, "choose another --out (default: out-diff/)")])
 
     def write(folder: Path) -> None:
         (folder / "diff.json").write_text(jsonio.dumps(diff.to_json_dict()) + "\n", encoding="utf-8")
