@@ -15,6 +15,7 @@ from placement._errors import PlacementError
 from placement.bundled import default_scenario_path
 from placement.geodesy import is_lat_lon
 from placement.scenario import LoadedScenario, load_scenario
+from placement.textfmt import ms_text, mw_text
 
 if TYPE_CHECKING:
     from placement.plan import Plan
@@ -68,7 +69,7 @@ def _solve(args: argparse.Namespace) -> int:
     s = plan.summary
     cost = s.cost_per_million_goodput_tokens_usd
     print(
-        f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {s.mw_used:.1f} MW; "
+        f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {mw_text(s.mw_used)} MW; "
         f"${s.objective_usd_per_h:,.0f}/h for {s.goodput_tok_s:,.0f} goodput tok/s = "
         f"${cost:.3f} per million goodput tokens (gap {s.gap:.2%} on the {(s.gap_basis or 'solved').replace('_', ' ')} "
         f"model, {s.solver})"
@@ -77,7 +78,7 @@ def _solve(args: argparse.Namespace) -> int:
     )
     print(
         f"unserved share {s.unserved_share:.2%}; "
-        f"p99 TTFT mean {s.p99_ttft_ms_mean or 0:.0f} ms, max {s.p99_ttft_ms_max or 0:.0f} ms"
+        f"p99 TTFT mean {ms_text(s.p99_ttft_ms_mean or 0)} ms, max {ms_text(s.p99_ttft_ms_max or 0)} ms"
     )
     for note in plan.notes:  # each diagnosis is bounded (15 names and a count)
         print(note)
@@ -103,8 +104,8 @@ def _check_tail(plan: Plan, out: Path, progress: _Progress) -> list[str]:
     ]
     for row in flagged.head(15).to_dict("records"):
         lines.append(
-            f"  {row['name']} ({row['site_id']}), {row['class']}: p99 TTFT {row['simulated_ttft_p99_ms']:.0f} ms at the node "
-            f"(allowed {row['node_ttft_allowed_ms']:.0f}), p99 ITL {row['simulated_itl_p99_ms']:.1f} ms "
+            f"  {row['name']} ({row['site_id']}), {row['class']}: p99 TTFT {row['simulated_ttft_p99_ms']:.1f} ms at the node "
+            f"(allowed {row['node_ttft_allowed_ms']:.1f}), p99 ITL {row['simulated_itl_p99_ms']:.1f} ms "
             f"(objective {row['itl_objective_ms']:g}) at {row['load_factor']:.2f} x planned goodput per node"
         )
     if len(flagged) > 15:
@@ -134,10 +135,25 @@ def _explain(args: argparse.Namespace) -> int:
     from placement.outputs.writer import write_text_atomic
 
     folder = Path(args.outdir)
-    records = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
-    write_text_atomic(folder / "explain.json", jsonio.dumps(records) + "\n")
-    print(render_table(records))
+    explanation = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
+    write_text_atomic(folder / "explain.json", jsonio.dumps(explanation.to_json_dict()) + "\n")
+    print(render_table(explanation))
     print(f"explain.json in {folder}")
+    return EXIT_OK
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from placement.diff import diff_plans, render_diff
+    from placement.outputs.diff_files import write_diff
+    from placement.outputs.writer import check_output_folder
+
+    diff = diff_plans(args.outdir_a, args.outdir_b)
+    written = write_diff(diff, check_output_folder(args.out))
+    if args.json:
+        print(jsonio.dumps(diff.to_json_dict()))
+        return EXIT_OK
+    print(render_diff(diff))
+    print(f"diff.json, diff.geojson and diff.png in {written}")
     return EXIT_OK
 
 
@@ -209,7 +225,7 @@ def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None) -
         f"{simulated['requests']:,} measured, chunk {simulated['chunk_tokens']} tokens/step):"
     )
     print(f"    {'':24}{'analytic':>10}{'simulated':>11}")
-    print(f"    {'p99 TTFT at the node [ms]':24}{report['ttft_ms']:>10.0f}{simulated['ttft_p99_ms']:>11.0f}")
+    print(f"    {'p99 TTFT at the node [ms]':24}{report['ttft_ms']:>10.1f}{simulated['ttft_p99_ms']:>11.1f}")
     print(f"    {'p99 ITL [ms]':24}{report['itl_ms']:>10.1f}{simulated['itl_p99_ms']:>11.1f}")
     print(
         f"    {'tokens/s':24}{report['goodput_tok_s'] * simulated['load_factor']:>10,.0f}{simulated['throughput_tok_s']:>11,.0f}"
@@ -246,7 +262,7 @@ def _goodput(args: argparse.Namespace) -> int:
         f"{report['mixed_step_share']:.0%} of steps carry one)"
     )
     print(
-        f"  p99 TTFT {report['ttft_ms']:.0f} ms = queue {report['queue_p99_ms']:.0f} + prefill {report['prefill_ms']:.0f} + "
+        f"  p99 TTFT {report['ttft_ms']:.1f} ms = queue {report['queue_p99_ms']:.1f} + prefill {report['prefill_ms']:.1f} + "
         f"KV transfer {report['kv_transfer_ms']:.1f} + first decode {report['first_decode_ms']:.1f}"
     )
     print(
@@ -393,6 +409,14 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--site", help="explain one site only")
     explain.add_argument("--quiet", action="store_true", help="no progress lines")
     explain.set_defaults(handler=_explain)
+    diff = commands.add_parser("diff", help="what changed between two results folders (A before, B after)")
+    diff.add_argument(
+        "outdir_a", metavar="OUTDIR_A", help="results folder of plan A (solve, a sweep scenario's run, a build-out year)"
+    )
+    diff.add_argument("outdir_b", metavar="OUTDIR_B", help="results folder of plan B")
+    diff.add_argument("--out", default="out-diff", help="folder for diff.json, diff.geojson and diff.png (default: out-diff/)")
+    diff.add_argument("--json", action="store_true", help="print diff.json instead of the table")
+    diff.set_defaults(handler=_diff)
     rtt = commands.add_parser("rtt", help="round trip between two places (names or 'lat,lon')")
     rtt.add_argument("origin", metavar="FROM", help='a city name ("Chicago", "Sao Paulo") or "lat,lon"')
     rtt.add_argument("destination", metavar="TO", help="a city name or lat,lon")

@@ -1,22 +1,28 @@
-"""Why each site is in or out of a plan: marginal values, drop costs, entry prices.
+"""Why each site is in or out of a plan, and what would pay: marginal values, drop costs, entry prices.
 
-Every re-solve keeps the other sites open or closed as in the plan and re-optimises node counts
-(relaxed to continuous) and assignments, an LP, so each figure is that one site's own
-contribution. For each open site: the value of one more MW (the dual of its power row in the LP with the open
-sites fixed and node counts relaxed), its share of goodput, the populations only it can serve
-inside their budget, and the cost of dropping it (a re-solve with the site closed). For each
-rejected site: why it cannot serve anyone, or what would bring it in: the cost of forcing it
-open and the power price at which that cost is paid back.
+Every figure comes from the plan's LP with the design fixed: the other sites stay open or closed as in
+the plan, node counts are continuous and demand the design cannot serve stays unserved at the least
+possible share, so each figure is one site's own contribution at the same service. One LP gives the
+value of one more MW at every site (the dual of its power row: "not binding" where it is zero); each
+what-if (a site dropped, a site forced open, 10 MW more where a MW is worth most) changes a few bounds and
+re-solves from the previous basis, milliseconds each on the array LP
+(:class:`placement.optimize.ranging.FixedDesignLP`). A plan with N+1 rows falls back to PuLP re-solves.
+
+"What would pay" gathers the answers a planner acts on: where more MW saves most, the closed sites
+nearest to entering (at what power price, or how many ms too far), and the unserved populations with
+the cheapest site that reaches them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -26,9 +32,21 @@ from numpy.typing import NDArray
 from placement._errors import PlacementError
 from placement.instance import Instance, build_instance
 from placement.optimize.model import build_model
+from placement.optimize.problem import PlacementInput
+from placement.optimize.ranging import FixedDesignLP, Resolve, supports
 from placement.optimize.solve import shortfall_penalty_usd_per_tok_s
 from placement.optimize.solver import SolverOptions, solve_problem
 from placement.scenario import load_scenario
+
+EXTRA_MW = 10.0
+"""The block of power the "what would pay" section adds where one more MW is worth most. [MW]"""
+TOP = 3
+"""Sites listed in each "what would pay" answer."""
+UNSERVED_LISTED = 5
+"""Unserved (population, class) pairs listed, largest first, of each kind (short of power, out of reach)."""
+
+
+# ----------------------------------------------------------------------------- PuLP fallback (N+1 plans)
 
 
 def _fix_open(model: Any, is_open: np.ndarray) -> None:
@@ -36,23 +54,6 @@ def _fix_open(model: Any, is_open: np.ndarray) -> None:
     for var, value in zip(model.opens, is_open.tolist(), strict=True):
         var.lowBound = var.upBound = 1 if value else 0
         var.cat = pulp.LpContinuous
-
-
-def _fixed_design_model(instance: Instance, is_open: np.ndarray, unserved: np.ndarray | None) -> Any:
-    """The plan's LP: open sites fixed, node counts continuous, and the plan's shortfall (if any) held fixed.
-
-    A plan whose sites lack the power for all demand leaves some unserved; without holding that share
-    fixed every re-solve would be infeasible, and with it each answers "at the same service".
-    """
-    if unserved is None:
-        model = build_model(instance.inputs)
-    else:
-        model = build_model(instance.inputs, unserved_penalty_usd_per_tok_s=0.0)
-        assert model.unserved is not None
-        for var, share in zip(model.unserved, unserved.tolist(), strict=True):
-            var.lowBound = var.upBound = share
-    _relax_design(model, is_open)
-    return model
 
 
 def _relax_design(model: Any, is_open: np.ndarray) -> None:
@@ -67,100 +68,128 @@ def _relax_design(model: Any, is_open: np.ndarray) -> None:
         var.upBound = None
 
 
-def plan_shortfall(instance: Instance, is_open: np.ndarray, options: SolverOptions) -> np.ndarray | None:
-    """Each commodity's unserved share when the plan's open sites cannot serve all demand; ``None`` if they can.
+def _fixed_design_model(data: PlacementInput, is_open: np.ndarray, unserved: np.ndarray | None) -> Any:
+    """The plan's LP in PuLP: open sites fixed, node counts continuous, the plan's shortfall (if any) held fixed."""
+    if unserved is None:
+        model = build_model(data)
+    else:
+        model = build_model(data, unserved_penalty_usd_per_tok_s=0.0)
+        assert model.unserved is not None
+        for var, share in zip(model.unserved, unserved.tolist(), strict=True):
+            var.lowBound = var.upBound = share
+    _relax_design(model, is_open)
+    return model
+
+
+class _PulpWhatIfs:
+    """The what-ifs of :class:`FixedDesignLP` by building and solving PuLP models (they carry N+1 rows)."""
+
+    def __init__(self, data: PlacementInput, is_open: NDArray[np.bool_], options: SolverOptions) -> None:
+        self.data, self.is_open = data, is_open
+        self.options = SolverOptions(name="highs", time_limit_s=options.time_limit_s, threads=options.threads)
+        self.unserved_share = self._shortfall()
+        model = _fixed_design_model(data, is_open, self._held())
+        report = solve_problem(model.problem, self.options)
+        self.status = report.status.has_solution
+        self.base_cost = float(report.objective) if self.status else math.inf
+        rows = [model.problem.get_constraint_by_name(f"power_{j}") for j in range(data.n_sites)]
+        values = np.array([-(row.pi or 0.0) if row is not None else 0.0 for row in rows])
+        self._mw_values = np.where(np.abs(values) < 1e-9, 0.0, values) if self.status else np.full(data.n_sites, np.nan)
+
+    def _held(self) -> NDArray[np.float64] | None:
+        return self.unserved_share if self.unserved_share.any() else None
+
+    def _shortfall(self) -> NDArray[np.float64]:
+        elastic = build_model(self.data, unserved_penalty_usd_per_tok_s=shortfall_penalty_usd_per_tok_s(self.data))
+        _relax_design(elastic, self.is_open)
+        if elastic.unserved is None or not solve_problem(elastic.problem, self.options).status.has_solution:
+            return np.zeros(self.data.n_commodities)
+        share = np.array([min(1.0, max(0.0, var.varValue or 0.0)) for var in elastic.unserved])
+        return np.where(share * self.data.mean_demand_tok_s < 1e-6, 0.0, share)
+
+    def cost_usd_per_h(self) -> float:
+        return self.base_cost
+
+    def mw_value_usd_per_h(self) -> NDArray[np.float64]:
+        return self._mw_values
+
+    def _solve(self, data: PlacementInput, is_open: NDArray[np.bool_], site: int) -> Resolve:
+        model = _fixed_design_model(data, is_open, self._held())
+        report = solve_problem(model.problem, self.options)
+        if not report.status.has_solution:
+            return Resolve(math.inf, 0.0)
+        pairs = np.flatnonzero(self.data.pair_site == site)
+        load = sum((model.shares[p].varValue or 0.0) * float(self.data.pair_cost_usd_per_h[p]) for p in pairs)
+        return Resolve(float(report.objective), float(model.nodes[site].varValue or 0.0), float(load))
+
+    def resolve_toggled(self, site: int) -> Resolve:
+        toggled = self.is_open.copy()
+        toggled[site] = not toggled[site]
+        return self._solve(self.data, toggled, site)
+
+    def resolve_open_repriced(self, site: int, *, node_usd_per_h: float, pair_cost_scale: float) -> Resolve:
+        node, pair = self.data.site_node_usd_per_h.copy(), self.data.pair_cost_usd_per_h.copy()
+        node[site] = node_usd_per_h
+        pair[self.data.pair_site == site] *= pair_cost_scale
+        opened = self.is_open.copy()
+        opened[site] = True
+        return self._solve(dataclasses.replace(self.data, site_node_usd_per_h=node, pair_cost_usd_per_h=pair), opened, site)
+
+    def resolve_more_power(self, site: int, extra_mw: float) -> float:
+        mw = self.data.site_mw_available.copy()
+        mw[site] += extra_mw
+        return self._solve(dataclasses.replace(self.data, site_mw_available=mw), self.is_open, site).cost_usd_per_h
+
+
+class _WhatIfs(Protocol):
+    """What :func:`explain` asks of the plan's fixed-design LP."""
+
+    unserved_share: NDArray[np.float64]
+    status: bool
+
+    def cost_usd_per_h(self) -> float: ...
+    def mw_value_usd_per_h(self) -> NDArray[np.float64]: ...
+    def resolve_toggled(self, site: int) -> Resolve: ...
+    def resolve_open_repriced(self, site: int, *, node_usd_per_h: float, pair_cost_scale: float) -> Resolve: ...
+    def resolve_more_power(self, site: int, extra_mw: float) -> float: ...
+
+
+def fixed_design_lp(data: PlacementInput, is_open: NDArray[np.bool_], options: SolverOptions) -> _WhatIfs:
+    """The plan's LP with the design fixed: the array LP, or PuLP models when the plan has N+1 rows.
 
     Parameters
     ----------
-    instance : Instance
+    data : PlacementInput
         The scenario's arrays.
     is_open : numpy.ndarray of bool
         The plan's open sites.
     options : SolverOptions
-        Solver settings.
+        Solver settings (threads, and the PuLP fallback's time limit).
 
     Returns
     -------
-    numpy.ndarray or None
-        ``(c,)`` shares from the elastic LP with the design fixed (the least that must go unserved).
+    object
+        ``unserved_share`` (per model row), ``status``, ``cost_usd_per_h()``, ``mw_value_usd_per_h()``,
+        ``resolve_toggled(site)`` and ``resolve_more_power(site, mw)``.
     """
-    model = _fixed_design_model(instance, is_open, None)
-    if solve_problem(model.problem, options).status.has_solution:
-        return None
-    elastic = build_model(instance.inputs, unserved_penalty_usd_per_tok_s=shortfall_penalty_usd_per_tok_s(instance.inputs))
-    _relax_design(elastic, is_open)
-    if elastic.unserved is None or not solve_problem(elastic.problem, options).status.has_solution:
-        return None
-    return np.array([min(1.0, max(0.0, var.varValue or 0.0)) for var in elastic.unserved])
+    if supports(data):
+        return FixedDesignLP(data, is_open, shortfall_penalty_usd_per_tok_s(data), threads=options.threads)
+    return _PulpWhatIfs(data, is_open, options)
 
 
-def mw_values_usd_per_h(
-    instance: Instance, is_open: np.ndarray, options: SolverOptions, unserved: np.ndarray | None = None
-) -> np.ndarray:
-    """Cost saved per extra MW at each site, from the LP with open sites fixed. [USD/h per MW]
-
-    Parameters
-    ----------
-    instance : Instance
-        The scenario's arrays.
-    is_open : numpy.ndarray of bool
-        The plan's open sites.
-    options : SolverOptions
-        Solver settings (HiGHS gives duals through PuLP; CBC's are read the same way).
-    unserved : numpy.ndarray, optional
-        The plan's shortfall by commodity (:func:`plan_shortfall`), held fixed.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(m,)`` values; 0 where power does not bind, ``nan`` if the LP fails.
-    """
-    model = _fixed_design_model(instance, is_open, unserved)
-    report = solve_problem(model.problem, SolverOptions(name="highs", time_limit_s=options.time_limit_s, threads=options.threads))
-    if not report.status.has_solution:
-        return np.full(instance.inputs.n_sites, np.nan)
-    rows = [model.problem.get_constraint_by_name(f"power_{j}") for j in range(instance.inputs.n_sites)]
-    values = np.array([-(row.pi or 0.0) if row is not None else 0.0 for row in rows])
-    return np.where(np.abs(values) < 1e-9, 0.0, values)
-
-
-def _resolve_with(
-    instance: Instance,
-    is_open: np.ndarray,
-    options: SolverOptions,
-    *,
-    site: int,
-    open_value: int,
-    unserved: np.ndarray | None = None,
-) -> tuple[float, int]:
-    """Cost with one site toggled and every other site as in the plan, and that site's node count.
-
-    The rest of the design stays fixed and node counts are relaxed to continuous (an LP), so the
-    difference is the site's own contribution, free of the noise of two MILPs solved to a gap
-    and of node rounding.
-    """
-    toggled = is_open.copy()
-    toggled[site] = bool(open_value)
-    model = _fixed_design_model(instance, toggled, unserved)
-    report = solve_problem(model.problem, options)
-    if not report.status.has_solution:
-        return math.inf, 0
-    nodes = math.ceil((model.nodes[site].varValue or 0.0) - 1e-9)
-    return float(report.objective), int(nodes)
+# ----------------------------------------------------------------------------- explaining sites
 
 
 @dataclass(frozen=True)
 class _PlanContext:
-    """What every site's explanation reads: the plan, the instance's arrays and the base LP cost."""
+    """What every site's explanation reads: the plan, the instance's arrays and the base LP."""
 
     instance: Instance
-    options: SolverOptions
     is_open: NDArray[np.bool_]
     base_cost_usd_per_h: float
     mw_value_usd_per_h: NDArray[np.float64]
-    unserved: NDArray[np.float64] | None
-    plan_nodes: NDArray[np.int64]
-    plan_share: NDArray[np.float64]
+    unserved_share: NDArray[np.float64]
+    sites: pd.DataFrame
 
     @property
     def population_names(self) -> NDArray[np.object_]:
@@ -168,86 +197,300 @@ class _PlanContext:
         names = self.instance.populations.table["name"].to_numpy()
         return np.asarray(names[self.instance.commodity_population], dtype=object)
 
+    def mw_used(self, j: int) -> float:
+        """MW the plan uses at site ``j`` (its ``sites.csv``; nodes x node MW in an older folder). [MW]"""
+        if "mw_used" in self.sites:
+            return float(self.sites["mw_used"].iloc[j])
+        return float(self.sites["nodes"].iloc[j]) * float(self.instance.inputs.site_node_mw[j])
+
 
 def _default_options(instance: Instance) -> SolverOptions:
-    """The scenario's solver, at most 10 s and a tight gap per re-solve."""
+    """The scenario's solver, at most 10 s and a tight gap per re-solve (the PuLP fallback's)."""
     solver = instance.loaded.scenario.solver
     limit = min(solver.time_limit_s or 10.0, 10.0)
     return SolverOptions(name=solver.name, time_limit_s=limit, gap=1e-6, threads=solver.threads)
 
 
-def _plan_context(instance: Instance, sites: pd.DataFrame, options: SolverOptions) -> _PlanContext:
-    is_open = sites["open"].to_numpy(bool)
-    unserved = plan_shortfall(instance, is_open, options)
-    base_cost, _ = _resolve_with(instance, is_open, options, site=0, open_value=int(is_open[0]), unserved=unserved)
-    return _PlanContext(
-        instance=instance,
-        options=options,
-        is_open=is_open,
-        base_cost_usd_per_h=base_cost,
-        mw_value_usd_per_h=mw_values_usd_per_h(instance, is_open, options, unserved),
-        unserved=unserved,
-        plan_nodes=sites["nodes"].to_numpy(np.int64),
-        plan_share=sites["goodput_share"].to_numpy(float),
-    )
+def _power(ctx: _PlanContext, j: int) -> dict[str, Any]:
+    """Power used / available and, when it binds, what one more MW saves."""
+    used, available = ctx.mw_used(j), float(ctx.instance.inputs.site_mw_available[j])
+    value = float(ctx.mw_value_usd_per_h[j])
+    return {
+        "mw_used": used,
+        "mw_available": available,
+        "power_full": bool(used > available - float(ctx.instance.inputs.site_node_mw[j])),
+        "power_binding": bool(value > 0),
+        "value_of_one_more_mw_usd_per_h": value,
+    }
 
 
-def _open_site(ctx: _PlanContext, j: int) -> dict[str, Any]:
-    """An open site: its share, the value of one more MW, who only it serves, the cost of dropping it."""
+def _open_site(ctx: _PlanContext, j: int, dropped: Resolve) -> dict[str, Any]:
+    """An open site: its share, its power, who only it serves, the cost of dropping it."""
     allowed = ctx.instance.allowed
     open_reach = allowed & ctx.is_open[None, :]
     names = ctx.population_names
     sole_open = np.flatnonzero(open_reach[:, j] & (open_reach.sum(axis=1) == 1))
     sole_any = np.flatnonzero(allowed[:, j] & (allowed.sum(axis=1) == 1))
-    dropped, _ = _resolve_with(ctx.instance, ctx.is_open, ctx.options, site=j, open_value=0, unserved=ctx.unserved)
+    droppable = not math.isinf(dropped.cost_usd_per_h)
     return {
-        "nodes": int(ctx.plan_nodes[j]),
-        "goodput_share": float(ctx.plan_share[j]),
-        "value_of_one_more_mw_usd_per_h": float(ctx.mw_value_usd_per_h[j]),
+        "nodes": int(ctx.sites["nodes"].iloc[j]),
+        "goodput_share": float(ctx.sites["goodput_share"].iloc[j]),
+        **_power(ctx, j),
         "populations_only_it_serves_among_open_sites": sorted({str(n) for n in names[sole_open]}),
         "populations_only_it_can_serve": sorted({str(n) for n in names[sole_any]}),
-        "cost_of_dropping_usd_per_h": None if math.isinf(dropped) else dropped - ctx.base_cost_usd_per_h,
-        "droppable": not math.isinf(dropped),
+        "cost_of_dropping_usd_per_h": dropped.cost_usd_per_h - ctx.base_cost_usd_per_h if droppable else None,
+        "droppable": droppable,
     }
 
 
-def _entry_price(ctx: _PlanContext, j: int, extra: float, nodes: int) -> dict[str, Any]:
+NEWTON_STEPS = 12
+"""Most re-solves spent on one entry power price (the cost is piecewise linear: a few suffice)."""
+
+
+def _cost_at_price(ctx: _PlanContext, lp: _WhatIfs, j: int, factor: float) -> Resolve:
+    """The plan with closed site ``j`` forced open and its power price multiplied by ``factor``."""
+    power = float(ctx.instance.node_cost.power_usd_per_h[j])
+    node = float(ctx.instance.inputs.site_node_usd_per_h[j]) - power * (1.0 - factor)
+    return lp.resolve_open_repriced(j, node_usd_per_h=node, pair_cost_scale=factor)
+
+
+def entry_power_price_usd_per_mwh(ctx: _PlanContext, lp: _WhatIfs, j: int) -> float | None:
+    """The power price below which forcing closed site ``j`` open lowers the plan's cost. [USD/MWh]
+
+    The cost of the plan with ``j`` open is a concave, piecewise-linear function of the site's power price
+    (idle power in its node cost, load energy on its pairs), whose slope is the site's power bill at that
+    price. Newton steps from free power approach the price where it meets the plan's cost from below,
+    each a re-solve, exact once on the last linear piece. None when it would not pay even with free power.
+    """
+    price = float(ctx.instance.sites["power_price_usd_per_mwh"].to_numpy(float)[j])
+    power_per_node = float(ctx.instance.node_cost.power_usd_per_h[j])
+    factor = 0.0
+    for _ in range(NEWTON_STEPS):
+        opened = _cost_at_price(ctx, lp, j, factor)
+        margin = ctx.base_cost_usd_per_h - opened.cost_usd_per_h
+        if factor == 0.0 and margin <= 0:
+            return None
+        slope = power_per_node * opened.nodes + opened.load_cost_usd_per_h  # d cost / d factor [USD/h]
+        if margin < 1e-6 * ctx.base_cost_usd_per_h or slope <= 0:
+            break
+        factor = min(factor + margin / slope, 1.0)
+    return factor * price
+
+
+def _entry_price(ctx: _PlanContext, lp: _WhatIfs, j: int, extra: float, nodes: float) -> dict[str, Any]:
     """A rejected site that costs ``extra`` $/h to open: the power price at which it would enter."""
     price = float(ctx.instance.sites["power_price_usd_per_mwh"].to_numpy(float)[j])
-    mw = max(nodes, 1) * float(ctx.instance.inputs.site_node_mw[j])
-    entry = price - extra / mw
+    entry = entry_power_price_usd_per_mwh(ctx, lp, j)
     why = (
-        f"opening it costs ${extra:,.0f}/h more; it would enter at a power price of about ${entry:,.1f}/MWh (now ${price:,.1f})"
-        if entry > 0
-        else f"opening it costs ${extra:,.0f}/h more, more than its whole power bill: it would not enter even with free power"
+        f"opening it costs ${extra:,.0f}/h more; it would enter at a power price below ${entry:,.1f}/MWh (now ${price:,.1f})"
+        if entry is not None
+        else f"opening it costs ${extra:,.0f}/h more: no traffic would pay its fixed cost even with free power"
     )
     return {
         "extra_cost_if_opened_usd_per_h": extra,
-        "nodes_if_opened": nodes,
-        "entry_power_price_usd_per_mwh": entry if entry > 0 else None,
+        "nodes_if_opened": math.ceil(nodes - 1e-9),
+        "mw_if_opened": nodes * float(ctx.instance.inputs.site_node_mw[j]),
+        "power_price_usd_per_mwh": price,
+        "entry_power_price_usd_per_mwh": entry,
         "why": why,
     }
 
 
-def _closed_site(ctx: _PlanContext, j: int, progress: Callable[[str], None], site_id: str) -> dict[str, Any]:
+def _latency_gap(ctx: _PlanContext, j: int) -> dict[str, Any]:
+    """A site no population can use inside its objective: the one it misses by least, and by how much. [ms]"""
+    instance = ctx.instance
+    objective = np.array([p.ttft_objective_ms for p in instance.profiles])[instance.commodity_class]
+    every = np.arange(len(instance.commodity_class))
+    over = instance.ttft_ms(every, np.full(len(every), j)) - objective
+    c = int(np.argmin(over))
+    population = instance.populations.table.iloc[int(instance.commodity_population[c])]
+    name, cls = str(population["name"]), instance.profiles[int(instance.commodity_class[c])].name
+    return {
+        "why": f"no population within its latency budget: the nearest, {name} ({cls}), is {over[c]:.1f} ms over its objective",
+        "ms_over_objective": float(over[c]),
+        "nearest_population": name,
+        "nearest_class": cls,
+    }
+
+
+def _closed_site(ctx: _PlanContext, lp: _WhatIfs, j: int, forced: Resolve | None) -> dict[str, Any]:
     """A rejected site: why it cannot serve anyone, or what opening it would cost and when it would pay."""
     instance = ctx.instance
+    first_mw = {"value_of_first_mw_usd_per_h": float(ctx.mw_value_usd_per_h[j])}
     if not instance.within_budget[:, j].any():
-        return {"why": "no population within its latency budget"}
-    if not instance.allowed[:, j].any():
-        return {"why": "residency rules or missing power bar every population within its budget"}
-    progress(f"re-solving with {site_id} forced open")
-    forced, nodes = _resolve_with(instance, ctx.is_open, ctx.options, site=j, open_value=1, unserved=ctx.unserved)
-    extra = forced - ctx.base_cost_usd_per_h
-    if math.isinf(forced):
-        return {"why": "forcing it open makes the scenario infeasible"}
+        return _latency_gap(ctx, j) | first_mw
+    if not instance.allowed[:, j].any() or forced is None:
+        return {"why": "residency rules or missing power bar every population within its budget"} | first_mw
+    if math.isinf(forced.cost_usd_per_h):
+        return {"why": "forcing it open makes the scenario infeasible"} | first_mw
+    extra = forced.cost_usd_per_h - ctx.base_cost_usd_per_h
     if extra <= 0:
         return {
             "extra_cost_if_opened_usd_per_h": extra,
-            "nodes_if_opened": nodes,
+            "nodes_if_opened": math.ceil(forced.nodes - 1e-9),
             "why": f"adding it to the plan would save ${-extra:,.0f}/h: the plan is within its solver gap",
-        }
-    return _entry_price(ctx, j, extra, nodes)
+        } | first_mw
+    return _entry_price(ctx, lp, j, extra, forced.nodes) | first_mw
+
+
+# ----------------------------------------------------------------------------- what would pay
+
+
+def _more_power(ctx: _PlanContext, lp: _WhatIfs, sites: pd.DataFrame) -> list[dict[str, Any]]:
+    """The open sites where one more MW saves most, with what :data:`EXTRA_MW` more would save."""
+    values = np.where(ctx.is_open, np.nan_to_num(ctx.mw_value_usd_per_h), 0.0)
+    picks = [int(j) for j in np.argsort(-values, kind="stable")[:TOP] if values[j] > 0]
+    answers = []
+    for j in picks:
+        saved = ctx.base_cost_usd_per_h - lp.resolve_more_power(j, EXTRA_MW)
+        answers.append(
+            {
+                "site_id": str(sites["site_id"].iloc[j]),
+                "name": str(sites["name"].iloc[j]),
+                "mw_used": ctx.mw_used(j),
+                "mw_available": float(ctx.instance.inputs.site_mw_available[j]),
+                "value_of_one_more_mw_usd_per_h": float(values[j]),
+                "extra_mw": EXTRA_MW,
+                "saving_usd_per_h": saved if math.isfinite(saved) else None,
+            }
+        )
+    return answers
+
+
+def _nearest_to_entering(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Closed sites by what opening them costs (cheapest first), then those only latency keeps out."""
+    closed = [r for r in records if not r["open"]]
+    priced = sorted(
+        (r for r in closed if "extra_cost_if_opened_usd_per_h" in r), key=lambda r: r["extra_cost_if_opened_usd_per_h"]
+    )
+    priced.sort(key=lambda r: -(r.get("entry_power_price_usd_per_mwh") or -1.0) / max(r["power_price_usd_per_mwh"], 1e-9))
+    far = sorted((r for r in closed if "ms_over_objective" in r), key=lambda r: r["ms_over_objective"])
+    keys = (
+        "site_id", "name", "extra_cost_if_opened_usd_per_h", "power_price_usd_per_mwh", "entry_power_price_usd_per_mwh",
+        "ms_over_objective", "nearest_population", "nearest_class",
+    )  # fmt: skip
+    return [{k: r[k] for k in keys if k in r} for r in priced[:TOP] + far[:TOP]]
+
+
+def _pair_usd_per_m(data: PlacementInput, pairs: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Cost of serving a pair's commodity from its site, nodes sized for its peak. [USD per million tokens]"""
+    c = data.pair_commodity[pairs]
+    nodes = data.pair_nodes_per_tok_s[pairs] * data.peak_demand_tok_s[c]
+    usd_per_h = nodes * data.site_node_usd_per_h[data.pair_site[pairs]] + data.pair_cost_usd_per_h[pairs]
+    return np.asarray(usd_per_h / np.maximum(data.mean_demand_tok_s[c], 1e-12) / 3600.0 * 1e6)
+
+
+def _reach(ctx: _PlanContext, c: int) -> dict[str, Any]:
+    """The cheapest site that reaches commodity ``c`` inside its budget, or why none does."""
+    instance, data = ctx.instance, ctx.instance.inputs
+    row = int(instance.row_of_commodity[c])
+    if row < 0:
+        barred = instance.within_budget[c] & ~instance.allowed[c]
+        if barred.any():
+            names = ", ".join(str(n) for n in instance.sites["name"].to_numpy()[barred][:3])
+            return {"cheapest_site": None, "why": f"residency bars the sites inside its budget ({names})"}
+        return {"cheapest_site": None, "why": _latency_gap_of(ctx, c)}
+    pairs = np.flatnonzero(data.pair_commodity == row)
+    cost = _pair_usd_per_m(data, pairs)
+    best = int(pairs[int(np.argmin(cost))])
+    j = int(data.pair_site[best])
+    name = str(instance.sites["name"].iloc[j])
+    state = "open, its power spoken for" if ctx.is_open[j] else "closed"
+    per_mw = 1.0 / (float(data.site_node_mw[j]) * float(data.pair_nodes_per_tok_s[best]))
+    return {
+        "cheapest_site": name,
+        "cheapest_site_usd_per_million_tokens": float(cost.min()),
+        "why": f"{name} ({state}) at about ${cost.min():.3f}/M goodput; each MW there serves about {per_mw:,.0f} tok/s of it",
+    }
+
+
+def _latency_gap_of(ctx: _PlanContext, c: int) -> str:
+    """Why no site reaches commodity ``c``: its nearest site and how far over the objective it is."""
+    instance = ctx.instance
+    objective = instance.profiles[int(instance.commodity_class[c])].ttft_objective_ms
+    ttft_ms = instance.ttft_ms(c)
+    j = int(np.argmin(ttft_ms))
+    return (
+        f"no candidate site inside its TTFT objective: the nearest, {instance.sites['name'].iloc[j]}, "
+        f"is {ttft_ms[j] - objective:.1f} ms over"
+    )
+
+
+def _unserved(ctx: _PlanContext, *, reachable: bool) -> list[dict[str, Any]]:
+    """The largest unserved (population, class) pairs and the cheapest site that would reach them.
+
+    ``reachable``: the pairs some site reaches inside their objective (short of power), else those none does.
+    """
+    instance = ctx.instance
+    rows = instance.row_of_commodity
+    share = np.where(rows >= 0, ctx.unserved_share[np.maximum(rows, 0)], 1.0)
+    unserved = np.where((rows >= 0) == reachable, share * instance.commodity_mean_demand_tok_s, 0.0)
+    table = instance.populations.table
+    answers = []
+    for c in np.argsort(-unserved, kind="stable")[:UNSERVED_LISTED]:
+        if unserved[c] <= 1e-6:
+            break
+        population = table.iloc[int(instance.commodity_population[c])]
+        answers.append(
+            {
+                "population": str(population["name"]),
+                "country_code": str(population["country_code"]),
+                "class": instance.profiles[int(instance.commodity_class[c])].name,
+                "unserved_tok_s": float(unserved[c]),
+                "unserved_share": float(share[c]),
+                **_reach(ctx, int(c)),
+            }
+        )
+    return answers
+
+
+# ----------------------------------------------------------------------------- the explanation
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why each site is in or out, what would pay, and how long each phase took.
+
+    Parameters
+    ----------
+    sites : list of dict
+        One record per site explained.
+    what_would_pay : dict
+        ``more_power``, ``nearest_to_entering``, ``short_of_power`` and ``out_of_reach`` (unserved pairs).
+    phases_s : dict
+        Seconds per phase. [s]
+    """
+
+    sites: list[dict[str, Any]]
+    what_would_pay: dict[str, list[dict[str, Any]]]
+    phases_s: dict[str, float]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """What ``explain.json`` holds: ``sites``, ``what_would_pay``, ``phases_s``."""
+        return {"sites": self.sites, "what_would_pay": self.what_would_pay, "phases_s": self.phases_s}
+
+
+def _context(instance: Instance, sites: pd.DataFrame, lp: _WhatIfs, is_open: NDArray[np.bool_]) -> _PlanContext:
+    return _PlanContext(
+        instance=instance,
+        is_open=is_open,
+        base_cost_usd_per_h=lp.cost_usd_per_h(),
+        mw_value_usd_per_h=lp.mw_value_usd_per_h(),
+        unserved_share=lp.unserved_share,
+        sites=sites,
+    )
+
+
+def _site_record(ctx: _PlanContext, lp: _WhatIfs, j: int, progress: Callable[[str], None]) -> dict[str, Any]:
+    site_id = str(ctx.sites["site_id"].iloc[j])
+    record: dict[str, Any] = {"site_id": site_id, "name": str(ctx.sites["name"].iloc[j]), "open": bool(ctx.is_open[j])}
+    if ctx.is_open[j]:
+        progress(f"re-solving without {site_id}")
+        return record | _open_site(ctx, j, lp.resolve_toggled(j))
+    reachable = ctx.instance.within_budget[:, j].any() and ctx.instance.allowed[:, j].any()
+    if reachable:
+        progress(f"re-solving with {site_id} forced open")
+    return record | _closed_site(ctx, lp, j, lp.resolve_toggled(j) if reachable else None)
 
 
 def explain(
@@ -257,40 +500,47 @@ def explain(
     only: str | None = None,
     options: SolverOptions | None = None,
     progress: Callable[[str], None] = lambda _: None,
-) -> list[dict[str, Any]]:
-    """Explain every site of a plan (or one).
+) -> Explanation:
+    """Explain every site of a plan (or one), and what would pay.
 
     Parameters
     ----------
     instance : Instance
         The scenario's arrays.
     sites : pandas.DataFrame
-        The plan's site table (``site_id``, ``open``, ``nodes``, ``goodput_share``).
+        The plan's site table (``site_id``, ``name``, ``open``, ``nodes``, ``goodput_share``; ``mw_used``).
     only : str, optional
-        A site id to explain alone.
+        A site id to explain alone (the "what would pay" section is computed all the same).
     options : SolverOptions, optional
-        Solver settings for the re-solves (default: the scenario's, at most 10 s each).
+        Solver settings (default: the scenario's, at most 10 s per PuLP re-solve).
     progress : callable, optional
-        Receives one line per re-solve.
+        Receives one line per phase.
 
     Returns
     -------
-    list of dict
-        One record per site, JSON-ready.
+    Explanation
+        Site records, "what would pay" and the seconds per phase.
     """
-    ctx = _plan_context(instance, sites, options or _default_options(instance))
-    records = []
-    for j, row in enumerate(sites.itertuples(index=False)):
-        if only is not None and row.site_id != only:
-            continue
-        record: dict[str, Any] = {"site_id": row.site_id, "name": row.name, "open": bool(row.open)}
-        if row.open:
-            progress(f"re-solving without {row.site_id}")
-            record |= _open_site(ctx, j)
-        else:
-            record |= _closed_site(ctx, j, progress, str(row.site_id))
-        records.append(record)
-    return records
+    phases: dict[str, float] = {}
+    clock = time.perf_counter()
+    is_open = sites["open"].astype(str).str.lower().isin(["true", "1"]).to_numpy()
+    progress("solving the plan's LP with the design fixed")
+    lp = fixed_design_lp(instance.inputs, is_open, options or _default_options(instance))
+    ctx = _context(instance, sites, lp, is_open)
+    phases["base_lp_s"], clock = time.perf_counter() - clock, time.perf_counter()
+    picked = [j for j in range(len(sites)) if only is None or sites["site_id"].iloc[j] == only]
+    records = [_site_record(ctx, lp, j, progress) for j in picked]
+    phases["sites_s"], clock = time.perf_counter() - clock, time.perf_counter()
+    progress(f"what would pay: {EXTRA_MW:g} MW more where a MW is worth most")
+    everyone = records if only is None else [_site_record(ctx, lp, j, lambda _: None) for j in range(len(sites))]
+    pay = {
+        "more_power": _more_power(ctx, lp, sites),
+        "nearest_to_entering": _nearest_to_entering(everyone),
+        "short_of_power": _unserved(ctx, reachable=True),
+        "out_of_reach": _unserved(ctx, reachable=False),
+    }
+    phases["what_would_pay_s"] = time.perf_counter() - clock
+    return Explanation(records, pay, phases)
 
 
 @dataclass(frozen=True)
@@ -352,7 +602,7 @@ def load_results_folder(folder: str | Path, *, progress: Callable[[str], None] =
 
 def explain_folder(
     folder: str | Path, *, site: str | None = None, progress: Callable[[str], None] = lambda _: None
-) -> list[dict[str, Any]]:
+) -> Explanation:
     """Explain the sites of a results folder (or one of them): :func:`load_results_folder`, then :func:`explain`.
 
     Parameters
@@ -366,54 +616,104 @@ def explain_folder(
 
     Returns
     -------
-    list of dict
-        One record per site, JSON-ready.
+    Explanation
+        Site records, "what would pay" and the seconds per phase (``load_s``: rebuilding the scenario).
 
     Raises
     ------
     PlacementError
         Not a results folder, a stale one, or an unknown site id (the message lists the plan's sites).
     """
+    clock = time.perf_counter()
     results = load_results_folder(folder, progress=progress)
     known = list(results.sites["site_id"])
     if site is not None and site not in set(known):
         raise PlacementError(f"unknown site '{site}'; the plan's sites are: {', '.join(known)}")
-    return explain(results.instance, results.sites, only=site, progress=progress)
+    load_s = time.perf_counter() - clock
+    explained = explain(results.instance, results.sites, only=site, progress=progress)
+    return dataclasses.replace(explained, phases_s={"load_s": load_s, **explained.phases_s})
 
 
-def render_table(records: list[dict[str, Any]]) -> str:
-    """A readable table of the explanations.
+def _drop_text(drop: float | None) -> str:
+    if drop is None:
+        return "cannot be dropped (the others cannot serve as much)"
+    if drop >= 0:
+        return f"dropping costs ${drop:,.0f}/h"
+    return f"dropping would save ${-drop:,.0f}/h (the plan is within its solver gap)"
+
+
+def _power_text(r: dict[str, Any]) -> str:
+    used = f"{r['mw_used']:.1f}/{r['mw_available']:.1f} MW"
+    if r["power_binding"]:
+        return f"power {used}, binding: +1 MW saves ${r['value_of_one_more_mw_usd_per_h']:,.2f}/h"
+    if r["power_full"]:
+        return f"power {used}, full but not binding (one more MW saves nothing at the same service)"
+    return f"power {used}, not binding"
+
+
+def _site_line(r: dict[str, Any]) -> str:
+    if not r["open"]:
+        return f"closed {r['site_id']:<22} {r['why']}"
+    only = r["populations_only_it_can_serve"]
+    sole = f"; sole site for {len(only)} populations ({', '.join(only[:3])}{'...' if len(only) > 3 else ''})" if only else ""
+    return (
+        f"OPEN   {r['site_id']:<22} {r['goodput_share']:6.1%} of goodput, {r['nodes']:6,d} nodes, "
+        f"{_power_text(r)}; {_drop_text(r['cost_of_dropping_usd_per_h'])}{sole}"
+    )
+
+
+def _pay_lines(pay: dict[str, list[dict[str, Any]]]) -> list[str]:
+    lines = ["", "What would pay"]
+    if pay["more_power"]:
+        lines.append("  more power, where a MW is worth most:")
+    for r in pay["more_power"]:
+        saving = "n/a" if r["saving_usd_per_h"] is None else f"${r['saving_usd_per_h']:,.0f}/h"
+        lines.append(
+            f"    {r['name']} ({r['mw_used']:.1f}/{r['mw_available']:.1f} MW): the next MW saves "
+            f"${r['value_of_one_more_mw_usd_per_h']:,.2f}/h; {r['extra_mw']:.1f} MW more saves {saving}"
+        )
+    if not pay["more_power"]:
+        lines.append("  more power: not binding anywhere it would save money")
+    lines.append("  closed sites nearest to entering:")
+    for r in pay["nearest_to_entering"]:
+        if "extra_cost_if_opened_usd_per_h" in r:
+            price = r.get("entry_power_price_usd_per_mwh")
+            at = (
+                f"enters below ${price:,.1f}/MWh (now ${r['power_price_usd_per_mwh']:,.1f})"
+                if price is not None
+                else "would not enter even with free power"
+            )
+            lines.append(f"    {r['name']}: opening costs ${r['extra_cost_if_opened_usd_per_h']:,.0f}/h; {at}")
+        else:
+            lines.append(
+                f"    {r['name']}: {r['ms_over_objective']:.1f} ms too far for {r['nearest_population']} ({r['nearest_class']})"
+            )
+    for key, title in (
+        ("short_of_power", "unserved for want of power (largest first), and the cheapest site that would reach them:"),
+        ("out_of_reach", "unserved because no site is inside their objective (largest first):"),
+    ):
+        lines.append(f"  {title}")
+        for r in pay[key]:
+            lines.append(
+                f"    {r['population']} ({r['country_code']}), {r['class']}: {r['unserved_tok_s']:,.0f} tok/s "
+                f"({r['unserved_share']:.1%}) unserved; {r['why']}"
+            )
+        if not pay[key]:
+            lines.append("    none")
+    return lines
+
+
+def render_table(explanation: Explanation) -> str:
+    """A readable table of the explanations: one line per site, then "what would pay".
 
     Parameters
     ----------
-    records : list of dict
+    explanation : Explanation
         From :func:`explain`.
 
     Returns
     -------
     str
-        Text, one line per site.
+        Text (MW to 0.1, ms to 0.1).
     """
-    lines = []
-    for r in records:
-        if r["open"]:
-            drop = r["cost_of_dropping_usd_per_h"]
-            if drop is None:
-                drop_text = "cannot be dropped (others cannot cover)"
-            elif drop >= 0:
-                drop_text = f"dropping costs ${drop:,.0f}/h"
-            else:
-                drop_text = f"dropping would save ${-drop:,.0f}/h (the plan is within its solver gap)"
-            only = r["populations_only_it_can_serve"]
-            lines.append(
-                f"OPEN   {r['site_id']:<22} {r['goodput_share']:6.1%} of goodput, {r['nodes']:5d} nodes, "
-                f"+1 MW saves ${r['value_of_one_more_mw_usd_per_h']:,.2f}/h, {drop_text}"
-                + (
-                    f"; sole site for {len(only)} populations ({', '.join(only[:3])}{'...' if len(only) > 3 else ''})"
-                    if only
-                    else ""
-                )
-            )
-        else:
-            lines.append(f"closed {r['site_id']:<22} {r['why']}")
-    return "\n".join(lines)
+    return "\n".join([_site_line(r) for r in explanation.sites] + _pay_lines(explanation.what_would_pay))

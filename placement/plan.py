@@ -34,6 +34,7 @@ from placement.summary import (
     weighted_hit_rate,
     yield_figures,
 )
+from placement.textfmt import mw_text, usd_per_m_text
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -141,9 +142,9 @@ def _no_power_message(instance: Instance) -> str | None:
     if available > 0:
         return None
     return (
-        f"no power: the {len(instance.sites)} candidate sites hold {available:g} MW in total "
+        f"no power: the {len(instance.sites)} candidate sites hold {mw_text(available)} MW in total "
         f"(sites.mw_multiplier: {instance.loaded.scenario.sites.mw_multiplier:g}), but serving the demand needs at least "
-        f"{needed:,.3g} MW ({nodes:,.1f} nodes of {instance.node_kw:g} kW at PUE {pue:g} in the busiest slice)"
+        f"{mw_text(needed)} MW ({nodes:,.1f} nodes of {instance.node_kw:g} kW at PUE {pue:g} in the busiest slice)"
         f"\nFix: raise sites.mw_multiplier or mw_available in {instance.loaded.catalog_path.name}, or add sites"
     )
 
@@ -539,7 +540,9 @@ def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
     node_mw = instance.node_kw * open_sites["pue"] / 1e3
     full = open_sites[open_sites["mw_available"] - open_sites["mw_used"] < node_mw]
     if len(full):
-        names = ", ".join(f"{row.site_id} {row.mw_available:,.4g} MW" for row in full.itertuples())
+        names = ", ".join(
+            f"{site_id} {mw_text(mw)} MW" for site_id, mw in zip(full["site_id"], full["mw_available"].astype(float), strict=True)
+        )
         lines.append(f"power binds at {len(full)} of {len(open_sites)} open sites (no room for one more node): {names}")
     return [RULES_HEADER, *[f"  - {line}" for line in lines]] if lines else []
 
@@ -645,7 +648,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         notes.append(
             f"serving optional: $/M goodput minimised by Dinkelbach in {len(solution.iterations)} iterations "
             f"(last MILP value {last.get('value_usd_per_h', float('nan')):.3g} $/h); proven at least "
-            f"{'n/a' if bound is None else f'${bound:.4g}'} per million goodput tokens, gap {solution.report.gap:.2%}"
+            f"{'n/a' if bound is None else f'${usd_per_m_text(bound)}'} per million goodput tokens, gap {solution.report.gap:.2%}"
         )
         return _assemble(instance, solution, solution.report.status.value, notes)
     solution = solve_placement(instance.inputs, options)
@@ -657,7 +660,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         available, needed, _, _ = _power_totals(instance)
         header = (
             "the sites inside the latency budget do not have the power to serve all demand "
-            f"(all sites hold {available:,.3g} MW; the demand needs at least {needed:,.3g} MW)"
+            f"(all sites hold {mw_text(available)} MW; the demand needs at least {mw_text(needed)} MW)"
         )
         if policy.unreachable == "stop":
             raise InfeasibleError(

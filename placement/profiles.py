@@ -42,6 +42,9 @@ class ClassProfile:
         Prefix-cache hit rate.
     source : str
         ``"scenario"`` or ``"serving model"``.
+    serving_load_share : float, optional
+        Serving-model classes: the share of the node's capacity at its batch that ``goodput_tok_s_per_node``
+        uses (the rest is the tail headroom keeping p99 TTFT inside its budget); 1 for given goodput.
     """
 
     name: str
@@ -58,6 +61,7 @@ class ClassProfile:
     itl_ms: float
     cache_hit_rate: float
     source: str
+    serving_load_share: float = 1.0
 
     @property
     def fixed_ttft_ms(self) -> float:
@@ -168,6 +172,7 @@ def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassP
         result.itl_ms,
         workload.prefix_cache_hit_rate,
         "serving model",
+        result.goodput_tok_s / result.capacity_tok_s if result.capacity_tok_s > 0 else 1.0,
     )
 
 

@@ -215,6 +215,8 @@ class ClassSummary:
         Prefix-cache hit rate.
     goodput_from : str or None
         Where the per-node goodput comes from (``scenario`` or ``serving model``).
+    serving_load_share : float or None
+        Serving-model classes: the share of the node's capacity its goodput uses (1 - tail headroom).
     """
 
     name: str
@@ -232,6 +234,7 @@ class ClassSummary:
     node_first_decode_ms: float | None = None
     cache_hit_rate: float | None = None
     goodput_from: str | None = None
+    serving_load_share: float | None = None
 
     @classmethod
     def of_profile(
@@ -270,6 +273,7 @@ class ClassSummary:
             node_first_decode_ms=profile.first_decode_ms,
             cache_hit_rate=profile.cache_hit_rate,
             goodput_from=profile.source,
+            serving_load_share=profile.serving_load_share,
         )
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -292,6 +296,7 @@ class ClassSummary:
             },
             "cache_hit_rate": self.cache_hit_rate,
             "goodput_from": self.goodput_from,
+            "serving_load_share": self.serving_load_share,
         }
 
     @classmethod
@@ -315,6 +320,7 @@ class ClassSummary:
             node_first_decode_ms=_optional_float(node.get("first_decode")),
             cache_hit_rate=_optional_float(data.get("cache_hit_rate")),
             goodput_from=None if goodput_from is None else str(goodput_from),
+            serving_load_share=_optional_float(data.get("serving_load_share")),
         )
 
 

@@ -77,7 +77,7 @@ def test_foreign_folder_is_refused_before_solving(
     (out / "thesis.txt").write_text("keep me")
     assert main(["compare", str(small_scenario), "--out", str(out), "--quiet"]) == 1
     err = _error(capsys)
-    assert "is not a placement results folder (no summary.json or compare.csv)" in err and "Fix:" in err
+    assert "is not a placement results folder (no summary.json or compare.csv or diff.json)" in err and "Fix:" in err
     assert (out / "thesis.txt").read_text() == "keep me"
 
 
@@ -154,7 +154,7 @@ def test_zero_power_everywhere_is_diagnosed_as_power(tmp_path: Path, policy: str
     assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
     err = _error(capsys)
     # 16.4 M people x 5 % x 10,000 tok/day / 86,400 s x peak 2 / (10,000 tok/s x 0.8) = 23.7 nodes of 10.2 kW at PUE 1.3
-    assert "no power: the 3 candidate sites hold 0 MW in total (sites.mw_multiplier: 0)" in err
+    assert "no power: the 3 candidate sites hold 0.0 MW in total (sites.mw_multiplier: 0)" in err
     assert "needs at least 0.315 MW (23.7 nodes of 10.2 kW at PUE 1.3" in err
     assert "Fix: raise sites.mw_multiplier" in err
     assert "objective" not in err

@@ -74,3 +74,32 @@ def test_a_regional_map_is_rendered_only_to_be_saved(tmp_path: Path, monkeypatch
     assert written
     # savefig renders twice (the tight bounding box, then the PNG); geopandas rendered once more per .plot() (3 a map)
     assert len(draws) <= 2 * len(written)
+
+
+def test_class_lines_leave_deadline_classes_to_their_own_panel() -> None:
+    """Interactive classes get one line per (population, class) to its main site, in their own colour; batch none."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from matplotlib.collections import LineCollection
+
+    from placement.outputs.classes import DEADLINE_MS, deadline_classes, interactive_classes
+    from placement.outputs.world_map import draw_class_lines
+
+    rows = [  # (population, class, site lon, goodput, objective)
+        ("p1", "chat", 2.0, 90.0, 300.0), ("p1", "chat", 4.0, 10.0, 300.0), ("p2", "chat", 2.0, 50.0, 300.0),
+        ("p1", "agent", 4.0, 30.0, 250.0), ("p1", "batch", 100.0, 70.0, 3.6e6), ("p2", "batch", 100.0, 70.0, 3.6e6),
+    ]  # fmt: skip
+    assignments = pd.DataFrame(
+        [{"population_id": p, "class": c, "site_lon": lon, "site_lat": 50.0, "pop_lon": 0.0 if p == "p1" else 1.0,
+          "pop_lat": 48.0, "goodput_tok_s": g, "ttft_objective_ms": o} for p, c, lon, g, o in rows]
+    )  # fmt: skip
+    assert interactive_classes(assignments) == ["chat", "agent"] and deadline_classes(assignments) == ["batch"]
+    assert 3.6e6 > DEADLINE_MS > 300
+    fig, ax = plt.subplots()
+    colours = draw_class_lines(ax, assignments)
+    assert list(colours) == ["chat", "agent"] and colours["chat"] != colours["agent"]
+    drawn = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert [len(c.get_segments()) for c in drawn] == [2, 1]  # p1 and p2 to their main chat site; p1's agent line
+    ends = sorted(float(s[1][0]) for s in drawn[0].get_segments())
+    assert ends == [2.0, 2.0]  # p1's main chat site is at lon 2 (90 of 100 tok/s), not 4
+    plt.close(fig)

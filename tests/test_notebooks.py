@@ -13,7 +13,12 @@ TIMEOUT_S = 300
 
 
 def test_there_are_notebooks() -> None:
-    assert [p.name for p in NOTEBOOKS] == ["01_quickstart.ipynb", "02_latency_budget.ipynb", "03_what_if.ipynb"]
+    assert [p.name for p in NOTEBOOKS] == [
+        "01_quickstart.ipynb",
+        "02_latency_budget.ipynb",
+        "03_what_if.ipynb",
+        "04_compare_plans.ipynb",
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

@@ -78,6 +78,7 @@ CLASS_KEYS = {
     "node_ttft_ms",
     "cache_hit_rate",
     "goodput_from",
+    "serving_load_share",
 }
 BREAKDOWN_KEYS = ["node_capex", "facility_capex", "idle_power", "load_energy", "opex", "site_fixed", "total"]
 BREAKDOWN_LABELS = {

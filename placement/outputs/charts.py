@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from placement.outputs.png import save_png
+
 
 def draw_comparison(rows: list[dict[str, Any]], path: Path, *, title: str) -> None:
     """Bar charts of $/M goodput, served share, tokens/s per MW and MW used per placement.
@@ -45,5 +47,5 @@ def draw_comparison(rows: list[dict[str, Any]], path: Path, *, title: str) -> No
         ax.margins(y=0.15)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path)
+    save_png(fig, path)
     plt.close(fig)

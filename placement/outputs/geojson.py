@@ -27,8 +27,19 @@ COORDINATE_DECIMALS = 5
 Degrees = NDArray[np.float64]
 
 
-def _lines(lon0: Degrees, lat0: Degrees, lon1: Degrees, lat1: Degrees) -> NDArray[np.object_]:
-    """Population-to-site lines that do not wrap the long way round the antimeridian (one array call)."""
+def unwrapped_lines(lon0: Degrees, lat0: Degrees, lon1: Degrees, lat1: Degrees) -> NDArray[np.object_]:
+    """Population-to-site lines that do not wrap the long way round the antimeridian (one array call).
+
+    Parameters
+    ----------
+    lon0, lat0, lon1, lat1 : numpy.ndarray
+        The ends of each line. [degrees]
+
+    Returns
+    -------
+    numpy.ndarray of shapely.LineString
+        The far end shifted by 360 degrees where that makes the line shorter.
+    """
     lon1 = lon1 - 360.0 * (lon1 - lon0 > 180.0) + 360.0 * (lon0 - lon1 > 180.0)
     coords = np.stack([np.stack([lon0, lat0], axis=-1), np.stack([lon1, lat1], axis=-1)], axis=1)
     return np.asarray(shapely.linestrings(coords))
@@ -69,7 +80,7 @@ def assignments_frame(assignments: pd.DataFrame) -> gpd.GeoDataFrame:
         LineStrings in WGS84.
     """
     lon0, lat0, lon1, lat1 = assignments[["pop_lon", "pop_lat", "site_lon", "site_lat"]].to_numpy(float).T
-    geometry = _lines(lon0, lat0, lon1, lat1)
+    geometry = unwrapped_lines(lon0, lat0, lon1, lat1)
     frame = assignments.drop(columns=["pop_lon", "pop_lat", "site_lon", "site_lat"])
     return gpd.GeoDataFrame(frame, geometry=geometry, crs=WGS84)
 

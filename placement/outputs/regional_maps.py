@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 import shapely
 from matplotlib.axes import Axes
-from matplotlib.collections import LineCollection
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -28,6 +27,8 @@ from matplotlib.patches import Patch
 from matplotlib.typing import ColorType
 from numpy.typing import ArrayLike, NDArray
 
+from placement.outputs.classes import deadline_classes
+from placement.outputs.png import save_png
 from placement.outputs.world_map import (
     COST_COLUMN,
     NO_COST_COLOUR,
@@ -35,6 +36,7 @@ from placement.outputs.world_map import (
     add_polygons,
     cost_colours,
     cost_norm,
+    draw_class_lines,
     draw_populations,
     finite_points,
     load_basemap,
@@ -120,17 +122,12 @@ def _marker_area_pt2(mw: ArrayLike, mw_max: float) -> NDArray[np.float64]:
     return np.asarray(np.clip(area, MARKER_AREA_MIN_PT2, MARKER_AREA_MIN_PT2 + MARKER_AREA_MAX_PT2))
 
 
-def _segments(assignments: pd.DataFrame, region: Region) -> list[NDArray[np.float64]]:
-    """Each population's line to its main site (most goodput), when an end is in the region.
-
-    Lines across the antimeridian are left out (a flat map would draw them across the world).
-    """
-    main = assignments.sort_values("goodput_tok_s", ascending=False).drop_duplicates("population_id")
-    ends = main[["pop_lon", "pop_lat", "site_lon", "site_lat"]].astype(float)
-    inside = region.contains(ends["pop_lon"], ends["pop_lat"]) | region.contains(ends["site_lon"], ends["site_lat"])
-    short = (ends["pop_lon"] - ends["site_lon"]).abs() <= 180.0  # False for a NaN end as well
-    rows = ends[inside & short].to_numpy()
-    return [np.array([[a, b], [c, d]]) for a, b, c, d in rows.tolist()]
+def _in_region(assignments: pd.DataFrame, region: Region) -> pd.DataFrame:
+    """The assignments with an end in the region."""
+    inside = region.contains(assignments["pop_lon"], assignments["pop_lat"]) | region.contains(
+        assignments["site_lon"], assignments["site_lat"]
+    )
+    return assignments[inside]
 
 
 def _draw_catchments(ax: Axes, catchments: gpd.GeoDataFrame | None) -> None:
@@ -165,7 +162,7 @@ def _draw_sites(ax: Axes, sites: pd.DataFrame, region: Region, cmap: Colormap, n
     )
     for name, lon, lat, mw, cost in zip(opened["name"], opened["lon"], opened["lat"], opened["mw_used"], opened[COST_COLUMN],
                                         strict=True):  # fmt: skip
-        figure = f"${cost:.2f}/M" if math.isfinite(cost) else "no goodput"
+        figure = "no goodput" if not math.isfinite(cost) else f"${cost:.3f}/M" if cost < 1e4 else "a sliver of goodput"
         ax.annotate(
             f"{name}\n{mw:.1f} MW, {figure}",
             (lon, lat),
@@ -186,7 +183,7 @@ def _size_key_mw(mw_max: float) -> list[float]:
     return sorted({round(top / 10, 3), round(top / 2, 3), top} - {0.0})
 
 
-def _legend(ax: Axes, mw_max: float) -> None:
+def _legend(ax: Axes, mw_max: float, colours: dict[str, str], deadline: list[str]) -> None:
     handles: list[Line2D | Patch] = [
         Line2D([], [], marker="o", linestyle="", markerfacecolor="white", markeredgecolor="black",
                markersize=math.sqrt(float(_marker_area_pt2([mw], mw_max)[0])), label=f"open site using {mw:g} MW")
@@ -199,7 +196,9 @@ def _legend(ax: Axes, mw_max: float) -> None:
                label="candidate site, not opened"),
         Line2D([], [], marker="o", linestyle="", color="#2b5c8a", alpha=0.6, label="user population served (area ~ demand)"),
         Line2D([], [], marker="x", linestyle="", color="#c0392b", label="population with no site inside its TTFT objective"),
-        Line2D([], [], color="#4a78b5", label="population -> its main site (most goodput)"),
+        *(Line2D([], [], color=c, label=f"{name} (interactive): population -> its main site") for name, c in colours.items()),
+        *([Line2D([], [], color="white", label=f"deadline classes ({', '.join(deadline)}) not drawn: see map.png's inset")]
+          if deadline else []),
         Patch(facecolor="#fbb4ae", alpha=0.5, edgecolor="#555555",
               label="catchment: land whose users one site serves\n(labelled in italics; tints only tell neighbours apart)"),
     ]  # fmt: skip
@@ -248,12 +247,12 @@ def draw_region(
     ax.set_facecolor("#dde9f2")
     add_polygons(ax, basemap.geometry.to_numpy(), facecolors="#f3f1ec", edgecolor="#b8b5ad", linewidth=0.5, zorder=0.5)
     _draw_catchments(ax, catchments)
-    ax.add_collection(LineCollection(_segments(assignments, region), colors="#4a78b5", linewidths=0.6, alpha=0.45, zorder=2))
+    colours = draw_class_lines(ax, _in_region(assignments, region), linewidth=0.7, alpha=0.55)
     draw_populations(ax, populations)
     _draw_sites(ax, sites, region, cmap, norm, mw_max)
-    _legend(ax, mw_max)
+    _legend(ax, mw_max, colours, deadline_classes(assignments))
     _finish(fig, ax, region, title, sites, cmap, norm)
-    fig.savefig(path, bbox_inches="tight")
+    save_png(fig, path, bbox_inches="tight")
     plt.close(fig)
     return path
 

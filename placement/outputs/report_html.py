@@ -22,19 +22,22 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from placement._errors import PlacementError
+from placement.outputs.budget_chart import COMPONENT_LABELS, budget_rows, draw_ttft_budget
+from placement.outputs.cost_waterfall import cost_waterfall, draw_cost_waterfall
 from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
 from placement.plan import Plan, split_rules
 from placement.summary import CostBreakdown, PlanSummary
+from placement.textfmt import ms_text, mw_text
 
 __all__ = [
     "COMPONENT_LABELS",
     "Results",
     "budget_rows",
+    "draw_charts_of_tables",
     "draw_ttft_budget",
     "read_results",
     "render_html",
@@ -42,100 +45,8 @@ __all__ = [
     "write_report_html",
 ]
 
-COMPONENT_LABELS = {
-    "network_ms": "network (round trips x RTT)",
-    "queue_ms": "queue and admission",
-    "retrieval_ms": "retrieval",
-    "prefill_ms": "prefill",
-    "safety_tokenization_ms": "safety and tokenization",
-    "first_decode_ms": "first decode step",
-}
-"""TTFT components in the order they are spent, with the words the report uses."""
-COMPONENT_COLOURS = ("#4a78b5", "#e3a33b", "#8c6bb1", "#d1495b", "#66a182", "#7f7f7f")
 NOT_MODELLED = "not modelled"
 MAP_ORDER = ("map.png", "map_north_america.png", "map_south_america.png", "map_europe.png", "map_africa_middle_east.png")
-
-
-# ----------------------------------------------------------------------------- TTFT budget chart
-
-
-def budget_rows(assignments: pd.DataFrame, *, worst: int = 6) -> pd.DataFrame:
-    """The median population and the worst ones by p99 TTFT, with their TTFT components.
-
-    Each (population, class) is represented by its main assignment (the site carrying most of its
-    goodput).
-
-    Parameters
-    ----------
-    assignments : pandas.DataFrame
-        The plan's assignment table (``assignments.csv``).
-    worst : int, optional
-        How many of the worst populations to show.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Rows from ``assignments`` (worst first, the median last) with a ``label`` column.
-    """
-    main = assignments.sort_values("goodput_tok_s", ascending=False).drop_duplicates(["population_id", "class"])
-    ranked = main.sort_values("ttft_p99_ms", ascending=False).reset_index(drop=True)
-    if ranked.empty:
-        return ranked.assign(label=pd.Series(dtype=str))
-    median = len(ranked) // 2
-    labels = {k: f"worst #{k + 1}" for k in range(min(worst, len(ranked)))}
-    labels[median] = f"{labels[median]}, also the median" if median in labels else "median"
-    picks = sorted(labels)
-    rows = ranked.loc[picks].copy()
-    rows["label"] = [
-        f"{labels[k]}: {row['population']} ({row['country_code']}) -> {row['site']}, {row['class']}"
-        for k, (_, row) in zip(picks, rows.iterrows(), strict=True)
-    ]
-    return rows
-
-
-def draw_ttft_budget(assignments: pd.DataFrame, path: Path, *, worst: int = 6) -> Path:
-    """Stacked bars of the p99 TTFT budget for the median and the worst populations.
-
-    Parameters
-    ----------
-    assignments : pandas.DataFrame
-        The plan's assignment table with the columns of :data:`COMPONENT_LABELS`,
-        ``ttft_objective_ms`` and ``ttft_p99_ms``.
-    path : Path
-        PNG to write.
-    worst : int, optional
-        How many of the worst populations to show.
-
-    Returns
-    -------
-    Path
-        The file written.
-    """
-    rows = budget_rows(assignments, worst=worst).iloc[::-1]
-    fig, ax = plt.subplots(figsize=(11, 1.8 + 0.5 * max(len(rows), 1)), dpi=110, layout="constrained")
-    y = np.arange(len(rows))
-    left = np.zeros(len(rows))
-    for (column, label), colour in zip(COMPONENT_LABELS.items(), COMPONENT_COLOURS, strict=True):
-        width = rows[column].to_numpy(float) if column in rows else np.zeros(len(rows))
-        ax.barh(y, width, left=left, color=colour, label=label, height=0.6)
-        left += width
-    if len(rows):
-        objective = rows["ttft_objective_ms"].to_numpy(float)
-        ax.scatter(objective, y, marker="|", s=900, color="black", linewidths=2, zorder=5, label="p99 TTFT objective")
-        budgeted = "rtt_budget_ms" if "rtt_budget_ms" in rows else "rtt_ms"  # older folders have no budget column
-        rtt = rows[budgeted].to_numpy(float) if budgeted in rows else np.full(len(rows), np.nan)
-        for k, (total, goal, trip) in enumerate(zip(left, objective, rtt, strict=True)):
-            text = f"{total:.0f} ms; budgeted RTT {trip:.0f} ms; slack {goal - total:.0f} ms"
-            ax.annotate(text, (max(total, goal), k), xytext=(8, -3), textcoords="offset points", fontsize=8)
-        ax.set_xlim(0, float(max(objective.max(), left.max())) * 1.45)
-    ax.set_yticks(y, rows["label"].tolist() if len(rows) else [])
-    ax.tick_params(axis="y", labelsize=8)
-    ax.set_xlabel("p99 time to first token [ms]")
-    ax.set_title("Where the p99 TTFT budget goes: the median population and the worst ones", fontsize=10)
-    fig.legend(loc="outside lower center", ncol=4, fontsize=8, frameon=False)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -214,7 +125,7 @@ def _site_table(sites: pd.DataFrame) -> str:
     frame = pd.DataFrame(
         {
             "site": opened["name"],
-            "MW used": opened["mw_used"].map(lambda v: f"{v:.2f}"),
+            "MW used": opened["mw_used"].map(mw_text),
             "MW avail.": opened["mw_available"].map(lambda v: f"{v:g}"),
             "nodes": opened["nodes"].map(lambda v: f"{int(v):,}"),
             "$/h": opened["cost_usd_per_h"].map(lambda v: f"{v:,.0f}"),
@@ -248,7 +159,7 @@ def _unserved(populations: pd.DataFrame) -> str:
             "population": top["name"],
             "country": top["country_code"],
             "unserved tok/s": top["unserved_tok_s"].map(lambda v: f"{v:,.0f}"),
-            "nearest site RTT ms": top["nearest_site_rtt_ms"].map(lambda v: f"{v:.0f}"),
+            "nearest site RTT ms": top["nearest_site_rtt_ms"].map(ms_text),
         }
     )
     more = f"<p>... and {len(short) - len(top)} more (populations.csv).</p>" if len(short) > len(top) else ""
@@ -298,9 +209,9 @@ def _status(summary: PlanSummary) -> str:
         f"<p>Status <b>{html.escape(summary.status)}</b> ({html.escape(summary.solver)}: "
         f"{html.escape(summary.solver_message)}, gap {_fmt(summary.gap, '.3%', 'n/a')}). "
         f"{summary.sites_open} of {summary.sites_candidate} candidate sites open, "
-        f"{summary.nodes:,} nodes, {summary.mw_used:.1f} MW. "
-        f"p99 TTFT: demand-weighted mean {_fmt(summary.p99_ttft_ms_mean, '.0f', 'n/a')} ms, "
-        f"worst {_fmt(summary.p99_ttft_ms_max, '.0f', 'n/a')} ms. "
+        f"{summary.nodes:,} nodes, {mw_text(summary.mw_used)} MW. "
+        f"p99 TTFT: demand-weighted mean {_fmt(summary.p99_ttft_ms_mean, ',.1f', 'n/a')} ms, "
+        f"worst {_fmt(summary.p99_ttft_ms_max, ',.1f', 'n/a')} ms. "
         f"Unserved share of demand: {summary.unserved_share:.2%}.</p>"
     )
 
@@ -343,6 +254,11 @@ def render_html(
     rules, notes = split_rules(notes)
     name = html.escape(summary.scenario)
     budget = _image(folder / "ttft_budget.png", "p99 TTFT budget by component") if (folder / "ttft_budget.png").exists() else ""
+    waterfall = (
+        _image(folder / "cost_waterfall.png", "$ per million goodput tokens by class, step by step")
+        if (folder / "cost_waterfall.png").exists()
+        else ""
+    )
     body = [
         f"<h1>Placement report: {name}</h1>",
         _headline(summary),
@@ -352,6 +268,7 @@ def render_html(
         *_rules(rules),
         "<h2>Cost breakdown</h2>",
         _costs(cost_breakdown(summary, sites)),
+        waterfall,
         "<h2>TTFT budget</h2>",
         budget,
         "<h2>Open sites</h2>",
@@ -389,8 +306,29 @@ def _write_text(path: Path, text: str) -> Path:
     return _write_atomic(path, lambda target: target.write_text(text, encoding="utf-8"))
 
 
+def draw_charts_of_tables(summary: PlanSummary, sites: pd.DataFrame, assignments: pd.DataFrame, folder: Path) -> Path:
+    """Draw ``cost_waterfall.png`` into a results folder.
+
+    Parameters
+    ----------
+    summary : PlanSummary
+        The plan's figures.
+    sites, assignments : pandas.DataFrame
+        The plan's tables.
+    folder : Path
+        Results folder.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    table = cost_waterfall(summary.classes, sites, assignments)
+    return draw_cost_waterfall(table, folder / "cost_waterfall.png", unserved_share=summary.unserved_share)
+
+
 def write_report_html(plan: Plan, folder: Path) -> Path:
-    """Draw ``ttft_budget.png`` and write ``report.html`` into a results folder.
+    """Draw ``ttft_budget.png`` and ``cost_waterfall.png`` and write ``report.html`` into a results folder.
 
     Call it after the maps are written: it embeds every ``map*.png`` it finds.
 
@@ -408,6 +346,7 @@ def write_report_html(plan: Plan, folder: Path) -> Path:
     """
     folder = Path(folder)
     draw_ttft_budget(plan.assignments, folder / "ttft_budget.png")
+    draw_charts_of_tables(plan.summary, plan.sites, plan.assignments, folder)
     text = render_html(plan.summary, plan.sites, plan.populations, plan.notes, folder)
     return _write_text(folder / "report.html", text)
 
@@ -477,7 +416,7 @@ def read_results(out_dir: str | Path) -> Results:
 
 
 def rerender_report(out_dir: str | Path) -> list[Path]:
-    """Rebuild ``report.md``, ``ttft_budget.png`` and ``report.html`` of a results folder.
+    """Rebuild ``report.md``, ``ttft_budget.png``, ``cost_waterfall.png`` and ``report.html`` of a results folder.
 
     Reads ``summary.json``, ``sites.csv``, ``assignments.csv`` and ``populations.csv``, re-uses
     the maps already in the folder, and does not solve anything. Each file is replaced whole.
@@ -503,6 +442,11 @@ def rerender_report(out_dir: str | Path) -> list[Path]:
     results = read_results(folder)
     summary, notes, populations = results.summary, results.notes, results.populations
     budget = _write_atomic(folder / "ttft_budget.png", lambda target: draw_ttft_budget(results.assignments, target))
+    table = cost_waterfall(summary.classes, results.sites, results.assignments)
+    waterfall = _write_atomic(
+        folder / "cost_waterfall.png",
+        lambda target: draw_cost_waterfall(table, target, unserved_share=summary.unserved_share),
+    )
     markdown = _write_text(folder / "report.md", render_markdown(summary, results.sites, populations, notes))
     report = _write_text(folder / "report.html", render_html(summary, results.sites, populations, notes, folder))
-    return [markdown, budget, report]
+    return [markdown, budget, waterfall, report]

@@ -9,6 +9,7 @@ import pandas as pd
 
 from placement.plan import split_rules
 from placement.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
+from placement.textfmt import ms_text, mw_text
 
 NOT_MODELLED = "not modelled (per-node goodput is a scenario input)"
 
@@ -67,7 +68,7 @@ def _headline_lines(summary: PlanSummary) -> list[str]:
         f"Status **{summary.status}** ({summary.solver}: {summary.solver_message}, gap {_fmt(summary.gap, '.3%')} "
         f"on the {(summary.gap_basis or 'solved').replace('_', ' ')} model, "
         f"{summary.runtime_s:.1f} s solve). {summary.sites_open} of {summary.sites_candidate} candidate sites open, "
-        f"{summary.nodes:,} nodes, {summary.mw_used:.1f} MW of facility power.",
+        f"{summary.nodes:,} nodes, {mw_text(summary.mw_used)} MW of facility power.",
         "",
         f"**Cost per million goodput tokens: ${_fmt(summary.cost_per_million_goodput_tokens_usd, '.3f')}** "
         f"(${summary.objective_usd_per_h:,.0f}/h for {summary.goodput_tok_s:,.0f} goodput tok/s).",
@@ -89,8 +90,8 @@ def _five_number_lines(summary: PlanSummary) -> list[str]:
         f"| fault-domain coverage (demand with a second open site inside its budget) | "
         f"{_fmt(summary.fault_domain_coverage, '.1%')} |",
         "",
-        f"p99 TTFT: demand-weighted mean {_fmt(summary.p99_ttft_ms_mean, '.0f')} ms, "
-        f"worst {_fmt(summary.p99_ttft_ms_max, '.0f')} ms. "
+        f"p99 TTFT: demand-weighted mean {_fmt(summary.p99_ttft_ms_mean, ',.1f')} ms, "
+        f"worst {_fmt(summary.p99_ttft_ms_max, ',.1f')} ms. "
         f"Unserved share of demand: {summary.unserved_share:.2%}.",
         "",
     ]
@@ -115,7 +116,7 @@ def _site_lines(sites: pd.DataFrame) -> list[str]:
     rows = pd.DataFrame(
         {
             "site": opened["name"],
-            "MW used": opened["mw_used"].map(lambda v: f"{v:.2f}"),
+            "MW used": opened["mw_used"].map(mw_text),
             "MW avail.": opened["mw_available"].map(lambda v: f"{v:g}"),
             "nodes": opened["nodes"],
             "$/h": opened["cost_usd_per_h"].map(lambda v: f"{v:,.0f}"),
@@ -139,7 +140,7 @@ def _unserved_lines(populations: pd.DataFrame, *, limit: int = 15) -> list[str]:
             "population": top["name"],
             "country": top["country_code"],
             "unserved tok/s": top["unserved_tok_s"].map(lambda v: f"{v:,.0f}"),
-            "nearest site RTT ms": top["nearest_site_rtt_ms"].map(lambda v: f"{v:.0f}"),
+            "nearest site RTT ms": top["nearest_site_rtt_ms"].map(ms_text),
         }
     )
     return ["## Populations not served inside their objective", "", _table(rows), ""]
@@ -168,6 +169,12 @@ def render_markdown(summary: PlanSummary, sites: pd.DataFrame, populations: pd.D
         *_five_number_lines(summary),
         *(["## Rules that shaped the plan", "", *[f"- {rule}" for rule in rules], ""] if rules else []),
         *_cost_lines(cost_breakdown(summary, sites)),
+        "![$ per million goodput tokens by class, step by step](cost_waterfall.png)",
+        "",
+        "## TTFT budget",
+        "",
+        "![p99 TTFT budget by class: the median population and those with the least slack](ttft_budget.png)",
+        "",
         *_site_lines(sites),
         *_unserved_lines(populations),
     ]

@@ -29,6 +29,7 @@ from matplotlib.colors import Normalize, to_hex
 
 from placement import jsonio
 from placement.budget import COMPONENTS
+from placement.outputs.classes import deadline_classes
 from placement.plan import Plan
 
 __all__ = ["VENDOR_DIR", "leaflet_assets", "render_webmap", "webmap_data", "write_webmap"]
@@ -40,7 +41,6 @@ COST_CMAP = "viridis_r"
 CATCHMENT_TINTS = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec")
 BASEMAP_SIMPLIFY_DEG = 0.03
 """Tolerance for lightly simplifying the country outlines. [degrees]"""
-DEADLINE_MS = 60_000.0
 """Classes whose TTFT objective exceeds this are batch work; their lines start switched off. [ms]"""
 DECIMALS = 3
 
@@ -316,9 +316,7 @@ def webmap_data(
             "gradient": [to_hex(cmap(x)) for x in np.linspace(0.0, 1.0, 7)],
             "mw_max": _num(plan.sites["mw_used"].max(), 3),
             "components": list(COMPONENTS),
-            "deadline_classes": sorted(
-                str(c) for c in plan.assignments.loc[plan.assignments["ttft_objective_ms"] > DEADLINE_MS, "class"].unique()
-            ),
+            "deadline_classes": sorted(deadline_classes(plan.assignments)),
         },
     }
 
@@ -443,7 +441,7 @@ APP = r"""
     var sea = k[1] === "submarine";
     L.polyline(k[0], {color: sea ? "#2a7fb8" : "#8a6d3b", weight: 1.2, opacity: 0.7, dashArray: sea ? "4 3" : null})
       .bindPopup('<div class="popup"><b>' + esc(k[2]) + " - " + esc(k[3]) + "</b><br>" + esc(k[1]) + " link, " + fmt(k[4]) +
-        " km modelled, round trip " + fmt(k[5], 2) + " ms</div>").addTo(links);
+        " km modelled, round trip " + fmt(k[5], 1) + " ms</div>").addTo(links);
   });
 
   var lines = {};
@@ -488,7 +486,7 @@ APP = r"""
         "<br>" + fmt(s.mw_avail, 1) + " MW available, power $" + fmt(s.price, 1) + "/MWh</div>";
     }
     return '<div class="popup"><b>' + esc(s.name) + " (" + esc(s.cc) + ")</b>: open<table>" +
-      "<tr><td>MW used / available</td><td>" + fmt(s.mw, 2) + " / " + fmt(s.mw_avail, 1) + "</td></tr>" +
+      "<tr><td>MW used / available</td><td>" + fmt(s.mw, 1) + " / " + fmt(s.mw_avail, 1) + "</td></tr>" +
       "<tr><td>nodes</td><td>" + fmt(s.nodes) + "</td></tr>" +
       "<tr><td>all-in cost</td><td>$" + fmt(s.usd_h) + "/h</td></tr>" +
       "<tr><td>$ per million goodput tokens</td><td>" + fmt(s.usd_per_m, 3) + "</td></tr>" +
@@ -501,7 +499,7 @@ APP = r"""
   D.sites.forEach(function (s) {
     if (s.open) {
       L.circleMarker([s.lat, s.lon], {radius: s.radius, color: "#000", weight: 1.2, fillColor: s.colour, fillOpacity: 0.95})
-        .bindTooltip(esc(s.name) + ": " + fmt(s.mw, 1) + " MW, $" + fmt(s.usd_per_m, 2) + "/M")
+        .bindTooltip(esc(s.name) + ": " + fmt(s.mw, 1) + " MW, $" + fmt(s.usd_per_m, 3) + "/M")
         .bindPopup(function () { return sitePopup(s); }).addTo(opened);
     } else {
       L.circleMarker([s.lat, s.lon], {radius: 3.5, color: "#6b6b6b", weight: 1.2, fillOpacity: 0})

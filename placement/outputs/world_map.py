@@ -25,12 +25,15 @@ from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.path import Path as MplPath
 from matplotlib.typing import ColorType
 from numpy.typing import NDArray
 from shapely.geometry.base import BaseGeometry
 
 from placement.bundled import bundled_path
+from placement.outputs.classes import DEADLINE_COLOUR, class_colours, deadline_classes
+from placement.outputs.png import save_png
 
 BASEMAP = bundled_path("geo", "naturalearth_lowres_countries_110m.geojson")
 COST_COLUMN = "cost_per_million_goodput_tokens_usd"
@@ -90,12 +93,14 @@ def cost_norm(sites: pd.DataFrame) -> Normalize:
     Returns
     -------
     matplotlib.colors.Normalize
-        From the lowest to the highest finite $/M (0 to 1 when there is none).
+        From the lowest finite $/M to the 95th percentile (0 to 1 when there is none); dearer sites take the
+        top colour.
     """
     cost = sites.loc[sites["open"].astype(bool), COST_COLUMN].to_numpy(float)
     cost = cost[np.isfinite(cost)]
-    low, high = (float(cost.min()), float(cost.max())) if len(cost) else (0.0, 1.0)
-    return Normalize(vmin=low, vmax=high if high > low else low + 1e-6)
+    # a site serving a sliver of goodput has an enormous $/M: the 95th percentile keeps the scale readable
+    low, high = (float(cost.min()), float(np.percentile(cost, 95))) if len(cost) else (0.0, 1.0)
+    return Normalize(vmin=low, vmax=high if high > low else low + 1e-6, clip=True)
 
 
 def cost_colours(sites: pd.DataFrame, cmap: Colormap, norm: Normalize) -> NDArray[np.float64]:
@@ -307,8 +312,94 @@ def _draw_basemap(ax: Axes, world: gpd.GeoDataFrame) -> None:
     ax.set_aspect(geographic_aspect(world))
 
 
-def _draw_assignment_lines(ax: Axes, assignments: pd.DataFrame) -> None:
-    ax.add_collection(LineCollection(assignment_segments(assignments), colors="#4a78b5", linewidths=0.5, alpha=0.35, zorder=2))
+def main_assignments(assignments: pd.DataFrame) -> pd.DataFrame:
+    """Each (population, class)'s main assignment: the site carrying most of its goodput.
+
+    Parameters
+    ----------
+    assignments : pandas.DataFrame
+        The plan's assignment table.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per served (population, class).
+    """
+    ranked = assignments.sort_values("goodput_tok_s", ascending=False, kind="mergesort")
+    main: pd.DataFrame = ranked.drop_duplicates(["population_id", "class"])
+    return main
+
+
+def draw_class_lines(ax: Axes, assignments: pd.DataFrame, *, linewidth: float = 0.5, alpha: float = 0.45) -> dict[str, str]:
+    """Each population's line to its main site, one colour per interactive class; deadline classes left out.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Where to draw.
+    assignments : pandas.DataFrame
+        The plan's assignment table (or the rows to draw).
+    linewidth, alpha : float, optional
+        Line width [points] and opacity.
+
+    Returns
+    -------
+    dict of str to str
+        The colour of each class drawn (for the legend).
+    """
+    colours = class_colours(assignments)
+    main = main_assignments(assignments)
+    for name, colour in colours.items():
+        segments = assignment_segments(main[main["class"] == name])
+        ax.add_collection(LineCollection(segments, colors=colour, linewidths=linewidth, alpha=alpha, zorder=2))
+    return colours
+
+
+def _draw_catchments(ax: Axes, catchments: gpd.GeoDataFrame | None) -> None:
+    """Catchments (the land each open site serves) as faint tints with outlines, unlabelled at world scale."""
+    if catchments is None or catchments.empty:
+        return
+    shapes = catchments.geometry.to_numpy()
+    palette = plt.get_cmap("Pastel1")
+    add_polygons(ax, shapes, facecolors=[palette(k % palette.N) for k in range(len(shapes))], alpha=0.45, zorder=1)
+    add_outlines(ax, shapes, color="#8a8a8a", linewidth=0.4, alpha=0.8, zorder=1.2)
+
+
+DEADLINE_INSET = (0.0, 0.0, 0.27, 0.4)
+"""Where the deadline-flow inset sits on the world map (axes fraction: x, y, width, height), over the South Pacific."""
+
+
+def draw_deadline_flows(ax: Axes, sites: pd.DataFrame, assignments: pd.DataFrame, world: gpd.GeoDataFrame) -> None:
+    """Deadline classes' flows: each population's line to its main site, sites sized by the deadline goodput they take.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Where to draw (a small world map).
+    sites, assignments : pandas.DataFrame
+        The plan's tables.
+    world : geopandas.GeoDataFrame
+        Country polygons.
+    """
+    late = assignments[assignments["class"].isin(deadline_classes(assignments))]
+    add_polygons(ax, world.geometry.to_numpy(), facecolors="#eceae4", edgecolor="none", zorder=0.5)
+    ax.add_collection(LineCollection(assignment_segments(main_assignments(late)), colors=DEADLINE_COLOUR, linewidths=0.3,
+                                     alpha=0.35, zorder=2))  # fmt: skip
+    by_site = late.groupby("site_id", sort=False)["goodput_tok_s"].sum().sort_values(ascending=False)
+    placed = finite_points(sites.set_index(sites["site_id"].astype(str)).reindex(by_site.index).assign(tok_s=by_site))
+    total = max(float(by_site.sum()), 1e-9)
+    ax.scatter(placed["lon"], placed["lat"], s=8 + 250 * placed["tok_s"] / total, c=DEADLINE_COLOUR, edgecolors="black",
+               linewidths=0.5, zorder=3)  # fmt: skip
+    for name, lon, lat, tok_s in placed.head(4)[["name", "lon", "lat", "tok_s"]].itertuples(index=False):
+        ax.annotate(f"{name} {tok_s / total:.0%}", (lon, lat), xytext=(3, 3), textcoords="offset points", fontsize=6, zorder=4)
+    names = ", ".join(deadline_classes(assignments))
+    ax.set_title(f"deadline classes ({names}): flows to {len(by_site)} sites (area ~ share)", fontsize=7)
+    ax.set_xlim(*WORLD_LON_DEG)
+    ax.set_ylim(*WORLD_LAT_DEG)
+    ax.set_aspect(geographic_aspect(world))
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_facecolor("white")
 
 
 def _draw_sites(ax: Axes, sites: pd.DataFrame, style: SiteStyle) -> None:
@@ -326,11 +417,11 @@ def _draw_sites(ax: Axes, sites: pd.DataFrame, style: SiteStyle) -> None:
 
 
 def _draw_colorbar(fig: Figure, ax: Axes, style: SiteStyle) -> None:
-    bar = fig.colorbar(plt.cm.ScalarMappable(norm=style.norm, cmap=style.cmap), ax=ax, shrink=0.6, pad=0.01)
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=style.norm, cmap=style.cmap), ax=ax, shrink=0.6, pad=0.01, extend="max")
     bar.set_label("open site: $ per million goodput tokens")
 
 
-def _draw_legend(ax: Axes) -> None:
+def _draw_legend(ax: Axes, colours: dict[str, str], *, deadline: bool) -> None:
     handles = [
         Line2D([], [], marker="o", linestyle="", markerfacecolor="#7fc97f", markeredgecolor="black", markersize=10,
                label="open site (area ~ MW used)"),
@@ -340,9 +431,14 @@ def _draw_legend(ax: Axes) -> None:
                label="candidate site, not opened"),
         Line2D([], [], marker="o", linestyle="", color="#2b5c8a", alpha=0.6, label="population served (area ~ demand)"),
         Line2D([], [], marker="x", linestyle="", color="#c0392b", label="population not served inside its TTFT objective"),
-        Line2D([], [], color="#4a78b5", label="population -> serving site"),
+        Patch(facecolor="#fbb4ae", alpha=0.5, edgecolor="#8a8a8a", label="catchment: land whose users one site serves"),
     ]  # fmt: skip
-    ax.legend(handles=handles, loc="lower left", fontsize=8, framealpha=0.9)
+    handles += [
+        Line2D([], [], color=c, label=f"{name} (interactive): population -> its main site") for name, c in colours.items()
+    ]
+    if deadline:
+        handles.append(Line2D([], [], color=DEADLINE_COLOUR, label="deadline classes: in the inset (lower left), not on the map"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=3, fontsize=8, frameon=False)
 
 
 def _frame_world(ax: Axes, title: str) -> None:
@@ -361,8 +457,13 @@ def draw_world_map(
     *,
     title: str,
     basemap: gpd.GeoDataFrame | None = None,
+    catchments: gpd.GeoDataFrame | None = None,
 ) -> None:
-    """World map: open sites sized by MW and coloured by $/M goodput, lines to their populations.
+    """World map: open sites sized by MW and coloured by $/M goodput, interactive classes' lines and catchments.
+
+    Each interactive class's populations are joined to their main site in the class's colour; deadline
+    classes (objective over a minute), which go wherever power is cheapest, are drawn in an inset of
+    their own so they do not hide the interactive catchments.
 
     Parameters
     ----------
@@ -374,17 +475,24 @@ def draw_world_map(
         Map title.
     basemap : geopandas.GeoDataFrame, optional
         Country polygons (default: the bundled Natural Earth file).
+    catchments : geopandas.GeoDataFrame, optional
+        Catchment polygons to shade (:func:`placement.outputs.catchments.catchment_frame`).
     """
     style = SiteStyle.for_sites(sites)
+    world = load_basemap() if basemap is None else basemap
+    deadline = bool(deadline_classes(assignments))
     fig, ax = plt.subplots(figsize=WORLD_FIGSIZE_IN, dpi=110)
     try:
-        _draw_basemap(ax, load_basemap() if basemap is None else basemap)
-        _draw_assignment_lines(ax, assignments)
+        _draw_basemap(ax, world)
+        _draw_catchments(ax, catchments)
+        colours = draw_class_lines(ax, assignments)
         draw_populations(ax, populations)
         _draw_sites(ax, sites, style)
         _draw_colorbar(fig, ax, style)
-        _draw_legend(ax)
+        _draw_legend(ax, colours, deadline=deadline)
+        if deadline:
+            draw_deadline_flows(ax.inset_axes(DEADLINE_INSET), sites, assignments, world)
         _frame_world(ax, title)
-        fig.savefig(path, bbox_inches="tight")
+        save_png(fig, path, bbox_inches="tight")
     finally:
         plt.close(fig)

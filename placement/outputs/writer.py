@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from placement import jsonio
@@ -28,7 +27,7 @@ from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
 
-MARKERS = ("summary.json", "compare.csv")
+MARKERS = ("summary.json", "compare.csv", "diff.json")
 
 MAP_FILES = ("map.png", "map_<region>.png", "map.html")
 """The files ``maps=False`` (``solve --no-maps``) leaves out; every other file is written."""
@@ -55,33 +54,6 @@ def _write_csv(table: pd.DataFrame, path: Path) -> None:
     null_nonfinite(table).to_csv(path, index=False, float_format="%.10g")
 
 
-MAP_LINES_MAX = 40_000
-"""Population-to-site lines the static world map draws at most: the largest flows by goodput. At full resolution
-a plan has ~250,000 (most of them a fraction of a city's demand), which take ~6 s to draw and read as ink;
-``assignments.geojson`` holds every one."""
-
-
-def map_lines(assignments: pd.DataFrame, limit: int = MAP_LINES_MAX) -> pd.DataFrame:
-    """The assignments the static world map draws: all, or the ``limit`` largest by goodput.
-
-    Parameters
-    ----------
-    assignments : pandas.DataFrame
-        The plan's assignment table.
-    limit : int, optional
-        Most lines drawn.
-
-    Returns
-    -------
-    pandas.DataFrame
-        A subset of the rows, in their order.
-    """
-    if len(assignments) <= limit:
-        return assignments
-    largest = np.argsort(-assignments["goodput_tok_s"].to_numpy(float), kind="stable")[:limit]
-    return assignments.iloc[np.sort(largest)]
-
-
 def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
     shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
     (folder / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)) + "\n", encoding="utf-8")
@@ -99,10 +71,10 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
     title = f"{summary.scenario}: {summary.sites_open} sites, " + (
         f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
+    catchments = catchment_frame(plan)  # once: the GeoJSON, the maps and the web map draw the same
     if maps:
-        draw_world_map(plan.sites, map_lines(plan.assignments), plan.populations, folder / "map.png", title=title)
+        draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title, catchments=catchments)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
-    catchments = catchment_frame(plan)  # once: the GeoJSON, the regional maps and the web map draw the same
     links = plan.instance.latency.links_frame()  # the network the plan's round trips were computed on
     write_catchments(catchments, folder)
     write_network(links, folder)
@@ -133,7 +105,7 @@ def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...]
         The destination the user gave (``--out``).
     results_markers : tuple of str or None, optional
         Files that mark an existing folder as results this program may replace (default
-        ``summary.json`` or ``compare.csv``); None leaves that check to the caller (a sweep
+        ``summary.json``, ``compare.csv`` or ``diff.json``); None leaves that check to the caller (a sweep
         folder has its own marker).
 
     Returns
@@ -173,7 +145,7 @@ def write_folder(out_dir: str | Path, writer: Callable[[Path], None]) -> Path:
     ----------
     out_dir : str or Path
         Destination folder. It is replaced as a whole; an existing folder that does not hold
-        placement results (no ``summary.json`` or ``compare.csv``) is refused.
+        placement results (no ``summary.json``, ``compare.csv`` or ``diff.json``) is refused.
     writer : callable
         Writes every file into the folder it is given.
 

@@ -1,0 +1,261 @@
+"""The plan's LP with the design fixed, on highspy arrays: duals of every site's power and fast what-if re-solves.
+
+Open sites are fixed (closed ones carry nothing), node counts are continuous and bounded only by each
+site's power row, and demand that the design cannot serve is left unserved at the least possible share
+(an elastic first solve), then held at that share so every figure compares plans at the same service.
+The dual of a site's power row is the cost one more MW there saves (at a closed site: what the first MW
+would save were the site open at no fixed cost). A what-if (one site closed, or opened) changes a few
+bounds and re-solves from the previous basis, a fraction of building the model again.
+N+1 rows are not in this LP: :func:`supports` says when it stands for the plan's model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
+from placement.optimize.solver import _quiet_stdout
+
+__all__ = ["FixedDesignLP", "Resolve", "supports"]
+
+
+def supports(data: PlacementInput) -> bool:
+    """True when the array LP is the plan's LP with the design fixed (no N+1 rows).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+
+    Returns
+    -------
+    bool
+        Whether :class:`FixedDesignLP` applies.
+    """
+    return not data.fault_tolerant
+
+
+@dataclass(frozen=True)
+class Resolve:
+    """One what-if: the LP's cost and the node count of the site toggled.
+
+    Parameters
+    ----------
+    cost_usd_per_h : float
+        Total cost, open sites' fixed costs included (``inf`` when infeasible at the same service). [USD/h]
+    nodes : float
+        The toggled site's (continuous) node count.
+    load_cost_usd_per_h : float
+        The load-dependent cost of the shares it carries, at its own prices. [USD/h]
+    """
+
+    cost_usd_per_h: float
+    nodes: float
+    load_cost_usd_per_h: float = 0.0
+
+
+class FixedDesignLP:
+    """The fixed-design LP of a plan, built once in HiGHS.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (without N+1).
+    is_open : numpy.ndarray of bool
+        ``(m,)`` the plan's open sites.
+    unserved_penalty_usd_per_tok_s : float
+        Price of a mean tok/s left unserved in the first, elastic solve. [USD/h per tok/s]
+    threads : int, optional
+        HiGHS threads.
+    """
+
+    def __init__(
+        self, data: PlacementInput, is_open: BoolArray, unserved_penalty_usd_per_tok_s: float, *, threads: int = 1
+    ) -> None:
+        import highspy
+
+        self.data = data
+        self.is_open = np.asarray(is_open, dtype=bool).copy()
+        self.n_pairs, self.n_sites, self.n_rows = len(data.pair_site), data.n_sites, data.n_commodities
+        self.n_slices = len(data.slice_hours)
+        with _quiet_stdout(True):  # HiGHS prints its banner from C++ before any option applies
+            self.highs = highspy.Highs()  # type: ignore[no-untyped-call]
+            self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("threads", threads)
+        self.highs.setOptionValue("random_seed", 0)
+        self._add_rows()
+        self._add_columns(unserved_penalty_usd_per_tok_s * data.mean_demand_tok_s)
+        self.status = self._run()
+        self.unserved_share = self._fix_unserved() if self.status else np.zeros(self.n_rows)
+        self.status = self.status and self._run()
+
+    # --- layout: rows are demand (c), capacity (m x T, site-major), power (m); columns shares (p), nodes (m), unserved (c)
+
+    def _capacity_row(self, site: IntArray, slice_index: IntArray) -> IntArray:
+        return np.asarray(self.n_rows + site * self.n_slices + slice_index)
+
+    def _power_row(self, site: int) -> int:
+        return self.n_rows + self.n_sites * self.n_slices + site
+
+    def _node_column(self, site: int) -> int:
+        return self.n_pairs + site
+
+    def _add_rows(self) -> None:
+        m, t = self.n_sites, self.n_slices
+        lower = np.concatenate([np.ones(self.n_rows), np.full(m * t, -np.inf), np.full(m, -np.inf)])
+        upper = np.concatenate([np.ones(self.n_rows), np.zeros(m * t), self.data.site_mw_available * self.is_open])
+        empty = np.zeros(0, dtype=np.int32)
+        self.highs.addRows(len(lower), lower, upper, 0, np.zeros(len(lower), dtype=np.int32), empty, np.zeros(0))
+
+    def _add_columns(self, unserved_cost: FloatArray) -> None:
+        data, k, m, t = self.data, self.n_pairs, self.n_sites, self.n_slices
+        pairs = np.arange(k)
+        load = data.pair_slice_load()  # (k, T) node-equivalents at a share of 1
+        row = np.concatenate(
+            [
+                data.pair_commodity,
+                self._capacity_row(np.repeat(data.pair_site, t), np.tile(np.arange(t), k)),
+                self._capacity_row(np.repeat(np.arange(m), t), np.tile(np.arange(t), m)),
+                [self._power_row(j) for j in range(m)],
+                np.arange(self.n_rows),
+            ]
+        )
+        col = np.concatenate(
+            [pairs, np.repeat(pairs, t), k + np.repeat(np.arange(m), t), k + np.arange(m), k + m + np.arange(self.n_rows)]
+        )
+        value = np.concatenate([np.ones(k), load.ravel(), -np.ones(m * t), data.site_node_mw, np.ones(self.n_rows)])
+        order = np.lexsort((row, col))
+        n_cols = k + m + self.n_rows
+        starts = np.searchsorted(col[order], np.arange(n_cols)).astype(np.int32)
+        cost = np.concatenate([data.pair_cost_usd_per_h, data.site_node_usd_per_h, unserved_cost])
+        lower = np.zeros(n_cols)
+        upper = np.concatenate([self.is_open[data.pair_site].astype(float), np.full(m, np.inf), np.ones(self.n_rows)])
+        self.highs.addCols(n_cols, cost, lower, upper, len(order), starts, row[order].astype(np.int32), value[order])
+
+    def _run(self) -> bool:
+        self.highs.run()
+        return bool(self.highs.modelStatusToString(self.highs.getModelStatus()) == "Optimal")
+
+    def _fix_unserved(self) -> FloatArray:
+        """Hold each row's unserved share at the elastic solve's (0 where the design serves it all)."""
+        start = self.n_pairs + self.n_sites
+        share: FloatArray = np.clip(np.asarray(self.highs.getSolution().col_value, dtype=float)[start:], 0.0, 1.0)
+        share[share * self.data.mean_demand_tok_s < 1e-6] = 0.0
+        columns = np.arange(start, start + self.n_rows, dtype=np.int32)
+        self.highs.changeColsBounds(self.n_rows, columns, share, share)
+        self.highs.changeColsCost(self.n_rows, columns, np.zeros(self.n_rows))
+        return share
+
+    # --- results of the base solve
+
+    @property
+    def fixed_usd_per_h(self) -> float:
+        """Fixed cost of the open sites, a constant of this LP. [USD/h]"""
+        return float(self.data.site_fixed_usd_per_h[self.is_open].sum())
+
+    def cost_usd_per_h(self) -> float:
+        """The last solve's total cost, fixed costs of its open sites included (``inf`` if not optimal). [USD/h]"""
+        if not self.status:
+            return float("inf")
+        return float(self.highs.getInfo().objective_function_value) + self.fixed_usd_per_h
+
+    def mw_value_usd_per_h(self) -> FloatArray:
+        """Cost one more MW saves at each site (closed sites: the first MW, their fixed cost aside). [USD/h per MW]"""
+        if not self.status:
+            return np.full(self.n_sites, np.nan)
+        duals = np.asarray(self.highs.getSolution().row_dual, dtype=float)
+        rows = [self._power_row(j) for j in range(self.n_sites)]
+        values = -duals[rows]
+        return np.where(np.abs(values) < 1e-9, 0.0, values)
+
+    def nodes(self) -> FloatArray:
+        """Continuous node count of every site in the last solve."""
+        col = np.asarray(self.highs.getSolution().col_value, dtype=float)
+        return np.asarray(col[self.n_pairs : self.n_pairs + self.n_sites], dtype=float)
+
+    # --- what-ifs
+
+    def _set_site(self, site: int, is_open: bool) -> None:
+        pairs = np.flatnonzero(self.data.pair_site == site).astype(np.int32)
+        bound = np.full(len(pairs), 1.0 if is_open else 0.0)
+        self.highs.changeColsBounds(len(pairs), pairs, np.zeros(len(pairs)), bound)
+        mw = float(self.data.site_mw_available[site]) if is_open else 0.0
+        self.highs.changeRowBounds(self._power_row(site), -np.inf, mw)
+        self.is_open[site] = is_open
+
+    def resolve_toggled(self, site: int) -> Resolve:
+        """Cost with one site toggled (open to closed or closed to open), every other site as in the plan.
+
+        The LP is left as it was (bounds restored); its basis is the what-if's, a warm start for the next.
+
+        Parameters
+        ----------
+        site : int
+            Index of the site to toggle.
+
+        Returns
+        -------
+        Resolve
+            The what-if's cost (``inf`` if the others cannot serve as much) and the site's node count.
+        """
+        was_open = bool(self.is_open[site])
+        self._set_site(site, not was_open)
+        result = Resolve(float("inf"), 0.0)
+        if self._run():
+            col = np.asarray(self.highs.getSolution().col_value, dtype=float)
+            pairs = self.data.pair_site == site
+            load = float(col[: self.n_pairs][pairs] @ self.data.pair_cost_usd_per_h[pairs])
+            cost = float(self.highs.getInfo().objective_function_value) + self.fixed_usd_per_h
+            result = Resolve(cost, float(col[self._node_column(site)]), load)
+        self._set_site(site, was_open)
+        return result
+
+    def resolve_open_repriced(self, site: int, *, node_usd_per_h: float, pair_cost_scale: float) -> Resolve:
+        """Cost with a closed site opened at other prices: its node cost and its pairs' load cost scaled.
+
+        Parameters
+        ----------
+        site : int
+            Index of a closed site.
+        node_usd_per_h : float
+            Its node cost in the what-if. [USD/h]
+        pair_cost_scale : float
+            Factor on the load-dependent cost of its pairs.
+
+        Returns
+        -------
+        Resolve
+            The what-if's cost and the site's nodes; the LP's costs and bounds are restored.
+        """
+        pairs = np.flatnonzero(self.data.pair_site == site).astype(np.int32)
+        node = np.array([self._node_column(site)], dtype=np.int32)
+        self.highs.changeColsCost(len(pairs), pairs, self.data.pair_cost_usd_per_h[pairs] * pair_cost_scale)
+        self.highs.changeColsCost(1, node, np.array([node_usd_per_h]))
+        result = self.resolve_toggled(site)
+        self.highs.changeColsCost(len(pairs), pairs, self.data.pair_cost_usd_per_h[pairs])
+        self.highs.changeColsCost(1, node, self.data.site_node_usd_per_h[[site]])
+        return result
+
+    def resolve_more_power(self, site: int, extra_mw: float) -> float:
+        """Cost with ``extra_mw`` more power at one open site, every other site as in the plan. [USD/h]
+
+        Parameters
+        ----------
+        site : int
+            Index of an open site.
+        extra_mw : float
+            Power added to its available MW. [MW]
+
+        Returns
+        -------
+        float
+            The what-if's cost (``inf`` if the LP fails); the LP's bounds are restored.
+        """
+        available = float(self.data.site_mw_available[site]) if self.is_open[site] else 0.0
+        self.highs.changeRowBounds(self._power_row(site), -np.inf, available + extra_mw)
+        feasible = self._run()
+        cost = float(self.highs.getInfo().objective_function_value) + self.fixed_usd_per_h if feasible else float("inf")
+        self.highs.changeRowBounds(self._power_row(site), -np.inf, available)
+        return cost
