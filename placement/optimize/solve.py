@@ -518,6 +518,8 @@ def solve_priced(
     closed = gap <= options.gap + 1e-12
     # Open with the restricted MILP at its own gap: what is left is the LP bound's distance to integer designs.
     stopped_by = StopReason.GAP if closed else (StopReason.OTHER if report.stopped_by == StopReason.GAP else report.stopped_by)
+    if report is not rounded.report and report.stopped_by == StopReason.TIME_LIMIT:
+        stopped_by = StopReason.TIME_LIMIT  # the MILP's answer (or its absence) depended on the clock, gap closed or not
     served = "every commodity served" if cap is None else f"at most {cap:,.6g} mean tok/s unserved (the least possible)"
     message = (
         f"LP priced over all {len(data.pair_site):,} pairs in {rounds} rounds ({int(cost.in_model.sum()):,} pairs, "
