@@ -655,7 +655,8 @@ def _site_line(r: dict[str, Any]) -> str:
     if not r["open"]:
         return f"closed {r['site_id']:<22} {r['why']}"
     only = r["populations_only_it_can_serve"]
-    sole = f"; sole site for {len(only)} populations ({', '.join(only[:3])}{'...' if len(only) > 3 else ''})" if only else ""
+    plural, more = ("s" if len(only) != 1 else ""), ("..." if len(only) > 3 else "")
+    sole = f"; sole site for {len(only)} population{plural} ({', '.join(only[:3])}{more})" if only else ""
     return (
         f"OPEN   {r['site_id']:<22} {r['goodput_share']:6.1%} of goodput, {r['nodes']:6,d} nodes, "
         f"{_power_text(r)}; {_drop_text(r['cost_of_dropping_usd_per_h'])}{sole}"
