@@ -412,8 +412,14 @@ def _draw_sites(ax: Axes, sites: pd.DataFrame, style: SiteStyle) -> None:
     area = 30 + np.nan_to_num(opened["mw_used"].to_numpy(float)) * style.area_per_mw_pt2
     ax.scatter(opened["lon"], opened["lat"], s=area, c=cost_colours(opened, style.cmap, style.norm),
                edgecolors="black", linewidths=0.8, zorder=6)  # fmt: skip
-    for name, lon, lat, mw in zip(opened["name"], opened["lon"], opened["lat"], opened["mw_used"], strict=True):
+    labelled = opened.nlargest(WORLD_LABELS_MAX, "mw_used") if len(opened) > WORLD_LABELS_MAX else opened
+    for name, lon, lat, mw in zip(labelled["name"], labelled["lon"], labelled["lat"], labelled["mw_used"], strict=True):
         ax.annotate(f"{name}\n{mw:.1f} MW", (lon, lat), xytext=(6, 6), textcoords="offset points", fontsize=7, zorder=7)
+
+
+WORLD_LABELS_MAX = 40
+"""Open sites named on the world map at most (the largest by MW): past that the names overprint each other; the
+regional maps and ``sites.csv`` name every one."""
 
 
 def _draw_colorbar(fig: Figure, ax: Axes, style: SiteStyle) -> None:
