@@ -301,6 +301,9 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     members = row_of_commodity >= 0
     row_demand = np.zeros((len(modelled), n_slices, len(years), len(scenarios)))
     np.add.at(row_demand, row_of_commodity[members], trajectory[members])
+    commodity_demand = instance.commodity_mean_demand_tok_s[:, None, None] * growth * mix[:, :, None]  # (c, Y, S)
+    row_mean = np.zeros((len(modelled), len(years), len(scenarios)))
+    np.add.at(row_mean, row_of_commodity[members], commodity_demand[members])
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
     fixed, per_mw, node_mw, running, energy = _site_costs(loaded, sites, fleet, n_slices)
     rate = horizon.discount_rate
@@ -331,8 +334,8 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         unserved_usd_per_million_tokens=horizon.unserved_penalty_usd_per_million_tokens,
         integer_nodes=horizon.integer_nodes,
         power_margin_mw=margin,
+        row_mean_demand_tok_s=row_mean,
     )
-    commodity_demand = np.einsum("ctys,t->cys", trajectory, data.slice_weight)
     progress(
         f"build-out: {len(years)} years x {len(scenarios)} scenarios, {len(modelled)} demand rows, {len(pair_row)} pairs, "
         f"{int((mw.max(axis=1) > 0).sum())} sites with power, {len(fleet.ids)} accelerators"

@@ -88,7 +88,8 @@ class PlanCosts:
     def unserved_share(self) -> FloatArray:
         """``(Y, S)`` share of demand not served."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(np.where(self.demand_tok_s > 0, 1.0 - self.goodput_tok_s / self.demand_tok_s, 0.0))
+            share = np.where(self.demand_tok_s > 0, 1.0 - self.goodput_tok_s / self.demand_tok_s, 0.0)
+        return np.asarray(np.clip(share, 0.0, 1.0))
 
 
 def plan_costs(data: BuildoutInput, solution: BuildoutSolution) -> PlanCosts:
@@ -110,22 +111,38 @@ def plan_costs(data: BuildoutInput, solution: BuildoutSolution) -> PlanCosts:
     site = first.open * data.site_fixed_usd_per_h[:, None] + first.mw_reserved * data.site_usd_per_h_per_mw[:, None]
     annuity = np.einsum("mabs,ab,by->mays", solution.buy, data.node_annuity_usd_per_h, data.alive.astype(float))
     running = solution.nodes * data.node_usd_per_h[:, :, None, None]
-    energy = np.einsum("mkayst,mka,t->mays", solution.served_tok_s, data.energy_usd_per_h_per_tok_s, data.slice_weight)
-    daily_demand = np.einsum("rtys,t->rys", data.row_demand_tok_s, data.slice_weight)
+    energy = np.einsum("mkayst,mka,yst->mays", solution.served_tok_s, data.energy_usd_per_h_per_tok_s, data.energy_weight)
+    daily_demand = data.daily_demand_tok_s
     unserved = (solution.unserved_share * daily_demand).sum(axis=0) * data.unserved_usd_per_h_per_tok_s
-    goodput = np.einsum("mkayst,t->ys", solution.served_tok_s, data.slice_weight)
+    goodput = site_goodput_tok_s(data, solution).sum(axis=0)
     return PlanCosts(
         site_usd_per_h=np.asarray(site, dtype=float),
         node_capex_usd_per_h=annuity,
         node_running_usd_per_h=running,
         energy_usd_per_h=energy,
-        capex_usd=np.asarray(solution.buy * data.node_capex_usd[None, :, :, None]),
+        capex_usd=np.asarray(np.maximum(solution.buy, 0.0) * data.node_capex_usd[None, :, :, None]) + 0.0,
         unserved_usd_per_h=np.asarray(unserved),
         goodput_tok_s=goodput,
         demand_tok_s=daily_demand.sum(axis=0),
         year_weight_h=data.year_weight_h,
         probability=data.probability,
     )
+
+
+def site_goodput_tok_s(data: BuildoutInput, solution: BuildoutSolution) -> FloatArray:
+    """``(M, Y, S)`` daily mean goodput served at each site. [tokens/s]"""
+    served = solution.pair_share * data.daily_demand_tok_s[data.pair_row]
+    total = np.zeros((data.node_mw.shape[0], *served.shape[1:]))
+    np.add.at(total, data.pair_site, served)
+    return total
+
+
+def accelerator_goodput_tok_s(data: BuildoutInput, solution: BuildoutSolution) -> FloatArray:
+    """``(M, A, Y, S)`` daily mean goodput per site and accelerator (each site's goodput split as its slices' load). [tokens/s]"""
+    load = np.einsum("mkayst,t->mays", solution.served_tok_s, data.slice_weight)
+    total = load.sum(axis=1, keepdims=True)
+    split = np.where(total > 0, load / np.maximum(total, 1e-300), 0.0)
+    return np.asarray(split * site_goodput_tok_s(data, solution)[:, None])
 
 
 def _count(mask: NDArray[np.bool_], what: str) -> list[str]:

@@ -82,6 +82,10 @@ class BuildoutInput:
     power_margin_mw : numpy.ndarray or None
         ``(M,)`` MW held back below each site's energized power so that rounding continuous purchases
         up cannot exceed it (None: none).
+    row_mean_demand_tok_s : numpy.ndarray or None
+        ``(R, Y, S)`` daily mean demand of each row (None: the slice-weighted ``row_demand_tok_s``). Slices
+        hold each block's busiest hour for capacity; goodput, energy and the unserved penalty follow the
+        mean. [tokens/s]
     """
 
     year_weight_h: FloatArray
@@ -107,6 +111,7 @@ class BuildoutInput:
     unserved_usd_per_million_tokens: float
     integer_nodes: bool = False
     power_margin_mw: FloatArray | None = None
+    row_mean_demand_tok_s: FloatArray | None = None
 
     @property
     def shape(self) -> tuple[int, int, int, int, int, int]:
@@ -127,14 +132,34 @@ class BuildoutInput:
         """Penalty of 1 token/s not served for an hour. [USD/h per token/s]"""
         return self.unserved_usd_per_million_tokens * SECONDS_PER_HOUR / 1e6
 
-    def with_scenarios(self, demand_tok_s: FloatArray, probability: FloatArray) -> BuildoutInput:
-        """The same instance with other demand scenarios (``(R, T, Y, S')`` and ``(S',)``)."""
-        return replace(self, row_demand_tok_s=demand_tok_s, probability=probability)
+    @property
+    def daily_demand_tok_s(self) -> FloatArray:
+        """``(R, Y, S)`` daily mean demand of each row. [tokens/s]"""
+        if self.row_mean_demand_tok_s is not None:
+            return self.row_mean_demand_tok_s
+        return np.asarray(np.einsum("rtys,t->rys", self.row_demand_tok_s, self.slice_weight))
+
+    @property
+    def energy_weight(self) -> FloatArray:
+        """``(Y, S, T)`` weight of a slice's load in the day's energy: its share of the day times mean over busiest-hour load."""
+        peak = np.einsum("rtys,t->ys", self.row_demand_tok_s, self.slice_weight)
+        mean = self.daily_demand_tok_s.sum(axis=0)
+        ratio = np.where(peak > 0, mean / np.maximum(peak, 1e-300), 1.0)
+        return np.asarray(ratio[:, :, None] * self.slice_weight[None, None, :])
+
+    def scenario(self, s: int) -> BuildoutInput:
+        """Scenario ``s`` alone, with probability 1."""
+        return self.with_scenarios(self.row_demand_tok_s[..., s : s + 1], self.daily_demand_tok_s[..., s : s + 1], np.ones(1))
+
+    def with_scenarios(self, demand_tok_s: FloatArray, mean_tok_s: FloatArray, probability: FloatArray) -> BuildoutInput:
+        """The same instance with other demand scenarios (``(R, T, Y, S')``, ``(R, Y, S')`` and ``(S',)``)."""
+        return replace(self, row_demand_tok_s=demand_tok_s, row_mean_demand_tok_s=mean_tok_s, probability=probability)
 
     def mean_value(self) -> BuildoutInput:
         """The mean-value problem: one scenario whose demand is the probability-weighted mean."""
-        mean = np.einsum("rtys,s->rty", self.row_demand_tok_s, self.probability)[..., None]
-        return self.with_scenarios(mean, np.ones(1))
+        slices = np.einsum("rtys,s->rty", self.row_demand_tok_s, self.probability)[..., None]
+        mean = np.einsum("rys,s->ry", self.daily_demand_tok_s, self.probability)[..., None]
+        return self.with_scenarios(slices, mean, np.ones(1))
 
 
 @dataclass(frozen=True)
@@ -357,11 +382,12 @@ def define_objective(problem: pulp.LpProblem, data: BuildoutInput, v: ModelVaria
         lifetime_h = float(weight[alive[b]].sum())
         running = float(data.node_annuity_usd_per_h[h, b] + data.node_usd_per_h[j, h])
         terms.append((var, float(prob[s]) * lifetime_h * running))
+    energy = data.energy_weight
     for (j, k, h, y, s, t), var in v.z.items():
-        coef = prob[s] * weight[y] * data.slice_weight[t] * data.energy_usd_per_h_per_tok_s[j, k, h]
+        coef = prob[s] * weight[y] * energy[y, s, t] * data.energy_usd_per_h_per_tok_s[j, k, h]
         terms.append((var, float(coef)))
     penalty = data.unserved_usd_per_h_per_tok_s
-    daily = np.einsum("rtys,t->rys", data.row_demand_tok_s, data.slice_weight)
+    daily = data.daily_demand_tok_s
     for (r, y, s), var in v.u.items():
         terms.append((var, float(prob[s] * weight[y] * penalty * daily[r, y, s])))
     existing = float(np.einsum("may,ma,y->", data.existing_nodes, data.node_usd_per_h, weight))
@@ -390,9 +416,9 @@ def scenario_cost_expressions(data: BuildoutInput, v: ModelVariables) -> list[pu
     for (j, h, b, s), var in v.buy.items():
         running = float(data.node_annuity_usd_per_h[h, b] + data.node_usd_per_h[j, h])
         terms[s].append((var, float(weight[alive[b]].sum()) * running))
+    energy, daily = data.energy_weight, data.daily_demand_tok_s
     for (j, k, h, y, s, t), var in v.z.items():
-        terms[s].append((var, float(weight[y] * data.slice_weight[t] * data.energy_usd_per_h_per_tok_s[j, k, h])))
-    daily = np.einsum("rtys,t->rys", data.row_demand_tok_s, data.slice_weight)
+        terms[s].append((var, float(weight[y] * energy[y, s, t] * data.energy_usd_per_h_per_tok_s[j, k, h])))
     for (r, y, s), var in v.u.items():
         terms[s].append((var, float(weight[y] * data.unserved_usd_per_h_per_tok_s * daily[r, y, s])))
     existing = float(np.einsum("may,ma,y->", data.existing_nodes, data.node_usd_per_h, weight))
@@ -539,8 +565,7 @@ def round_up(data: BuildoutInput, solution: BuildoutSolution) -> BuildoutSolutio
     BuildoutSolution
         Integer purchases; MW reserved and open sites made consistent with them.
     """
-    buy = np.ceil(solution.buy - 1e-6)
-    buy[buy < 0] = 0.0
+    buy = np.maximum(np.ceil(solution.buy - 1e-6), 0.0) + 0.0  # + 0.0: no -0.0 in the tables
     nodes = nodes_in_service(data, buy)
     need = np.einsum("mays,ma->mys", nodes, data.node_mw).max(axis=2)
     reserved = np.maximum.accumulate(np.maximum(solution.first.mw_reserved, need), axis=1)

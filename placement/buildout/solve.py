@@ -130,7 +130,7 @@ def _regret(buildout: Buildout, options: SolverOptions, progress: Progress) -> d
     data = buildout.data
     alone = []
     for s in range(data.probability.size):
-        single = data.with_scenarios(data.row_demand_tok_s[..., s : s + 1], np.ones(1))
+        single = data.scenario(s)
         alone.append(plan_costs(single, checked(single, solve_buildout(single, options), "wait-and-see")).expected_npv_usd)
         progress(f"wait-and-see {buildout.scenario_names[s]}: ${alone[-1] / 1e9:,.3f} B")
     problem, v = create_model(replace(data, probability=np.zeros_like(data.probability)))
