@@ -301,16 +301,23 @@ def define_power(
     v: ModelVariables,
     in_service: dict[tuple[int, int, int, int], pulp.LpAffineExpression],
 ) -> None:
-    """Nodes in service draw no more than the MW reserved at their site."""
+    """Nodes in service draw no more than the MW reserved at their site; an open site runs at least one node.
+
+    The second row is what "sites once open stay open" means for a planner: a site is not left dark
+    (its MW reserved and paid for, nothing running) when its first nodes retire.
+    """
     m, _, a, n_years, n_scen, _ = data.shape
     for j in range(m):
         for y in range(n_years):
             for s in range(n_scen):
                 row = pulp.LpAffineExpression([(v.res[j, y], -1.0)])
+                running = pulp.LpAffineExpression([(v.open[j, y], -1.0)])
                 for h in range(a):
                     row.addInPlace(in_service[j, h, y, s] * float(data.node_mw[j, h]))
+                    running.addInPlace(in_service[j, h, y, s])
                 if len(row) > 1 or row.constant != 0:
                     problem.addConstraint(row <= 0)
+                problem.addConstraint(running >= 0)
 
 
 def define_routing(problem: pulp.LpProblem, data: BuildoutInput, v: ModelVariables) -> None:
@@ -544,10 +551,38 @@ def solve_buildout(data: BuildoutInput, options: SolverOptions, *, fixed: FirstS
     solution, report = _solve(data, options, opened=sites_of_relaxation(data, relaxed))
     if not report.status.has_solution:
         return solution
-    proven = replace(
-        report, best_bound=bound.objective, gap=max(report.objective - bound.objective, 0.0) / max(abs(report.objective), 1e-9)
-    )
-    return round_up(data, replace(solution, report=proven))
+    best, lower = solution, bound.objective
+    if _gap(report.objective, lower) > options.gap:
+        polished = _polish(data, options, solution)
+        lower = max(lower, polished.report.best_bound) if np.isfinite(polished.report.best_bound) else lower
+        if polished.report.status.has_solution and polished.report.objective < report.objective:
+            best, report = polished, polished.report
+    proven = replace(report, best_bound=lower, gap=_gap(report.objective, lower))
+    return round_up(data, replace(best, report=proven))
+
+
+def _gap(objective: float, bound: float) -> float:
+    return max(objective - bound, 0.0) / max(abs(objective), 1e-9)
+
+
+def _polish(data: BuildoutInput, options: SolverOptions, start: BuildoutSolution) -> BuildoutSolution:
+    """The MILP with binary sites, started from a feasible plan (when relax-and-fix leaves a gap above the target)."""
+    problem, v = create_model(data)
+    for (j, y), var in v.open.items():
+        var.setInitialValue(int(start.first.open[j, y]))
+        v.res[j, y].setInitialValue(float(start.first.mw_reserved[j, y]))
+    for key, var in v.buy.items():
+        var.setInitialValue(float(start.buy[key]))
+    for x_key, var in v.x.items():
+        var.setInitialValue(float(start.pair_share[x_key]))
+    for u_key, var in v.u.items():
+        var.setInitialValue(float(start.unserved_share[u_key]))
+    for z_key, var in v.z.items():
+        var.setInitialValue(float(start.served_tok_s[z_key]))
+    report = solve_problem(problem, options, warm_start=True)
+    if not report.status.has_solution:
+        return _empty(data, report)
+    return read_solution(data, v, report)
 
 
 def round_up(data: BuildoutInput, solution: BuildoutSolution) -> BuildoutSolution:

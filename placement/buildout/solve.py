@@ -125,14 +125,32 @@ def evaluate_first_stage(data: BuildoutInput, first: FirstStage, options: Solver
     return solve_buildout(data, options, fixed=first)
 
 
-def _regret(buildout: Buildout, options: SolverOptions, progress: Progress) -> dict[str, object]:
-    """The first stage minimising the largest regret against each scenario's own optimum (wait-and-see)."""
-    data = buildout.data
+def min_max_regret(
+    data: BuildoutInput, options: SolverOptions, names: list[str], progress: Progress = quiet
+) -> dict[str, object]:
+    """The first stage minimising the largest regret against each scenario's own optimum (wait-and-see).
+
+    Parameters
+    ----------
+    data : BuildoutInput
+        The arrays.
+    options : SolverOptions
+        Solver and limits.
+    names : list of str
+        Scenario names.
+    progress : callable, optional
+        Receives one line per step.
+
+    Returns
+    -------
+    dict
+        Wait-and-see cost and the regret plan's cost per scenario, its largest regret and expected cost. [USD]
+    """
     alone = []
     for s in range(data.probability.size):
         single = data.scenario(s)
         alone.append(plan_costs(single, checked(single, solve_buildout(single, options), "wait-and-see")).expected_npv_usd)
-        progress(f"wait-and-see {buildout.scenario_names[s]}: ${alone[-1] / 1e9:,.3f} B")
+        progress(f"wait-and-see {names[s]}: ${alone[-1] / 1e9:,.3f} B")
     problem, v = create_model(replace(data, probability=np.zeros_like(data.probability)))
     worst = problem.add_variable("max_regret_usd", lowBound=None)
     expressions = scenario_cost_expressions(data, v)
@@ -145,37 +163,57 @@ def _regret(buildout: Buildout, options: SolverOptions, progress: Progress) -> d
     costs = plan_costs(data, solution)
     regrets = costs.scenario_npv_usd - np.array(alone)
     return {
-        "wait_and_see_usd": dict(zip(buildout.scenario_names, alone, strict=True)),
-        "scenario_costs_usd": dict(zip(buildout.scenario_names, costs.scenario_npv_usd.tolist(), strict=True)),
+        "wait_and_see_usd": dict(zip(names, alone, strict=True)),
+        "scenario_costs_usd": dict(zip(names, costs.scenario_npv_usd.tolist(), strict=True)),
         "max_regret_usd": float(regrets.max()),
         "expected_cost_usd": costs.expected_npv_usd,
         "sites_open_last_year": int(solution.first.open[:, -1].sum()),
     }
 
 
-def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progress = quiet) -> StochasticResult:
-    """RP, EV, EEV and VSS (and the min-max-regret plan when the horizon asks for it).
+@dataclass(frozen=True)
+class StochasticPlans:
+    """The plans of a two-stage problem on arrays (see :class:`StochasticResult` for the fields)."""
+
+    plan: BuildoutSolution
+    costs: PlanCosts
+    rp_usd: float
+    rp_bound_usd: float
+    ev_usd: float
+    eev_usd: float
+    eev_scenario_usd: np.ndarray
+    adopted: str
+    timings_s: dict[str, float]
+    notes: list[str]
+
+    @property
+    def vss_usd(self) -> float:
+        """EEV minus the adopted plan's expected NPV (>= 0). [USD]"""
+        return max(self.eev_usd - self.costs.expected_npv_usd, 0.0)
+
+
+def solve_plans(data: BuildoutInput, options: SolverOptions, *, progress: Progress = quiet) -> StochasticPlans:
+    """RP, EV and EEV on arrays; the cheaper of the RP and EEV plans is adopted.
 
     Parameters
     ----------
-    buildout : Buildout
-        The arrays.
-    msg : bool, optional
-        Show the solver's log.
+    data : BuildoutInput
+        The arrays (every scenario).
+    options : SolverOptions
+        Solver and limits.
     progress : callable, optional
         Receives one line per step.
 
     Returns
     -------
-    StochasticResult
-        The adopted plan, its costs, EEV and VSS; every plan checked against the model's rules.
+    StochasticPlans
+        The adopted plan and the figures of VSS.
 
     Raises
     ------
     SolverError
         If a solve returns no solution or a solution that breaks a rule.
     """
-    data, options = buildout.data, solver_options(buildout, msg=msg)
     timings: dict[str, float] = {}
     start = time.perf_counter()
     rp = checked(data, solve_buildout(data, options), "stochastic plan (RP)")
@@ -204,13 +242,7 @@ def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progres
         )
     if plan.rounded:
         notes.append("node purchases were solved as continuous and rounded up; the costs are of the rounded plan")
-    regret = None
-    if buildout.horizon.regret:
-        start = time.perf_counter()
-        regret = _regret(buildout, options, progress)
-        timings["regret_s"] = time.perf_counter() - start
-    return StochasticResult(
-        buildout,
+    return StochasticPlans(
         plan,
         costs,
         rp_costs.expected_npv_usd,
@@ -219,7 +251,52 @@ def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progres
         eev_costs.expected_npv_usd,
         eev_costs.scenario_npv_usd,
         adopted,
-        regret,
         timings,
         notes,
+    )
+
+
+def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progress = quiet) -> StochasticResult:
+    """RP, EV, EEV and VSS (and the min-max-regret plan when the horizon asks for it).
+
+    Parameters
+    ----------
+    buildout : Buildout
+        The arrays.
+    msg : bool, optional
+        Show the solver's log.
+    progress : callable, optional
+        Receives one line per step.
+
+    Returns
+    -------
+    StochasticResult
+        The adopted plan, its costs, EEV and VSS; every plan checked against the model's rules.
+
+    Raises
+    ------
+    SolverError
+        If a solve returns no solution or a solution that breaks a rule.
+    """
+    options = solver_options(buildout, msg=msg)
+    plans = solve_plans(buildout.data, options, progress=progress)
+    timings = dict(plans.timings_s)
+    regret = None
+    if buildout.horizon.regret:
+        start = time.perf_counter()
+        regret = min_max_regret(buildout.data, options, buildout.scenario_names, progress)
+        timings["regret_s"] = time.perf_counter() - start
+    return StochasticResult(
+        buildout,
+        plans.plan,
+        plans.costs,
+        plans.rp_usd,
+        plans.rp_bound_usd,
+        plans.ev_usd,
+        plans.eev_usd,
+        plans.eev_scenario_usd,
+        plans.adopted,
+        regret,
+        timings,
+        plans.notes,
     )
