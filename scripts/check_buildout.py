@@ -9,6 +9,7 @@ generation. Prints one line per check and exits 1 if any fails.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -51,7 +52,7 @@ def checks(out: Path) -> list[tuple[str, bool, str]]:
         rows = rows.set_index("year").reindex(years)
         reserved = rows["mw_reserved"].fillna(0.0).tolist()
         used = rows["mw_used"].fillna(0.0).tolist()
-        if any(b < a - 1e-6 for a, b in zip(reserved, reserved[1:])) or _series_back_to_zero(reserved):
+        if any(b < a - 1e-6 for a, b in itertools.pairwise(reserved)) or _series_back_to_zero(reserved):
             reserved_back.append(f"{scenario}/{site}")
         if _series_back_to_zero(used):
             used_back.append(f"{scenario}/{site}")
