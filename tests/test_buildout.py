@@ -10,7 +10,7 @@ import pytest
 
 from placement.buildout.evaluate import plan_costs, violations
 from placement.buildout.model import BuildoutInput, FirstStage, solve_buildout
-from placement.buildout.solve import solve_plans
+from placement.buildout.solve import min_max_regret, solve_plans
 from placement.optimize.solver import SolverOptions
 
 EXACT = SolverOptions(gap=1e-9, time_limit_s=60)
@@ -153,3 +153,13 @@ def test_commitments_never_reverse_on_random_instances() -> None:
         assert (np.diff(first.mw_reserved, axis=1) >= -1e-9).all()
         assert (first.mw_reserved <= data.site_mw_available + 1e-9).all()
         assert plans.vss_usd >= 0
+
+
+def test_the_min_max_regret_plan_has_no_larger_regret_than_the_stochastic_plan() -> None:
+    demand = np.array([[100.0, 100.0], [100.0, 400.0]])
+    data = replace(instance(demand, mw=[[2, 4], [4, 4]], fixed=[5, 40]), site_usd_per_h_per_mw=np.array([30.0, 30.0]))
+    regret = min_max_regret(data, EXACT, ["low", "high"])
+    alone = np.array(list(regret["wait_and_see_usd"].values()))  # type: ignore[union-attr]
+    plans = solve_plans(data, EXACT)
+    rp_regret = float((plans.costs.scenario_npv_usd - alone).max())
+    assert 0 <= float(regret["max_regret_usd"]) <= rp_regret + 1e-6  # type: ignore[arg-type]

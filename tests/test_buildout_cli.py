@@ -47,6 +47,9 @@ def test_the_results_folder_holds_every_output(solved: Path) -> None:
     for key in ("expected_cost_usd", "scenario_costs_usd", "value_of_stochastic_solution_usd"):
         assert key in summary
     assert set(summary["scenario_costs_usd"]) == {"low", "high"}
+    regret = summary["min_max_regret"]  # the small scenario asks for the min-max-regret plan too
+    assert regret["max_regret_usd"] >= 0
+    assert set(regret["wait_and_see_usd"]) == {"low", "high"}
     expected = sum(summary["scenario_costs_usd"][s] * p for s, p in summary["scenario_probabilities"].items())
     assert summary["expected_cost_usd"] == pytest.approx(expected)
     years = pd.read_csv(solved / "years.csv")

@@ -464,6 +464,10 @@ def create_model(
     return problem, v
 
 
+TINY = 1e-9
+"""Solver values below this are read as 0 (a solver's 1e-16 MW is no commitment)."""
+
+
 def _value(var: pulp.LpVariable) -> float:
     return float(var.varValue) if var.varValue is not None else 0.0
 
@@ -481,7 +485,7 @@ def read_solution(data: BuildoutInput, v: ModelVariables, report: SolverReport) 
     reserved = np.zeros((m, n_years))
     for (j, y), var in v.open.items():
         opened[j, y] = _value(var) > 0.5
-        reserved[j, y] = max(_value(v.res[j, y]), 0.0)
+        reserved[j, y] = _value(v.res[j, y]) if _value(v.res[j, y]) > TINY else 0.0
     buy = np.zeros((m, a, n_years, n_scen))
     for b_key, var in v.buy.items():
         buy[b_key] = max(_value(var), 0.0)
