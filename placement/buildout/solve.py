@@ -292,10 +292,13 @@ def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progres
     options = solver_options(buildout, msg=msg)
     plans = solve_plans(buildout.data, options, progress=progress)
     timings = dict(plans.timings_s)
-    regret = None
+    regret, notes = None, list(plans.notes)
     if buildout.horizon.regret:
         start = time.perf_counter()
-        regret = min_max_regret(buildout.data, options, buildout.scenario_names, progress)
+        try:
+            regret = min_max_regret(buildout.data, options, buildout.scenario_names, progress)
+        except SolverError as exc:  # an optional extra: the stochastic plan stands without it
+            notes.append(f"no min-max-regret plan: {exc} (raise horizon.time_limit_s)")
         timings["regret_s"] = time.perf_counter() - start
     return StochasticResult(
         buildout,
@@ -309,5 +312,5 @@ def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progres
         plans.adopted,
         regret,
         timings,
-        plans.notes,
+        notes,
     )
