@@ -96,6 +96,11 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     from placement.buildout.tables import scenario_table, year_table
     from placement.outputs.buildout import write_buildout
 
+    horizon = loaded.scenario.horizon
+    limits = {k: v for k, v in (("time_limit_s", args.time_limit), ("gap", args.gap)) if v is not None}
+    if horizon is not None and limits:  # --time-limit and --gap set the build-out's own limits
+        scenario = loaded.scenario.model_copy(update={"horizon": horizon.model_copy(update=limits)})
+        loaded = LoadedScenario(scenario=scenario, path=loaded.path)
     buildout = build_buildout(loaded, progress=progress)
     result = solve_stochastic(buildout, msg=args.verbose, progress=progress)
     progress("writing results")

@@ -79,9 +79,13 @@ class Buildout:
 
 
 def horizon_of(loaded: LoadedScenario) -> HorizonSection:
-    """The scenario's horizon; a fleet-mix scenario without one plans one year (``2027``) under its own demand."""
-    horizon = loaded.scenario.horizon
-    return horizon if horizon is not None else HorizonSection(years=[2027])
+    """The scenario's horizon; a fleet mix without one plans one year (``2027``) under its own demand and solver limits."""
+    horizon, solver = loaded.scenario.horizon, loaded.scenario.solver
+    if horizon is not None:
+        return horizon
+    return HorizonSection(
+        years=[2027], gap=solver.gap, time_limit_s=solver.time_limit_s or HorizonSection.model_fields["time_limit_s"].default
+    )
 
 
 def aggregated(loaded: LoadedScenario, horizon: HorizonSection) -> LoadedScenario:
