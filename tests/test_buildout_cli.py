@@ -112,13 +112,25 @@ def test_horizon_errors_are_gathered_with_their_key_paths(tmp_path: Path) -> Non
     assert "consecutive" in text and "sum to 1" in text
 
 
-def test_a_bad_power_schedule_names_each_row(tmp_path: Path) -> None:
+def test_a_bad_power_schedule_names_each_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     schedule = tmp_path / "schedule.csv"
     schedule.write_text("site_id,year,mw_available\nnowhere,2028,10\nparis,2028,-5\nparis,20x9,4\n")
     path = _write(tmp_path, {"power_schedule": str(schedule)})
     code = main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"])
     assert code == 1
     assert not (tmp_path / "out").exists()
+    err = capsys.readouterr().err
+    for where, field in (("data row 1", "site_id"), ("data row 2", "mw_available"), ("data row 3", "year")):
+        assert f"{where}, field '{field}'" in err, err
+    assert "Traceback" not in err
+
+
+def test_mw_that_go_down_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schedule = tmp_path / "schedule.csv"
+    schedule.write_text("site_id,year,mw_available\nparis,2027,50\nparis,2028,20\n")
+    path = _write(tmp_path, {"power_schedule": str(schedule)})
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    assert "energized MW go down" in capsys.readouterr().err
 
 
 def test_a_single_year_fleet_mix_runs_through_the_buildout_engine(tmp_path: Path) -> None:
