@@ -107,7 +107,8 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     out = write_buildout(result, args.out, maps=not args.no_maps, runtime_s=time.perf_counter() - progress.start)
     years = year_table(result, buildout.base_index)
     base = buildout.scenario_names[buildout.base_index]
-    print(f"build-out {buildout.years[0]}-{buildout.years[-1]}, {base} demand:")
+    span = f"{buildout.years[0]}" + (f"-{buildout.years[-1]}" if len(buildout.years) > 1 else "")
+    print(f"build-out {span}, {base} demand:")
     print(
         f"  {'year':>6} {'$/M goodput':>12} {'goodput tok/s':>15} {'unserved':>9} {'MW used':>9} {'sites':>6}"
         "  nodes by accelerator"

@@ -235,13 +235,18 @@ def solve_plans(data: BuildoutInput, options: SolverOptions, *, progress: Progre
         f"(gap {rp.report.gap:.2%}, {timings['rp_s']:.1f} s)"
     )
     start = time.perf_counter()
-    mean = data.mean_value()
-    ev = checked(mean, solve_buildout(mean, options), "mean-value plan (EV)")
-    ev_usd = plan_costs(mean, ev).expected_npv_usd
-    eev = checked(data, evaluate_first_stage(data, ev.first, options), "mean-value plan in every scenario (EEV)")
-    eev_costs = plan_costs(data, eev)
+    if data.probability.size == 1:  # one demand future: the mean-value plan is the plan, the VSS is 0 by definition
+        ev_usd, eev, eev_costs = rp_costs.expected_npv_usd, rp, rp_costs
+    else:
+        mean = data.mean_value()
+        ev = checked(mean, solve_buildout(mean, options), "mean-value plan (EV)")
+        ev_usd = plan_costs(mean, ev).expected_npv_usd
+        eev = checked(data, evaluate_first_stage(data, ev.first, options), "mean-value plan in every scenario (EEV)")
+        eev_costs = plan_costs(data, eev)
+        progress(
+            f"mean-value plan: ${ev_usd / 1e9:,.3f} B on mean demand; ${eev_costs.expected_npv_usd / 1e9:,.3f} B expected (EEV)"
+        )
     timings["ev_eev_s"] = time.perf_counter() - start
-    progress(f"mean-value plan: ${ev_usd / 1e9:,.3f} B on mean demand; ${eev_costs.expected_npv_usd / 1e9:,.3f} B expected (EEV)")
     notes = []
     adopted, plan, costs = "rp", rp, rp_costs
     if eev_costs.expected_npv_usd < rp_costs.expected_npv_usd:
