@@ -36,6 +36,13 @@ class AcceleratorOffer(_Section):
         return self
 
 
+class ModelChange(_Section):
+    """A different model served from a year on (e.g. a larger one): goodput per node changes with it."""
+
+    year: int = Field(description="first year the new model is served")
+    model: str = Field(min_length=1, description="model id of data/serving/models.csv")
+
+
 class DemandScenario(_Section):
     """One demand future: growth per year, by continent or country, and its probability."""
 
@@ -45,6 +52,7 @@ class DemandScenario(_Section):
     growth_by_region: dict[str, float] = Field(
         default_factory=dict, description="growth per year by continent name or ISO alpha-2 country (country wins)"
     )
+    model_change: ModelChange | None = Field(None, description="serve another model from a year on (this scenario only)")
 
     @model_validator(mode="after")
     def _regions_are_known(self) -> DemandScenario:

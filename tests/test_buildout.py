@@ -163,3 +163,17 @@ def test_the_min_max_regret_plan_has_no_larger_regret_than_the_stochastic_plan()
     plans = solve_plans(data, EXACT)
     rp_regret = float((plans.costs.scenario_npv_usd - alone).max())
     assert 0 <= float(regret["max_regret_usd"]) <= rp_regret + 1e-6  # type: ignore[arg-type]
+
+
+def test_a_larger_model_in_one_scenario_needs_more_nodes_from_its_year() -> None:
+    # Scenario "bigger model": from the second year a node serves half the tokens, so twice the nodes;
+    # the shared MW must hold them, so both futures reserve 2 MW in the second year.
+    data = instance(np.array([[100.0, 100.0], [100.0, 100.0]]), mw=[[5, 5]], fixed=[10])
+    goodput = np.full((1, 1, 2, 2), 100.0)
+    goodput[0, 0, 1, 1] = 50.0
+    data = replace(data, goodput_tok_s=goodput)
+    plans = solve_plans(data, EXACT)
+    assert violations(data, plans.plan) == []
+    assert plans.plan.nodes[0, 0, :, :].tolist() == [[1.0, 1.0], [1.0, 2.0]]
+    assert plans.plan.first.mw_reserved[0].tolist() == [1.0, 2.0]
+    assert data.mean_value().goodput_kays[0, 0, :, 0].tolist() == [100.0, 75.0]

@@ -92,6 +92,7 @@ def _write(tmp_path: Path, horizon: dict[str, object]) -> Path:
             if field in raw[key]:
                 raw[key][field] = str((SMALL.parent / raw[key][field]).resolve())
     raw["time"]["profile"] = str((SMALL.parent / raw["time"]["profile"]).resolve())
+    raw["horizon"]["power_schedule"] = str((SMALL.parent / raw["horizon"]["power_schedule"]).resolve())
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -150,3 +151,26 @@ def test_a_single_year_fleet_mix_runs_through_the_buildout_engine(tmp_path: Path
     assert len(summary["years"]) == 1
     assert summary["value_of_stochastic_solution_usd"] == pytest.approx(0.0, abs=1e-6)
     assert set(summary["accelerators_used"]) <= {"h100-sxm", "b200", "mi300x"}
+
+
+def test_a_larger_model_in_one_future_raises_its_cost(tmp_path: Path) -> None:
+    futures = [
+        {"name": "same", "probability": 0.5, "growth_per_year": 0.1},
+        {"name": "bigger", "probability": 0.5, "growth_per_year": 0.1, "model_change": {"year": 2029, "model": "deepseek-v3"}},
+    ]
+    path = _write(tmp_path, {"demand_scenarios": futures, "regret": False})
+    out = tmp_path / "out"
+    assert main(["solve", str(path), "--out", str(out), "--quiet", "--no-maps"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    costs = summary["scenario_costs_usd"]
+    assert costs["bigger"] > costs["same"]
+    table = pd.read_csv(out / "buildout_scenarios.csv")
+    same = table[(table["scenario"] == "same") & (table["year"] == 2028)]["nodes"].sum()
+    assert table[(table["scenario"] == "bigger") & (table["year"] == 2028)]["nodes"].sum() == same  # nothing changes before 2029
+
+
+def test_an_unknown_model_is_named_with_its_key_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    futures = [{"name": "x", "probability": 1.0, "model_change": {"year": 2028, "model": "gpt-9"}}]
+    path = _write(tmp_path, {"demand_scenarios": futures})
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    assert "horizon.demand_scenarios[0].model_change.model" in capsys.readouterr().err

@@ -15,7 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
-from placement.buildout.fleet import Fleet, build_fleet, offers, with_accelerator
+from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.buildout.model import BuildoutInput
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.horizon import DemandScenario, HorizonSection
@@ -246,8 +246,41 @@ def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray) -> NDArray[np.boo
     return np.asarray((ttft <= objective[:, None]) & permitted & (mw.max(axis=1) > 0)[None, :])
 
 
+def scenario_goodput(loaded: LoadedScenario, horizon: HorizonSection, fleet: Fleet, years: list[int], source: str) -> FloatArray:
+    """``(K, A, Y, S)`` goodput per node: the scenario's model, or a scenario's ``model_change`` from its year on.
+
+    Raises
+    ------
+    InputError
+        A model the serving catalog does not know, with the scenario's key path.
+    """
+    base = fleet.goodput_tok_s
+    table = np.repeat(np.repeat(base[:, :, None, None], len(years), axis=2), len(horizon.demand_scenarios), axis=3)
+    problems = []
+    for s, scenario in enumerate(horizon.demand_scenarios):
+        change = scenario.model_change
+        if change is None:
+            continue
+        try:
+            changed = model_goodput_tok_s(loaded, fleet, offers(loaded), change.model)
+        except InputError as exc:
+            where = f"horizon.demand_scenarios[{s}].model_change.model"
+            problems += [Problem(source, where, "", p.rule, p.fix) for p in exc.problems]
+            continue
+        later = np.array(years) >= change.year
+        table[:, :, later, s] = changed[:, :, None]
+    if problems:
+        raise InputError(problems)
+    return table
+
+
+def _per_token(goodput: FloatArray) -> FloatArray:
+    """Nodes per token/s (0 where a node cannot serve the class)."""
+    return np.asarray(np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0))
+
+
 def _site_costs(loaded: LoadedScenario, sites: pd.DataFrame, fleet: Fleet, n_slices: int) -> tuple[FloatArray, ...]:
-    """Per site: fixed cost, cost per reserved MW; per site and accelerator: node MW, running cost; energy per token."""
+    """Per site: fixed cost, cost per reserved MW; per site and accelerator: node MW, running cost, full-load energy."""
     scenario, economics = loaded.scenario, loaded.scenario.economics
     pue = sites["pue"].to_numpy(float)
     price = sites["power_price_usd_per_mwh"].to_numpy(float)
@@ -258,11 +291,8 @@ def _site_costs(loaded: LoadedScenario, sites: pd.DataFrame, fleet: Fleet, n_sli
     node_mw = fleet.node_kw[None, :] * pue[:, None] / 1000.0
     idle = scenario.serving.idle_power_share
     running = node_mw * price[:, None] * idle + economics.opex_usd_per_node_h
-    goodput = fleet.goodput_tok_s  # (K, A)
-    with np.errstate(divide="ignore"):
-        per_tok = np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0)
-    energy = (node_mw * price[:, None] * (1.0 - idle))[:, None, :] * per_tok[None, :, :]
-    return fixed, np.asarray(per_mw), node_mw, running, np.asarray(energy)
+    node_energy = node_mw * price[:, None] * (1.0 - idle)  # (M, A) load-following power of a node at full load
+    return fixed, np.asarray(per_mw), node_mw, running, np.asarray(node_energy)
 
 
 def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Buildout:
@@ -309,7 +339,15 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     row_mean = np.zeros((len(modelled), len(years), len(scenarios)))
     np.add.at(row_mean, row_of_commodity[members], commodity_demand[members])
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
-    fixed, per_mw, node_mw, running, energy = _site_costs(loaded, sites, fleet, n_slices)
+    fixed, per_mw, node_mw, running, node_energy = _site_costs(loaded, sites, fleet, n_slices)
+    goodput = scenario_goodput(loaded, horizon, fleet, years, str(loaded.path))
+    if any(s.model_change is not None for s in scenarios):
+        last = np.round(goodput[..., -1, :]).astype(int).T.tolist()
+        progress(f"model changes: goodput per node in the last year, by scenario {last}")
+        energy = node_energy[:, None, :, None, None] * _per_token(goodput)[None]
+    else:
+        goodput = fleet.goodput_tok_s
+        energy = node_energy[:, None, :] * _per_token(goodput)[None]
     rate = horizon.discount_rate
     economics = loaded.scenario.economics
     prices = np.nan_to_num(fleet.node_capex_usd)
@@ -325,7 +363,7 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         site_usd_per_h_per_mw=per_mw,
         site_mw_available=mw,
         site_locked=sites["locked"].to_numpy(bool) | (existing.sum(axis=(1, 2)) > 0),
-        goodput_tok_s=fleet.goodput_tok_s,
+        goodput_tok_s=goodput,
         node_mw=node_mw,
         node_usd_per_h=running,
         energy_usd_per_h_per_tok_s=energy,

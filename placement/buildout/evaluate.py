@@ -111,7 +111,7 @@ def plan_costs(data: BuildoutInput, solution: BuildoutSolution) -> PlanCosts:
     site = first.open * data.site_fixed_usd_per_h[:, None] + first.mw_reserved * data.site_usd_per_h_per_mw[:, None]
     annuity = np.einsum("mabs,ab,by->mays", solution.buy, data.node_annuity_usd_per_h, data.alive.astype(float))
     running = solution.nodes * data.node_usd_per_h[:, :, None, None]
-    energy = np.einsum("mkayst,mka,yst->mays", solution.served_tok_s, data.energy_usd_per_h_per_tok_s, data.energy_weight)
+    energy = np.einsum("mkayst,mkays,yst->mays", solution.served_tok_s, data.energy_mkays, data.energy_weight)
     daily_demand = data.daily_demand_tok_s
     unserved = (solution.unserved_share * daily_demand).sum(axis=0) * data.unserved_usd_per_h_per_tok_s
     goodput = site_goodput_tok_s(data, solution).sum(axis=0)
@@ -184,14 +184,12 @@ def violations(data: BuildoutInput, solution: BuildoutSolution, *, tol: float = 
     out += _count(np.abs(total + solution.unserved_share - 1.0) > 1e-5, "row-year-scenarios whose shares do not sum to 1")
     closed = ~first.open[data.pair_site]
     out += _count((solution.pair_share > tol) & closed[:, :, None], "pair-years routed to a closed site")
-    load = np.einsum(
-        "mkayst,ka->mayst", solution.served_tok_s, np.where(data.goodput_tok_s > 0, 1 / np.maximum(data.goodput_tok_s, 1e-300), 0)
-    )
+    goodput = data.goodput_kays
+    per_node = np.where(goodput > 0, 1 / np.maximum(goodput, 1e-300), 0)
+    load = np.einsum("mkayst,kays->mayst", solution.served_tok_s, per_node)
     out += _count(load > nodes[..., None] * (1 + tol) + tol, "site-accelerator-slices loaded beyond their nodes")
-    out += _count(
-        (solution.served_tok_s.sum(axis=(0, 2)) > 0) & (data.goodput_tok_s.sum(axis=1) <= 0)[:, None, None, None],
-        "class loads on accelerators that cannot serve them",
-    )
+    cannot = (solution.served_tok_s > tol) & (goodput <= 0)[None, :, :, :, :, None]
+    out += _count(cannot, "class loads on accelerators that cannot serve them")
     m, k_count = data.node_mw.shape[0], data.goodput_tok_s.shape[0]
     routed = np.zeros((m, k_count, *solution.pair_share.shape[1:], data.slice_weight.size))
     demand = data.row_demand_tok_s[data.pair_row]  # (P, T, Y, S)

@@ -14,8 +14,10 @@ from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
 from placement.horizon import AcceleratorOffer, HorizonSection
-from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
+from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw, serving_request
 from placement.scenario import LoadedScenario
+from placement.serving.hardware import get_model
+from placement.serving.physics import serve
 
 FloatArray = NDArray[np.float64]
 
@@ -53,6 +55,33 @@ class Fleet:
         """Per class, the accelerator's profile with the longest node-side TTFT (pairs must suit every accelerator)."""
         n_classes = len(self.profiles[0])
         return [max((per_class[k] for per_class in self.profiles), key=lambda p: p.fixed_ttft_ms) for k in range(n_classes)]
+
+
+def with_model(loaded: LoadedScenario, model: str) -> LoadedScenario:
+    """The scenario serving another model on the same node."""
+    serving = loaded.scenario.serving.model_copy(update={"model": model})
+    return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
+
+
+def model_goodput_tok_s(loaded: LoadedScenario, fleet: Fleet, offered: list[AcceleratorOffer], model: str) -> FloatArray:
+    """``(K, A)`` goodput of one node per class and accelerator serving ``model`` (0 where it cannot serve a class).
+
+    Given-goodput classes keep their given goodput; the node-side TTFT stays inside each class's
+    ``serving_ttft_budget_ms`` (the serving model's constraint), so the pairs allowed do not change.
+
+    Raises
+    ------
+    InputError
+        If the model is not in the serving catalog.
+    """
+    get_model(model)
+    table = fleet.goodput_tok_s.copy()
+    for a, offer in enumerate(offered):
+        variant = with_model(with_accelerator(loaded, offer), model)
+        for k, workload in enumerate(loaded.scenario.classes):
+            if not workload.given:
+                table[k, a] = serve(serving_request(variant, workload)).goodput_tok_s
+    return table
 
 
 def offers(loaded: LoadedScenario) -> list[AcceleratorOffer]:

@@ -56,13 +56,15 @@ class BuildoutInput:
     site_locked : numpy.ndarray of bool
         ``(M,)`` sites open from the first year (an existing fleet, or the catalog's ``locked``).
     goodput_tok_s : numpy.ndarray
-        ``(K, A)`` goodput of one node of each accelerator for each class (0: cannot serve it). [tokens/s]
+        ``(K, A)`` goodput of one node of each accelerator for each class (0: cannot serve it), or
+        ``(K, A, Y, S)`` when it changes by year and scenario (a larger model arriving). [tokens/s]
     node_mw : numpy.ndarray
         ``(M, A)`` facility MW of one node (IT power times PUE). [MW]
     node_usd_per_h : numpy.ndarray
         ``(M, A)`` running cost of one node in service (idle power, opex), capex excluded. [USD/h]
     energy_usd_per_h_per_tok_s : numpy.ndarray
-        ``(M, K, A)`` load-following power cost of serving 1 token/s for an hour. [USD/h per token/s]
+        ``(M, K, A)`` load-following power cost of serving 1 token/s for an hour, or ``(M, K, A, Y, S)``.
+        [USD/h per token/s]
     offered : numpy.ndarray of bool
         ``(A, Y)`` accelerators that can be bought in each year.
     node_capex_usd : numpy.ndarray
@@ -121,6 +123,23 @@ class BuildoutInput:
         return m, self.goodput_tok_s.shape[0], a, y, s, t
 
     @property
+    def goodput_kays(self) -> FloatArray:
+        """``(K, A, Y, S)`` goodput of one node per class, accelerator, year and scenario. [tokens/s]"""
+        k, a = self.goodput_tok_s.shape[:2]
+        _, _, y, s = self.row_demand_tok_s.shape
+        table = self.goodput_tok_s if self.goodput_tok_s.ndim == 4 else self.goodput_tok_s[:, :, None, None]
+        return np.asarray(np.broadcast_to(table, (k, a, y, s)))
+
+    @property
+    def energy_mkays(self) -> FloatArray:
+        """``(M, K, A, Y, S)`` load-following power cost per token/s served for an hour. [USD/h per token/s]"""
+        m, k, a = self.energy_usd_per_h_per_tok_s.shape[:3]
+        _, _, y, s = self.row_demand_tok_s.shape
+        table = self.energy_usd_per_h_per_tok_s
+        table = table if table.ndim == 5 else table[..., None, None]
+        return np.asarray(np.broadcast_to(table, (m, k, a, y, s)))
+
+    @property
     def alive(self) -> BoolArray:
         """``(Y, Y)``: ``alive[v, y]`` when a node bought in year ``v`` serves in year ``y``."""
         years = np.arange(self.year_weight_h.size)
@@ -149,17 +168,27 @@ class BuildoutInput:
 
     def scenario(self, s: int) -> BuildoutInput:
         """Scenario ``s`` alone, with probability 1."""
-        return self.with_scenarios(self.row_demand_tok_s[..., s : s + 1], self.daily_demand_tok_s[..., s : s + 1], np.ones(1))
-
-    def with_scenarios(self, demand_tok_s: FloatArray, mean_tok_s: FloatArray, probability: FloatArray) -> BuildoutInput:
-        """The same instance with other demand scenarios (``(R, T, Y, S')``, ``(R, Y, S')`` and ``(S',)``)."""
-        return replace(self, row_demand_tok_s=demand_tok_s, row_mean_demand_tok_s=mean_tok_s, probability=probability)
+        one = slice(s, s + 1)
+        return replace(
+            self,
+            row_demand_tok_s=self.row_demand_tok_s[..., one],
+            row_mean_demand_tok_s=self.daily_demand_tok_s[..., one],
+            goodput_tok_s=self.goodput_kays[..., one],
+            energy_usd_per_h_per_tok_s=self.energy_mkays[..., one],
+            probability=np.ones(1),
+        )
 
     def mean_value(self) -> BuildoutInput:
-        """The mean-value problem: one scenario whose demand is the probability-weighted mean."""
-        slices = np.einsum("rtys,s->rty", self.row_demand_tok_s, self.probability)[..., None]
-        mean = np.einsum("rys,s->ry", self.daily_demand_tok_s, self.probability)[..., None]
-        return self.with_scenarios(slices, mean, np.ones(1))
+        """The mean-value problem: one scenario whose demand, goodput and energy are the probability-weighted means."""
+        p = self.probability
+        return replace(
+            self,
+            row_demand_tok_s=np.einsum("rtys,s->rty", self.row_demand_tok_s, p)[..., None],
+            row_mean_demand_tok_s=np.einsum("rys,s->ry", self.daily_demand_tok_s, p)[..., None],
+            goodput_tok_s=np.einsum("kays,s->kay", self.goodput_kays, p)[..., None],
+            energy_usd_per_h_per_tok_s=np.einsum("mkays,s->mkay", self.energy_mkays, p)[..., None],
+            probability=np.ones(1),
+        )
 
 
 @dataclass(frozen=True)
@@ -350,7 +379,7 @@ def define_serving(
     m, k_count, a, n_years, n_scen, n_slices = data.shape
     classes = data.row_class[data.pair_row]
     groups = group_by(data.pair_site * k_count + classes, m * k_count)
-    can_serve = data.goodput_tok_s > 0
+    goodput = data.goodput_kays
     for y in range(n_years):
         for s in range(n_scen):
             for j in range(m):
@@ -366,11 +395,11 @@ def define_serving(
                         demand = data.row_demand_tok_s[data.pair_row[pairs], t, y, s]
                         terms = [(v.x[p, y, s], float(d)) for p, d in zip(pairs, demand.tolist(), strict=True)]
                         for h in usable:
-                            if can_serve[k, h]:
+                            if goodput[k, h, y, s] > 0:
                                 z = problem.add_variable(f"z_{j}_{k}_{h}_{y}_{s}_{t}", lowBound=0.0)
                                 v.z[j, k, h, y, s, t] = z
                                 terms.append((z, -1.0))
-                                load[h].append((z, 1.0 / float(data.goodput_tok_s[k, h])))
+                                load[h].append((z, 1.0 / float(goodput[k, h, y, s])))
                         problem.addConstraint(pulp.LpAffineExpression(terms) == 0)
                     for h, terms in load.items():
                         if terms:
@@ -389,9 +418,9 @@ def define_objective(problem: pulp.LpProblem, data: BuildoutInput, v: ModelVaria
         lifetime_h = float(weight[alive[b]].sum())
         running = float(data.node_annuity_usd_per_h[h, b] + data.node_usd_per_h[j, h])
         terms.append((var, float(prob[s]) * lifetime_h * running))
-    energy = data.energy_weight
+    energy, per_tok = data.energy_weight, data.energy_mkays
     for (j, k, h, y, s, t), var in v.z.items():
-        coef = prob[s] * weight[y] * energy[y, s, t] * data.energy_usd_per_h_per_tok_s[j, k, h]
+        coef = prob[s] * weight[y] * energy[y, s, t] * per_tok[j, k, h, y, s]
         terms.append((var, float(coef)))
     penalty = data.unserved_usd_per_h_per_tok_s
     daily = data.daily_demand_tok_s
@@ -423,9 +452,9 @@ def scenario_cost_expressions(data: BuildoutInput, v: ModelVariables) -> list[pu
     for (j, h, b, s), var in v.buy.items():
         running = float(data.node_annuity_usd_per_h[h, b] + data.node_usd_per_h[j, h])
         terms[s].append((var, float(weight[alive[b]].sum()) * running))
-    energy, daily = data.energy_weight, data.daily_demand_tok_s
+    energy, daily, per_tok = data.energy_weight, data.daily_demand_tok_s, data.energy_mkays
     for (j, k, h, y, s, t), var in v.z.items():
-        terms[s].append((var, float(weight[y] * energy[y, s, t] * data.energy_usd_per_h_per_tok_s[j, k, h])))
+        terms[s].append((var, float(weight[y] * energy[y, s, t] * per_tok[j, k, h, y, s])))
     for (r, y, s), var in v.u.items():
         terms[s].append((var, float(weight[y] * data.unserved_usd_per_h_per_tok_s * daily[r, y, s])))
     existing = float(np.einsum("may,ma,y->", data.existing_nodes, data.node_usd_per_h, weight))
