@@ -67,7 +67,8 @@ def test_each_year_is_a_plain_results_folder(solved: Path) -> None:
             assert key in summary
         assert single_sites <= set(pd.read_csv(folder / "sites.csv").columns)
         assignments = pd.read_csv(folder / "assignments.csv")
-        assert {"population_id", "class", "site_id", "goodput_tok_s", "rtt_ms"} <= set(assignments.columns)
+        assert {"population_id", "class", "site_id", "goodput_tok_s", "rtt_ms", "rtt_budget_ms"} <= set(assignments.columns)
+        assert (assignments["ttft_slack_ms"] >= 0).all()
         assert assignments["goodput_tok_s"].sum() == pytest.approx(summary["goodput_tok_s"], rel=1e-6)
 
 

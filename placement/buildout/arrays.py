@@ -233,10 +233,15 @@ def _existing(horizon: HorizonSection, sites: pd.DataFrame, fleet: Fleet, years:
     return nodes
 
 
+def worst_ttft_ms(instance: Instance, fleet: Fleet) -> FloatArray:
+    """``(c, m)`` p99 TTFT of every commodity at every site on the fleet's slowest node for its class. [ms]"""
+    return commodity_ttft_ms(instance.rtt_ms, fleet.worst_profiles(), instance.retrieval_extra_ms, instance.commodity_class)
+
+
 def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray) -> NDArray[np.bool_]:
     """Pairs inside the objective on every accelerator of the fleet, permitted by residency, at a site with power some year."""
     loaded = instance.loaded
-    ttft = commodity_ttft_ms(instance.rtt_ms, fleet.worst_profiles(), instance.retrieval_extra_ms, instance.commodity_class)
+    ttft = worst_ttft_ms(instance, fleet)
     objective = np.array([c.ttft_p99_ms for c in loaded.scenario.classes])[instance.commodity_class]
     permitted = residency_mask(
         instance.populations.table["country_code"].to_numpy(str),

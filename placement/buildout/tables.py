@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from placement._errors import SolverError
+from placement.buildout.arrays import worst_ttft_ms
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
@@ -175,6 +177,10 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
     c, p_idx = np.array(commodity, dtype=np.int64), np.array(pair, dtype=np.int64)
     pop, site = instance.commodity_population[c], data.pair_site[p_idx]
     table, sites = instance.populations.table, b.sites
+    ttft = worst_ttft_ms(instance, b.fleet)
+    objective = np.array([k.ttft_p99_ms for k in instance.classes])[instance.commodity_class]
+    if (ttft[c, site] > objective[c] + 1e-9).any():  # the model only routes allowed pairs: a breach is a bug
+        raise SolverError(f"{b.years[y]}: an assignment breaks its TTFT objective")
     frame = pd.DataFrame(
         {
             "population_id": table["population_id"].to_numpy()[pop],
@@ -185,7 +191,12 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
             "site": sites["name"].to_numpy()[site],
             "goodput_tok_s": b.commodity_demand_tok_s[c, y, scenario] * share[p_idx],
             "share_of_demand": share[p_idx],
-            "rtt_ms": instance.rtt_ms[pop, site],
+            "rtt_ms": instance.rtt_p50_ms[pop, site],
+            "rtt_p90_ms": instance.rtt_p90_ms[pop, site],
+            "rtt_budget_ms": instance.rtt_ms[pop, site],
+            "ttft_p99_ms": ttft[c, site],
+            "ttft_objective_ms": objective[c],
+            "ttft_slack_ms": objective[c] - ttft[c, site],
             "pop_lat": table["lat"].to_numpy()[pop],
             "pop_lon": table["lon"].to_numpy()[pop],
             "site_lat": sites["lat"].to_numpy()[site],
