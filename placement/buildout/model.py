@@ -350,7 +350,13 @@ def define_power(
 
 
 def define_routing(problem: pulp.LpProblem, data: BuildoutInput, v: ModelVariables) -> None:
-    """Shares of each row served per allowed pair (only at sites with power, only where open) and unserved."""
+    """Shares of each row served per allowed pair at sites with power, and unserved.
+
+    No ``x <= open`` rows: a route needs load served by nodes, nodes need reserved MW, and MW need an open
+    site, so routes only reach open sites. (Those rows, one per pair, year and scenario, made the LP relaxation
+    of the bundled build-out several times slower; site costs are small beside node costs, so they added
+    little to its bound.)
+    """
     _, _, _, n_years, n_scen, _ = data.shape
     pairs_of_row = group_by(data.pair_row, data.row_class.size)
     for y in range(n_years):
@@ -365,7 +371,6 @@ def define_routing(problem: pulp.LpProblem, data: BuildoutInput, v: ModelVariabl
                         continue
                     v.x[p, y, s] = problem.add_variable(f"x_{p}_{y}_{s}", lowBound=0.0, upBound=1.0)
                     terms.append((v.x[p, y, s], 1.0))
-                    pass  # open is implied: a route needs nodes, nodes need MW, MW need an open site
                 problem.addConstraint(pulp.LpAffineExpression(terms) == 1.0)
 
 
