@@ -62,6 +62,8 @@ def _solve(args: argparse.Namespace) -> int:
     progress = _Progress(args.quiet)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
+    if loaded.scenario.is_buildout:
+        return _solve_buildout(args, loaded, progress)
     plan = run(loaded, msg=args.verbose, progress=progress)
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps)
@@ -84,6 +86,52 @@ def _solve(args: argparse.Namespace) -> int:
         print(note)
     for line in tail:
         print(line)
+    print(f"results in {out}")
+    return EXIT_OK
+
+
+def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: _Progress) -> int:
+    """A scenario with a horizon (or a fleet mix): the build-out engine, its year and scenario tables."""
+    from placement.buildout.arrays import build_buildout
+    from placement.buildout.solve import solve_stochastic
+    from placement.buildout.tables import scenario_table, year_table
+    from placement.outputs.buildout import write_buildout
+
+    horizon = loaded.scenario.horizon
+    limits = {k: v for k, v in (("time_limit_s", args.time_limit), ("gap", args.gap)) if v is not None}
+    if horizon is not None and limits:  # --time-limit and --gap set the build-out's own limits
+        scenario = loaded.scenario.model_copy(update={"horizon": horizon.model_copy(update=limits)})
+        loaded = LoadedScenario(scenario=scenario, path=loaded.path)
+    buildout = build_buildout(loaded, progress=progress)
+    result = solve_stochastic(buildout, msg=args.verbose, progress=progress)
+    progress("writing results")
+    out = write_buildout(result, args.out, maps=not args.no_maps, runtime_s=time.perf_counter() - progress.start)
+    years = year_table(result, buildout.base_index)
+    base = buildout.scenario_names[buildout.base_index]
+    span = f"{buildout.years[0]}" + (f"-{buildout.years[-1]}" if len(buildout.years) > 1 else "")
+    print(f"build-out {span}, {base} demand:")
+    print(
+        f"  {'year':>6} {'$/M goodput':>12} {'goodput tok/s':>15} {'unserved':>9} {'MW used':>9} {'sites':>6}"
+        "  nodes by accelerator"
+    )
+    for r in years.to_dict("records"):
+        mix = ", ".join(f"{a} {r[f'nodes_{a}']:,}" for a in buildout.fleet.ids if r[f"nodes_{a}"] > 0)
+        print(
+            f"  {r['year']:>6} {r['cost_per_million_goodput_tokens_usd']:>12.3f} {r['goodput_tok_s']:>15,.0f} "
+            f"{r['unserved_share']:>9.1%} {r['mw_used']:>9,.0f} {r['sites_open']:>6}  {mix}"
+        )
+    print(f"  {'scenario':>10} {'probability':>11} {'NPV cost':>14} {'mean-value plan':>16}")
+    for r in scenario_table(result).to_dict("records"):
+        print(
+            f"  {r['scenario']:>10} {r['probability']:>11.2f} {r['npv_cost_usd'] / 1e9:>12,.2f} B "
+            f"{r['mean_value_plan_npv_cost_usd'] / 1e9:>14,.2f} B"
+        )
+    print(
+        f"expected NPV ${result.expected_usd / 1e9:,.2f} B; mean-value plan ${result.eev_usd / 1e9:,.2f} B; "
+        f"value of the stochastic solution ${result.vss_usd / 1e9:,.2f} B (gap {result.gap:.2%}, {result.adopted} plan adopted)"
+    )
+    for note in result.notes:
+        print(note)
     print(f"results in {out}")
     return EXIT_OK
 

@@ -532,6 +532,35 @@ def commodities(n_populations: int, n_classes: int) -> tuple[IntArray, IntArray]
     return population, workload
 
 
+def commodity_ttft_ms(
+    rtt_ms: FloatArray, profiles: list[ClassProfile], retrieval_extra: FloatArray, commodity_class: IntArray
+) -> FloatArray:
+    """p99 TTFT of every commodity at every site, as one table. [ms]
+
+    For aggregated models (the build-out); a plan reads :meth:`Instance.ttft_ms`, which holds no table.
+
+    Parameters
+    ----------
+    rtt_ms : numpy.ndarray
+        ``(n, m)`` population-site round trips. [ms]
+    profiles : list of ClassProfile
+        Node-side TTFT and round trips of each class.
+    retrieval_extra : numpy.ndarray
+        ``(k, m)`` remote retrieval round trip per class and site. [ms]
+    commodity_class : numpy.ndarray of int
+        Class of each commodity (from :func:`commodities`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(c, m)`` p99 TTFT. [ms]
+    """
+    ttft = np.empty((len(commodity_class), rtt_ms.shape[1]))
+    for k, profile in enumerate(profiles):
+        ttft[commodity_class == k] = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
+    return ttft
+
+
 def commodity_within_budget(
     rtt_ms: FloatArray, profiles: list[ClassProfile], retrieval_extra: FloatArray, commodity_class: IntArray
 ) -> NDArray[np.bool_]:

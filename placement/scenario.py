@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from placement._errors import InputError, Problem
 from placement.economics import EconomicsParams
+from placement.horizon import HorizonSection
 from placement.network.great_circle import LatencyParams
 from placement.optimize.solver import SolverOptions
 from placement.regions import continents, is_region_key
@@ -168,6 +169,12 @@ class ServingSection(_Section):
     node_kw: float | None = Field(None, gt=0, description="IT power of one node [kW] (null: accelerator catalog)")
     headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail (given-goodput classes)")
     idle_power_share: float = Field(1.0, ge=0, le=1, description="share of node power drawn at zero load")
+    accelerators: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="fleet mix: the optimiser chooses among these accelerators per site and class (runs the build-out "
+        "engine over one year unless a horizon is given)",
+    )
 
 
 GREAT_CIRCLE_ACCESS_MS = 8.0
@@ -331,6 +338,31 @@ class Scenario(_Section):
     residency: ResidencySection = ResidencySection()
     sites_open: SitesOpenSection = SitesOpenSection()
     fault_tolerance: FaultToleranceSection = FaultToleranceSection()
+    horizon: HorizonSection | None = Field(None, description="plan a multi-year build-out (see the README)")
+
+    @property
+    def is_buildout(self) -> bool:
+        """Whether the scenario runs the build-out engine (a horizon, or a fleet mix of accelerators)."""
+        return self.horizon is not None or self.serving.accelerators is not None
+
+    @model_validator(mode="after")
+    def _horizon_names_classes(self) -> Scenario:
+        if self.horizon is None:
+            return self
+        names = {c.name for c in self.classes}
+        for year, shares in self.horizon.class_shares.items():
+            if set(shares) != names:
+                raise ValueError(
+                    f"horizon.class_shares.{year} must give a share for each class {sorted(names)}, got {sorted(shares)}"
+                )
+        offered = {a.id for a in self.horizon.accelerators} or set(self.serving.accelerators or [self.serving.accelerator])
+        for k, existing in enumerate(self.horizon.existing_fleet):
+            if existing.accelerator not in offered:
+                raise ValueError(
+                    f"horizon.existing_fleet[{k}].accelerator {existing.accelerator!r} is not one of the accelerators "
+                    f"{sorted(offered)}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _classes_are_consistent(self) -> Scenario:
@@ -445,6 +477,7 @@ def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
         ("time.power_price_profile", loaded.scenario.time.power_price_profile),
         ("latency.hubs", loaded.scenario.latency.hubs),
         ("latency.links", loaded.scenario.latency.links),
+        ("horizon.power_schedule", loaded.scenario.horizon.power_schedule if loaded.scenario.horizon else None),
     ):
         if relative is not None:
             files.append((key, loaded.resolve(relative)))

@@ -1,0 +1,1 @@
+"""Multi-year build-out under uncertain demand, across accelerator generations."""

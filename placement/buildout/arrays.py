@@ -1,0 +1,392 @@
+"""A scenario with a horizon turned into the build-out model's arrays.
+
+``scenario -> instance (populations, round trips, slices, residency; aggregated) -> fleet (goodput per
+class and accelerator) -> power schedule -> demand per row, slice, year and scenario -> BuildoutInput``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from placement._errors import InputError, Problem
+from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
+from placement.buildout.model import BuildoutInput
+from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
+from placement.horizon import DemandScenario, HorizonSection
+from placement.instance import Instance, Progress, build_instance, commodity_ttft_ms, merge_commodities, quiet
+from placement.regions import region_values
+from placement.residency import residency_mask
+from placement.scenario import LoadedScenario
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Buildout:
+    """A build-out problem: the arrays and what they stand for.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario as given.
+    horizon : HorizonSection
+        Its horizon (a one-year horizon for a fleet-mix scenario without one).
+    instance : Instance
+        Populations, sites, round trips and slices (at the build-out's aggregation).
+    fleet : Fleet
+        Accelerators on offer.
+    data : BuildoutInput
+        The model arrays.
+    years : list of int
+        Planning years.
+    scenario_names : list of str
+        Demand scenarios.
+    allowed : numpy.ndarray of bool
+        ``(c, m)`` commodity-site pairs inside the TTFT objective on every accelerator, permitted, with power some year.
+    row_of_commodity : numpy.ndarray of int
+        ``(c,)`` model row of each commodity (-1: none).
+    commodity_demand_tok_s : numpy.ndarray
+        ``(c, Y, S)`` daily mean demand of each commodity. [tokens/s]
+    """
+
+    loaded: LoadedScenario
+    horizon: HorizonSection
+    instance: Instance
+    fleet: Fleet
+    data: BuildoutInput
+    years: list[int]
+    scenario_names: list[str]
+    allowed: NDArray[np.bool_]
+    row_of_commodity: IntArray
+    commodity_demand_tok_s: FloatArray
+
+    @property
+    def sites(self) -> pd.DataFrame:
+        """The candidate sites."""
+        return self.instance.sites
+
+    @property
+    def base_index(self) -> int:
+        """Index of the scenario written per year."""
+        return self.scenario_names.index(self.horizon.base)
+
+
+def horizon_of(loaded: LoadedScenario) -> HorizonSection:
+    """The scenario's horizon; a fleet mix without one plans one year (``2027``) under its own demand and solver limits."""
+    horizon, solver = loaded.scenario.horizon, loaded.scenario.solver
+    if horizon is not None:
+        return horizon
+    return HorizonSection(
+        years=[2027], gap=solver.gap, time_limit_s=solver.time_limit_s or HorizonSection.model_fields["time_limit_s"].default
+    )
+
+
+def aggregated(loaded: LoadedScenario, horizon: HorizonSection) -> LoadedScenario:
+    """The scenario at the build-out's aggregation (``horizon.clusters``, ``horizon.time_slices``) on its first accelerator."""
+    scenario = loaded.scenario
+    demand = scenario.demand.model_copy(update={"clusters": horizon.clusters or scenario.demand.clusters})
+    time = scenario.time.model_copy(update={"slices": horizon.time_slices or scenario.time.slices})
+    changed = LoadedScenario(scenario=scenario.model_copy(update={"demand": demand, "time": time}), path=loaded.path)
+    return with_accelerator(changed, offers(loaded)[0])
+
+
+def power_schedule(loaded: LoadedScenario, horizon: HorizonSection, sites: pd.DataFrame, years: list[int]) -> FloatArray:
+    """``(M, Y)`` MW energized per site and year: the schedule CSV where it lists a site, else the catalog's.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario (paths are relative to it).
+    horizon : HorizonSection
+        Its horizon (``power_schedule``).
+    sites : pandas.DataFrame
+        The candidate sites.
+    years : list of int
+        Planning years.
+
+    Returns
+    -------
+    numpy.ndarray
+        MW in each year: a listed site has, in year ``y``, the MW of its latest row with ``year <= y`` (0 before its first).
+
+    Raises
+    ------
+    InputError
+        Every bad row of the schedule (unknown site, missing or negative MW, MW that go down), gathered.
+    """
+    mw = np.repeat(sites["mw_available"].to_numpy(float)[:, None], len(years), axis=1)
+    if horizon.power_schedule is None:
+        return mw
+    path = loaded.resolve(horizon.power_schedule)
+    table = _read_schedule(path)
+    problems = _schedule_problems(table, set(sites["id"]), str(path))
+    if problems:
+        raise InputError(problems)
+    index = {site: j for j, site in enumerate(sites["id"])}
+    for site, rows in table.groupby("site_id", sort=False):
+        rows = rows.sort_values("year")
+        j = index[str(site)]
+        for y, year in enumerate(years):
+            earlier = rows[rows["year"] <= year]
+            mw[j, y] = float(earlier["mw_available"].iloc[-1]) if len(earlier) else 0.0
+    return mw * loaded.scenario.sites.mw_multiplier
+
+
+def _read_schedule(path: Path) -> pd.DataFrame:
+    try:
+        table = pd.read_csv(path, comment="#")
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise InputError(
+            [Problem(str(path), "", "", f"cannot read the power schedule ({exc})", "write a CSV site_id,year,mw_available")]
+        ) from None
+    missing = [c for c in ("site_id", "year", "mw_available") if c not in table.columns]
+    if missing:
+        raise InputError(
+            [Problem(str(path), "header", ", ".join(missing), "missing columns", "add the columns site_id, year, mw_available")]
+        )
+    return table
+
+
+def _schedule_problems(table: pd.DataFrame, known: set[str], source: str) -> list[Problem]:
+    problems = []
+    year = pd.to_numeric(table["year"], errors="coerce").to_numpy(float)
+    mw = pd.to_numeric(table["mw_available"], errors="coerce").to_numpy(float)
+    for row, site in enumerate(table["site_id"].astype(str).tolist()):
+        where = f"data row {row + 1}"
+        if site not in known:
+            problems.append(Problem(source, where, "site_id", f"unknown site {site!r}", "use an id of the site catalog"))
+        if not math.isfinite(year[row]) or year[row] != round(year[row]):
+            problems.append(
+                Problem(source, where, "year", f"not a whole year ({table['year'].iat[row]!r})", "write a year, e.g. 2029")
+            )
+        if not math.isfinite(mw[row]) or mw[row] < 0:
+            problems.append(
+                Problem(
+                    source, where, "mw_available", f"not a number >= 0 ({table['mw_available'].iat[row]!r})", "write MW energized"
+                )
+            )
+    if problems:
+        return problems
+    for site_key, rows in table.assign(year=year, mw=mw).groupby("site_id", sort=False):
+        site = str(site_key)
+        ordered = rows.sort_values("year")
+        if (np.diff(ordered["mw"].to_numpy(float)) < 0).any():
+            problems.append(
+                Problem(
+                    source,
+                    f"site {site}",
+                    "mw_available",
+                    "energized MW go down in a later year",
+                    "list MW that only grow (a site keeps its interconnection)",
+                )
+            )
+    return problems
+
+
+def growth_multipliers(scenarios: list[DemandScenario], country: NDArray[np.str_], years: list[int]) -> FloatArray:
+    """``(n, Y, S)`` demand of each population relative to the first year, per scenario."""
+    elapsed = np.array(years, dtype=float) - years[0]
+    rates = np.stack([region_values(country, s.growth_by_region, s.growth_per_year) for s in scenarios], axis=1)  # (n, S)
+    return np.asarray((1.0 + rates[:, None, :]) ** elapsed[None, :, None])
+
+
+def class_share_path(loaded: LoadedScenario, horizon: HorizonSection, years: list[int]) -> FloatArray:
+    """``(K, Y)`` each class's share in each year, relative to the scenario's shares (linear between given years)."""
+    classes = loaded.scenario.classes
+    base = np.array([c.share for c in classes])
+    if not horizon.class_shares:
+        return np.ones((len(classes), len(years)))
+    given = sorted(horizon.class_shares)
+    table = np.array([[horizon.class_shares[y][c.name] for y in given] for c in classes])
+    shares = np.array([np.interp(years, given, table[k]) for k in range(len(classes))])
+    shares /= shares.sum(axis=0, keepdims=True)
+    return np.asarray(shares / base[:, None])
+
+
+def _existing(horizon: HorizonSection, sites: pd.DataFrame, fleet: Fleet, years: list[int], life: int, source: str) -> FloatArray:
+    nodes = np.zeros((len(sites), len(fleet.ids), len(years)))
+    ids = list(sites["id"])
+    problems = []
+    for n, entry in enumerate(horizon.existing_fleet):
+        if entry.site not in ids:
+            problems.append(
+                Problem(
+                    source,
+                    f"horizon.existing_fleet[{n}]",
+                    "site",
+                    f"unknown site {entry.site!r}",
+                    "use an id of the site catalog",
+                )
+            )
+            continue
+        alive = (np.array(years) >= entry.installed_year) & (np.array(years) < entry.installed_year + life)
+        nodes[ids.index(entry.site), fleet.ids.index(entry.accelerator)] += entry.nodes * alive
+    if problems:
+        raise InputError(problems)
+    return nodes
+
+
+def worst_ttft_ms(instance: Instance, fleet: Fleet) -> FloatArray:
+    """``(c, m)`` p99 TTFT of every commodity at every site on the fleet's slowest node for its class. [ms]"""
+    return commodity_ttft_ms(instance.rtt_ms, fleet.worst_profiles(), instance.retrieval_extra_ms, instance.commodity_class)
+
+
+def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray) -> NDArray[np.bool_]:
+    """Pairs inside the objective on every accelerator of the fleet, permitted by residency, at a site with power some year."""
+    loaded = instance.loaded
+    ttft = worst_ttft_ms(instance, fleet)
+    objective = np.array([c.ttft_p99_ms for c in loaded.scenario.classes])[instance.commodity_class]
+    permitted = residency_mask(
+        instance.populations.table["country_code"].to_numpy(str),
+        instance.sites["country_code"].to_numpy(str),
+        loaded.scenario.residency,
+    )[instance.commodity_population]
+    return np.asarray((ttft <= objective[:, None]) & permitted & (mw.max(axis=1) > 0)[None, :])
+
+
+def scenario_goodput(loaded: LoadedScenario, horizon: HorizonSection, fleet: Fleet, years: list[int], source: str) -> FloatArray:
+    """``(K, A, Y, S)`` goodput per node: the scenario's model, or a scenario's ``model_change`` from its year on.
+
+    Raises
+    ------
+    InputError
+        A model the serving catalog does not know, with the scenario's key path.
+    """
+    base = fleet.goodput_tok_s
+    table = np.repeat(np.repeat(base[:, :, None, None], len(years), axis=2), len(horizon.demand_scenarios), axis=3)
+    problems = []
+    for s, scenario in enumerate(horizon.demand_scenarios):
+        change = scenario.model_change
+        if change is None:
+            continue
+        try:
+            changed = model_goodput_tok_s(loaded, fleet, offers(loaded), change.model)
+        except InputError as exc:
+            where = f"horizon.demand_scenarios[{s}].model_change.model"
+            problems += [Problem(source, where, "", p.rule, p.fix) for p in exc.problems]
+            continue
+        later = np.array(years) >= change.year
+        table[:, :, later, s] = changed[:, :, None]
+    if problems:
+        raise InputError(problems)
+    return table
+
+
+def _per_token(goodput: FloatArray) -> FloatArray:
+    """Nodes per token/s (0 where a node cannot serve the class)."""
+    return np.asarray(np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0))
+
+
+def _site_costs(loaded: LoadedScenario, sites: pd.DataFrame, fleet: Fleet, n_slices: int) -> tuple[FloatArray, ...]:
+    """Per site: fixed cost, cost per reserved MW; per site and accelerator: node MW, running cost, full-load energy."""
+    scenario, economics = loaded.scenario, loaded.scenario.economics
+    pue = sites["pue"].to_numpy(float)
+    price = sites["power_price_usd_per_mwh"].to_numpy(float)
+    fixed = sites["fixed_cost_usd_per_h"].fillna(economics.site_fixed_cost_usd_per_h).to_numpy(float)
+    per_mw = amortised_usd_per_h(
+        sites["capex_usd_per_mw"].to_numpy(float) / pue, economics.discount_rate, economics.facility_life_years
+    )
+    node_mw = fleet.node_kw[None, :] * pue[:, None] / 1000.0
+    idle = scenario.serving.idle_power_share
+    running = node_mw * price[:, None] * idle + economics.opex_usd_per_node_h
+    node_energy = node_mw * price[:, None] * (1.0 - idle)  # (M, A) load-following power of a node at full load
+    return fixed, np.asarray(per_mw), node_mw, running, np.asarray(node_energy)
+
+
+def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Buildout:
+    """Turn a scenario with a horizon (or a fleet mix) into the build-out model's arrays.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        A validated scenario with ``horizon`` or ``serving.accelerators``.
+    progress : callable, optional
+        Receives one line per step.
+
+    Returns
+    -------
+    Buildout
+        The arrays and their meaning.
+
+    Raises
+    ------
+    InputError
+        Bad power schedule, unknown sites or accelerators, gathered per file.
+    """
+    horizon = horizon_of(loaded)
+    years = list(horizon.years)
+    instance = build_instance(aggregated(loaded, horizon), progress=progress)
+    fleet = build_fleet(loaded, years)
+    progress(f"fleet: {', '.join(fleet.ids)}; goodput per node by class: {np.round(fleet.goodput_tok_s).astype(int).tolist()}")
+    sites = instance.sites
+    mw = power_schedule(loaded, horizon, sites, years)
+    life = horizon.node_life_years or math.ceil(loaded.scenario.economics.node_life_years)
+    existing = _existing(horizon, sites, fleet, years, life, str(loaded.path))
+    allowed = _allowed(instance, fleet, mw)
+    scenarios = horizon.demand_scenarios
+    country = instance.populations.table["country_code"].to_numpy(str)[instance.commodity_population]
+    growth = growth_multipliers(scenarios, country, years)  # (c, Y, S)
+    mix = class_share_path(loaded, horizon, years)[instance.commodity_class]  # (c, Y)
+    trajectory = instance.commodity_slice_demand_tok_s[:, :, None, None] * (growth * mix[:, :, None])[:, None, :, :]
+    c_count, n_slices = instance.commodity_slice_demand_tok_s.shape
+    row_of_commodity, modelled = merge_commodities(allowed, instance.commodity_class, trajectory.reshape(c_count, -1))
+    members = row_of_commodity >= 0
+    row_demand = np.zeros((len(modelled), n_slices, len(years), len(scenarios)))
+    np.add.at(row_demand, row_of_commodity[members], trajectory[members])
+    commodity_demand = instance.commodity_mean_demand_tok_s[:, None, None] * growth * mix[:, :, None]  # (c, Y, S)
+    row_mean = np.zeros((len(modelled), len(years), len(scenarios)))
+    np.add.at(row_mean, row_of_commodity[members], commodity_demand[members])
+    pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
+    fixed, per_mw, node_mw, running, node_energy = _site_costs(loaded, sites, fleet, n_slices)
+    goodput = scenario_goodput(loaded, horizon, fleet, years, str(loaded.path))
+    if any(s.model_change is not None for s in scenarios):
+        last = np.round(goodput[..., -1, :]).astype(int).T.tolist()
+        progress(f"model changes: goodput per node in the last year, by scenario {last}")
+        energy = node_energy[:, None, :, None, None] * _per_token(goodput)[None]
+    else:
+        goodput = fleet.goodput_tok_s
+        energy = node_energy[:, None, :] * _per_token(goodput)[None]
+    rate = horizon.discount_rate
+    economics = loaded.scenario.economics
+    prices = np.nan_to_num(fleet.node_capex_usd)
+    margin = None if horizon.integer_nodes else node_mw.sum(axis=1) * min(life, len(years))
+    data = BuildoutInput(
+        year_weight_h=HOURS_PER_YEAR / (1.0 + rate) ** (np.array(years, dtype=float) - years[0]),
+        slice_weight=instance.slice_hours / instance.slice_hours.sum(),
+        row_class=instance.commodity_class[modelled],
+        row_demand_tok_s=row_demand,
+        pair_row=pair_row,
+        pair_site=pair_site,
+        site_fixed_usd_per_h=fixed,
+        site_usd_per_h_per_mw=per_mw,
+        site_mw_available=mw,
+        site_locked=sites["locked"].to_numpy(bool) | (existing.sum(axis=(1, 2)) > 0),
+        goodput_tok_s=goodput,
+        node_mw=node_mw,
+        node_usd_per_h=running,
+        energy_usd_per_h_per_tok_s=energy,
+        offered=fleet.offered,
+        node_capex_usd=prices,
+        node_annuity_usd_per_h=amortised_usd_per_h(prices, economics.discount_rate, float(life)),
+        life_years=life,
+        existing_nodes=existing,
+        probability=np.array([s.probability for s in scenarios]),
+        unserved_usd_per_million_tokens=horizon.unserved_penalty_usd_per_million_tokens,
+        integer_nodes=horizon.integer_nodes,
+        power_margin_mw=margin,
+        row_mean_demand_tok_s=row_mean,
+    )
+    progress(
+        f"build-out: {len(years)} years x {len(scenarios)} scenarios, {len(modelled)} demand rows, {len(pair_row)} pairs, "
+        f"{int((mw.max(axis=1) > 0).sum())} sites with power, {len(fleet.ids)} accelerators"
+    )
+    return Buildout(
+        loaded, horizon, instance, fleet, data, years, [s.name for s in scenarios], allowed, row_of_commodity, commodity_demand
+    )

@@ -1,0 +1,165 @@
+"""The accelerators a build-out may buy: goodput per class from the serving model, power and price by year.
+
+Each accelerator's per-node goodput and node-side TTFT come from the same serving model as a
+single-year run (:func:`placement.profiles.class_profiles` on the scenario with that accelerator);
+node power and price come from the accelerator catalog unless the horizon gives them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placement._errors import InputError, Problem
+from placement.horizon import AcceleratorOffer, HorizonSection
+from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw, serving_request
+from placement.scenario import LoadedScenario
+from placement.serving.hardware import get_model
+from placement.serving.physics import serve
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Accelerators on offer over the horizon.
+
+    Parameters
+    ----------
+    ids : list of str
+        Accelerator ids.
+    profiles : list of list of ClassProfile
+        ``profiles[a][k]``: class ``k`` on accelerator ``a``.
+    node_kw : numpy.ndarray
+        ``(A,)`` IT power of one node. [kW]
+    node_capex_usd : numpy.ndarray
+        ``(A, Y)`` node price in each year (nan where not on offer). [USD]
+    offered : numpy.ndarray of bool
+        ``(A, Y)`` whether it can be bought in each year.
+    """
+
+    ids: list[str]
+    profiles: list[list[ClassProfile]]
+    node_kw: FloatArray
+    node_capex_usd: FloatArray
+    offered: NDArray[np.bool_]
+
+    @property
+    def goodput_tok_s(self) -> FloatArray:
+        """``(K, A)`` goodput of one node per class, utilisation cap applied. [tokens/s]"""
+        return np.array([[p.goodput_tok_s_per_node * p.utilisation_cap for p in per_class] for per_class in self.profiles]).T
+
+    def worst_profiles(self) -> list[ClassProfile]:
+        """Per class, the accelerator's profile with the longest node-side TTFT (pairs must suit every accelerator)."""
+        n_classes = len(self.profiles[0])
+        return [max((per_class[k] for per_class in self.profiles), key=lambda p: p.fixed_ttft_ms) for k in range(n_classes)]
+
+
+def with_model(loaded: LoadedScenario, model: str) -> LoadedScenario:
+    """The scenario serving another model on the same node."""
+    serving = loaded.scenario.serving.model_copy(update={"model": model})
+    return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
+
+
+def model_goodput_tok_s(loaded: LoadedScenario, fleet: Fleet, offered: list[AcceleratorOffer], model: str) -> FloatArray:
+    """``(K, A)`` goodput of one node per class and accelerator serving ``model`` (0 where it cannot serve a class).
+
+    Given-goodput classes keep their given goodput; the node-side TTFT stays inside each class's
+    ``serving_ttft_budget_ms`` (the serving model's constraint), so the pairs allowed do not change.
+
+    Raises
+    ------
+    InputError
+        If the model is not in the serving catalog.
+    """
+    get_model(model)
+    table = fleet.goodput_tok_s.copy()
+    for a, offer in enumerate(offered):
+        variant = with_model(with_accelerator(loaded, offer), model)
+        for k, workload in enumerate(loaded.scenario.classes):
+            if not workload.given:
+                table[k, a] = serve(serving_request(variant, workload)).goodput_tok_s
+    return table
+
+
+def offers(loaded: LoadedScenario) -> list[AcceleratorOffer]:
+    """The horizon's accelerators; else ``serving.accelerators``; else ``serving.accelerator``, every year."""
+    scenario = loaded.scenario
+    horizon = scenario.horizon
+    if horizon is not None and horizon.accelerators:
+        return list(horizon.accelerators)
+    return [AcceleratorOffer(id=a) for a in (scenario.serving.accelerators or [scenario.serving.accelerator])]
+
+
+def with_accelerator(loaded: LoadedScenario, offer: AcceleratorOffer) -> LoadedScenario:
+    """The scenario with its node replaced by the offered accelerator (the catalog's kW unless the offer gives it)."""
+    serving = loaded.scenario.serving.model_copy(update={"accelerator": offer.id, "node_kw": offer.node_kw})
+    return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
+
+
+def _price_path(offer: AcceleratorOffer, years: list[int], catalog_usd: float) -> tuple[FloatArray, NDArray[np.bool_]]:
+    first = years[0] if offer.first_year is None else offer.first_year
+    last = years[-1] if offer.last_year is None else offer.last_year
+    year = np.array(years)
+    start = offer.node_capex_usd if offer.node_capex_usd is not None else catalog_usd
+    price = start * (1.0 + offer.price_change_per_year) ** np.maximum(year - first, 0)
+    on = (year >= first) & (year <= last)
+    return np.where(on, price, np.nan), on
+
+
+def _check_years(horizon: HorizonSection | None, offered: list[AcceleratorOffer], years: list[int], source: str) -> None:
+    problems = [
+        Problem(
+            source,
+            f"horizon.accelerators[{a}]",
+            "first_year/last_year",
+            f"{o.id} is on offer in none of {years}",
+            "overlap the horizon",
+        )
+        for a, o in enumerate(offered)
+        if (o.first_year or years[0]) > years[-1] or (o.last_year or years[-1]) < years[0]
+    ]
+    if problems and horizon is not None:
+        raise InputError(problems)
+
+
+def build_fleet(loaded: LoadedScenario, years: list[int]) -> Fleet:
+    """Goodput, power and price of every accelerator on offer.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario.
+    years : list of int
+        The planning years.
+
+    Returns
+    -------
+    Fleet
+        In the order the scenario lists them.
+
+    Raises
+    ------
+    InputError
+        Every accelerator the catalog does not know or that serves a class not at all, gathered.
+    """
+    offered = offers(loaded)
+    _check_years(loaded.scenario.horizon, offered, years, str(loaded.path))
+    problems: list[Problem] = []
+    profiles, kws, prices, ons = [], [], [], []
+    for offer in offered:
+        variant = with_accelerator(loaded, offer)
+        try:
+            profiles.append(class_profiles(variant))
+        except InputError as exc:
+            problems += [Problem(p.source, p.where, p.field, f"accelerator {offer.id}: {p.rule}", p.fix) for p in exc.problems]
+            continue
+        kws.append(node_kw(variant))
+        price, on = _price_path(offer, years, catalog_node_capex_usd(variant))
+        prices.append(price)
+        ons.append(on)
+    if problems:
+        raise InputError(problems)
+    return Fleet([o.id for o in offered], profiles, np.array(kws), np.array(prices), np.array(ons))

@@ -1,0 +1,296 @@
+"""The tables of a solved build-out: year x site x accelerator, years, scenarios, and each year as a plain plan.
+
+Column names follow a single-year run's ``sites.csv`` and ``assignments.csv`` wherever the figure is the
+same, so a year's folder can be compared with a single-year results folder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from placement._errors import SolverError
+from placement.buildout.arrays import worst_ttft_ms
+from placement.buildout.evaluate import accelerator_goodput_tok_s
+from placement.buildout.solve import StochasticResult
+from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.summary import finite_or_none
+
+
+def _served(result: StochasticResult) -> np.ndarray:
+    """``(M, A, Y, S)`` daily mean goodput per site and accelerator. [tokens/s]"""
+    return accelerator_goodput_tok_s(result.buildout.data, result.plan)
+
+
+def buildout_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
+    """One row per year x open site x accelerator in service (an open site with none: accelerator ``none``).
+
+    Site costs (open site, reserved MW) are shared among a site's accelerators by MW used, so a year's
+    ``cost_usd_per_h`` sums to that year's cost.
+
+    Parameters
+    ----------
+    result : StochasticResult
+        The solved build-out.
+    scenario : int
+        Which demand scenario's nodes.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``year, site_id, accelerator, nodes, mw_used, mw_available, mw_reserved, capex_usd, cost_usd_per_h,
+        goodput_tok_s, scenario``.
+    """
+    b, plan, costs = result.buildout, result.plan, result.costs
+    data = b.data
+    mw_used = plan.nodes[..., scenario] * data.node_mw[:, :, None]  # (M, A, Y)
+    served = _served(result)[..., scenario]
+    records: list[dict[str, Any]] = []
+    for y, year in enumerate(b.years):
+        for j in np.flatnonzero(plan.first.open[:, y]).tolist():
+            used = mw_used[j, :, y]
+            active = [h for h in range(len(b.fleet.ids)) if plan.nodes[j, h, y, scenario] > 0]
+            share = used / used.sum() if used.sum() > 0 else np.zeros_like(used)
+            site_cost = float(costs.site_usd_per_h[j, y])
+            base = {"year": year, "site_id": b.sites["id"].iat[j], "mw_available": float(data.site_mw_available[j, y])}
+            base["mw_reserved"] = float(plan.first.mw_reserved[j, y])
+            for h in active:
+                records.append(
+                    {
+                        **base,
+                        "accelerator": b.fleet.ids[h],
+                        "nodes": round(plan.nodes[j, h, y, scenario]),
+                        "mw_used": float(used[h]),
+                        "capex_usd": float(costs.capex_usd[j, h, y, scenario]),
+                        "cost_usd_per_h": float(costs.site_accelerator_usd_per_h[j, h, y, scenario] + share[h] * site_cost),
+                        "goodput_tok_s": float(served[j, h, y]),
+                    }
+                )
+            if not active:
+                records.append(
+                    {**base, "accelerator": "none", "nodes": 0, "mw_used": 0.0, "capex_usd": 0.0, "cost_usd_per_h": site_cost}
+                    | {"goodput_tok_s": 0.0}
+                )
+    columns = ["year", "site_id", "accelerator", "nodes", "mw_used", "mw_available", "mw_reserved", "capex_usd", "cost_usd_per_h"]
+    table = pd.DataFrame.from_records(records, columns=[*columns, "goodput_tok_s"])
+    return table.assign(scenario=b.scenario_names[scenario])
+
+
+def year_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
+    """The plan's headline figures per year in one scenario.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``year, cost_per_million_goodput_tokens_usd, cost_usd_per_h, goodput_tok_s, demand_tok_s, unserved_share,
+        mw_used, mw_reserved, sites_open, nodes``, and ``nodes_<accelerator>`` per accelerator.
+    """
+    b, plan, costs = result.buildout, result.plan, result.costs
+    nodes = plan.nodes[..., scenario]  # (M, A, Y)
+    mw_used = np.einsum("may,ma->y", nodes, b.data.node_mw)
+    table = pd.DataFrame(
+        {
+            "year": b.years,
+            "cost_per_million_goodput_tokens_usd": costs.cost_per_million_tokens_usd[:, scenario],
+            "cost_usd_per_h": costs.year_usd_per_h[:, scenario],
+            "goodput_tok_s": costs.goodput_tok_s[:, scenario],
+            "demand_tok_s": costs.demand_tok_s[:, scenario],
+            "unserved_share": costs.unserved_share[:, scenario],
+            "mw_used": mw_used,
+            "mw_reserved": plan.first.mw_reserved.sum(axis=0),
+            "sites_open": plan.first.open.sum(axis=0).astype(int),
+            "nodes": np.round(nodes.sum(axis=(0, 1))).astype(int),
+        }
+    )
+    for h, name in enumerate(b.fleet.ids):
+        table[f"nodes_{name}"] = np.round(nodes[:, h, :].sum(axis=0)).astype(int)
+    return table
+
+
+def scenario_table(result: StochasticResult) -> pd.DataFrame:
+    """Each demand scenario: probability, the adopted plan's NPV, the mean-value plan's, last year's figures."""
+    b, costs = result.buildout, result.costs
+    last = len(b.years) - 1
+    return pd.DataFrame(
+        {
+            "scenario": b.scenario_names,
+            "probability": b.data.probability,
+            "npv_cost_usd": costs.scenario_npv_usd,
+            "mean_value_plan_npv_cost_usd": result.eev_scenario_usd,
+            "demand_tok_s_last_year": costs.demand_tok_s[last],
+            "unserved_share_last_year": costs.unserved_share[last],
+            "cost_per_million_goodput_tokens_usd_last_year": costs.cost_per_million_tokens_usd[last],
+        }
+    )
+
+
+def year_sites(result: StochasticResult, y: int, scenario: int) -> pd.DataFrame:
+    """Year ``y`` as a single-year ``sites.csv`` (same column names where the figure is the same)."""
+    b, plan, costs = result.buildout, result.plan, result.costs
+    sites, data = b.sites, b.data
+    nodes = plan.nodes[:, :, y, scenario]
+    mw_used = (nodes * data.node_mw).sum(axis=1)
+    goodput = _served(result)[:, :, y, scenario].sum(axis=1)
+    cost = costs.site_usd_per_h[:, y] + costs.site_accelerator_usd_per_h[:, :, y, scenario].sum(axis=1)
+    table = pd.DataFrame(
+        {
+            "site_id": sites["id"],
+            "name": sites["name"],
+            "country_code": sites["country_code"],
+            "continent": sites["continent"],
+            "lat": sites["lat"],
+            "lon": sites["lon"],
+            "open": plan.first.open[:, y],
+            "locked": data.site_locked,
+            "nodes": np.round(nodes.sum(axis=1)).astype(int),
+            "mw_used": mw_used,
+            "mw_available": data.site_mw_available[:, y],
+            "mw_reserved": plan.first.mw_reserved[:, y],
+            "power_price_usd_per_mwh": sites["power_price_usd_per_mwh"],
+            "pue": sites["pue"],
+            "cost_usd_per_h": cost,
+            "goodput_tok_s": goodput,
+            "goodput_share": goodput / max(goodput.sum(), 1e-12),
+            "cost_per_million_goodput_tokens_usd": np.where(goodput > 0, cost_per_million_tokens_usd(cost, goodput), np.nan),
+            "tokens_per_s_per_mw": tokens_per_s_per_mw(goodput, mw_used),
+        }
+    )
+    for h, name in enumerate(b.fleet.ids):
+        table[f"nodes_{name}"] = np.round(nodes[:, h]).astype(int)
+    return table
+
+
+def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.DataFrame:
+    """Year ``y`` as a single-year ``assignments.csv``: population-class-site goodput (same column names)."""
+    b, plan = result.buildout, result.plan
+    instance, data = b.instance, b.data
+    share = plan.pair_share[:, y, scenario]
+    used = np.flatnonzero(share > 1e-9)
+    row_members = pd.Series(np.arange(b.row_of_commodity.size)).groupby(b.row_of_commodity).apply(list).to_dict()
+    commodity, pair = [], []
+    for p in used.tolist():
+        members = row_members.get(int(data.pair_row[p]), [])
+        commodity += members
+        pair += [p] * len(members)
+    c, p_idx = np.array(commodity, dtype=np.int64), np.array(pair, dtype=np.int64)
+    pop, site = instance.commodity_population[c], data.pair_site[p_idx]
+    table, sites = instance.populations.table, b.sites
+    ttft = worst_ttft_ms(instance, b.fleet)
+    objective = np.array([k.ttft_p99_ms for k in instance.classes])[instance.commodity_class]
+    if (ttft[c, site] > objective[c] + 1e-9).any():  # the model only routes allowed pairs: a breach is a bug
+        raise SolverError(f"{b.years[y]}: an assignment breaks its TTFT objective")
+    frame = pd.DataFrame(
+        {
+            "population_id": table["population_id"].to_numpy()[pop],
+            "population": table["name"].to_numpy()[pop],
+            "country_code": table["country_code"].to_numpy()[pop],
+            "class": [instance.classes[k].name for k in instance.commodity_class[c].tolist()],
+            "site_id": sites["id"].to_numpy()[site],
+            "site": sites["name"].to_numpy()[site],
+            "goodput_tok_s": b.commodity_demand_tok_s[c, y, scenario] * share[p_idx],
+            "share_of_demand": share[p_idx],
+            "rtt_ms": instance.rtt_p50_ms[pop, site],
+            "rtt_p90_ms": instance.rtt_p90_ms[pop, site],
+            "rtt_budget_ms": instance.rtt_ms[pop, site],
+            "ttft_p99_ms": ttft[c, site],
+            "ttft_objective_ms": objective[c],
+            "ttft_slack_ms": objective[c] - ttft[c, site],
+            "pop_lat": table["lat"].to_numpy()[pop],
+            "pop_lon": table["lon"].to_numpy()[pop],
+            "site_lat": sites["lat"].to_numpy()[site],
+            "site_lon": sites["lon"].to_numpy()[site],
+        }
+    )
+    return frame[frame["goodput_tok_s"] > 0].sort_values(
+        ["population_id", "class", "goodput_tok_s"], ascending=[True, True, False]
+    )
+
+
+def year_summary(result: StochasticResult, y: int, scenario: int) -> dict[str, Any]:
+    """Year ``y`` with a single-year ``summary.json``'s headline keys."""
+    b = result.buildout
+    row = year_table(result, scenario).iloc[y]
+    return {
+        "scenario": f"{b.loaded.scenario.name} {b.years[y]} ({b.scenario_names[scenario]} demand)",
+        "status": "optimal" if result.gap <= b.horizon.gap else "feasible",
+        "year": b.years[y],
+        "demand_scenario": b.scenario_names[scenario],
+        "objective_usd_per_h": float(row["cost_usd_per_h"]),
+        "cost_per_million_goodput_tokens_usd": finite_or_none(float(row["cost_per_million_goodput_tokens_usd"])),
+        "goodput_tok_s": float(row["goodput_tok_s"]),
+        "demand_tok_s": float(row["demand_tok_s"]),
+        "mw_used": float(row["mw_used"]),
+        "mw_reserved": float(row["mw_reserved"]),
+        "sites_open": int(row["sites_open"]),
+        "sites_candidate": len(b.sites),
+        "nodes": int(row["nodes"]),
+        "unserved_share": float(row["unserved_share"]),
+        "gap": result.gap,
+    }
+
+
+def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any]:
+    """``summary.json`` of a build-out: the years (of the base scenario), the scenarios, expected cost and VSS."""
+    b = result.buildout
+    base = b.base_index
+    years = year_table(result, base)
+    accelerators_used = sorted({b.fleet.ids[h] for h in range(len(b.fleet.ids)) if result.plan.nodes[:, h].sum() > 0})
+    return {
+        "scenario": b.loaded.scenario.name,
+        "kind": "buildout",
+        "status": "optimal" if result.gap <= b.horizon.gap else "feasible",
+        "years_scenario": b.scenario_names[base],
+        "years": [
+            {
+                "year": int(r["year"]),
+                "cost_per_million_goodput_tokens_usd": finite_or_none(float(r["cost_per_million_goodput_tokens_usd"])),
+                "mw_used": float(r["mw_used"]),
+                "mw_reserved": float(r["mw_reserved"]),
+                "sites_open": int(r["sites_open"]),
+                "goodput_tok_s": float(r["goodput_tok_s"]),
+                "unserved_share": float(r["unserved_share"]),
+                "nodes": int(r["nodes"]),
+            }
+            for r in years.to_dict("records")
+        ],
+        "expected_cost_usd": result.expected_usd,
+        "scenario_costs_usd": dict(zip(b.scenario_names, result.costs.scenario_npv_usd.tolist(), strict=True)),
+        "scenario_probabilities": dict(zip(b.scenario_names, b.data.probability.tolist(), strict=True)),
+        "value_of_stochastic_solution_usd": result.vss_usd,
+        "mean_value_problem_usd": result.ev_usd,
+        "mean_value_plan_expected_cost_usd": result.eev_usd,
+        "mean_value_plan_scenario_costs_usd": dict(zip(b.scenario_names, result.eev_scenario_usd.tolist(), strict=True)),
+        "recourse_problem_usd": result.rp_usd,
+        "lower_bound_usd": result.rp_bound_usd,
+        "gap": result.gap,
+        "adopted_plan": result.adopted,
+        "min_max_regret": result.regret,
+        "accelerators_offered": b.fleet.ids,
+        "accelerators_used": accelerators_used,
+        "discount_rate": b.horizon.discount_rate,
+        "node_life_years": b.data.life_years,
+        "unserved_penalty_usd_per_million_tokens": b.horizon.unserved_penalty_usd_per_million_tokens,
+        "aggregation": aggregation(result),
+        "timings_s": {**result.timings_s, "total_s": runtime_s},
+        "notes": list(result.notes),
+        "scenario_path": str(b.loaded.path),
+    }
+
+
+def aggregation(result: StochasticResult) -> dict[str, Any]:
+    """How far the solved model is from full resolution."""
+    b = result.buildout
+    instance = b.instance
+    reachable = (b.row_of_commodity >= 0) & (instance.commodity_mean_demand_tok_s > 0)
+    return {
+        "cities": len(instance.populations.cities),
+        "populations": len(instance.populations.table),
+        "time_slices": int(instance.slice_hours.size),
+        "demand_rows": int(b.data.row_class.size),
+        "pairs": int(b.data.pair_row.size),
+        "unreachable_demand_share": float(
+            1.0 - instance.commodity_mean_demand_tok_s[reachable].sum() / max(instance.commodity_mean_demand_tok_s.sum(), 1e-12)
+        ),
+    }

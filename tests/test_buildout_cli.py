@@ -1,0 +1,177 @@
+"""The build-out from a scenario file: validation, the results folder, the outside check, the fleet mix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from placement._errors import InputError
+from placement.cli import main
+from placement.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ROOT / "tests" / "data" / "buildout_small.yaml"
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("buildout") / "out"
+    assert main(["solve", str(SMALL), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_the_results_folder_holds_every_output(solved: Path) -> None:
+    for name in ("summary.json", "buildout.csv", "buildout_scenarios.csv", "years.csv", "scenarios.csv", "timeline.png",
+                 "maps_by_year.png", "map.html", "sites_by_year.geojson", "report.md"):  # fmt: skip
+        assert (solved / name).is_file(), name
+    table = pd.read_csv(solved / "buildout.csv")
+    assert list(table.columns[:8]) == [
+        "year",
+        "site_id",
+        "accelerator",
+        "nodes",
+        "mw_used",
+        "mw_available",
+        "mw_reserved",
+        "capex_usd",
+    ]
+    assert "cost_usd_per_h" in table.columns
+    summary = json.loads((solved / "summary.json").read_text())
+    assert [y["year"] for y in summary["years"]] == [2027, 2028, 2029]
+    for key in ("expected_cost_usd", "scenario_costs_usd", "value_of_stochastic_solution_usd"):
+        assert key in summary
+    assert set(summary["scenario_costs_usd"]) == {"low", "high"}
+    regret = summary["min_max_regret"]  # the small scenario asks for the min-max-regret plan too
+    assert regret["max_regret_usd"] >= 0
+    assert set(regret["wait_and_see_usd"]) == {"low", "high"}
+    expected = sum(summary["scenario_costs_usd"][s] * p for s, p in summary["scenario_probabilities"].items())
+    assert summary["expected_cost_usd"] == pytest.approx(expected)
+    years = pd.read_csv(solved / "years.csv")
+    by_year = table.groupby("year")["cost_usd_per_h"].sum()
+    assert by_year.to_numpy() == pytest.approx(years["cost_usd_per_h"].to_numpy(), rel=1e-9)
+    assert "2028" in (solved / "map.html").read_text()
+
+
+def test_each_year_is_a_plain_results_folder(solved: Path) -> None:
+    single_sites = {"site_id", "name", "open", "nodes", "mw_used", "mw_available", "cost_usd_per_h", "goodput_tok_s"}
+    for year in (2027, 2028, 2029):
+        folder = solved / "years" / str(year)
+        summary = json.loads((folder / "summary.json").read_text())
+        for key in ("cost_per_million_goodput_tokens_usd", "objective_usd_per_h", "mw_used", "sites_open", "unserved_share"):
+            assert key in summary
+        assert single_sites <= set(pd.read_csv(folder / "sites.csv").columns)
+        assignments = pd.read_csv(folder / "assignments.csv")
+        assert {"population_id", "class", "site_id", "goodput_tok_s", "rtt_ms", "rtt_budget_ms"} <= set(assignments.columns)
+        assert (assignments["ttft_slack_ms"] >= 0).all()
+        assert assignments["goodput_tok_s"].sum() == pytest.approx(summary["goodput_tok_s"], rel=1e-6)
+
+
+def test_the_outside_check_passes(solved: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_buildout.py"), str(solved)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout
+
+
+def test_a_late_site_has_no_mw_before_its_power_arrives(solved: Path) -> None:
+    table = pd.read_csv(solved / "buildout_scenarios.csv")
+    stockholm = table[(table["site_id"] == "stockholm") & (table["year"] == 2027)]
+    assert stockholm.empty
+
+
+def _write(tmp_path: Path, horizon: dict[str, object]) -> Path:
+    raw = yaml.safe_load(SMALL.read_text())
+    raw["horizon"] = {**raw["horizon"], **horizon}
+    for key in ("sites", "demand"):
+        for field in ("catalog", "cities"):
+            if field in raw[key]:
+                raw[key][field] = str((SMALL.parent / raw[key][field]).resolve())
+    raw["time"]["profile"] = str((SMALL.parent / raw["time"]["profile"]).resolve())
+    raw["horizon"]["power_schedule"] = str((SMALL.parent / raw["horizon"]["power_schedule"]).resolve())
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_horizon_errors_are_gathered_with_their_key_paths(tmp_path: Path) -> None:
+    bad = _write(
+        tmp_path,
+        {
+            "years": [2027, 2029],
+            "demand_scenarios": [{"name": "a", "probability": 0.5}, {"name": "b", "probability": 0.2}],
+            "class_shares": {2027: {"chat": 0.9}},
+        },
+    )
+    with pytest.raises(InputError) as caught:
+        load_scenario(bad)
+    text = str(caught.value)
+    assert "consecutive" in text and "sum to 1" in text
+
+
+def test_a_bad_power_schedule_names_each_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schedule = tmp_path / "schedule.csv"
+    schedule.write_text("site_id,year,mw_available\nnowhere,2028,10\nparis,2028,-5\nparis,20x9,4\n")
+    path = _write(tmp_path, {"power_schedule": str(schedule)})
+    code = main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    assert code == 1
+    assert not (tmp_path / "out").exists()
+    err = capsys.readouterr().err
+    for where, field in (("data row 1", "site_id"), ("data row 2", "mw_available"), ("data row 3", "year")):
+        assert f"{where}, field '{field}'" in err, err
+    assert "Traceback" not in err
+
+
+def test_mw_that_go_down_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schedule = tmp_path / "schedule.csv"
+    schedule.write_text("site_id,year,mw_available\nparis,2027,50\nparis,2028,20\n")
+    path = _write(tmp_path, {"power_schedule": str(schedule)})
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    assert "energized MW go down" in capsys.readouterr().err
+
+
+def test_a_single_year_fleet_mix_runs_through_the_buildout_engine(tmp_path: Path) -> None:
+    raw = yaml.safe_load(SMALL.read_text())
+    del raw["horizon"]
+    raw["serving"]["accelerators"] = ["h100-sxm", "b200", "mi300x"]
+    raw["demand"]["clusters"] = 15
+    raw["time"]["slices"] = 1
+    raw["time"]["profile"] = None
+    for key, field in (("sites", "catalog"), ("demand", "cities")):
+        raw[key][field] = str((SMALL.parent / raw[key][field]).resolve())
+    path = tmp_path / "mix.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    assert main(["solve", str(path), "--out", str(out), "--quiet", "--no-maps"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["years"]) == 1
+    assert summary["value_of_stochastic_solution_usd"] == pytest.approx(0.0, abs=1e-6)
+    assert set(summary["accelerators_used"]) <= {"h100-sxm", "b200", "mi300x"}
+
+
+def test_a_larger_model_in_one_future_raises_its_cost(tmp_path: Path) -> None:
+    futures = [
+        {"name": "same", "probability": 0.5, "growth_per_year": 0.1},
+        {"name": "bigger", "probability": 0.5, "growth_per_year": 0.1, "model_change": {"year": 2029, "model": "deepseek-v3"}},
+    ]
+    path = _write(tmp_path, {"demand_scenarios": futures, "regret": False})
+    out = tmp_path / "out"
+    assert main(["solve", str(path), "--out", str(out), "--quiet", "--no-maps"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    costs = summary["scenario_costs_usd"]
+    assert costs["bigger"] > costs["same"]
+    table = pd.read_csv(out / "buildout_scenarios.csv")
+    same = table[(table["scenario"] == "same") & (table["year"] == 2028)]["nodes"].sum()
+    assert table[(table["scenario"] == "bigger") & (table["year"] == 2028)]["nodes"].sum() == same  # nothing changes before 2029
+
+
+def test_an_unknown_model_is_named_with_its_key_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    futures = [{"name": "x", "probability": 1.0, "model_change": {"year": 2028, "model": "gpt-9"}}]
+    path = _write(tmp_path, {"demand_scenarios": futures})
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    assert "horizon.demand_scenarios[0].model_change.model" in capsys.readouterr().err
