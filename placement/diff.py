@@ -456,7 +456,8 @@ def render_diff(diff: PlanDiff, *, rows: int = 15) -> str:
             f"{label:24}{_cell(figure['a'], spec):>14}{_cell(figure['b'], spec):>14}"
             f"{_cell(figure['delta'], spec, signed=True):>14}"
         )
-    lines.append("$/M goodput tokens by class")
+    if diff.classes:  # build-out years carry no per-class figures
+        lines.append("$/M goodput tokens by class")
     for row in diff.classes:
         spec = "{:,.3f}"
         cells = f"{_cell(row['a'], spec):>14}{_cell(row['b'], spec):>14}{_cell(row['delta'], spec, signed=True):>14}"

@@ -56,7 +56,14 @@ def _colour(result: StochasticResult) -> dict[str, str]:
     return {name: ACCELERATOR_COLOURS[h % len(ACCELERATOR_COLOURS)] for h, name in enumerate(ids)}
 
 
-def draw_timeline(table: pd.DataFrame, colours: dict[str, str], path: Path, *, title: str) -> None:
+def draw_timeline(
+    table: pd.DataFrame,
+    colours: dict[str, str],
+    path: Path,
+    *,
+    title: str,
+    energized_mw: pd.DataFrame | None = None,
+) -> None:
     """MW used by site and year, stacked by accelerator, with each site's MW reserved and energized.
 
     Parameters
@@ -69,6 +76,9 @@ def draw_timeline(table: pd.DataFrame, colours: dict[str, str], path: Path, *, t
         PNG to write.
     title : str
         Figure title.
+    energized_mw : pandas.DataFrame, optional
+        MW energized per site (index ``site_id``) and year (columns): a named site's line then shows its power
+        from the year it is energized, not only from the year it opens (the table has rows for open sites only).
     """
     final = table[table["year"] == table["year"].max()].groupby("site_id")["mw_used"].sum().sort_values(ascending=False)
     top = list(final.index[:TIMELINE_SITES])
@@ -89,6 +99,8 @@ def draw_timeline(table: pd.DataFrame, colours: dict[str, str], path: Path, *, t
             bottom += stack[name].to_numpy(float)
         site_year = part.groupby(["year", "site_id"])[["mw_reserved", "mw_available"]].first().groupby("year").sum()
         site_year = site_year.reindex(years).fillna(0.0)
+        if energized_mw is not None and panel in energized_mw.index:
+            site_year["mw_available"] = energized_mw.loc[panel].reindex(years).to_numpy(float)
         ax.step(years, site_year["mw_reserved"], where="mid", color="black", linewidth=1.0, label="MW reserved")
         ax.step(
             years, site_year["mw_available"], where="mid", color="#c0392b", linestyle=":", linewidth=1.0, label="MW energized"
@@ -320,8 +332,13 @@ def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s:
     _csv(scenario_table(result), folder / "scenarios.csv")
     geo.write_geojson(sites_by_year_frame(result, base), folder / "sites_by_year.geojson")
     colours = _colour(result)
+    energized = pd.DataFrame(b.data.site_mw_available, index=b.sites["id"].to_numpy(), columns=list(b.years))
     draw_timeline(
-        base, colours, folder / "timeline.png", title=f"{b.loaded.scenario.name} ({b.scenario_names[b.base_index]} demand)"
+        base,
+        colours,
+        folder / "timeline.png",
+        title=f"{b.loaded.scenario.name} ({b.scenario_names[b.base_index]} demand)",
+        energized_mw=energized,
     )
     if maps:
         draw_year_maps(result, base, colours, folder / "maps_by_year.png")
