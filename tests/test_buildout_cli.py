@@ -58,6 +58,17 @@ def test_the_results_folder_holds_every_output(solved: Path) -> None:
     assert "2028" in (solved / "map.html").read_text()
 
 
+def test_class_shares_by_accelerator_add_up_and_use_only_parts_in_service(solved: Path) -> None:
+    mix = pd.read_csv(solved / "class_accelerators.csv")
+    assert list(mix.columns) == ["year", "class", "accelerator", "share_of_class_tokens"]
+    sums = mix.groupby(["year", "class"])["share_of_class_tokens"].sum()
+    assert sums.to_numpy() == pytest.approx(1.0, abs=1e-9)
+    in_service = pd.read_csv(solved / "buildout.csv").query("nodes > 0").groupby("year")["accelerator"].agg(set)
+    for year, part in mix.groupby("year"):
+        assert set(part["accelerator"]) <= in_service[year], year  # no tokens on a part with no nodes that year
+    assert "Which accelerators carry each class" in (solved / "report.md").read_text()
+
+
 def test_each_year_is_a_plain_results_folder(solved: Path) -> None:
     single_sites = {"site_id", "name", "open", "nodes", "mw_used", "mw_available", "cost_usd_per_h", "goodput_tok_s"}
     for year in (2027, 2028, 2029):

@@ -109,6 +109,36 @@ def year_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
     return table
 
 
+def class_accelerator_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
+    """Which accelerators carry each class's tokens, per year, in one scenario.
+
+    Parameters
+    ----------
+    result : StochasticResult
+        The solved build-out.
+    scenario : int
+        Scenario index.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``year, class, accelerator, share_of_class_tokens``: each class's served tokens (slices weighted by
+        their hours) split by accelerator; the shares of a year and class sum to 1. Rows with no tokens are left out.
+    """
+    b = result.buildout
+    served = np.einsum("mkayt,t->kay", result.plan.served_tok_s[..., scenario, :], b.data.slice_weight)  # (K, A, Y)
+    total = served.sum(axis=1, keepdims=True)
+    share = np.divide(served, total, out=np.zeros_like(served), where=total > 0)
+    rows = [
+        {"year": year, "class": cls.name, "accelerator": name, "share_of_class_tokens": float(share[k, h, y])}
+        for y, year in enumerate(b.years)
+        for k, cls in enumerate(b.loaded.scenario.classes)
+        for h, name in enumerate(b.fleet.ids)
+        if share[k, h, y] > 1e-9
+    ]
+    return pd.DataFrame(rows, columns=["year", "class", "accelerator", "share_of_class_tokens"])
+
+
 def scenario_table(result: StochasticResult) -> pd.DataFrame:
     """Each demand scenario: probability, the adopted plan's NPV, the mean-value plan's, last year's figures."""
     b, costs = result.buildout, result.costs

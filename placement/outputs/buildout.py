@@ -29,6 +29,7 @@ from placement import jsonio
 from placement.buildout.solve import StochasticResult
 from placement.buildout.tables import (
     buildout_table,
+    class_accelerator_table,
     scenario_table,
     summary_dict,
     year_assignments,
@@ -277,6 +278,18 @@ def render_report(result: StochasticResult, summary: dict[str, Any]) -> str:
             + " | ".join(f"{r[f'nodes_{a}']:,}" for a in b.fleet.ids)
             + " |"
         )
+    mix = class_accelerator_table(result, b.base_index)
+    lines += [
+        "",
+        f"## Which accelerators carry each class ({b.scenario_names[b.base_index]} demand, share of the class's tokens)",
+        "",
+    ]
+    for year, part in mix.groupby("year", sort=True):
+        split = "; ".join(
+            f"{cls}: " + ", ".join(f"{a} {v:.0%}" for a, v in zip(g["accelerator"], g["share_of_class_tokens"], strict=True))
+            for cls, g in part.groupby("class", sort=False)
+        )
+        lines.append(f"- {year}: {split}")
     lines += [
         "",
         "## Demand scenarios",
@@ -329,6 +342,7 @@ def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s:
     every = pd.concat([buildout_table(result, s) for s in range(len(b.scenario_names))], ignore_index=True)
     _csv(every, folder / "buildout_scenarios.csv")
     _csv(year_table(result, b.base_index), folder / "years.csv")
+    _csv(class_accelerator_table(result, b.base_index), folder / "class_accelerators.csv")
     _csv(scenario_table(result), folder / "scenarios.csv")
     geo.write_geojson(sites_by_year_frame(result, base), folder / "sites_by_year.geojson")
     colours = _colour(result)
