@@ -186,3 +186,13 @@ def test_an_unknown_model_is_named_with_its_key_path(tmp_path: Path, capsys: pyt
     path = _write(tmp_path, {"demand_scenarios": futures})
     assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
     assert "horizon.demand_scenarios[0].model_change.model" in capsys.readouterr().err
+
+
+def test_the_year_map_opens_offline_without_console_errors(solved: Path, tmp_path: Path) -> None:
+    from tests.test_webmap import _browse, _console_lines
+
+    done = _browse(solved / "map.html", tmp_path / "profile", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _console_lines(done.stderr) == []
+    assert "open sites" in done.stdout and "Natural Earth" in done.stdout  # the script ran and drew the basemap
+    assert "default-src 'none'" in (solved / "map.html").read_text()  # no network request can leave the page

@@ -39,7 +39,7 @@ from placement.buildout.tables import (
 )
 from placement.outputs import geojson as geo
 from placement.outputs.finite import null_nonfinite
-from placement.outputs.webmap import leaflet_assets
+from placement.outputs.webmap import countries_geojson, leaflet_assets
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, add_polygons, geographic_aspect, load_basemap
 from placement.outputs.writer import write_folder
 
@@ -207,13 +207,17 @@ def render_year_map(result: StochasticResult, table: pd.DataFrame, colours: dict
             by_site.setdefault(str(record["site_id"]), []).append(record)
         years[str(year)] = [_site_entry(sites[site], rows, colours) for site, rows in by_site.items()]
     script, css = leaflet_assets()
-    payload = json.dumps({"years": years, "colours": colours}).replace("</", "<\\/")
+    payload = json.dumps({"years": years, "colours": colours, "countries": countries_geojson(load_basemap())})
+    payload = payload.replace("</", "<\\/")
     title = f"{b.loaded.scenario.name}: build-out by year"
     return _PAGE.format(title=title, css=css, script=script, payload=payload, first=b.years[0])
 
 
 _PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy"
+ content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<title>{title}</title>
 <style>{css}</style>
 <style>html,body{{margin:0;height:100%;font-family:sans-serif}}#map{{position:absolute;top:44px;bottom:0;width:100%}}
 #bar{{height:44px;display:flex;align-items:center;gap:12px;padding:0 12px;background:#f4f3ef}}</style></head>
@@ -224,6 +228,20 @@ _PAGE = """<!DOCTYPE html>
 const data = {payload};
 const map = L.map('map', {{worldCopyJump: true}}).setView([25, 10], 2);
 map.attributionControl.setPrefix('<a href="https://leafletjs.com">Leaflet</a>');
+map.attributionControl.addAttribution('Basemap: Natural Earth (public domain)');
+L.geoJSON(data.countries, {{interactive: false, style: {{color: '#b8b5ad', weight: 0.6, fillColor: '#f3f1ec', fillOpacity: 1}}}})
+  .addTo(map);
+const legend = L.control({{position: 'bottomright'}});
+legend.onAdd = () => {{
+  const div = L.DomUtil.create('div');
+  div.style.cssText = 'background:#fff;padding:6px 8px;font-size:12px;border:1px solid #999';
+  div.innerHTML = '<b>main accelerator at the site</b><br>' + Object.entries(data.colours).map(([a, c]) =>
+    `<span style="display:inline-block;width:10px;height:10px;border-radius:5px;background:${{c}};` +
+    `border:1px solid #000"></span> ${{a}}`
+  ).join('<br>') + '<br>area ~ MW used';
+  return div;
+}};
+legend.addTo(map);
 const layer = L.layerGroup().addTo(map);
 const select = document.getElementById('year');
 Object.keys(data.years).forEach(y => {{ const o = document.createElement('option'); o.value = y; o.text = y; select.add(o); }});

@@ -105,7 +105,8 @@ def _features(frame: gpd.GeoDataFrame, columns: list[str], *, decimals: int = DE
     return {"type": "FeatureCollection", "features": features}
 
 
-def _countries(basemap: gpd.GeoDataFrame) -> dict[str, Any]:
+def countries_geojson(basemap: gpd.GeoDataFrame) -> dict[str, Any]:
+    """Country outlines, simplified, as GeoJSON for a page's basemap (the bundled Natural Earth countries)."""
     world = basemap[["name", "geometry"]].copy() if "name" in basemap else basemap.assign(name="")[["name", "geometry"]]
     world["geometry"] = shapely.simplify(world.geometry.to_numpy(), BASEMAP_SIMPLIFY_DEG, preserve_topology=True)
     return _features(gpd.GeoDataFrame(world, geometry="geometry", crs=basemap.crs), ["name"], decimals=2)
@@ -304,7 +305,7 @@ def webmap_data(
     }
     return {
         "summary": summary,
-        "countries": _countries(basemap),
+        "countries": countries_geojson(basemap),
         "sites": _sites(plan.sites),
         "populations": _populations(populations, assignments),
         "assignments": _assignment_lines(assignments),
