@@ -590,6 +590,20 @@ def load_results_folder(folder: str | Path, *, progress: Callable[[str], None] =
     if not summary_path.is_file():
         raise PlacementError(f"{folder} holds no summary.json: run 'placement solve --out {folder}' first")
     summary = json.loads(summary_path.read_text())
+    if summary.get("kind") == "buildout":
+        raise PlacementError(
+            f"{folder} is a build-out (years {summary['years'][0]['year']}-{summary['years'][-1]['year']}): "
+            "explain reads one year's plan with its scenario; the years/<year>/ folders hold the plans, for "
+            f"'placement diff'. To explain one year, solve it on its own (e.g. 'placement solve' on a scenario "
+            "without horizon)"
+        )
+    if "year" in summary and "demand_scenario" in summary:
+        raise PlacementError(
+            f"{folder} is year {summary['year']} of a build-out ({summary['demand_scenario']} demand): it holds the "
+            "plan's tables for 'placement diff', not a scenario explain can re-solve; explain a single-year plan"
+        )
+    if not (folder / "sites.csv").is_file():
+        raise PlacementError(f"{folder} holds no sites.csv: it is not a complete results folder; run 'placement solve' again")
     scenario_path = Path(summary.get("scenario_path", ""))
     if not scenario_path.is_file():
         scenario_path = folder / "scenario.yaml"

@@ -196,3 +196,11 @@ def test_the_year_map_opens_offline_without_console_errors(solved: Path, tmp_pat
     assert _console_lines(done.stderr) == []
     assert "open sites" in done.stdout and "Natural Earth" in done.stdout  # the script ran and drew the basemap
     assert "default-src 'none'" in (solved / "map.html").read_text()  # no network request can leave the page
+
+
+def test_explain_says_a_buildout_folder_is_not_a_single_year_plan(solved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(solved), "--quiet"]) != 0
+    assert "is a build-out (years 2027-2029)" in capsys.readouterr().err
+    assert main(["explain", str(solved / "years" / "2028"), "--quiet"]) != 0
+    err = capsys.readouterr().err
+    assert "is year 2028 of a build-out" in err and "Traceback" not in err and "internal failure" not in err
