@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -38,13 +38,11 @@ from placement.optimize.solver import SolverOptions, solve_problem
 
 
 @dataclass(frozen=True)
-class StochasticResult:
-    """The plans of a build-out and their costs.
+class StochasticPlans:
+    """The plans of a two-stage problem, solved on arrays.
 
     Parameters
     ----------
-    buildout : Buildout
-        What was solved.
     plan : BuildoutSolution
         The adopted stochastic plan (RP, or EEV when that was cheaper).
     costs : PlanCosts
@@ -61,15 +59,12 @@ class StochasticResult:
         ``(S,)`` its NPV per scenario. [USD]
     adopted : str
         ``"rp"`` or ``"eev"``.
-    regret : dict or None
-        Min-max-regret plan's figures, when asked for.
     timings_s : dict
         Seconds per phase.
     notes : list of str
         What the reader should know (adopted plan, rounding, gaps).
     """
 
-    buildout: Buildout
     plan: BuildoutSolution
     costs: PlanCosts
     rp_usd: float
@@ -78,7 +73,6 @@ class StochasticResult:
     eev_usd: float
     eev_scenario_usd: np.ndarray
     adopted: str
-    regret: dict[str, object] | None
     timings_s: dict[str, float]
     notes: list[str]
 
@@ -96,6 +90,22 @@ class StochasticResult:
     def gap(self) -> float:
         """Relative gap of the adopted plan against the RP bound."""
         return max(self.expected_usd - self.rp_bound_usd, 0.0) / max(abs(self.expected_usd), 1e-9)
+
+
+@dataclass(frozen=True)
+class StochasticResult(StochasticPlans):
+    """The plans of a build-out (:class:`StochasticPlans`), what was solved and the min-max-regret plan.
+
+    Parameters
+    ----------
+    buildout : Buildout
+        What was solved.
+    regret : dict or None
+        Min-max-regret plan's figures, when asked for.
+    """
+
+    buildout: Buildout
+    regret: dict[str, object] | None
 
 
 def solver_options(buildout: Buildout, *, msg: bool = False) -> SolverOptions:
@@ -180,27 +190,6 @@ def min_max_regret(
         "expected_cost_usd": costs.expected_npv_usd,
         "sites_open_last_year": int(solution.first.open[:, -1].sum()),
     }
-
-
-@dataclass(frozen=True)
-class StochasticPlans:
-    """The plans of a two-stage problem on arrays (see :class:`StochasticResult` for the fields)."""
-
-    plan: BuildoutSolution
-    costs: PlanCosts
-    rp_usd: float
-    rp_bound_usd: float
-    ev_usd: float
-    eev_usd: float
-    eev_scenario_usd: np.ndarray
-    adopted: str
-    timings_s: dict[str, float]
-    notes: list[str]
-
-    @property
-    def vss_usd(self) -> float:
-        """EEV minus the adopted plan's expected NPV (>= 0). [USD]"""
-        return max(self.eev_usd - self.costs.expected_npv_usd, 0.0)
 
 
 def solve_plans(data: BuildoutInput, options: SolverOptions, *, progress: Progress = quiet) -> StochasticPlans:
@@ -305,17 +294,5 @@ def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progres
         except SolverError as exc:  # an optional extra: the stochastic plan stands without it
             notes.append(f"no min-max-regret plan: {exc} (raise horizon.time_limit_s)")
         timings["regret_s"] = time.perf_counter() - start
-    return StochasticResult(
-        buildout,
-        plans.plan,
-        plans.costs,
-        plans.rp_usd,
-        plans.rp_bound_usd,
-        plans.ev_usd,
-        plans.eev_usd,
-        plans.eev_scenario_usd,
-        plans.adopted,
-        regret,
-        timings,
-        notes,
-    )
+    shared = {f.name: getattr(plans, f.name) for f in fields(StochasticPlans)}
+    return StochasticResult(**{**shared, "timings_s": timings, "notes": notes}, buildout=buildout, regret=regret)
