@@ -133,7 +133,13 @@ class Instance:
         """The workload classes."""
         return self.loaded.scenario.classes
 
-    def ttft_ms(self, commodity: IntArray | int, site: IntArray | slice | int = slice(None)) -> FloatArray:
+    def ttft_ms(
+        self,
+        commodity: IntArray | int,
+        site: IntArray | slice | int = slice(None),
+        *,
+        profiles: list[ClassProfile] | None = None,
+    ) -> FloatArray:
         """p99 TTFT of commodities at sites, the same figure the budget was checked with. [ms]
 
         Computed on demand (it is affine in the round trip): at full resolution the whole
@@ -145,6 +151,8 @@ class Instance:
             Commodity indices.
         site : int, numpy.ndarray of int or slice, optional
             Site indices, element-wise with ``commodity`` when an array (default: every site).
+        profiles : list of ClassProfile, optional
+            Node-side TTFT per class (default: the instance's; a fleet passes its slowest node's).
 
         Returns
         -------
@@ -154,8 +162,9 @@ class Instance:
         commodity = np.asarray(commodity, dtype=np.int64)
         population, workload = self.commodity_population[commodity], self.commodity_class[commodity]
         rtt = self.rtt_ms[population, site]
-        round_trips = np.array([p.round_trips for p in self.profiles])[workload]
-        fixed = np.array([p.fixed_ttft_ms for p in self.profiles])[workload]
+        profiles = self.profiles if profiles is None else profiles
+        round_trips = np.array([p.round_trips for p in profiles])[workload]
+        fixed = np.array([p.fixed_ttft_ms for p in profiles])[workload]
         extra = self.retrieval_extra_ms[workload, site]
         if rtt.ndim > np.ndim(workload):  # one commodity (or an array of them) against every site in ``site``
             round_trips, fixed = np.expand_dims(round_trips, -1), np.expand_dims(fixed, -1)
@@ -530,35 +539,6 @@ def commodities(n_populations: int, n_classes: int) -> tuple[IntArray, IntArray]
     population = np.repeat(np.arange(n_populations, dtype=np.int64), n_classes)
     workload = np.tile(np.arange(n_classes, dtype=np.int64), n_populations)
     return population, workload
-
-
-def commodity_ttft_ms(
-    rtt_ms: FloatArray, profiles: list[ClassProfile], retrieval_extra: FloatArray, commodity_class: IntArray
-) -> FloatArray:
-    """p99 TTFT of every commodity at every site, as one table. [ms]
-
-    For aggregated models (the build-out); a plan reads :meth:`Instance.ttft_ms`, which holds no table.
-
-    Parameters
-    ----------
-    rtt_ms : numpy.ndarray
-        ``(n, m)`` population-site round trips. [ms]
-    profiles : list of ClassProfile
-        Node-side TTFT and round trips of each class.
-    retrieval_extra : numpy.ndarray
-        ``(k, m)`` remote retrieval round trip per class and site. [ms]
-    commodity_class : numpy.ndarray of int
-        Class of each commodity (from :func:`commodities`).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(c, m)`` p99 TTFT. [ms]
-    """
-    ttft = np.empty((len(commodity_class), rtt_ms.shape[1]))
-    for k, profile in enumerate(profiles):
-        ttft[commodity_class == k] = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
-    return ttft
 
 
 def commodity_within_budget(

@@ -19,7 +19,7 @@ from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, of
 from placement.buildout.model import BuildoutInput
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.horizon import DemandScenario, HorizonSection
-from placement.instance import Instance, Progress, build_instance, commodity_ttft_ms, merge_commodities, quiet
+from placement.instance import Instance, Progress, build_instance, commodity_within_budget, merge_commodities, quiet
 from placement.regions import region_values
 from placement.residency import residency_mask
 from placement.scenario import LoadedScenario
@@ -233,22 +233,18 @@ def _existing(horizon: HorizonSection, sites: pd.DataFrame, fleet: Fleet, years:
     return nodes
 
 
-def worst_ttft_ms(instance: Instance, fleet: Fleet) -> FloatArray:
-    """``(c, m)`` p99 TTFT of every commodity at every site on the fleet's slowest node for its class. [ms]"""
-    return commodity_ttft_ms(instance.rtt_ms, fleet.worst_profiles(), instance.retrieval_extra_ms, instance.commodity_class)
-
-
 def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray) -> NDArray[np.bool_]:
     """Pairs inside the objective on every accelerator of the fleet, permitted by residency, at a site with power some year."""
     loaded = instance.loaded
-    ttft = worst_ttft_ms(instance, fleet)
-    objective = np.array([c.ttft_p99_ms for c in loaded.scenario.classes])[instance.commodity_class]
+    within = commodity_within_budget(
+        instance.rtt_ms, fleet.worst_profiles(), instance.retrieval_extra_ms, instance.commodity_class
+    )
     permitted = residency_mask(
         instance.populations.table["country_code"].to_numpy(str),
         instance.sites["country_code"].to_numpy(str),
         loaded.scenario.residency,
     )[instance.commodity_population]
-    return np.asarray((ttft <= objective[:, None]) & permitted & (mw.max(axis=1) > 0)[None, :])
+    return np.asarray(within & permitted & (mw.max(axis=1) > 0)[None, :])
 
 
 def scenario_goodput(loaded: LoadedScenario, horizon: HorizonSection, fleet: Fleet, years: list[int], source: str) -> FloatArray:
