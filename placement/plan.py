@@ -34,7 +34,7 @@ from placement.summary import (
     weighted_hit_rate,
     yield_figures,
 )
-from placement.textfmt import mw_text, usd_per_m_text
+from placement.textfmt import mw_text, share_text, usd_per_m_text
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -104,13 +104,6 @@ def unprotectable_commodities(instance: Instance) -> IntArray:
     return np.flatnonzero(single).astype(np.int64)
 
 
-def _share_text(share: float) -> str:
-    """A share as a reader expects it: whole percent, one decimal below 10 %, "<0.1%" for a sliver (never "0%")."""
-    if share >= 0.1:
-        return f"{share:.0%}"
-    return f"{share:.1%}" if share >= 0.001 else "<0.1%"
-
-
 def _shortfall_message(instance: Instance, elastic: PlacementSolution, *, limit: int = 15) -> list[str]:
     data = instance.inputs
     short = np.flatnonzero(elastic.unserved_share > 1e-6)
@@ -124,7 +117,7 @@ def _shortfall_message(instance: Instance, elastic: PlacementSolution, *, limit:
         names = ", ".join(f"{instance.sites['name'].iat[j]} ({instance.sites['mw_available'].iat[j]:g} MW)" for j in reach[:6])
         lines.append(
             f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {instance.classes[k].name}: "
-            f"{_share_text(float(elastic.unserved_share[row]))} of its {mean[row]:,.0f} tok/s cannot be served; "
+            f"{share_text(float(elastic.unserved_share[row]))} of its {mean[row]:,.0f} tok/s cannot be served; "
             f"sites inside the budget: {names}{' ...' if len(reach) > 6 else ''}: their power is spoken for"
             + (" or N+1 cannot be met" if data.fault_tolerant else "")
         )

@@ -5,7 +5,7 @@ One place for the rule, so the terminal, ``report.md``, ``report.html`` and the 
 
 from __future__ import annotations
 
-__all__ = ["ms_text", "mw_text", "usd_per_m_text"]
+__all__ = ["ms_text", "mw_text", "share_text", "usd_per_m_text"]
 
 
 def ms_text(value: float) -> str:
@@ -56,3 +56,23 @@ def usd_per_m_text(value: float) -> str:
         The number, without the unit or the dollar sign.
     """
     return f"{value:,.3f}"
+
+
+def share_text(value: float) -> str:
+    """A share as a percentage: whole from 10 % (``"31%"``), one decimal below (``"3.1%"``), ``"<0.1%"`` for a sliver.
+
+    Never ``"0%"`` for a share that is not zero.
+
+    Parameters
+    ----------
+    value : float
+        A share of 1.
+
+    Returns
+    -------
+    str
+        The percentage, with its sign.
+    """
+    if value >= 0.1:
+        return f"{value:.0%}"
+    return f"{value:.1%}" if value >= 0.001 else "<0.1%"
