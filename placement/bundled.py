@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from placement._errors import PlacementError
+from placement._errors import InputError, PlacementError, Problem
 
 __all__ = [
     "DATA_PACKAGE",
@@ -27,6 +27,7 @@ __all__ = [
     "copy_scenario",
     "default_scenario_path",
     "describe_scenarios",
+    "scenario_file",
 ]
 
 DATA_PACKAGE = "placement.data"
@@ -59,6 +60,46 @@ def default_scenario_path() -> Path:
 def bundled_scenarios() -> list[Path]:
     """Every bundled scenario file, sorted by name."""
     return sorted(bundled_path("scenarios").glob("*.yaml"))
+
+
+def scenario_file(argument: str | Path) -> Path:
+    """The scenario file a command-line argument names: a path, or the key of a bundled scenario.
+
+    A path that exists wins over a key of the same spelling, so a planner's own ``default.yaml`` or a folder
+    called ``buildout`` is never shadowed.
+
+    Parameters
+    ----------
+    argument : str or Path
+        A YAML path, or a key that ``placement scenarios`` lists (``default``, ``buildout``, ``europe-small``).
+
+    Returns
+    -------
+    pathlib.Path
+        The file to load.
+
+    Raises
+    ------
+    InputError
+        Neither a file nor a bundled key; the message lists the keys.
+    """
+    path = Path(argument)
+    if path.is_file():
+        return path
+    known = {s.stem: s for s in bundled_scenarios()}
+    if str(argument) in known:
+        return known[str(argument)]
+    raise InputError(
+        [
+            Problem(
+                str(argument),
+                "",
+                "",
+                "file not found, and not the key of a bundled scenario",
+                f"check the path, or give one of the keys 'placement scenarios' lists: {', '.join(sorted(known))}",
+            )
+        ]
+    )
 
 
 @dataclass(frozen=True)

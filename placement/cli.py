@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from placement import jsonio
 from placement._errors import PlacementError
-from placement.bundled import default_scenario_path
+from placement.bundled import default_scenario_path, scenario_file
 from placement.geodesy import is_lat_lon
 from placement.scenario import LoadedScenario, load_scenario
 from placement.textfmt import ms_text, mw_text
@@ -60,7 +60,7 @@ def _solve(args: argparse.Namespace) -> int:
 
     check_output_folder(args.out)
     progress = _Progress(args.quiet)
-    loaded = _with_overrides(load_scenario(args.scenario), args)
+    loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
     if loaded.scenario.is_buildout:
         return _solve_buildout(args, loaded, progress)
@@ -166,7 +166,7 @@ def _compare(args: argparse.Namespace) -> int:
     from placement.outputs.writer import check_output_folder
 
     check_output_folder(args.out)
-    loaded = _with_overrides(load_scenario(args.scenario), args)
+    loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
     rows = compare_placements(loaded, progress=_Progress(args.quiet or args.json))
     out = write_comparison(rows, args.out, title=f"{loaded.scenario.name}: same silicon, different arrangement")
     if args.json:
@@ -377,7 +377,7 @@ def _sweep(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from placement.validate import validate_file
 
-    checked = validate_file(args.file)
+    checked = validate_file(args.file if Path(args.file).suffix else scenario_file(args.file))
     if checked.loaded is not None:
         print(
             f"ok: scenario {checked.loaded.scenario.name} with {len(checked.loaded.scenario.classes)} classes; "
@@ -424,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
         "scenario",
         nargs="?",
         default=str(DEFAULT_SCENARIO),
-        help="scenario YAML (default: the bundled world)",
+        help="scenario YAML, or a bundled scenario's key ('placement scenarios'; default: the bundled world)",
     )
     solve.add_argument("--out", default="out", help="results folder (default: out/)")
     solve.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     solve.set_defaults(handler=_solve)
     compare = commands.add_parser("compare", help="the optimum versus nearest-metro, cheapest-power and single-region")
-    compare.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML")
+    compare.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
     compare.add_argument("--out", default="out-compare", help="folder for compare.csv and compare.png")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
     compare.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
@@ -526,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenarios = commands.add_parser("scenarios", help="list the bundled scenarios")
     scenarios.set_defaults(handler=_scenarios)
     validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
-    validate.add_argument("file")
+    validate.add_argument("file", help="a scenario YAML, a bundled scenario's key, or a site catalog (CSV/GeoJSON)")
     validate.set_defaults(handler=_validate)
     return parser
 

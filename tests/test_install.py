@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from placement.bundled import bundled_path, bundled_scenarios, copy_scenario, describe_scenarios
+from placement.bundled import bundled_path, bundled_scenarios, copy_scenario, describe_scenarios, scenario_file
 from placement.cli import main
 from placement.validate import validate_file
 
@@ -72,6 +72,11 @@ def test_wheel_carries_every_bundled_file(tmp_path: Path) -> None:
     data = {f"placement/data/{p.relative_to(REPO / 'data').as_posix()}" for p in (REPO / "data").rglob("*") if p.is_file()}
     data = {name for name in data if "__pycache__" not in name}
     assert data <= names, sorted(data - names)
+    # Every module of every subpackage is in the wheel: a package left out (placement.buildout once was) installs
+    # a command that fails with ModuleNotFoundError on the scenarios that need it.
+    modules = {f"placement/{p.relative_to(REPO / 'placement').as_posix()}" for p in (REPO / "placement").rglob("*.py")}
+    assert {name.rsplit("/", 1)[0] for name in modules} >= {"placement/buildout", "placement/optimize", "placement/serving"}
+    assert modules <= names, sorted(modules - names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "placement = placement.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
@@ -137,3 +142,34 @@ def test_initialised_small_scenario_solves_from_another_folder(tmp_path: Path, m
     from placement.sweep.spec import prepare_sweep
 
     assert len(prepare_sweep(tmp_path / "x" / "sweep.yaml").cases) == 12  # the copied sweep's base is the copy
+
+
+def test_every_key_scenarios_lists_is_accepted_by_validate(capsys: pytest.CaptureFixture[str]) -> None:
+    for described in describe_scenarios():
+        assert main(["validate", described.key]) == 0, described.key
+        assert f"ok: scenario {described.name}" in capsys.readouterr().out
+
+
+def test_an_unknown_key_is_refused_with_the_keys_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", "no-such-scenario", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "no-such-scenario: file not found, and not the key of a bundled scenario" in err
+    assert "buildout, default, europe-small" in err
+    assert "Traceback" not in err
+
+
+def test_a_file_wins_over_a_key_of_the_same_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "default").write_text("name: mine\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert scenario_file("default") == Path("default")
+    assert scenario_file("europe-small") == bundled_path("scenarios", "europe-small.yaml")
+
+
+def test_the_package_exports_the_verbs_the_notebooks_use() -> None:
+    import placement
+
+    assert sorted(placement.__all__) == sorted(placement._EXPORTS)
+    for name in placement.__all__:
+        assert callable(getattr(placement, name)), name
+    with pytest.raises(AttributeError):
+        _ = placement.no_such_verb  # type: ignore[attr-defined]
