@@ -15,7 +15,7 @@ import pytest
 from placement import demand
 from placement.optimize.solver import SolverOptions, SolveStatus, StopReason, solve_problem
 from tests.conftest import REPO, SOLVERS
-from tests.test_solver import hard_instance
+from tests.optimize.test_solver import hard_instance
 
 EUROPE_SMALL = REPO / "data" / "scenarios" / "europe-small.yaml"
 DECISION_FILES = ("sites.csv", "assignments.csv", "populations.csv", "population_members.csv")
