@@ -35,6 +35,7 @@ def world(world_results: Path) -> Path:
     return world_results
 
 
+@pytest.mark.slow
 def test_default_run_writes_every_output(world: Path) -> None:
     for name in ("summary.json", "sites.csv", "assignments.csv", "sites.geojson", "assignments.geojson", "map.png", "report.md"):
         assert (world / name).stat().st_size > 0, name
@@ -45,6 +46,7 @@ def test_default_run_writes_every_output(world: Path) -> None:
     assert summary["sites_open"] >= 5
 
 
+@pytest.mark.slow
 def test_default_run_respects_every_constraint(world: Path) -> None:
     summary = json.loads((world / "summary.json").read_text())
     sites = pd.read_csv(world / "sites.csv")
@@ -70,6 +72,7 @@ def test_default_run_respects_every_constraint(world: Path) -> None:
     assert 1 - served_share == pytest.approx(summary["unserved_share"], abs=1e-9)
 
 
+@pytest.mark.slow
 def test_geojson_reads_back_and_follows_rfc7946(world: Path) -> None:
     sites = gpd.read_file(world / "sites.geojson")
     assert len(sites) == len(pd.read_csv(world / "sites.csv"))

@@ -188,6 +188,7 @@ def test_an_unknown_model_is_named_with_its_key_path(tmp_path: Path, capsys: pyt
     assert "horizon.demand_scenarios[0].model_change.model" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_year_map_opens_offline_without_console_errors(solved: Path, tmp_path: Path) -> None:
     from tests.outputs.test_webmap import _browse, _console_lines
 

@@ -166,6 +166,7 @@ def test_world_24x7_is_the_default_world_with_n_plus_one() -> None:
     assert world == default
 
 
+@pytest.mark.slow
 def test_world_24x7_names_the_populations_it_cannot_protect() -> None:
     # Building the instance is enough (no solve): the commodities with one metro in reach. With the
     # p90 public-internet round trips (issue 12) they are 156 commodities in 54 model rows, no longer
