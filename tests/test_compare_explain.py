@@ -119,6 +119,7 @@ def test_array_lp_matches_pulp(tmp_path: Path, small_scenario: Path) -> None:
     assert fast.resolve_toggled(0).cost_usd_per_h == pytest.approx(slow.resolve_toggled(0).cost_usd_per_h, rel=1e-7)
 
 
+@pytest.mark.slow
 def test_entry_power_price_is_where_opening_pays(world_results: Path) -> None:
     """Just below the entry price, forcing a closed site open lowers the cost; just above, it does not."""
     from placement.explain import (

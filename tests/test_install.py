@@ -56,6 +56,7 @@ def test_no_path_is_built_from_the_source_tree_or_the_working_directory() -> Non
 
 
 @pytest.mark.skipif(importlib.util.find_spec("build") is None, reason="the 'build' package is not installed (dev extra)")
+@pytest.mark.slow
 def test_wheel_carries_every_bundled_file(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(REPO)],
@@ -81,6 +82,7 @@ def test_wheel_carries_every_bundled_file(tmp_path: Path) -> None:
     assert "placement = placement.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
+@pytest.mark.slow
 def test_every_bundled_scenario_validates_as_bundled_and_as_copied(tmp_path: Path) -> None:
     scenarios = bundled_scenarios()
     assert {p.stem for p in scenarios} >= {"default", "europe-small"}

@@ -31,6 +31,7 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.slow
 def test_notebook_runs(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nbformat = pytest.importorskip("nbformat", reason="nbformat is a dev dependency: pip install -e '.[dev]'")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is a dev dependency: pip install -e '.[dev]'")

@@ -128,6 +128,7 @@ def world_summary(world_results: Path) -> dict[str, Any]:
     return loaded
 
 
+@pytest.mark.slow
 def test_summary_json_keys_are_pinned(world_summary: dict[str, Any]) -> None:
     assert set(world_summary) == SUMMARY_JSON_KEYS
     for klass in world_summary["classes"]:
@@ -136,6 +137,7 @@ def test_summary_json_keys_are_pinned(world_summary: dict[str, Any]) -> None:
     assert list(world_summary["cost_breakdown_usd_per_h"]) == BREAKDOWN_KEYS
 
 
+@pytest.mark.slow
 def test_summary_json_reads_back_to_the_same_values(world_summary: dict[str, Any]) -> None:
     summary = PlanSummary.from_json_dict(world_summary)
     again = summary.to_json_dict()
@@ -144,6 +146,7 @@ def test_summary_json_reads_back_to_the_same_values(world_summary: dict[str, Any
     assert summary.class_named("chat").name == "chat"
 
 
+@pytest.mark.slow
 def test_default_world_cost_breakdown_sums_to_objective(world_summary: dict[str, Any]) -> None:
     breakdown = world_summary["cost_breakdown_usd_per_h"]
     objective = world_summary["objective_usd_per_h"]
@@ -165,6 +168,7 @@ def _html_breakdown(text: str) -> dict[str, float]:
     return {BREAKDOWN_LABELS[label]: float(value.replace(",", "")) for label, value in rows}
 
 
+@pytest.mark.slow
 def test_reports_print_the_summary_breakdown(world_results: Path, world_summary: dict[str, Any]) -> None:
     expected = world_summary["cost_breakdown_usd_per_h"]
     for read in (
@@ -179,11 +183,13 @@ def test_reports_print_the_summary_breakdown(world_results: Path, world_summary:
     assert f"**{expected['total']:,.0f}**" in (world_results / "report.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_every_json_file_of_a_results_folder_is_strict(world_results: Path) -> None:
     for path in sorted(world_results.glob("*.json")) + sorted(world_results.glob("*.geojson")):
         _strict_json(path.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_report_rebuilds_from_a_folder_written_before_the_breakdown(world_results: Path, tmp_path: Path) -> None:
     old = tmp_path / "old"
     old.mkdir()

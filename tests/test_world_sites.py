@@ -121,6 +121,7 @@ def test_china_has_the_national_computing_hubs(sites: pd.DataFrame) -> None:
     assert {"zhangjiakou", "hohhot", "guian", "qingyang", "shaoguan", "wuhu", "chengdu", "chongqing", "ningxia"} <= chinese
 
 
+@pytest.mark.slow
 def test_world_full_is_the_default_at_full_resolution_on_the_larger_catalog() -> None:
     full = yaml.safe_load(WORLD_FULL.read_text(encoding="utf-8"))
     default = yaml.safe_load((REPO / "data" / "scenarios" / "default.yaml").read_text(encoding="utf-8"))
@@ -138,6 +139,7 @@ def test_world_full_is_the_default_at_full_resolution_on_the_larger_catalog() ->
     assert checked.loaded is not None and len(checked.sites) >= 250
 
 
+@pytest.mark.slow
 def test_world_full_builds(tmp_path: Path) -> None:
     """Build only (about 6 s and 0.5 GB on 2 cores); solving it is not a unit test."""
     from placement.instance import build_instance

@@ -17,7 +17,7 @@ from placement.residency import residency_mask
 from placement.scenario import ResidencyRule, ResidencySection
 from placement.timeslices import block_demand, hourly_multipliers, utc_offset_hours
 from tests.conftest import SOLVERS
-from tests.test_model import make_input
+from tests.optimize.test_model import make_input
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

@@ -177,6 +177,7 @@ def local_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.Data
     return folder, table
 
 
+@pytest.mark.slow
 def test_sweep_equals_one_by_one_solves(local_sweep: tuple[Path, pd.DataFrame]) -> None:
     folder, table = local_sweep
     assert len(table) == N_CASES
@@ -197,6 +198,7 @@ def test_sweep_equals_one_by_one_solves(local_sweep: tuple[Path, pd.DataFrame]) 
         assert row["open_sites"] == ";".join(plan.sites.loc[plan.sites["open"], "site_id"])
 
 
+@pytest.mark.slow
 def test_sweep_writes_every_output(local_sweep: tuple[Path, pd.DataFrame]) -> None:
     folder, table = local_sweep
     out = folder / "out"
@@ -252,6 +254,7 @@ def test_a_refused_folder_is_left_alone(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "precious").iterdir()] == ["thesis.txt"]
 
 
+@pytest.mark.slow
 def test_a_finished_sweep_needs_no_cluster(local_sweep: tuple[Path, pd.DataFrame], capsys: pytest.CaptureFixture[str]) -> None:
     folder, table = local_sweep
     # Every case is stored: no scheduler is contacted (this address has none).
@@ -314,6 +317,7 @@ def scheduler_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield address
 
 
+@pytest.mark.slow
 def test_remote_scheduler_gives_the_local_results(
     scheduler_address: str, local_sweep: tuple[Path, pd.DataFrame], tmp_path: Path
 ) -> None:
@@ -325,6 +329,7 @@ def test_remote_scheduler_gives_the_local_results(
     assert (remote["error"] != "").sum() == N_FAILING
 
 
+@pytest.mark.slow
 def test_resume_solves_only_what_is_missing(
     scheduler_address: str, local_sweep: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -356,6 +361,7 @@ def test_the_example_sweep_is_valid() -> None:
     assert any(axis.endswith(".ttft_p99_ms") for axis in prepared.axes)
 
 
+@pytest.mark.slow
 def test_cli_sweep(scheduler_address: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from placement import cli
 

@@ -52,6 +52,7 @@ def test_hand_made_steps() -> None:
     assert list(table.columns) == ["goodput_tok_s", *STEPS, "total"]
 
 
+@pytest.mark.slow
 def test_world_steps_add_up_to_each_class_and_the_headline(world_results: Path, tmp_path: Path) -> None:
     results = read_results(world_results)
     table = cost_waterfall(results.summary.classes, results.sites, results.assignments).set_index("class")

@@ -105,6 +105,7 @@ def test_page_data_carries_the_plan(plan_and_folder: tuple[Plan, Path]) -> None:
         assert line[6] == pytest.approx(budget[(line[4], line[5], line[10])], abs=0.06)
 
 
+@pytest.mark.slow
 def test_map_opens_offline_without_console_errors(plan_and_folder: tuple[Plan, Path], tmp_path: Path) -> None:
     _, out = plan_and_folder
     done = _browse(out / "map.html", tmp_path / "profile", "--dump-dom")
@@ -114,6 +115,7 @@ def test_map_opens_offline_without_console_errors(plan_and_folder: tuple[Plan, P
     assert _console_lines(done.stderr) == []
 
 
+@pytest.mark.slow
 def test_screenshot_is_a_map_not_a_blank_page(plan_and_folder: tuple[Plan, Path], tmp_path: Path) -> None:
     _, out = plan_and_folder
     shot = tmp_path / "map.png"
@@ -125,6 +127,7 @@ def test_screenshot_is_a_map_not_a_blank_page(plan_and_folder: tuple[Plan, Path]
     assert counts.max() / counts.sum() < 0.8, "one colour covers most of the page"
 
 
+@pytest.mark.slow
 def test_harness_sees_a_console_error(tmp_path: Path) -> None:
     page = tmp_path / "bad.html"
     page.write_text("<html><body><script>undefinedFunction();</script></body></html>", encoding="utf-8")

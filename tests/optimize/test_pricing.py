@@ -23,8 +23,8 @@ from placement.optimize.verify import verify_solution
 from placement.plan import run
 from placement.scenario import load_scenario
 from tests.conftest import write_scenario
-from tests.test_model import make_input
-from tests.test_optimizer_depth import brute_force_ratio
+from tests.optimize.test_constraints import brute_force_ratio
+from tests.optimize.test_model import make_input
 
 EXACT = SolverOptions(name="highs", gap=1e-9)
 

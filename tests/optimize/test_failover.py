@@ -22,7 +22,7 @@ from placement.optimize.verify import verify_solution
 from placement.plan import run, unprotectable_commodities
 from placement.scenario import load_scenario
 from tests.conftest import DEFAULT_SCENARIO, SOLVERS, write_scenario
-from tests.test_model import make_input
+from tests.optimize.test_model import make_input
 
 # Three sites A, B, C ($100, $200, $300 per hour open; $10, $20, $30 per node), 10,000 tok/s per node.
 # c0 reaches only A, c1 reaches A and B, c2 reaches B and C; 10,000 tok/s each (one node's worth).
@@ -166,6 +166,7 @@ def test_world_24x7_is_the_default_world_with_n_plus_one() -> None:
     assert world == default
 
 
+@pytest.mark.slow
 def test_world_24x7_names_the_populations_it_cannot_protect() -> None:
     # Building the instance is enough (no solve): the commodities with one metro in reach. With the
     # p90 public-internet round trips (issue 12) they are 156 commodities in 54 model rows, no longer

@@ -15,7 +15,7 @@ from placement._errors import InputError
 from placement.cli import main
 from placement.scenario import load_scenario
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "data" / "buildout_small.yaml"
 
 
@@ -188,8 +188,9 @@ def test_an_unknown_model_is_named_with_its_key_path(tmp_path: Path, capsys: pyt
     assert "horizon.demand_scenarios[0].model_change.model" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_year_map_opens_offline_without_console_errors(solved: Path, tmp_path: Path) -> None:
-    from tests.test_webmap import _browse, _console_lines
+    from tests.outputs.test_webmap import _browse, _console_lines
 
     done = _browse(solved / "map.html", tmp_path / "profile", "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]

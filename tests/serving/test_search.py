@@ -20,7 +20,7 @@ from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.physics import CALIBRATED, P99_Z, ServingRequest, serve
 from placement.serving.queueing import queue_wait_p99_ms, utilisation_cap
 
-REFERENCE = Path(__file__).parent / "data" / "serving_reference.json"
+REFERENCE = Path(__file__).parent.parent / "data" / "serving_reference.json"
 
 
 def _cases() -> list[dict[str, Any]]:
