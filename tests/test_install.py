@@ -146,6 +146,7 @@ def test_initialised_small_scenario_solves_from_another_folder(tmp_path: Path, m
     assert len(prepare_sweep(tmp_path / "x" / "sweep.yaml").cases) == 12  # the copied sweep's base is the copy
 
 
+@pytest.mark.slow  # validates every bundled scenario, the full-resolution world included
 def test_every_key_scenarios_lists_is_accepted_by_validate(capsys: pytest.CaptureFixture[str]) -> None:
     for described in describe_scenarios():
         assert main(["validate", described.key]) == 0, described.key
