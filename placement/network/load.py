@@ -13,10 +13,8 @@ written to ``data/network/calibrated.json``, which is read here as the default.
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, fields
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -26,7 +24,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from placement._errors import InputError, Problem
+from placement._errors import Problem
+from placement._validate import Column, Table, choice, known, matches, missing_columns, numbers, raise_if, read_table, unique
 from placement.bundled import bundled_path
 from placement.geodesy import great_circle_km, unit_vectors
 
@@ -47,8 +46,7 @@ in a country it joins (the trans-Siberian, Central Asian and Middle Eastern land
 Russian, Kazakh, Chinese, Iraqi... traffic, while Europe <-> Asia transit goes by sea); one
 provider's backbone does not use them at all."""
 
-_HUB_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_BLANK = {"", "nan", "na", "null", "none"}
+_HUB_ID = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 
 
 @dataclass(frozen=True)
@@ -168,113 +166,55 @@ def params_dict(params: GraphLatencyParams) -> dict[str, float]:
 # ----------------------------------------------------------------------------- loading
 
 
-def _where(k: int) -> str:
-    return f"row {k + 1} (line {k + 2})"
+_HUB_TABLE = (
+    Column("hub_id", help="hub's id, a lower-case slug like 'new-york'"),
+    Column("name", required=False, help="hub's display name"),
+    Column("country_code", help="hub's ISO 3166-1 alpha-2 country code"),
+    Column("lat", "number", low=-90.0, high=90.0, help="hub's latitude [degrees]"),
+    Column("lon", "number", low=-180.0, high=180.0, help="hub's longitude [degrees]"),
+    Column("kind", help=f"hub's kind: {', '.join(HUB_KINDS)}"),
+)
+_LINK_TABLE = (
+    Column("a", help="hub id of one end"),
+    Column("b", help="hub id of the other end"),
+    Column("kind", help=f"link's kind: {', '.join(LINK_KINDS)}"),
+    Column("length_km", "number", required=False, low=1e-9, high=50_000.0, help="published route length [km], or blank"),
+    Column("cables", required=False, help="cable systems of a submarine link"),
+    Column("source", required=False, help="source of the link"),
+    Column("scope", required=False, help="link's scope: regional, or blank", may_be_absent=True),
+)
 
 
-def _read_table(path: Path, columns: tuple[str, ...], problems: list[Problem]) -> pd.DataFrame:
-    read = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8").fillna("")
-    raw = pd.DataFrame({column: read[column].str.strip() for column in read.columns})
-    problems.extend(
-        Problem(str(path), "header", c, "required column is missing", f"give the columns {', '.join(columns)}")
-        for c in columns
-        if c not in raw.columns
-    )
-    return raw
+def _check_hubs(table: Table, problems: list[Problem]) -> pd.DataFrame:
+    slug = matches(table, "hub_id", _HUB_ID, problems, what="a lower-case slug like 'new-york'", fix="rename the hub")
+    unique(table, "hub_id", problems, what="hub id", fix="give every hub a unique id", rows=slug)
+    choice(table, "kind", HUB_KINDS, problems, fix="fix the kind")
+    matches(table, "country_code", "[A-Z]{2}", problems, what="an ISO 3166-1 alpha-2 code", fix="write e.g. US, DE")
+    lat, lon = (numbers(table, column, problems) for column in _HUB_TABLE[3:5])
+    return table.cells.assign(lat=lat, lon=lon)[list(HUB_COLUMNS)]
 
 
-def _numbers(text: pd.Series, path: Path, column: str, low: float, high: float, problems: list[Problem]) -> pd.Series:
-    """Parse a numeric column; blanks become NaN, bad or out-of-range values are problems."""
-    blank = text.str.lower().isin(_BLANK)
-    values = pd.to_numeric(text.where(~blank), errors="coerce").astype(float)
-    bad = ~blank & ~(values.between(low, high) & np.isfinite(values))
-    for k in np.flatnonzero(bad.to_numpy()).tolist():
-        problems.append(
-            Problem(
-                str(path),
-                _where(k),
-                column,
-                f"must be a finite number between {low:g} and {high:g}, got {text.iloc[k]!r}",
-                f"write {column} as a plain number",
-            )
-        )
-    return values.where(~bad)
-
-
-def _check_hubs(raw: pd.DataFrame, path: Path, problems: list[Problem]) -> pd.DataFrame:
-    lat = _numbers(raw["lat"], path, "lat", -90.0, 90.0, problems)
-    lon = _numbers(raw["lon"], path, "lon", -180.0, 180.0, problems)
-    seen: dict[str, int] = {}
-    for k, (hub_id, kind, country, written_lat, written_lon) in enumerate(
-        zip(raw["hub_id"], raw["kind"], raw["country_code"], raw["lat"], raw["lon"], strict=True)
-    ):
-        where = _where(k)
-        if not _HUB_ID.match(hub_id):
-            problems.append(
-                Problem(
-                    str(path), where, "hub_id", f"must be a lower-case slug like 'new-york', got {hub_id!r}", "rename the hub"
-                )
-            )
-        elif hub_id in seen:
-            problems.append(
-                Problem(
-                    str(path),
-                    where,
-                    "hub_id",
-                    f"duplicate hub id {hub_id!r} (first at {_where(seen[hub_id])})",
-                    "give every hub a unique id",
-                )
-            )
-        else:
-            seen[hub_id] = k
-        if kind not in HUB_KINDS:
-            problems.append(
-                Problem(str(path), where, "kind", f"must be one of {', '.join(HUB_KINDS)}, got {kind!r}", "fix the kind")
-            )
-        if not re.fullmatch(r"[A-Z]{2}", country):
-            problems.append(
-                Problem(
-                    str(path), where, "country_code", f"must be an ISO 3166-1 alpha-2 code, got {country!r}", "write e.g. US, DE"
-                )
-            )
-        for column, written in (("lat", written_lat), ("lon", written_lon)):
-            if written.lower() in _BLANK:
-                problems.append(Problem(str(path), where, column, "is missing", f"give the hub's {column} in degrees"))
-    return raw.assign(lat=lat, lon=lon)[list(HUB_COLUMNS)]
-
-
-def _check_link_ends(raw: pd.DataFrame, hubs: pd.DataFrame, path: Path, problems: list[Problem]) -> NDArray[np.bool_]:
+def _check_link_ends(table: Table, hubs: pd.DataFrame, problems: list[Problem]) -> NDArray[np.bool_]:
     """Flag unknown hub ids, self-loops, bad kinds and duplicate (pair, kind); return rows whose ends are known."""
-    known = set(hubs["hub_id"])
+    hub_ids = set(hubs["hub_id"])
+    fix = "add it to hubs.csv or correct the spelling"
+    ok = known(table, "a", hub_ids, problems, what="hub id", fix=fix) & known(
+        table, "b", hub_ids, problems, what="hub id", fix=fix
+    )
+    choice(table, "kind", LINK_KINDS, problems, fix="fix the kind")
     seen: dict[tuple[frozenset[str], str], int] = {}
-    ok = np.ones(len(raw), dtype=bool)
-    for k, (a, b, kind) in enumerate(zip(raw["a"], raw["b"], raw["kind"], strict=True)):
-        where = _where(k)
-        for column, hub in (("a", a), ("b", b)):
-            if hub not in known:
-                ok[k] = False
-                close = _close_ids(hub, known)
-                problems.append(
-                    Problem(
-                        str(path), where, column, f"unknown hub id {hub!r}", f"add it to hubs.csv or correct the spelling{close}"
-                    )
-                )
+    for k, (a, b, kind) in enumerate(zip(table.column("a"), table.column("b"), table.column("kind"), strict=True)):
         if a == b and a:
             ok[k] = False
-            problems.append(Problem(str(path), where, "b", f"link joins {a!r} to itself", "remove the row"))
-        if kind not in LINK_KINDS:
-            problems.append(
-                Problem(str(path), where, "kind", f"must be one of {', '.join(LINK_KINDS)}, got {kind!r}", "fix the kind")
-            )
+            problems.append(table.problem(k, "b", f"link joins {a!r} to itself", "remove the row"))
         pair = (frozenset((a, b)), kind)
         if pair in seen:
             ok[k] = False
             problems.append(
-                Problem(
-                    str(path),
-                    where,
+                table.problem(
+                    k,
                     "",
-                    f"duplicate {kind} link {a}–{b} (first at {_where(seen[pair])})",
+                    f"duplicate {kind} link {a}–{b} (first at {table.where(seen[pair])})",
                     "keep one row per pair of hubs and kind; list every cable system in its cables column",
                 )
             )
@@ -283,45 +223,27 @@ def _check_link_ends(raw: pd.DataFrame, hubs: pd.DataFrame, path: Path, problems
     return ok
 
 
-def _scopes(raw: pd.DataFrame, path: Path, problems: list[Problem]) -> pd.Series:
+def _scopes(table: Table, problems: list[Problem]) -> pd.Series:
     """The optional ``scope`` column, blanks as ``global``; any other value is a problem."""
-    if "scope" not in raw.columns:
-        return pd.Series("global", index=raw.index)
-    scope = raw["scope"].str.lower().replace("", "global")
-    for k in np.flatnonzero(~scope.isin(LINK_SCOPES).to_numpy()).tolist():
-        problems.append(
-            Problem(
-                str(path),
-                _where(k),
-                "scope",
-                f"must be one of {', '.join(LINK_SCOPES)} or blank, got {raw['scope'].iloc[k]!r}",
-                "write regional for a corridor that carries only its own countries' traffic, else leave it blank",
-            )
-        )
-    return scope
+    fix = "write regional for a corridor that carries only its own countries' traffic, else leave it blank"
+    return choice(table, "scope", LINK_SCOPES, problems, fix=fix, blank="global", fold_case=True)
 
 
-def _close_ids(text: str, known: set[str]) -> str:
-    close = difflib.get_close_matches(text, sorted(known), n=3, cutoff=0.6)
-    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-
-
-def _check_lengths(links: pd.DataFrame, raw_length: pd.Series, path: Path, problems: list[Problem]) -> None:
+def _check_lengths(links: pd.DataFrame, table: Table, problems: list[Problem]) -> None:
     short = (links["length_km"] < links["great_circle_km"] - 1e-6).to_numpy()
     for k in np.flatnonzero(short).tolist():
         problems.append(
-            Problem(
-                str(path),
-                _where(k),
+            table.problem(
+                k,
                 "length_km",
-                f"{raw_length.iloc[k]} km is shorter than the great circle between {links['a'].iloc[k]} and "
+                f"{table.column('length_km').iloc[k]} km is shorter than the great circle between {links['a'].iloc[k]} and "
                 f"{links['b'].iloc[k]} ({links['great_circle_km'].iloc[k]:.0f} km)",
                 "give the published route length, or leave it blank to use the great circle times the route factor",
             )
         )
 
 
-def _check_connected(hubs: pd.DataFrame, links: pd.DataFrame, path: Path, problems: list[Problem]) -> None:
+def _check_connected(hubs: pd.DataFrame, links: pd.DataFrame, table: Table, problems: list[Problem]) -> None:
     graph = nx.Graph()
     graph.add_nodes_from(hubs["hub_id"])
     graph.add_edges_from(zip(links["a"], links["b"], strict=True))
@@ -330,9 +252,8 @@ def _check_connected(hubs: pd.DataFrame, links: pd.DataFrame, path: Path, proble
     for component in components[1:]:
         for hub in sorted(component):
             problems.append(
-                Problem(
-                    str(path),
-                    _where(index[hub]),
+                table.problem(
+                    index[hub],
                     "hub_id",
                     f"hub {hub!r} is not connected to the rest of the network",
                     "add a link from it to a neighbouring hub in links.csv",
@@ -362,29 +283,26 @@ def load_network(hubs_path: str | Path, links_path: str | Path) -> Network:
         Every problem in both files together (file, row, field, rule, fix): unknown hub ids,
         duplicate hubs or links, bad numbers, lengths below the great circle, disconnected hubs.
     """
-    hubs_path, links_path = Path(hubs_path), Path(links_path)
-    problems: list[Problem] = []
-    raw_hubs = _read_table(hubs_path, HUB_COLUMNS, problems)
-    raw_links = _read_table(links_path, LINK_COLUMNS, problems)
-    if problems:
-        raise InputError(problems)
-    hubs = _check_hubs(raw_hubs, hubs_path, problems).reset_index(drop=True)
-    ok = _check_link_ends(raw_links, hubs, links_path, problems)
-    length = _numbers(raw_links["length_km"], links_path, "length_km", 1e-9, 50_000.0, problems)
-    scope = _scopes(raw_links, links_path, problems)
-    links = raw_links[list(LINK_COLUMNS)].assign(length_km=length, scope=scope)
+    fix = "save it as UTF-8 CSV with a header row"
+    hub_table, link_table = read_table(hubs_path, fix=fix), read_table(links_path, fix=fix)
+    problems = missing_columns(hub_table, _HUB_TABLE) + missing_columns(link_table, _LINK_TABLE)
+    raise_if(problems)
+    hubs = _check_hubs(hub_table, problems).reset_index(drop=True)
+    ok = _check_link_ends(link_table, hubs, problems)
+    length = numbers(link_table, _LINK_TABLE[3], problems)
+    scope = _scopes(link_table, problems)
+    links = link_table.cells[list(LINK_COLUMNS)].assign(length_km=length, scope=scope)
     position = {h: k for k, h in enumerate(hubs["hub_id"])}
     ia = links["a"].map(position).fillna(0).astype(int).to_numpy()
     ib = links["b"].map(position).fillna(0).astype(int).to_numpy()
     lat, lon = hubs["lat"].to_numpy(float), hubs["lon"].to_numpy(float)
     links["great_circle_km"] = np.where(ok, great_circle_km(lat[ia], lon[ia], lat[ib], lon[ib]), np.nan)
-    _check_lengths(links, raw_links["length_km"], links_path, problems)
+    _check_lengths(links, link_table, problems)
     if not problems:
-        _check_connected(hubs, links, hubs_path, problems)
+        _check_connected(hubs, links, hub_table, problems)
     if not problems:  # transit between other countries may not use regional links: it must still reach every hub
-        _check_connected(hubs, links[links["scope"].ne("regional")], hubs_path, problems)
-    if problems:
-        raise InputError(problems)
+        _check_connected(hubs, links[links["scope"].ne("regional")], hub_table, problems)
+    raise_if(problems)
     return Network(hubs=hubs, links=links.reset_index(drop=True))
 
 
