@@ -15,6 +15,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,7 @@ class Column:
     """
 
     name: str
-    kind: str = "text"
+    kind: Literal["text", "number", "bool"] = "text"
     required: bool = True
     low: float | None = None
     high: float | None = None

@@ -36,8 +36,6 @@ HUBS_CSV = NETWORK_DIR / "hubs.csv"
 LINKS_CSV = NETWORK_DIR / "links.csv"
 CALIBRATED_JSON = NETWORK_DIR / "calibrated.json"
 
-HUB_COLUMNS = ("hub_id", "name", "country_code", "lat", "lon", "kind")
-LINK_COLUMNS = ("a", "b", "kind", "length_km", "cables", "source")
 HUB_KINDS = ("metro", "landing")
 LINK_KINDS = ("terrestrial", "submarine")
 LINK_SCOPES = ("global", "regional")
@@ -45,6 +43,30 @@ LINK_SCOPES = ("global", "regional")
 in a country it joins (the trans-Siberian, Central Asian and Middle Eastern land corridors carry
 Russian, Kazakh, Chinese, Iraqi... traffic, while Europe <-> Asia transit goes by sea); one
 provider's backbone does not use them at all."""
+
+HUB_TABLE = (
+    Column("hub_id", help="hub's id, a lower-case slug like 'new-york'"),
+    Column("name", required=False, help="hub's display name"),
+    Column("country_code", help="hub's ISO 3166-1 alpha-2 country code"),
+    Column("lat", "number", low=-90.0, high=90.0, help="hub's latitude [degrees]"),
+    Column("lon", "number", low=-180.0, high=180.0, help="hub's longitude [degrees]"),
+    Column("kind", help=f"hub's kind: {', '.join(HUB_KINDS)}"),
+)
+"""The columns of ``hubs.csv`` and their rules."""
+LINK_TABLE = (
+    Column("a", help="hub id of one end"),
+    Column("b", help="hub id of the other end"),
+    Column("kind", help=f"link's kind: {', '.join(LINK_KINDS)}"),
+    Column("length_km", "number", required=False, low=1e-9, high=50_000.0, help="published route length [km], or blank"),
+    Column("cables", required=False, help="cable systems of a submarine link"),
+    Column("source", required=False, help="source of the link"),
+    Column("scope", required=False, help="link's scope: regional, or blank", may_be_absent=True),
+)
+"""The columns of ``links.csv`` and their rules (``scope`` may be left out: every link is then global)."""
+HUB_COLUMNS = tuple(c.name for c in HUB_TABLE)
+LINK_COLUMNS = tuple(c.name for c in LINK_TABLE if not c.may_be_absent)
+_HUB = {c.name: c for c in HUB_TABLE}
+_LINK = {c.name: c for c in LINK_TABLE}
 
 _HUB_ID = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 
@@ -166,31 +188,12 @@ def params_dict(params: GraphLatencyParams) -> dict[str, float]:
 # ----------------------------------------------------------------------------- loading
 
 
-_HUB_TABLE = (
-    Column("hub_id", help="hub's id, a lower-case slug like 'new-york'"),
-    Column("name", required=False, help="hub's display name"),
-    Column("country_code", help="hub's ISO 3166-1 alpha-2 country code"),
-    Column("lat", "number", low=-90.0, high=90.0, help="hub's latitude [degrees]"),
-    Column("lon", "number", low=-180.0, high=180.0, help="hub's longitude [degrees]"),
-    Column("kind", help=f"hub's kind: {', '.join(HUB_KINDS)}"),
-)
-_LINK_TABLE = (
-    Column("a", help="hub id of one end"),
-    Column("b", help="hub id of the other end"),
-    Column("kind", help=f"link's kind: {', '.join(LINK_KINDS)}"),
-    Column("length_km", "number", required=False, low=1e-9, high=50_000.0, help="published route length [km], or blank"),
-    Column("cables", required=False, help="cable systems of a submarine link"),
-    Column("source", required=False, help="source of the link"),
-    Column("scope", required=False, help="link's scope: regional, or blank", may_be_absent=True),
-)
-
-
 def _check_hubs(table: Table, problems: list[Problem]) -> pd.DataFrame:
     slug = matches(table, "hub_id", _HUB_ID, problems, what="a lower-case slug like 'new-york'", fix="rename the hub")
     unique(table, "hub_id", problems, what="hub id", fix="give every hub a unique id", rows=slug)
     choice(table, "kind", HUB_KINDS, problems, fix="fix the kind")
     matches(table, "country_code", "[A-Z]{2}", problems, what="an ISO 3166-1 alpha-2 code", fix="write e.g. US, DE")
-    lat, lon = (numbers(table, column, problems) for column in _HUB_TABLE[3:5])
+    lat, lon = numbers(table, _HUB["lat"], problems), numbers(table, _HUB["lon"], problems)
     return table.cells.assign(lat=lat, lon=lon)[list(HUB_COLUMNS)]
 
 
@@ -198,9 +201,8 @@ def _check_link_ends(table: Table, hubs: pd.DataFrame, problems: list[Problem]) 
     """Flag unknown hub ids, self-loops, bad kinds and duplicate (pair, kind); return rows whose ends are known."""
     hub_ids = set(hubs["hub_id"])
     fix = "add it to hubs.csv or correct the spelling"
-    ok = known(table, "a", hub_ids, problems, what="hub id", fix=fix) & known(
-        table, "b", hub_ids, problems, what="hub id", fix=fix
-    )
+    end_a, end_b = (known(table, end, hub_ids, problems, what="hub id", fix=fix) for end in ("a", "b"))
+    ok = end_a & end_b
     choice(table, "kind", LINK_KINDS, problems, fix="fix the kind")
     seen: dict[tuple[frozenset[str], str], int] = {}
     for k, (a, b, kind) in enumerate(zip(table.column("a"), table.column("b"), table.column("kind"), strict=True)):
@@ -285,11 +287,11 @@ def load_network(hubs_path: str | Path, links_path: str | Path) -> Network:
     """
     fix = "save it as UTF-8 CSV with a header row"
     hub_table, link_table = read_table(hubs_path, fix=fix), read_table(links_path, fix=fix)
-    problems = missing_columns(hub_table, _HUB_TABLE) + missing_columns(link_table, _LINK_TABLE)
+    problems = missing_columns(hub_table, HUB_TABLE) + missing_columns(link_table, LINK_TABLE)
     raise_if(problems)
     hubs = _check_hubs(hub_table, problems).reset_index(drop=True)
     ok = _check_link_ends(link_table, hubs, problems)
-    length = numbers(link_table, _LINK_TABLE[3], problems)
+    length = numbers(link_table, _LINK["length_km"], problems)
     scope = _scopes(link_table, problems)
     links = link_table.cells[list(LINK_COLUMNS)].assign(length_km=length, scope=scope)
     position = {h: k for k, h in enumerate(hubs["hub_id"])}
