@@ -70,7 +70,7 @@ from placement.network.calibration import (  # noqa: E402
     split_regions,
 )
 from placement.network.countries import CITIES_CSV, continent_of_countries, country_of_points  # noqa: E402
-from placement.network.graph import (  # noqa: E402
+from placement.network.load import (  # noqa: E402
     CALIBRATED_JSON,
     GraphLatencyParams,
     Network,

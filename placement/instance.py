@@ -20,8 +20,8 @@ from placement.catalog import load_catalog
 from placement.cities import load_cities
 from placement.demand import Populations, aggregate, demand_tok_s
 from placement.economics import NodeCost, node_cost_usd_per_h
-from placement.network.graph import HUBS_CSV, LINKS_CSV, default_network, load_network
 from placement.network.latency import LatencyModel
+from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_network
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw

@@ -15,6 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
+from placement._validate import Column, known, missing_columns, numbers, raise_if, read_table
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.buildout.model import BuildoutInput
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
@@ -125,10 +126,7 @@ def power_schedule(loaded: LoadedScenario, horizon: HorizonSection, sites: pd.Da
     if horizon.power_schedule is None:
         return mw
     path = loaded.resolve(horizon.power_schedule)
-    table = _read_schedule(path)
-    problems = _schedule_problems(table, set(sites["id"]), str(path))
-    if problems:
-        raise InputError(problems)
+    table = _read_schedule(path, set(sites["id"]))
     index = {site: j for j, site in enumerate(sites["id"])}
     for site, rows in table.groupby("site_id", sort=False):
         rows = rows.sort_values("year")
@@ -139,49 +137,36 @@ def power_schedule(loaded: LoadedScenario, horizon: HorizonSection, sites: pd.Da
     return mw * loaded.scenario.sites.mw_multiplier
 
 
-def _read_schedule(path: Path) -> pd.DataFrame:
-    try:
-        table = pd.read_csv(path, comment="#")
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise InputError(
-            [Problem(str(path), "", "", f"cannot read the power schedule ({exc})", "write a CSV site_id,year,mw_available")]
-        ) from None
-    missing = [c for c in ("site_id", "year", "mw_available") if c not in table.columns]
-    if missing:
-        raise InputError(
-            [Problem(str(path), "header", ", ".join(missing), "missing columns", "add the columns site_id, year, mw_available")]
-        )
-    return table
+_SCHEDULE_COLUMNS = (
+    Column("site_id", help="site id of the catalog"),
+    Column("year", "number", whole=True, help="year the MW are energized from, e.g. 2029"),
+    Column("mw_available", "number", low=0.0, help="MW energized from that year on"),
+)
 
 
-def _schedule_problems(table: pd.DataFrame, known: set[str], source: str) -> list[Problem]:
+def _read_schedule(path: Path, known_sites: set[str]) -> pd.DataFrame:
+    """The schedule's rows (``site_id``, ``year``, ``mw_available``); InputError lists every bad row."""
+    table = read_table(path, fix="write a CSV site_id,year,mw_available", comment="#")
+    problems = missing_columns(table, _SCHEDULE_COLUMNS)
+    raise_if(problems)
+    known(table, "site_id", known_sites, problems, what="site", fix="use an id of the site catalog")
+    year = numbers(table, _SCHEDULE_COLUMNS[1], problems)
+    mw = numbers(table, _SCHEDULE_COLUMNS[2], problems)
+    raise_if(problems)
+    schedule = pd.DataFrame({"site_id": table.column("site_id"), "year": year.astype("int64"), "mw_available": mw})
+    raise_if(_power_that_goes_down(schedule, str(path)))
+    return schedule
+
+
+def _power_that_goes_down(schedule: pd.DataFrame, source: str) -> list[Problem]:
     problems = []
-    year = pd.to_numeric(table["year"], errors="coerce").to_numpy(float)
-    mw = pd.to_numeric(table["mw_available"], errors="coerce").to_numpy(float)
-    for row, site in enumerate(table["site_id"].astype(str).tolist()):
-        where = f"data row {row + 1}"
-        if site not in known:
-            problems.append(Problem(source, where, "site_id", f"unknown site {site!r}", "use an id of the site catalog"))
-        if not math.isfinite(year[row]) or year[row] != round(year[row]):
-            problems.append(
-                Problem(source, where, "year", f"not a whole year ({table['year'].iat[row]!r})", "write a year, e.g. 2029")
-            )
-        if not math.isfinite(mw[row]) or mw[row] < 0:
-            problems.append(
-                Problem(
-                    source, where, "mw_available", f"not a number >= 0 ({table['mw_available'].iat[row]!r})", "write MW energized"
-                )
-            )
-    if problems:
-        return problems
-    for site_key, rows in table.assign(year=year, mw=mw).groupby("site_id", sort=False):
-        site = str(site_key)
+    for site_key, rows in schedule.groupby("site_id", sort=False):
         ordered = rows.sort_values("year")
-        if (np.diff(ordered["mw"].to_numpy(float)) < 0).any():
+        if (np.diff(ordered["mw_available"].to_numpy(float)) < 0).any():
             problems.append(
                 Problem(
                     source,
-                    f"site {site}",
+                    f"site {site_key}",
                     "mw_available",
                     "energized MW go down in a later year",
                     "list MW that only grow (a site keeps its interconnection)",

@@ -21,8 +21,9 @@ from numpy.typing import NDArray
 
 from placement.bundled import bundled_path
 from placement.geodesy import pairwise_km
-from placement.network.graph import GraphLatencyParams, Network, default_network, global_network, site_site_rtt_ms
 from placement.network.great_circle import physics_bound_rtt_ms
+from placement.network.load import GraphLatencyParams, Network, default_network, global_network
+from placement.network.paths import backbone_rtt_ms
 
 MATRIX_CSV = bundled_path("latency", "azure_interregion_rtt_ms.csv")
 COORDS_JSON = bundled_path("latency", "azure_region_coordinates.json")
@@ -87,7 +88,7 @@ def graph_predict(pairs: pd.DataFrame, params: GraphLatencyParams, *, network: N
     )
     first = ends.drop_duplicates("r").set_index("r").loc[regions]
     network = global_network(default_network()) if network is None else network  # a backbone: no regional corridors
-    matrix = site_site_rtt_ms(first["lat"], first["lon"], first["lat"], first["lon"], params, network=network)
+    matrix = backbone_rtt_ms(first["lat"], first["lon"], first["lat"], first["lon"], params, network=network)
     index = {r: k for k, r in enumerate(regions)}
     return np.asarray(matrix[pairs["a"].map(index).to_numpy(), pairs["b"].map(index).to_numpy()])
 

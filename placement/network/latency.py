@@ -18,17 +18,14 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
-import geopandas as gpd
 import numpy as np
 from numpy.typing import NDArray
 
-from placement.network import graph
 from placement.network import great_circle as gc
+from placement.network.load import GraphLatencyParams, Network
 from placement.network.paths import Endpoints, PathType, RoundTripQuantiles, RoundTrips
 
 FloatArray = NDArray[np.float64]
-
-LINK_FRAME_COLUMNS = ("a", "b", "kind", "length_km", "published_length_km", "great_circle_km", "rtt_ms", "cables", "source")
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,8 +49,8 @@ class LatencyModel:
     """
 
     kind: Literal["graph", "great_circle"]
-    network: graph.Network | None = None
-    graph_params: graph.GraphLatencyParams | None = None
+    network: Network | None = None
+    graph_params: GraphLatencyParams | None = None
     round_trips: RoundTrips | None = None
     great_circle_params: gc.LatencyParams | None = None
 
@@ -91,7 +88,7 @@ class LatencyModel:
         """
         return cls("great_circle", great_circle_params=params)
 
-    def _graph(self) -> tuple[graph.Network, graph.GraphLatencyParams]:
+    def _graph(self) -> tuple[Network, GraphLatencyParams]:
         if self.network is None or self.graph_params is None:
             raise ValueError("a graph latency model needs a network and its parameters")
         return self.network, self.graph_params
@@ -154,17 +151,3 @@ class LatencyModel:
             p50 = gc.population_site_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, no_access)
             return RoundTripQuantiles(p50, p50)
         return self._trips().rtt_ms(a, b, PathType.INTERNET)
-
-    def links_frame(self) -> gpd.GeoDataFrame:
-        """The links round trips are computed over, as LineStrings (none for the great-circle model).
-
-        Returns
-        -------
-        geopandas.GeoDataFrame
-            As :func:`placement.network.graph.links_frame`; empty (same columns) for the
-            great-circle model, which has no links.
-        """
-        if self.kind == "great_circle":
-            return gpd.GeoDataFrame({c: [] for c in LINK_FRAME_COLUMNS}, geometry=[], crs=graph.WGS84)
-        trips = self._trips()
-        return graph.links_frame(trips.network, trips.internet)

@@ -44,22 +44,23 @@ from numpy.typing import ArrayLike, NDArray
 from placement.geodesy import great_circle_km, pairwise_km, unit_vectors
 from placement.network.graph import (
     ACCESS_HUBS,
-    CALIBRATED_JSON,
-    GraphLatencyParams,
-    Network,
     access_rtt_ms,
     build_graph,
-    corridor_countries,
-    default_network,
-    default_params,
     fiber_rtt_ms,
-    global_network,
     hub_rtt_matrix_ms,
     nearest_hub,
     nearest_hubs,
-    site_site_rtt_ms,
 )
 from placement.network.great_circle import physics_bound_rtt_ms
+from placement.network.load import (
+    CALIBRATED_JSON,
+    GraphLatencyParams,
+    Network,
+    corridor_countries,
+    default_network,
+    default_params,
+    global_network,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -173,6 +174,52 @@ class PairPath(NamedTuple):
     rtt_p90_ms: float
     bound_ms: float
     path: list[str]
+
+
+def backbone_rtt_ms(
+    lat_a_deg: ArrayLike,
+    lon_a_deg: ArrayLike,
+    lat_b_deg: ArrayLike,
+    lon_b_deg: ArrayLike,
+    params: GraphLatencyParams,
+    *,
+    network: Network,
+) -> FloatArray:
+    """Data-center-to-data-center round trips over one provider's backbone (the ``backbone`` path; no last mile).
+
+    ``rtt = row access leg + hub-to-hub shortest path + column access leg + fixed delay``, never below
+    the physics bound. A row point may reach the graph through any of its :data:`ACCESS_HUBS` nearest
+    hubs (whatever their country) and takes the quickest, so a city next to a border hub with no
+    direct link is not routed round the world; a column point enters at its nearest hub.
+
+    Parameters
+    ----------
+    lat_a_deg, lon_a_deg : array_like
+        The ``n`` row points. [degrees]
+    lat_b_deg, lon_b_deg : array_like
+        The ``m`` column points. [degrees]
+    params : GraphLatencyParams
+        Backbone parameters (:func:`~placement.network.load.default_params` are the calibrated ones).
+    network : Network
+        Hubs and links (a backbone takes no regional links: pass
+        :func:`~placement.network.load.global_network` of the scenario's network).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, m)`` round-trip times. [ms]
+    """
+    hubs_a, km_a = nearest_hubs(lat_a_deg, lon_a_deg, network, ACCESS_HUBS)
+    hub_b, km_b = nearest_hub(lat_b_deg, lon_b_deg, network)
+    leg_b = access_rtt_ms(km_b, params, last_mile=False) + params.fixed_ms
+    to_b = hub_rtt_matrix_ms(network, params)[:, hub_b]
+    rtt = np.full((hubs_a.shape[0], len(hub_b)), np.inf)
+    for k in range(hubs_a.shape[1]):
+        leg_a = access_rtt_ms(km_a[:, k], params, last_mile=False)
+        rtt = np.minimum(rtt, to_b[hubs_a[:, k]] + leg_a[:, None])
+    rtt = rtt + leg_b[None, :]
+    bound = physics_bound_rtt_ms(pairwise_km(lat_a_deg, lon_a_deg, lat_b_deg, lon_b_deg))
+    return np.asarray(np.maximum(rtt, bound))
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,7 +346,7 @@ class RoundTrips:
         km = pairwise_km(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg)
         if path is PathType.BACKBONE:
             backbone = global_network(self.network)  # a provider's backbone does not take the regional corridors
-            p50 = site_site_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, self.backbone, network=backbone)
+            p50 = backbone_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, self.backbone, network=backbone)
         else:
             p50 = self._public_p50_ms(a, b)
             if path is PathType.ACCESS:
@@ -332,7 +379,7 @@ class RoundTrips:
         regional = path is not PathType.BACKBONE and bool(self._on_corridor(a)[0] or self._on_corridor(b)[0])
         network = self.network if regional else global_network(self.network)
         hubs = self.internet_hub_rtt_ms if regional else self.transit_hub_rtt_ms
-        if path is PathType.BACKBONE:  # as site_site_rtt_ms: any of a's nearest hubs, b's nearest hub
+        if path is PathType.BACKBONE:  # as backbone_rtt_ms: any of a's nearest hubs, b's nearest hub
             hubs_a, km_a = nearest_hubs(a.lat_deg, a.lon_deg, network, ACCESS_HUBS)
             (hub_b,), _ = nearest_hub(b.lat_deg, b.lon_deg, network)
             legs = access_rtt_ms(km_a[0], params, last_mile=False)

@@ -36,7 +36,7 @@ SIMPLIFY_DEG = 0.02
 DISC_QUAD_SEGS = 8
 """Segments per quarter circle of the disc a cell is cut to (a 32-gon)."""
 
-__all__ = ["catchment_frame", "land_geometry", "nearest_city_cells", "write_catchments", "write_network"]
+__all__ = ["catchment_frame", "land_geometry", "nearest_city_cells", "write_catchments"]
 
 
 def land_geometry(basemap: gpd.GeoDataFrame | None = None) -> BaseGeometry:
@@ -236,25 +236,4 @@ def write_catchments(catchments: gpd.GeoDataFrame, folder: Path) -> Path:
     """
     path = Path(folder) / "catchments.geojson"
     geo.write_geojson(catchments, path)
-    return path
-
-
-def write_network(links: gpd.GeoDataFrame, folder: Path) -> Path:
-    """Write the latency graph's links as ``network.geojson`` (RFC 7946 LineStrings).
-
-    Parameters
-    ----------
-    links : geopandas.GeoDataFrame
-        The links of the scenario's latency model
-        (:meth:`placement.network.latency.LatencyModel.links_frame`).
-    folder : Path
-        Results folder.
-
-    Returns
-    -------
-    Path
-        The file written.
-    """
-    path = Path(folder) / "network.geojson"
-    geo.write_geojson(links, path)
     return path

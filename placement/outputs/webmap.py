@@ -269,7 +269,7 @@ def webmap_data(
         Catchment polygons (:func:`placement.outputs.catchments.catchment_frame`).
     links : geopandas.GeoDataFrame
         Links of the scenario's latency model
-        (:meth:`placement.network.latency.LatencyModel.links_frame`).
+        (:func:`placement.outputs.network_layer.links_frame`).
     basemap : geopandas.GeoDataFrame, optional
         Country polygons (default: the bundled Natural Earth file).
 

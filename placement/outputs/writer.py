@@ -18,8 +18,9 @@ import pandas as pd
 from placement import jsonio
 from placement._errors import InputError, Problem
 from placement.outputs import geojson as geo
-from placement.outputs.catchments import catchment_frame, write_catchments, write_network
+from placement.outputs.catchments import catchment_frame, write_catchments
 from placement.outputs.finite import null_nonfinite
+from placement.outputs.network_layer import links_frame, write_network
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import write_report_html
 from placement.outputs.report_md import render_markdown
@@ -75,7 +76,7 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
     if maps:
         draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title, catchments=catchments)
     (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
-    links = plan.instance.latency.links_frame()  # the network the plan's round trips were computed on
+    links = links_frame(plan.instance.latency)  # the network the plan's round trips were computed on
     write_catchments(catchments, folder)
     write_network(links, folder)
     if maps:

@@ -16,6 +16,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
+from placement._validate import Column, Table, missing_columns, numbers, raise_if, read_table, text, unique
 from placement.bundled import bundled_path
 
 SERVING_DATA = bundled_path("serving")
@@ -173,49 +174,39 @@ _ACCEL_NUMBERS = {
 _FRACTIONS = ("gemm_efficiency", "hbm_efficiency", "attention_efficiency", "scale_up_efficiency")
 
 
-def _read(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise InputError([Problem(str(path), "", "", "file not found", "check the path")])
-    try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError([Problem(str(path), "", "", f"not a readable CSV ({exc})", "save it as UTF-8 CSV")]) from exc
+def _columns(texts: tuple[str, ...], figures: dict[str, tuple[bool, float]]) -> tuple[Column, ...]:
+    """A catalog's columns: required texts, then figures (required or not, with their lower bound)."""
+    return tuple(Column(name) for name in texts) + tuple(
+        Column(
+            name,
+            "number",
+            required=required,
+            low=low,
+            high=1.0 if name in _FRACTIONS else None,
+            fix="give the figure and its source",
+        )
+        for name, (required, low) in figures.items()
+    )
 
 
-def _numbers(raw: pd.DataFrame, rules: dict[str, tuple[bool, float]], path: Path, problems: list[Problem]) -> pd.DataFrame:
-    """Parse numeric columns; blank optional cells become 0. Gathers problems."""
-    out = pd.DataFrame(index=raw.index)
-    for column, (required, low) in rules.items():
-        if column not in raw:
-            problems.append(Problem(str(path), "", column, "column is missing", f"add a '{column}' column"))
-            continue
-        text = raw[column].astype(str).str.strip()
-        values = pd.to_numeric(text.where(text.ne("")), errors="coerce")
-        for k in range(len(raw)):
-            where, written, value = f"row {k + 1} (line {k + 2})", text.iloc[k], values.iloc[k]
-            if written == "":
-                if required:
-                    problems.append(Problem(str(path), where, column, "is missing", "give the figure and its source"))
-                continue
-            if pd.isna(value) or value < low:
-                problems.append(
-                    Problem(str(path), where, column, f"must be a number >= {low:g}, got {written!r}", "fix the figure")
-                )
-        out[column] = values.fillna(0.0).astype(float)
-    return out
+_MODEL_COLUMNS = _columns(("id", "name", "attention", "precisions", "source"), _MODEL_NUMBERS)
+_ACCEL_COLUMNS = _columns(("id", "name", "source", "efficiency_source"), _ACCEL_NUMBERS)
 
 
-def _check_text(raw: pd.DataFrame, columns: tuple[str, ...], path: Path, problems: list[Problem]) -> None:
+def _read(path: Path, columns: tuple[Column, ...]) -> tuple[Table, pd.DataFrame]:
+    """The catalog's text and its figures (blank optional figures as 0); InputError lists every problem."""
+    table = read_table(path, fix="save it as UTF-8 CSV with a header row")
+    problems = missing_columns(table, columns)
+    raise_if(problems)
+    figures = pd.DataFrame(index=table.cells.index)
     for column in columns:
-        if column not in raw:
-            problems.append(Problem(str(path), "", column, "column is missing", f"add a '{column}' column"))
-            continue
-        for k in [int(i) for i, v in enumerate(raw[column].astype(str).str.strip()) if v == ""]:
-            problems.append(Problem(str(path), f"row {k + 1} (line {k + 2})", column, "is empty", f"give the {column}"))
-    if "id" in raw:
-        dupes = raw["id"][raw["id"].duplicated()].tolist()
-        for value in dupes:
-            problems.append(Problem(str(path), "", "id", f"duplicate id {value!r}", "give every row a unique id"))
+        if column.kind == "number":
+            figures[column.name] = numbers(table, column, problems).fillna(0.0)
+        else:
+            text(table, column, problems)
+    unique(table, "id", problems, what="id", fix="give every row a unique id")
+    raise_if(problems)
+    return table, figures
 
 
 def _model_rule_problems(row: pd.Series, num: pd.Series, where: str, path: Path) -> list[Problem]:
@@ -256,16 +247,12 @@ def load_models(path: str | Path = MODELS_CSV) -> dict[str, ModelSpec]:
         Every problem in the file: row, field, rule and fix.
     """
     path = Path(path)
-    raw = _read(path)
+    table, num = _read(path, _MODEL_COLUMNS)
+    raw = table.cells
     problems: list[Problem] = []
-    _check_text(raw, ("id", "name", "attention", "precisions", "source"), path, problems)
-    num = _numbers(raw, _MODEL_NUMBERS, path, problems)
-    if problems:
-        raise InputError(problems)
     for k in range(len(raw)):
-        problems += _model_rule_problems(raw.iloc[k], num.iloc[k], f"row {k + 1} (line {k + 2})", path)
-    if problems:
-        raise InputError(problems)
+        problems += _model_rule_problems(raw.iloc[k], num.iloc[k], table.where(k), path)
+    raise_if(problems)
     models: dict[str, ModelSpec] = {}
     for k in range(len(raw)):
         row, n = raw.iloc[k], num.iloc[k]
@@ -308,15 +295,8 @@ def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, Accelera
         Every problem in the file: row, field, rule and fix.
     """
     path = Path(path)
-    raw = _read(path)
-    problems: list[Problem] = []
-    _check_text(raw, ("id", "name", "source", "efficiency_source"), path, problems)
-    num = _numbers(raw, _ACCEL_NUMBERS, path, problems)
-    for column in [c for c in _FRACTIONS if c in num]:
-        for k in [int(i) for i in (num[column] > 1.0).to_numpy().nonzero()[0]]:
-            problems.append(Problem(str(path), f"row {k + 1} (line {k + 2})", column, "must be <= 1", "give a fraction of peak"))
-    if problems:
-        raise InputError(problems)
+    table, num = _read(path, _ACCEL_COLUMNS)
+    raw = table.cells
     out: dict[str, AcceleratorSpec] = {}
     for k in range(len(raw)):
         row, n = raw.iloc[k], num.iloc[k]

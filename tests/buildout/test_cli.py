@@ -133,7 +133,7 @@ def test_a_bad_power_schedule_names_each_row(tmp_path: Path, capsys: pytest.Capt
     assert code == 1
     assert not (tmp_path / "out").exists()
     err = capsys.readouterr().err
-    for where, field in (("data row 1", "site_id"), ("data row 2", "mw_available"), ("data row 3", "year")):
+    for where, field in (("row 1 (line 2)", "site_id"), ("row 2 (line 3)", "mw_available"), ("row 3 (line 4)", "year")):
         assert f"{where}, field '{field}'" in err, err
     assert "Traceback" not in err
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
-from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -19,30 +18,30 @@ from placement.geodesy import great_circle_km, pairwise_km
 from placement.network.calibration import error_metrics, graph_predict, load_pairs, naive_predict, split_regions
 from placement.network.graph import (
     ACCESS_HUBS,
-    CALIBRATED_JSON,
-    GraphLatencyParams,
     access_rtt_ms,
     build_graph,
-    default_network,
-    default_params,
     fiber_rtt_ms,
     hub_rtt_matrix_ms,
-    hubs_frame,
     link_lengths_km,
-    links_frame,
-    load_network,
     nearest_hub,
     nearest_hubs,
-    point_to_point_rtt_ms,
-    population_site_rtt_ms,
-    site_site_rtt_ms,
 )
 from placement.network.great_circle import physics_bound_rtt_ms
-from placement.network.paths import PathType, default_round_trips
+from placement.network.load import (
+    CALIBRATED_JSON,
+    GraphLatencyParams,
+    default_network,
+    default_params,
+    global_network,
+    load_network,
+)
+from placement.network.paths import Endpoints, PathType, RoundTrips, backbone_rtt_ms, default_round_trips
 from placement.network.places import fold, resolve_place, rtt_report
+from placement.outputs.network_layer import graph_links_frame, hubs_frame
 from tests.conftest import REPO
 
 CHICAGO, ASHBURN, FRANKFURT = (41.88, -87.63), (39.04, -77.49), (50.11, 8.68)
+AT_CHICAGO, AT_ASHBURN, AT_FRANKFURT = Endpoints.of(*CHICAGO, "US"), Endpoints.of(*ASHBURN, "US"), Endpoints.of(*FRANKFURT, "DE")
 HUBS_HEADER = "hub_id,name,country_code,lat,lon,kind\n"
 LINKS_HEADER = "a,b,kind,length_km,cables,source\n"
 TINY_HUBS = HUBS_HEADER + (
@@ -55,11 +54,6 @@ TINY_LINKS = LINKS_HEADER + (
     "cc,dd,submarine,,Y,test\n"
     "dd,ee,submarine,,Z,test\n"
 )
-
-
-def _bundled() -> dict[str, Any]:
-    """The bundled network and calibrated parameters, passed explicitly (no function defaults to them)."""
-    return {"params": default_params(), "network": default_network()}
 
 
 def write_network(folder: Path, hubs: str = TINY_HUBS, links: str = TINY_LINKS) -> tuple[Path, Path]:
@@ -203,32 +197,34 @@ def test_shortest_path_re_adds_edge_weights() -> None:
             assert edge["rtt_ms"] == pytest.approx(float(fiber_rtt_ms(edge["length_km"])) + params.hop_ms)
 
 
-def test_point_to_point_is_path_plus_legs_and_matches_the_matrix() -> None:
-    network, params = default_network(), default_params()
-    result = point_to_point_rtt_ms(*CHICAGO, *FRANKFURT, **_bundled())
+def test_backbone_pair_is_path_plus_legs_and_matches_the_matrix() -> None:
+    trips = default_round_trips()
+    network, params = global_network(trips.network), trips.backbone  # a backbone takes no regional links
+    result = trips.pair(AT_CHICAGO, AT_FRANKFURT, PathType.BACKBONE)
     hubs, km = nearest_hub([CHICAGO[0], FRANKFURT[0]], [CHICAGO[1], FRANKFURT[1]], network)
     expected = (
         hub_rtt_matrix_ms(network, params)[hubs[0], hubs[1]] + access_rtt_ms(km, params, last_mile=False).sum() + params.fixed_ms
     )
     assert result.rtt_ms == pytest.approx(expected)
     assert result.path[0] == "Chicago" and result.path[-1] == "Frankfurt"
-    matrix = site_site_rtt_ms([CHICAGO[0]], [CHICAGO[1]], [FRANKFURT[0]], [FRANKFURT[1]], **_bundled())
+    matrix = backbone_rtt_ms([CHICAGO[0]], [CHICAGO[1]], [FRANKFURT[0]], [FRANKFURT[1]], params, network=network)
     assert matrix[0, 0] == pytest.approx(result.rtt_ms)
-    with_access = point_to_point_rtt_ms(*CHICAGO, *FRANKFURT, access=True, **_bundled())
-    assert with_access.rtt_ms == pytest.approx(result.rtt_ms + 2 * params.last_mile_ms)
-    assert with_access.path == result.path
 
 
-def test_population_site_adds_one_last_mile() -> None:
-    params = default_params()
-    users = population_site_rtt_ms([CHICAGO[0]], [CHICAGO[1]], [FRANKFURT[0]], [FRANKFURT[1]], **_bundled())
-    centers = site_site_rtt_ms([CHICAGO[0]], [CHICAGO[1]], [FRANKFURT[0]], [FRANKFURT[1]], **_bundled())
-    assert users[0, 0] == pytest.approx(centers[0, 0] + params.last_mile_ms)
+def test_access_adds_one_last_mile_to_the_internet_path() -> None:
+    trips = default_round_trips()
+    users = trips.pair(AT_CHICAGO, AT_FRANKFURT, PathType.ACCESS)
+    centers = trips.pair(AT_CHICAGO, AT_FRANKFURT, PathType.INTERNET)
+    us_last_mile = float(trips.extras.last_mile_ms(AT_CHICAGO.country_code)[0])
+    assert users.rtt_ms == pytest.approx(centers.rtt_ms + us_last_mile)
+    assert users.path == centers.path
 
 
 def test_same_point_costs_the_fixed_delay() -> None:
-    result = point_to_point_rtt_ms(41.88, -87.6288, 41.88, -87.6288, **_bundled())  # on the Chicago hub
-    assert result.rtt_ms == pytest.approx(default_params().fixed_ms)
+    trips = default_round_trips()
+    on_the_hub = Endpoints.of(41.88, -87.6288, "US")  # on the Chicago hub
+    result = trips.pair(on_the_hub, on_the_hub, PathType.BACKBONE)
+    assert result.rtt_ms == pytest.approx(trips.backbone.fixed_ms)
     assert result.bound_ms == 0.0
     assert result.path == ["Chicago"]
 
@@ -236,25 +232,57 @@ def test_same_point_costs_the_fixed_delay() -> None:
 # ----------------------------------------------------------------------------- physics bound
 
 
+def _entry_to_entry_ms(trips: RoundTrips, a: Endpoints, b: Endpoints, hubs_ms: np.ndarray) -> list[np.ndarray]:
+    """Every way into the graph and out of it: leg + hub-to-hub + leg + fixed delay, one array per pair of entries."""
+    entry_a, entry_b = trips.entries(a), trips.entries(b)
+    return [
+        hubs_ms[np.ix_(entry_a.hub[:, ka], entry_b.hub[:, kb])]
+        + entry_a.leg_ms[:, ka, None]
+        + entry_b.leg_ms[None, :, kb]
+        + trips.internet.fixed_ms
+        for ka in range(ACCESS_HUBS)
+        for kb in range(ACCESS_HUBS)
+    ]
+
+
 def test_every_city_site_rtt_respects_the_physics_bound(world: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     cities, sites = world
-    network, params = default_network(), default_params()
-    rtt = population_site_rtt_ms(cities["lat"], cities["lon"], sites["lat"], sites["lon"], params, network=network)
+    trips = default_round_trips()
+    users = Endpoints.of(cities["lat"], cities["lon"], cities["country_code"])
+    centers = Endpoints.of(sites["lat"], sites["lon"], sites["country_code"])
+    rtt = trips.rtt_ms(users, centers, PathType.ACCESS)
     km = pairwise_km(cities["lat"], cities["lon"], sites["lat"], sites["lon"])
     bound = 2 * km / (299_792.458 / 1.468)
-    assert rtt.shape == (len(cities), len(sites))
-    assert (rtt >= bound - 1e-9).all()
+    assert rtt.p50_ms.shape == (len(cities), len(sites))
+    assert (rtt.p50_ms >= bound - 1e-9).all() and (rtt.p90_ms >= rtt.p50_ms).all()
     # True by construction, not only by the final np.maximum: recompute without it.
-    pop_hubs, pop_km = nearest_hubs(cities["lat"], cities["lon"], network, ACCESS_HUBS)
-    site_hub, site_km = nearest_hub(sites["lat"], sites["lon"], network)
+    via_corridors = _entry_to_entry_ms(trips, users, centers, trips.internet_hub_rtt_ms)
+    for raw in via_corridors:  # every way into the graph respects the bound (transit paths are never shorter)
+        finite = np.isfinite(raw)
+        assert (raw[finite] >= bound[finite] - 1e-6).all()
+    corridor = sorted(trips.corridor_countries)
+    regional = np.isin(users.country_code, corridor)[:, None] | np.isin(centers.country_code, corridor)[None, :]
+    transit = np.minimum.reduce(_entry_to_entry_ms(trips, users, centers, trips.transit_hub_rtt_ms))
+    last_mile = trips.extras.last_mile_ms(users.country_code)[:, None]
+    np.testing.assert_allclose(rtt.p50_ms, np.where(regional, np.minimum.reduce(via_corridors), transit) + last_mile)
+
+
+def test_backbone_rtt_respects_the_physics_bound_by_construction(world: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    cities, sites = world
+    trips = default_round_trips()
+    network, params = global_network(trips.network), trips.backbone
+    rtt = backbone_rtt_ms(sites["lat"], sites["lon"], cities["lat"], cities["lon"], params, network=network)
+    bound = physics_bound_rtt_ms(pairwise_km(sites["lat"], sites["lon"], cities["lat"], cities["lon"]))
+    site_hubs, site_km = nearest_hubs(sites["lat"], sites["lon"], network, ACCESS_HUBS)
+    city_hub, city_km = nearest_hub(cities["lat"], cities["lon"], network)
     candidates = [
-        hub_rtt_matrix_ms(network, params)[np.ix_(pop_hubs[:, k], site_hub)]
-        + access_rtt_ms(pop_km[:, k], params, last_mile=True)[:, None]
-        + access_rtt_ms(site_km, params, last_mile=False)[None, :]
+        hub_rtt_matrix_ms(network, params)[np.ix_(site_hubs[:, k], city_hub)]
+        + access_rtt_ms(site_km[:, k], params, last_mile=False)[:, None]
+        + access_rtt_ms(city_km, params, last_mile=False)[None, :]
         + params.fixed_ms
         for k in range(ACCESS_HUBS)
     ]
-    for raw in candidates:  # every way into the graph respects the bound
+    for raw in candidates:
         assert (raw >= bound - 1e-6).all()
     np.testing.assert_allclose(rtt, np.minimum.reduce(candidates))
 
@@ -271,8 +299,9 @@ def test_hub_paths_never_beat_light_even_with_factors_of_one() -> None:
 
 
 def test_seed_facts() -> None:
-    chicago_ashburn = point_to_point_rtt_ms(*CHICAGO, *ASHBURN, **_bundled())
-    chicago_frankfurt = point_to_point_rtt_ms(*CHICAGO, *FRANKFURT, **_bundled())
+    trips = default_round_trips()
+    chicago_ashburn = trips.pair(AT_CHICAGO, AT_ASHBURN, PathType.BACKBONE)
+    chicago_frankfurt = trips.pair(AT_CHICAGO, AT_FRANKFURT, PathType.BACKBONE)
     assert 15.0 <= chicago_ashburn.rtt_ms <= 25.0
     assert 85.0 <= chicago_frankfurt.rtt_ms <= 105.0
     assert chicago_frankfurt.bound_ms == pytest.approx(float(physics_bound_rtt_ms(great_circle_km(*CHICAGO, *FRANKFURT))))
@@ -291,7 +320,7 @@ def test_ocean_crossings_use_cables() -> None:
 
 def test_frames_split_at_the_antimeridian(tmp_path: Path) -> None:
     network = load_network(*write_network(tmp_path))
-    links = links_frame(network, GraphLatencyParams())
+    links = graph_links_frame(network, GraphLatencyParams())
     hubs = hubs_frame(network)
     assert len(hubs) == 5 and hubs.crs.to_epsg() == 4326
     crossing = links[(links["a"] == "dd") & (links["b"] == "ee")].geometry.iloc[0]
@@ -306,7 +335,7 @@ def test_frames_split_at_the_antimeridian(tmp_path: Path) -> None:
 
 def test_bundled_frames_have_every_link() -> None:
     network = default_network()
-    links = links_frame(network, default_params())
+    links = graph_links_frame(network, default_params())
     assert len(links) == len(network.links)
     assert (links["length_km"] >= links["great_circle_km"] - 1e-6).all()
     assert all(abs(x1 - x0) <= 180.0 for geom in links.geometry for (x0, _), (x1, _) in [geom.coords])

@@ -14,10 +14,10 @@ from placement.catalog import load_catalog
 from placement.cities import load_cities
 from placement.geodesy import pairwise_km
 from placement.network.countries import country_of_points
-from placement.network.graph import (
+from placement.network.graph import crosses_firewall
+from placement.network.load import (
     LINKS_CSV,
     corridor_countries,
-    crosses_firewall,
     default_network,
     global_network,
     load_network,

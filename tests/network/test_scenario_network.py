@@ -17,13 +17,13 @@ import pytest
 
 from placement.cli import main
 from placement.instance import build_instance, endpoints
-from placement.network import graph
-from placement.network.graph import HUBS_CSV, LINKS_CSV, build_graph, default_network, default_params, nearest_hub
+from placement.network.graph import build_graph, nearest_hub
 from placement.network.great_circle import LatencyParams
 from placement.network.latency import LatencyModel
-from placement.network.paths import RoundTrips
+from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, default_params, load_network
+from placement.network.paths import RoundTrips, backbone_rtt_ms
 from placement.network.places import rtt_report
-from placement.outputs.catchments import write_network
+from placement.outputs.network_layer import graph_links_frame, hubs_frame, links_frame, write_network
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.webmap import webmap_data, write_webmap
 from placement.plan import run
@@ -107,13 +107,13 @@ def test_web_map_draws_the_scenario_network(edited: dict[str, Any]) -> None:
 
 def test_bundled_network_still_has_the_link(edited: dict[str, Any]) -> None:
     """The control: the link the test removes is on the bundled network (else the test proves nothing)."""
-    links = edited["bundled"].latency.links_frame()
+    links = links_frame(edited["bundled"].latency)
     assert frozenset(edited["crossing"]) in _links_pairs(list(zip(links["a"], links["b"], strict=True)))
 
 
 def test_great_circle_model_has_no_links(tmp_path: Path) -> None:
     latency = LatencyModel.from_great_circle(LatencyParams(route_factor=1.5, fixed_ms=2.0, access_ms=8.0))
-    path = write_network(latency.links_frame(), tmp_path)
+    path = write_network(links_frame(latency), tmp_path)
     assert json.loads(path.read_text(encoding="utf-8"))["features"] == []
 
 
@@ -150,12 +150,11 @@ def test_catchments_are_computed_once_per_results_folder(tmp_path: Path, monkeyp
 @pytest.mark.parametrize(
     ("function", "parameters"),
     [
-        (graph.population_site_rtt_ms, ("params", "network")),
-        (graph.site_site_rtt_ms, ("params", "network")),
-        (graph.point_to_point_rtt_ms, ("params", "network")),
-        (graph.links_frame, ("network", "params")),
-        (graph.hubs_frame, ("network",)),
-        (graph.load_network, ("hubs_path", "links_path")),
+        (backbone_rtt_ms, ("params", "network")),
+        (graph_links_frame, ("network", "params")),
+        (links_frame, ("latency",)),
+        (hubs_frame, ("network",)),
+        (load_network, ("hubs_path", "links_path")),
         (rtt_report, ("round_trips",)),
         (RoundTrips, ("network", "backbone", "internet")),
         (webmap_data, ("catchments", "links")),

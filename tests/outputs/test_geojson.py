@@ -18,7 +18,8 @@ import pytest
 import shapely
 
 from placement.cli import main
-from placement.outputs.catchments import catchment_frame, write_catchments, write_network
+from placement.outputs.catchments import catchment_frame, write_catchments
+from placement.outputs.network_layer import links_frame, write_network
 from placement.plan import Plan, run
 from placement.scenario import load_scenario
 from tests.conftest import write_scenario
@@ -37,7 +38,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Plan]:
     if not (out / "catchments.geojson").exists():  # until outputs.py writes them itself
         write_catchments(catchment_frame(plan), out)
     if not (out / "network.geojson").exists():
-        write_network(plan.instance.latency.links_frame(), out)
+        write_network(links_frame(plan.instance.latency), out)
     return out, plan
 
 

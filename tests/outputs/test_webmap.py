@@ -16,6 +16,7 @@ import pytest
 
 from placement import jsonio
 from placement.outputs.catchments import catchment_frame
+from placement.outputs.network_layer import links_frame
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import budget_rows, render_html, rerender_report, write_report_html
 from placement.outputs.webmap import drawn_populations, write_webmap
@@ -48,7 +49,7 @@ def plan_and_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Pat
     plan = run(load_scenario(write_scenario(folder)))
     out = folder / "out"
     out.mkdir()
-    write_webmap(plan, out / "map.html", catchments=catchment_frame(plan), links=plan.instance.latency.links_frame())
+    write_webmap(plan, out / "map.html", catchments=catchment_frame(plan), links=links_frame(plan.instance.latency))
     return plan, out
 
 
