@@ -59,7 +59,7 @@ def test_explain_unknown_site(tmp_path: Path, small_scenario: Path, capsys: pyte
 
 def test_explain_needs_a_results_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(tmp_path)]) == 1
-    assert "no summary.json" in capsys.readouterr().err
+    assert "not a results folder: summary.json missing" in capsys.readouterr().err
 
 
 def test_comparison_table_text() -> None:
