@@ -1,9 +1,10 @@
 """What changed between two plans: headline figures, sites, and populations whose serving site moved.
 
 Reads only the standard files of a results folder (``summary.json``, ``sites.csv``,
-``assignments.csv``), so it works on any folder ``solve`` writes: a plain solve, a run of a
-sweep's ``scenarios/<id>.yaml``, or one year of a build-out (``OUT/years/<year>/``). Pure: two
-folders in, tables out; :mod:`placement.outputs.diff_files` writes them.
+``assignments.csv``, through :func:`placement.results.read_results_folder`), so it works on any
+folder ``solve`` writes: a plain solve, a run of a sweep's ``scenarios/<id>.yaml``, or one year of a
+build-out (``OUT/years/<year>/``). Pure: two folders in, tables out;
+:mod:`placement.outputs.diff_files` writes them.
 """
 
 from __future__ import annotations

@@ -225,9 +225,10 @@ def _summary_document(path: Path) -> dict[str, Any]:
 def _buildout_problem(folder: Path, summary: Mapping[str, Any]) -> Problem:
     years = [entry.get("year") for entry in summary.get("years") or [] if isinstance(entry, Mapping)]
     span = f" (years {years[0]}-{years[-1]})" if years else ""
-    rule = f"it is a build-out{span}: its plans are the years/<year>/ folders inside it"
+    rule = f"it is a build-out{span}: it holds no plan tables of its own; each year's plan is in years/<year>/"
     example = folder / "years" / str(years[0] if years else "YEAR")
-    return Problem(str(folder), "", "", rule, f"pass one year's folder, e.g. {example}")
+    fix = f"pass a single-year results folder, or a year's folder ({example}) to 'placement diff'"
+    return Problem(str(folder), "", "", rule, fix)
 
 
 @dataclass(frozen=True)

@@ -208,7 +208,7 @@ def test_a_missing_file_is_reported_by_name_without_a_traceback(
 
 def test_a_buildout_folder_is_named_for_what_it_is(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text(json.dumps({"kind": "buildout", "years": [{"year": 2027}, {"year": 2029}]}))
-    with pytest.raises(InputError, match=r"is a build-out \(years 2027-2029\).*years/<year>/"):
+    with pytest.raises(InputError, match=r"is a build-out \(years 2027-2029\): it holds no plan tables.*years/2027"):
         read_results_folder(tmp_path)
 
 
