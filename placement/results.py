@@ -172,7 +172,8 @@ def read_table(path: Path) -> pd.DataFrame:
         The file is empty or not CSV.
     """
     try:
-        table = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=_text_columns(path), encoding="utf-8")
+        text = _text_columns(path)
+        table = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=text, encoding="utf-8")
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         rule = f"not a table written by 'placement solve' ({type(exc).__name__}: {exc})"
         raise InputError([Problem(str(path), "", "", rule, _fix(path.parent))]) from None

@@ -198,6 +198,9 @@ def test_a_missing_file_is_reported_by_name_without_a_traceback(
         err = capsys.readouterr().err
         assert f"{broken}: not a results folder: assignments.csv missing" in err, command
         assert "Fix: run 'placement solve SCENARIO --out" in err and "Traceback" not in err, command
+    (broken / "sites.csv").write_text("")
+    with pytest.raises(InputError, match=r"sites\.csv: not a table written by 'placement solve'"):
+        read_table(broken / "sites.csv")
     year_like = tmp_path / "no-populations"
     shutil.copytree(folder, year_like)
     (year_like / "populations.csv").unlink()
