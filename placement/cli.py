@@ -18,6 +18,8 @@ from placement.scenario import LoadedScenario, load_scenario
 from placement.textfmt import ms_text, mw_text
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from placement.plan import Plan
     from placement.serving.physics import ServingRequest
 
@@ -65,9 +67,9 @@ def _solve(args: argparse.Namespace) -> int:
     if loaded.scenario.is_buildout:
         return _solve_buildout(args, loaded, progress)
     plan = run(loaded, msg=args.verbose, progress=progress)
+    tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
-    out = write_results(plan, args.out, maps=not args.no_maps)
-    tail = _check_tail(plan, out, progress) if args.check_tail else []
+    out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table)
     s = plan.summary
     cost = s.cost_per_million_goodput_tokens_usd
     print(
@@ -136,15 +138,16 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     return EXIT_OK
 
 
-def _check_tail(plan: Plan, out: Path, progress: _Progress) -> list[str]:
-    """Simulate the plan's busiest hours, write ``tail_check.csv``; the lines to print (at most 15 sites named)."""
-    from placement.outputs.writer import write_text_atomic
+def _check_tail(plan: Plan, progress: _Progress) -> tuple[pd.DataFrame, list[str]]:
+    """Simulate the plan's busiest hours: the table for ``tail_check.csv`` and the lines to print (at most 15 sites named).
+
+    The table is written with the other result files (:func:`placement.outputs.writer.write_results`), whole or not at all.
+    """
     from placement.tail import check_tail
 
     progress("simulating every open site's busiest hour (--check-tail)")
     start = time.perf_counter()
     table = check_tail(plan)
-    write_text_atomic(out / "tail_check.csv", table.to_csv(index=False, float_format="%.6g"))
     flagged = table[table["exceeds"] != ""]
     lines = [
         f"tail check: {len(table)} site-class nodes simulated in {time.perf_counter() - start:.1f} s; "
@@ -158,7 +161,7 @@ def _check_tail(plan: Plan, out: Path, progress: _Progress) -> list[str]:
         )
     if len(flagged) > 15:
         lines.append(f"  ... and {len(flagged) - 15} more")
-    return lines
+    return table, lines
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -181,10 +184,11 @@ def _explain(args: argparse.Namespace) -> int:
 
     from placement.explain import explain_folder, render_table
     from placement.outputs.writer import write_text_atomic
+    from placement.results import json_text
 
     folder = Path(args.outdir)
     explanation = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
-    write_text_atomic(folder / "explain.json", jsonio.dumps(explanation.to_json_dict()) + "\n")
+    write_text_atomic(folder / "explain.json", json_text(explanation.to_json_dict()))
     print(render_table(explanation))
     print(f"explain.json in {folder}")
     return EXIT_OK

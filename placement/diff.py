@@ -1,14 +1,14 @@
 """What changed between two plans: headline figures, sites, and populations whose serving site moved.
 
 Reads only the standard files of a results folder (``summary.json``, ``sites.csv``,
-``assignments.csv``), so it works on any folder ``solve`` writes: a plain solve, a run of a
-sweep's ``scenarios/<id>.yaml``, or one year of a build-out (``OUT/years/<year>/``). Pure: two
-folders in, tables out; :mod:`placement.outputs.diff_files` writes them.
+``assignments.csv``, through :func:`placement.results.read_results_folder`), so it works on any
+folder ``solve`` writes: a plain solve, a run of a sweep's ``scenarios/<id>.yaml``, or one year of a
+build-out (``OUT/years/<year>/``). Pure: two folders in, tables out;
+:mod:`placement.outputs.diff_files` writes them.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -19,18 +19,17 @@ import numpy as np
 import pandas as pd
 
 from placement._errors import InputError, Problem
+from placement.results import ResultsFolder, read_results_folder
 from placement.textfmt import mw_text
 
 __all__ = [
     "HEADLINE_KEYS",
     "PlanDiff",
-    "PlanFiles",
     "class_costs",
     "diff_plans",
     "headline",
     "main_sites",
     "populations_moved",
-    "read_plan_files",
     "render_diff",
     "site_changes",
 ]
@@ -44,33 +43,10 @@ HEADLINE_KEYS = (
 )
 """The figures ``diff.json``'s ``headline`` compares, each as A, B and delta (B - A)."""
 
-REQUIRED_FILES = ("summary.json", "sites.csv", "assignments.csv")
 SITE_COLUMNS = ("site_id", "name", "lat", "lon", "open", "nodes", "mw_used", "cost_usd_per_h")
 ASSIGNMENT_COLUMNS = ("population_id", "population", "class", "site_id", "site", "goodput_tok_s", "rtt_ms", "ttft_p99_ms")
 REPRICED_SHARE = 0.005
 """A site open in both plans with the same nodes is 'repriced' when its $/h moves by more than this share."""
-
-
-@dataclass(frozen=True)
-class PlanFiles:
-    """The standard files of one results folder.
-
-    Parameters
-    ----------
-    folder : Path
-        The folder read.
-    summary : dict
-        ``summary.json``.
-    sites : pandas.DataFrame
-        ``sites.csv`` (``open`` as bool).
-    assignments : pandas.DataFrame
-        ``assignments.csv``.
-    """
-
-    folder: Path
-    summary: dict[str, Any]
-    sites: pd.DataFrame
-    assignments: pd.DataFrame
 
 
 def _missing_columns(frame: pd.DataFrame, columns: tuple[str, ...], source: str) -> list[Problem]:
@@ -79,51 +55,15 @@ def _missing_columns(frame: pd.DataFrame, columns: tuple[str, ...], source: str)
     return [Problem(source, "", ", ".join(missing), "columns missing", fix)] if missing else []
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    """A results CSV with only empty cells missing (so Namibia's ``NA`` stays a country code)."""
-    return pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"site_id": str, "population_id": str})
-
-
-def read_plan_files(folder: str | Path) -> PlanFiles:
-    """Read the files :func:`diff_plans` needs from a results folder.
-
-    Parameters
-    ----------
-    folder : str or Path
-        A folder written by ``solve`` (a sweep scenario's run or a build-out year's folder too).
-
-    Returns
-    -------
-    PlanFiles
-        Summary, sites and assignments.
-
-    Raises
-    ------
-    InputError
-        The folder does not exist or lacks a file or a column: every problem together, with the fix.
-    """
-    path = Path(folder)
-    fix = f"run 'placement solve SCENARIO --out {path}' first, or pass a results folder"
-    if not path.is_dir():
-        raise InputError([Problem(str(path), "", "", "no such folder", fix)])
-    missing = [name for name in REQUIRED_FILES if not (path / name).is_file()]
-    if missing:
-        rule = f"not a results folder: {', '.join(missing)} missing"
-        raise InputError([Problem(str(path), "", "", rule, fix)])
-    try:
-        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError([Problem(str(path / "summary.json"), f"line {exc.lineno}", "", "not valid JSON", fix)]) from None
-    sites, assignments = _read_table(path / "sites.csv"), _read_table(path / "assignments.csv")
-    problems = _missing_columns(sites, SITE_COLUMNS, str(path / "sites.csv"))
-    problems += _missing_columns(assignments, ASSIGNMENT_COLUMNS, str(path / "assignments.csv"))
-    absent = [key for key in HEADLINE_KEYS if key not in summary]
+def _plan_problems(plan: ResultsFolder) -> list[Problem]:
+    """What :func:`diff_plans` needs and a results folder lacks: a column of a table or a headline figure."""
+    problems = _missing_columns(plan.sites, SITE_COLUMNS, str(plan.folder / "sites.csv"))
+    problems += _missing_columns(plan.assignments, ASSIGNMENT_COLUMNS, str(plan.folder / "assignments.csv"))
+    absent = [key for key in HEADLINE_KEYS if key not in plan.summary]
     if absent:
-        problems.append(Problem(str(path / "summary.json"), "", ", ".join(absent), "keys missing", fix))
-    if problems:
-        raise InputError(problems)
-    sites["open"] = sites["open"].astype(str).str.lower().isin(["true", "1"])
-    return PlanFiles(path, summary, sites, assignments)
+        fix = f"run 'placement solve SCENARIO --out {plan.folder}' first, or pass a results folder"
+        problems.append(Problem(str(plan.folder / "summary.json"), "", ", ".join(absent), "keys missing", fix))
+    return problems
 
 
 def _number(value: Any) -> float | None:
@@ -369,12 +309,15 @@ def diff_plans(folder_a: str | Path, folder_b: str | Path) -> PlanDiff:
         Either folder is not a results folder (both are checked, every problem reported).
     """
     problems: list[Problem] = []
-    plans: list[PlanFiles] = []
+    plans: list[ResultsFolder] = []
     for folder in (folder_a, folder_b):
         try:
-            plans.append(read_plan_files(folder))
+            plan = read_results_folder(folder)
         except InputError as exc:
             problems += exc.problems
+            continue
+        problems += _plan_problems(plan)
+        plans.append(plan)
     if problems:
         raise InputError(problems)
     a, b = plans

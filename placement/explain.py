@@ -16,7 +16,6 @@ the cheapest site that reaches them.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from placement.optimize.problem import PlacementInput
 from placement.optimize.ranging import FixedDesignLP, Resolve, supports
 from placement.optimize.solve import shortfall_penalty_usd_per_tok_s
 from placement.optimize.solver import SolverOptions, solve_problem
+from placement.results import ResultsFolder, read_results_folder, read_summary
 from placement.scenario import load_scenario
 
 EXTRA_MW = 10.0
@@ -544,52 +544,28 @@ def explain(
 
 
 @dataclass(frozen=True)
-class ResultsFolder:
-    """A results folder read back for explaining: its scenario rebuilt and its site table.
+class RebuiltPlan:
+    """A results folder read back for explaining, with its scenario rebuilt.
 
     Parameters
     ----------
-    folder : Path
-        The folder ``solve`` wrote.
-    scenario_path : Path
-        The scenario solved: the original file if it still exists, else the folder's ``scenario.yaml``.
+    results : ResultsFolder
+        The folder's summary and tables (:func:`placement.results.read_results_folder`).
     instance : Instance
-        The scenario's arrays, rebuilt.
-    sites : pandas.DataFrame
-        The folder's ``sites.csv``.
+        The scenario's arrays, rebuilt from :attr:`ResultsFolder.scenario_path`.
     """
 
-    folder: Path
-    scenario_path: Path
+    results: ResultsFolder
     instance: Instance
-    sites: pd.DataFrame
+
+    @property
+    def sites(self) -> pd.DataFrame:
+        """The folder's ``sites.csv``."""
+        return self.results.sites
 
 
-def load_results_folder(folder: str | Path, *, progress: Callable[[str], None] = lambda _: None) -> ResultsFolder:
-    """Read a results folder back and rebuild its scenario's instance.
-
-    Parameters
-    ----------
-    folder : str or Path
-        A folder written by ``solve``.
-    progress : callable, optional
-        Receives one line per step of the rebuild.
-
-    Returns
-    -------
-    ResultsFolder
-        The instance and the plan's site table.
-
-    Raises
-    ------
-    PlacementError
-        The folder holds no ``summary.json``, or its ``sites.csv`` does not match the scenario's catalog.
-    """
-    folder = Path(folder)
-    summary_path = folder / "summary.json"
-    if not summary_path.is_file():
-        raise PlacementError(f"{folder} holds no summary.json: run 'placement solve --out {folder}' first")
-    summary = json.loads(summary_path.read_text())
+def _refuse_buildout(folder: Path, summary: dict[str, Any]) -> None:
+    """A build-out folder, or one of its years, holds no scenario explain can re-solve: say what to do instead."""
     if summary.get("kind") == "buildout":
         raise PlacementError(
             f"{folder} is a build-out (years {summary['years'][0]['year']}-{summary['years'][-1]['year']}): "
@@ -602,22 +578,44 @@ def load_results_folder(folder: str | Path, *, progress: Callable[[str], None] =
             f"{folder} is year {summary['year']} of a build-out ({summary['demand_scenario']} demand): it holds the "
             "plan's tables for 'placement diff', not a scenario explain can re-solve; explain a single-year plan"
         )
-    if not (folder / "sites.csv").is_file():
-        raise PlacementError(f"{folder} holds no sites.csv: it is not a complete results folder; run 'placement solve' again")
-    scenario_path = Path(summary.get("scenario_path", ""))
-    if not scenario_path.is_file():
-        scenario_path = folder / "scenario.yaml"
+
+
+def rebuild_plan(folder: str | Path, *, progress: Callable[[str], None] = lambda _: None) -> RebuiltPlan:
+    """Read a results folder back and rebuild its scenario's instance.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A folder written by ``solve``.
+    progress : callable, optional
+        Receives one line per step of the rebuild.
+
+    Returns
+    -------
+    RebuiltPlan
+        The folder's tables and the instance.
+
+    Raises
+    ------
+    InputError
+        The folder is not a results folder (a file missing: :func:`placement.results.read_results_folder`).
+    PlacementError
+        The folder is a build-out or one of its years, or its ``sites.csv`` does not match the scenario's catalog.
+    """
+    folder = Path(folder)
+    _refuse_buildout(folder, read_summary(folder))
+    results = read_results_folder(folder)
+    scenario_path = results.scenario_path
     instance = build_instance(load_scenario(scenario_path), progress=progress)
-    sites = pd.read_csv(folder / "sites.csv", dtype={"site_id": str})
-    if list(sites["site_id"]) != list(instance.sites["id"]):
+    if list(results.sites["site_id"]) != list(instance.sites["id"]):
         raise PlacementError(f"{folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
-    return ResultsFolder(folder, scenario_path, instance, sites)
+    return RebuiltPlan(results, instance)
 
 
 def explain_folder(
     folder: str | Path, *, site: str | None = None, progress: Callable[[str], None] = lambda _: None
 ) -> Explanation:
-    """Explain the sites of a results folder (or one of them): :func:`load_results_folder`, then :func:`explain`.
+    """Explain the sites of a results folder (or one of them): :func:`rebuild_plan`, then :func:`explain`.
 
     Parameters
     ----------
@@ -639,7 +637,7 @@ def explain_folder(
         Not a results folder, a stale one, or an unknown site id (the message lists the plan's sites).
     """
     clock = time.perf_counter()
-    results = load_results_folder(folder, progress=progress)
+    results = rebuild_plan(folder, progress=progress)
     known = list(results.sites["site_id"])
     if site is not None and site not in set(known):
         raise PlacementError(f"unknown site '{site}'; the plan's sites are: {', '.join(known)}")

@@ -59,7 +59,7 @@ def test_explain_unknown_site(tmp_path: Path, small_scenario: Path, capsys: pyte
 
 def test_explain_needs_a_results_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(tmp_path)]) == 1
-    assert "no summary.json" in capsys.readouterr().err
+    assert "not a results folder: summary.json missing" in capsys.readouterr().err
 
 
 def test_comparison_table_text() -> None:
@@ -91,11 +91,11 @@ def test_comparison_table_text() -> None:
 
 def _small_plan(tmp_path: Path, scenario: Path) -> tuple[Any, Any]:
     """The small scenario solved, and its explanation inputs (instance, site table)."""
-    from placement.explain import load_results_folder
+    from placement.explain import rebuild_plan
 
     out = tmp_path / "out"
     assert main(["solve", str(scenario), "--out", str(out), "--quiet"]) == 0
-    results = load_results_folder(out)
+    results = rebuild_plan(out)
     return results.instance, results.sites
 
 
@@ -128,10 +128,10 @@ def test_entry_power_price_is_where_opening_pays(world_results: Path) -> None:
         _default_options,
         entry_power_price_usd_per_mwh,
         fixed_design_lp,
-        load_results_folder,
+        rebuild_plan,
     )
 
-    results = load_results_folder(world_results)
+    results = rebuild_plan(world_results)
     instance, sites = results.instance, results.sites
     is_open = sites["open"].to_numpy(bool)
     lp = fixed_design_lp(instance.inputs, is_open, _default_options(instance))
@@ -159,9 +159,9 @@ def test_explain_n_plus_one_plan_uses_the_pulp_models(tmp_path: Path, capsys: py
     scenario = write_scenario(tmp_path, policy={"unreachable": "report"}, fault_tolerance={"n_plus_one": True})
     out = tmp_path / "out"
     assert main(["solve", str(scenario), "--out", str(out), "--quiet"]) == 0
-    from placement.explain import load_results_folder
+    from placement.explain import rebuild_plan
 
-    assert not supports(load_results_folder(out).instance.inputs)
+    assert not supports(rebuild_plan(out).instance.inputs)
     assert main(["explain", str(out), "--quiet"]) == 0
     document = json.loads((out / "explain.json").read_text())
     opened = [r for r in document["sites"] if r["open"]]

@@ -15,8 +15,9 @@ import pytest
 
 from placement import jsonio
 from placement._errors import PlacementError
-from placement.outputs.report_html import read_results, rerender_report
+from placement.outputs.report_html import rerender_report
 from placement.plan import Plan, run
+from placement.results import read_results_folder
 from placement.scenario import load_scenario
 from placement.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
 from tests.conftest import SMALL_CATALOG, write_scenario
@@ -211,8 +212,9 @@ def test_report_rebuilds_from_a_folder_written_before_the_breakdown(world_result
         for key in ("cost_usd_per_h", "itl_objective_ms", "utilisation_cap", "node_ttft_ms", "cache_hit_rate", "goodput_from"):
             klass.pop(key)
     (old / "summary.json").write_text(json.dumps(document), encoding="utf-8")
-    results = read_results(old)
-    assert results.summary.cost_breakdown_usd_per_h is None and results.summary.cache_hit_rate is None
+    results = read_results_folder(old)
+    summary = results.plan_summary()
+    assert summary.cost_breakdown_usd_per_h is None and summary.cache_hit_rate is None
     assert results.notes == document["notes"]
     rerender_report(old)
     rebuilt = _md_breakdown((old / "report.md").read_text(encoding="utf-8"))
@@ -223,7 +225,7 @@ def test_report_rebuilds_from_a_folder_written_before_the_breakdown(world_result
     document.pop("objective_usd_per_h")
     (old / "summary.json").write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(PlacementError, match="objective_usd_per_h"):
-        read_results(old)
+        rerender_report(old)
 
 
 # ----------------------------------------------------------------------------- small plans

@@ -25,7 +25,6 @@ from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from placement import jsonio
 from placement.buildout.solve import StochasticResult
 from placement.buildout.tables import (
     buildout_table,
@@ -38,18 +37,14 @@ from placement.buildout.tables import (
     year_table,
 )
 from placement.outputs import geojson as geo
-from placement.outputs.finite import null_nonfinite
 from placement.outputs.webmap import countries_geojson, leaflet_assets
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, add_polygons, geographic_aspect, load_basemap
 from placement.outputs.writer import write_folder
+from placement.results import write_csv, write_json
 
 ACCELERATOR_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
 TIMELINE_SITES = 12
 """Sites drawn one panel each on the timeline (the largest by final-year MW); the rest are summed."""
-
-
-def _csv(table: pd.DataFrame, path: Path) -> None:
-    null_nonfinite(table).to_csv(path, index=False, float_format="%.10g")
 
 
 def _colour(result: StochasticResult) -> dict[str, str]:
@@ -345,23 +340,23 @@ def _write_years(result: StochasticResult, folder: Path) -> None:
     for y, year in enumerate(result.buildout.years):
         target = folder / "years" / str(year)
         target.mkdir(parents=True)
-        (target / "summary.json").write_text(jsonio.dumps(year_summary(result, y, base)) + "\n", encoding="utf-8")
-        _csv(year_sites(result, y, base), target / "sites.csv")
-        _csv(year_assignments(result, y, base), target / "assignments.csv")
+        write_json(year_summary(result, y, base), target / "summary.json")
+        write_csv(year_sites(result, y, base), target / "sites.csv")
+        write_csv(year_assignments(result, y, base), target / "assignments.csv")
 
 
 def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s: float) -> None:
     b = result.buildout
     shutil.copyfile(b.loaded.path, folder / "scenario.yaml")
     summary = summary_dict(result, runtime_s=runtime_s)
-    (folder / "summary.json").write_text(jsonio.dumps(summary) + "\n", encoding="utf-8")
+    write_json(summary, folder / "summary.json")
     base = buildout_table(result, b.base_index)
-    _csv(base.drop(columns=["scenario"]), folder / "buildout.csv")
+    write_csv(base.drop(columns=["scenario"]), folder / "buildout.csv")
     every = pd.concat([buildout_table(result, s) for s in range(len(b.scenario_names))], ignore_index=True)
-    _csv(every, folder / "buildout_scenarios.csv")
-    _csv(year_table(result, b.base_index), folder / "years.csv")
-    _csv(class_accelerator_table(result, b.base_index), folder / "class_accelerators.csv")
-    _csv(scenario_table(result), folder / "scenarios.csv")
+    write_csv(every, folder / "buildout_scenarios.csv")
+    write_csv(year_table(result, b.base_index), folder / "years.csv")
+    write_csv(class_accelerator_table(result, b.base_index), folder / "class_accelerators.csv")
+    write_csv(scenario_table(result), folder / "scenarios.csv")
     geo.write_geojson(sites_by_year_frame(result, base), folder / "sites_by_year.geojson")
     colours = _colour(result)
     energized = pd.DataFrame(b.data.site_mw_available, index=b.sites["id"].to_numpy(), columns=list(b.years))

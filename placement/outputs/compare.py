@@ -17,6 +17,7 @@ from placement.instance import build_instance
 from placement.outputs.charts import draw_comparison
 from placement.outputs.writer import write_folder
 from placement.plan import Plan, solve_instance
+from placement.results import write_csv
 from placement.scenario import LoadedScenario
 
 
@@ -77,7 +78,7 @@ def write_comparison(rows: list[dict[str, Any]], out_dir: str | Path, *, title: 
     table = pd.DataFrame(rows)
 
     def write(folder: Path) -> None:
-        table.to_csv(folder / "compare.csv", index=False, float_format="%.10g")
+        write_csv(table, folder / "compare.csv")
         draw_comparison(rows, folder / "compare.png", title=title)
 
     return write_folder(out_dir, write)

@@ -16,13 +16,13 @@ from matplotlib.collections import LineCollection
 from matplotlib.lines import Line2D
 from shapely import Point
 
-from placement import jsonio
 from placement._errors import InputError, Problem
 from placement.diff import PlanDiff
 from placement.outputs.geojson import WGS84, unwrapped_lines, write_geojson
 from placement.outputs.png import save_png
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, _draw_basemap, load_basemap
 from placement.outputs.writer import write_folder
+from placement.results import write_json
 
 __all__ = ["CHANGE_COLOURS", "diff_frame", "draw_diff", "write_diff"]
 
@@ -179,7 +179,7 @@ def write_diff(diff: PlanDiff, out_dir: str | Path, *, maps: bool = True) -> Pat
             raise InputError([Problem(f"output folder {out}", "", "", rule, "choose another --out (default: out-diff/)")])
 
     def write(folder: Path) -> None:
-        (folder / "diff.json").write_text(jsonio.dumps(diff.to_json_dict()) + "\n", encoding="utf-8")
+        write_json(diff.to_json_dict(), folder / "diff.json")
         write_geojson(diff_frame(diff), folder / "diff.geojson")
         if maps:
             draw_diff(diff, folder / "diff.png")

@@ -17,7 +17,7 @@ import pandas as pd
 import shapely
 from numpy.typing import NDArray
 
-from placement.outputs.finite import null_nonfinite
+from placement.results import null_nonfinite
 
 WGS84 = "EPSG:4326"
 COORDINATE_DECIMALS = 5

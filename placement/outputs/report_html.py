@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,21 +23,19 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 
-from placement._errors import PlacementError
 from placement.outputs.budget_chart import COMPONENT_LABELS, budget_rows, draw_ttft_budget
 from placement.outputs.cost_waterfall import cost_waterfall, draw_cost_waterfall
 from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
 from placement.plan import Plan, split_rules
+from placement.results import read_results_folder
 from placement.summary import CostBreakdown, PlanSummary
 from placement.textfmt import ms_text, mw_text
 
 __all__ = [
     "COMPONENT_LABELS",
-    "Results",
     "budget_rows",
     "draw_charts_of_tables",
     "draw_ttft_budget",
-    "read_results",
     "render_html",
     "rerender_report",
     "write_report_html",
@@ -354,67 +350,6 @@ def write_report_html(plan: Plan, folder: Path) -> Path:
 # ----------------------------------------------------------------------------- re-rendering
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
-    """A results table, with only empty cells as missing (so Namibia's ``NA`` stays a code)."""
-    return pd.read_csv(path, keep_default_na=False, na_values=[""])
-
-
-@dataclass(frozen=True)
-class Results:
-    """What a results folder says about its plan.
-
-    Parameters
-    ----------
-    summary : PlanSummary
-        From ``summary.json``.
-    notes : list of str
-        The plan's notes (``summary.json``'s ``notes``).
-    sites, assignments, populations : pandas.DataFrame
-        From the CSV tables.
-    """
-
-    summary: PlanSummary
-    notes: list[str]
-    sites: pd.DataFrame
-    assignments: pd.DataFrame
-    populations: pd.DataFrame
-
-
-def read_results(out_dir: str | Path) -> Results:
-    """The summary and tables of a results folder.
-
-    Parameters
-    ----------
-    out_dir : str or Path
-        A folder written by ``cli.py solve`` (by this or an older version).
-
-    Returns
-    -------
-    Results
-        Summary, notes and tables.
-
-    Raises
-    ------
-    PlacementError
-        If a file is missing, or ``summary.json`` lacks a figure every version has written.
-    """
-    folder = Path(out_dir)
-    names = ("summary.json", "sites.csv", "assignments.csv", "populations.csv")
-    missing = [n for n in names if not (folder / n).is_file()]
-    if missing:
-        raise PlacementError(f"{folder} is not a complete results folder: {', '.join(missing)} missing; run 'cli.py solve' first")
-    document = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    sites = _read_csv(folder / "sites.csv")
-    sites["open"] = sites["open"].astype(str).str.lower().isin(["true", "1"])
-    return Results(
-        PlanSummary.from_json_dict(document),
-        [str(n) for n in document.get("notes") or []],
-        sites,
-        _read_csv(folder / "assignments.csv"),
-        _read_csv(folder / "populations.csv"),
-    )
-
-
 def rerender_report(out_dir: str | Path) -> list[Path]:
     """Rebuild ``report.md``, ``ttft_budget.png``, ``cost_waterfall.png`` and ``report.html`` of a results folder.
 
@@ -435,12 +370,15 @@ def rerender_report(out_dir: str | Path) -> list[Path]:
 
     Raises
     ------
+    InputError
+        If the folder lacks one of the files read (:func:`placement.results.read_results_folder`).
     PlacementError
-        If the folder lacks one of the files read.
+        If ``summary.json`` lacks a figure every version has written.
     """
     folder = Path(out_dir)
-    results = read_results(folder)
-    summary, notes, populations = results.summary, results.notes, results.populations
+    results = read_results_folder(folder, require=("populations.csv",))
+    summary, notes, populations = results.plan_summary(), results.notes, results.populations
+    assert populations is not None  # required
     budget = _write_atomic(folder / "ttft_budget.png", lambda target: draw_ttft_budget(results.assignments, target))
     table = cost_waterfall(summary.classes, results.sites, results.assignments)
     waterfall = _write_atomic(

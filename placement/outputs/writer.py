@@ -15,11 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from placement import jsonio
 from placement._errors import InputError, Problem
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments
-from placement.outputs.finite import null_nonfinite
 from placement.outputs.network_layer import links_frame, write_network
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import write_report_html
@@ -27,11 +25,14 @@ from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
+from placement.results import write_csv, write_json
 
 MARKERS = ("summary.json", "compare.csv", "diff.json")
 
 MAP_FILES = ("map.png", "map_<region>.png", "map.html")
 """The files ``maps=False`` (``solve --no-maps``) leaves out; every other file is written."""
+TAIL_DIGITS = 6
+"""Significant digits of ``tail_check.csv``'s figures (simulated: more would be noise)."""
 
 
 def summary_json_dict(plan: Plan) -> dict[str, Any]:
@@ -45,25 +46,22 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     Returns
     -------
     dict
-        JSON-ready (through :func:`placement.jsonio.dumps`).
+        JSON-ready (through :func:`placement.results.write_json`).
     """
     return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.instance.loaded.path)}
 
 
-def _write_csv(table: pd.DataFrame, path: Path) -> None:
-    """A table as CSV; an undefined (non-finite) figure is an empty cell."""
-    null_nonfinite(table).to_csv(path, index=False, float_format="%.10g")
-
-
-def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
+def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame | None) -> None:
     shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
-    (folder / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)) + "\n", encoding="utf-8")
-    _write_csv(plan.sites, folder / "sites.csv")
-    _write_csv(plan.assignments, folder / "assignments.csv")
-    _write_csv(plan.populations, folder / "populations.csv")
+    write_json(summary_json_dict(plan), folder / "summary.json")
+    write_csv(plan.sites, folder / "sites.csv")
+    write_csv(plan.assignments, folder / "assignments.csv")
+    write_csv(plan.populations, folder / "populations.csv")
     members = plan.instance.populations.cities
     ids = plan.populations["population_id"].to_numpy()[members["population_index"].to_numpy()]
-    _write_csv(members.assign(population_id=ids).drop(columns=["population_index"]), folder / "population_members.csv")
+    write_csv(members.assign(population_id=ids).drop(columns=["population_index"]), folder / "population_members.csv")
+    if tail_check is not None:
+        write_csv(tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")
@@ -195,7 +193,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     Path(temporary).replace(path)
 
 
-def write_results(plan: Plan, out_dir: str | Path, *, maps: bool = True) -> Path:
+def write_results(plan: Plan, out_dir: str | Path, *, maps: bool = True, tail_check: pd.DataFrame | None = None) -> Path:
     """Write every result file of a plan into ``out_dir``, atomically.
 
     Parameters
@@ -208,6 +206,9 @@ def write_results(plan: Plan, out_dir: str | Path, *, maps: bool = True) -> Path
     maps : bool, optional
         Draw the maps (:data:`MAP_FILES`); False leaves them out (scripted runs), every other
         file is written as usual.
+    tail_check : pandas.DataFrame, optional
+        The plan's tail check (:func:`placement.tail.check_tail`), written as ``tail_check.csv`` with
+        the other files, so it is swapped in with them or not at all.
 
     Returns
     -------
@@ -219,4 +220,4 @@ def write_results(plan: Plan, out_dir: str | Path, *, maps: bool = True) -> Path
     InputError
         If the destination exists and is not a results folder, or cannot be written.
     """
-    return write_folder(out_dir, lambda folder: _write_all(plan, folder, maps=maps))
+    return write_folder(out_dir, lambda folder: _write_all(plan, folder, maps=maps, tail_check=tail_check))

@@ -24,6 +24,7 @@ import yaml
 from placement import jsonio
 from placement._errors import PlacementError
 from placement.outputs.writer import write_text_atomic
+from placement.results import csv_text, json_text
 from placement.scenario import LoadedScenario
 from placement.sweep.spec import MARKER, RESULT_COLUMNS, PreparedSweep, SweepCase, prepare_sweep
 
@@ -105,7 +106,7 @@ def _claim_folder(out_dir: Path, prepared: PreparedSweep) -> None:
     (out_dir / "cases").mkdir(parents=True, exist_ok=True)
     (out_dir / "scenarios").mkdir(exist_ok=True)
     marker = {"sweep": str(prepared.path), "base": str(prepared.base.path), "cases": len(prepared.cases)}
-    write_text_atomic(out_dir / MARKER, jsonio.dumps(marker) + "\n")
+    write_text_atomic(out_dir / MARKER, json_text(marker))
     shutil.copyfile(prepared.path, out_dir / "sweep.yaml")
     for case in prepared.cases:
         target = out_dir / "scenarios" / f"{case.case_id}.yaml"
@@ -220,7 +221,7 @@ def _write_tables(out_dir: Path, table: pd.DataFrame) -> None:
         staged = Path(handle.name)
     table.to_parquet(staged, index=False)
     staged.replace(out_dir / "results.parquet")
-    write_text_atomic(out_dir / "results.csv", table.to_csv(index=False, float_format="%.10g"))
+    write_text_atomic(out_dir / "results.csv", csv_text(table))
 
 
 def run_sweep(

@@ -19,6 +19,7 @@ from typing import Any
 
 from placement.catalog import load_catalog
 from placement.outputs.writer import write_text_atomic
+from placement.results import csv_text
 from placement.sweep.analysis import (
     no_regret,
     pareto_frontier,
@@ -32,7 +33,7 @@ from placement.sweep.spec import PreparedSweep
 
 
 def _write_csv(table: pd.DataFrame, path: Path) -> None:
-    write_text_atomic(path, table.to_csv(index=False, float_format="%.10g"))
+    write_text_atomic(path, csv_text(table))
 
 
 def _staged(path: Path) -> Path:

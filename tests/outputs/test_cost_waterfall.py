@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from placement.outputs.cost_waterfall import STEPS, cost_waterfall, draw_cost_waterfall
-from placement.outputs.report_html import read_results
+from placement.results import read_results_folder
 from placement.summary import ClassSummary
 
 PER_M = 1e6 / 3600.0
@@ -54,11 +54,12 @@ def test_hand_made_steps() -> None:
 
 @pytest.mark.slow
 def test_world_steps_add_up_to_each_class_and_the_headline(world_results: Path, tmp_path: Path) -> None:
-    results = read_results(world_results)
-    table = cost_waterfall(results.summary.classes, results.sites, results.assignments).set_index("class")
-    for c in results.summary.classes:
+    results = read_results_folder(world_results)
+    summary = results.plan_summary()
+    table = cost_waterfall(summary.classes, results.sites, results.assignments).set_index("class")
+    for c in summary.classes:
         assert table.loc[c.name, "total"] == pytest.approx(c.cost_per_million_goodput_tokens_usd, rel=1e-3)
-    assert table.loc["all classes", "total"] == pytest.approx(results.summary.cost_per_million_goodput_tokens_usd, rel=1e-4)
+    assert table.loc["all classes", "total"] == pytest.approx(summary.cost_per_million_goodput_tokens_usd, rel=1e-4)
     assert (table[list(STEPS)] >= -1e-9).all().all()
     assert (world_results / "cost_waterfall.png").stat().st_size > 0
     drawn = draw_cost_waterfall(table.reset_index(), tmp_path / "w.png", unserved_share=0.05)
