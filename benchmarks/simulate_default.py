@@ -18,7 +18,7 @@ import numpy as np
 
 from placement.bundled import default_scenario_path
 from placement.scenario import load_scenario
-from placement.serving.physics import serve
+from placement.serving.request import serve
 from placement.serving.simulate import simulate_request
 from placement.tail import serving_request
 

@@ -20,17 +20,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, replace
 
-from placement.serving.hardware import get_accelerator, get_model
-from placement.serving.physics import (
+from placement.serving.efficiency import (
     CALIBRATED,
     MLPERF_LLAMA2_INPUT_TOKENS,
     MLPERF_LLAMA2_INPUT_TOKENS_MAX,
     MLPERF_LLAMA2_OUTPUT_TOKENS,
     ServingEfficiency,
-    ServingRequest,
-    prefill_ms,
-    serve,
 )
+from placement.serving.hardware import get_accelerator, get_model
+from placement.serving.kernels import prefill_ms
+from placement.serving.request import ServingRequest, serve
 
 SERVER = (2000.0, 200.0)  # llama2-70b Server: p99 TTFT, p99 TPOT [ms]
 INTERACTIVE = (450.0, 40.0)  # llama2-70b-interactive (v5.0)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from placement.plan import Plan
-    from placement.serving.physics import ServingRequest
+    from placement.serving.request import ServingRequest
 
 DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -241,7 +241,7 @@ def _rtt(args: argparse.Namespace) -> int:
 
 
 def _serving_request(args: argparse.Namespace) -> ServingRequest:
-    from placement.serving.physics import ServingRequest
+    from placement.serving.request import ServingRequest
 
     return ServingRequest(
         args.model,
@@ -287,7 +287,9 @@ def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None) -
 
 def _goodput(args: argparse.Namespace) -> int:
 
-    from placement.serving.physics import goodput_report, pareto_curve, plot_pareto
+    from placement.outputs.pareto_chart import plot_pareto
+    from placement.serving.pareto import pareto_curve
+    from placement.serving.request import goodput_report
 
     request = _serving_request(args)
     report = goodput_report(request)

@@ -1,7 +1,7 @@
 """What one node does for each workload class: goodput inside the SLO and the node's TTFT parts.
 
 A class either states its per-node goodput and node-side TTFT components, or they come from the
-serving model (:mod:`placement.serving.physics`): the largest batch that meets the p99 ITL objective and
+serving model (:mod:`placement.serving.request`): the largest batch that meets the p99 ITL objective and
 fits in HBM, prefill for the class's prompts, KV transfer when disaggregated, and the queueing
 tail, inside the part of the TTFT objective the node may spend (``serving_ttft_budget_ms``).
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from placement._errors import InputError, Problem
 from placement.scenario import LoadedScenario, WorkloadClass
 from placement.serving.hardware import get_accelerator, get_model
-from placement.serving.physics import ServingRequest, serve
+from placement.serving.request import ServingRequest, serve
 
 
 @dataclass(frozen=True)

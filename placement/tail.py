@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from placement.plan import Plan
 from placement.profiles import serving_request
-from placement.serving.physics import serve
+from placement.serving.request import serve
 from placement.serving.simulate import TailCheck, simulate_request
 
 COLUMNS = [

@@ -10,7 +10,7 @@ import pytest
 from placement.instance import build_instance, endpoints, merge_commodities
 from placement.plan import run
 from placement.scenario import load_scenario
-from placement.serving.physics import ServingRequest, serve
+from placement.serving.request import ServingRequest, serve
 from tests.conftest import scenario_dict, write_scenario
 
 

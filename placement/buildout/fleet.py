@@ -17,7 +17,7 @@ from placement.horizon import AcceleratorOffer, HorizonSection
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw, serving_request
 from placement.scenario import LoadedScenario
 from placement.serving.hardware import get_model
-from placement.serving.physics import serve
+from placement.serving.request import serve
 
 FloatArray = NDArray[np.float64]
 

@@ -1,6 +1,6 @@
 """The tail by simulation: a discrete-event model of one node under continuous batching and chunked prefill.
 
-The analytic model (:mod:`placement.serving.physics`) reads p99 TTFT off an M/G/c approximation at the
+The analytic model (:mod:`placement.serving.request`) reads p99 TTFT off an M/G/c approximation at the
 mean prompt and takes p99 ITL to be the step time at the planned batch. This module checks both by
 running the node:
 
@@ -19,7 +19,7 @@ running the node:
 
 Statistics skip a warm-up share of the requests and the drain after the last arrival. The step time is
 injected (``step_ms(decode_batch, decode_context_tokens, prefill_chunk_tokens)``, the context being the
-KV tokens the decoding sequences read in total); :func:`physics_step_model` builds it from the physics module.
+KV tokens the decoding sequences read in total); :func:`physics_step_model` builds it from the step-time kernels.
 """
 
 from __future__ import annotations
@@ -34,18 +34,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from placement.serving.efficiency import CALIBRATED, ServingEfficiency
 from placement.serving.hardware import ModelSpec, get_accelerator, get_model, kv_bytes_per_token
+from placement.serving.kernels import kv_capacity_bytes, kv_copies, mixed_step_ms
 from placement.serving.lengths import LengthDistribution
-from placement.serving.physics import (
-    CALIBRATED,
-    ServingEfficiency,
-    ServingRequest,
-    ServingResult,
-    kv_capacity_bytes,
-    kv_copies,
-    mixed_step_ms,
-    serve,
-)
+from placement.serving.request import ServingRequest, ServingResult, serve
 
 #: ``step_ms(decode_batch, decode_context_tokens, prefill_chunk_tokens) -> ms``: one step of a replica;
 #: ``decode_context_tokens`` is the KV the decoding sequences read, summed over the batch (as ``mixed_step_ms``). [ms]
@@ -403,7 +396,7 @@ def simulate(
     return _summarise(trace, arrival_ms, output, _warmup(trace, arrival_ms, warmup_share), node.replicas)
 
 
-# --- the adapter to the physics module ------------------------------------------------------------
+# --- the adapter to the step-time kernels ----------------------------------------------------------
 
 
 def physics_step_model(
@@ -415,7 +408,7 @@ def physics_step_model(
     prefill_prefix_tokens: float,
     efficiency: ServingEfficiency = CALIBRATED,
 ) -> StepModel:
-    """A step time from :func:`placement.serving.physics.mixed_step_ms`, the analytic model's own step.
+    """A step time from :func:`placement.serving.kernels.mixed_step_ms`, the analytic model's own step.
 
     Parameters
     ----------
@@ -503,7 +496,7 @@ def node_config(
     request : ServingRequest
         What the node serves.
     result : ServingResult
-        :func:`placement.serving.physics.serve` of it (goodput > 0).
+        :func:`placement.serving.request.serve` of it (goodput > 0).
     efficiency : ServingEfficiency
         Achieved efficiencies.
     chunk : {"itl", "analytic"} or int
@@ -540,7 +533,7 @@ class TailCheck:
     Attributes
     ----------
     analytic : ServingResult
-        :func:`placement.serving.physics.serve` of the request.
+        :func:`placement.serving.request.serve` of the request.
     simulated : SimResult
         The simulation at ``arrival_rate_per_s``.
     node : NodeConfig

@@ -11,6 +11,13 @@ import pytest
 
 from placement._errors import InputError
 from placement.economics import cost_per_million_tokens_usd
+from placement.outputs.pareto_chart import plot_pareto
+from placement.serving.efficiency import (
+    MLPERF_LLAMA2_INPUT_TOKENS,
+    MLPERF_LLAMA2_INPUT_TOKENS_MAX,
+    MLPERF_LLAMA2_OUTPUT_TOKENS,
+    ServingEfficiency,
+)
 from placement.serving.hardware import (
     ACCELERATORS_CSV,
     MODELS_CSV,
@@ -20,27 +27,20 @@ from placement.serving.hardware import (
     load_accelerators,
     load_models,
 )
-from placement.serving.lengths import LengthDistribution
-from placement.serving.physics import (
-    MLPERF_LLAMA2_INPUT_TOKENS,
-    MLPERF_LLAMA2_INPUT_TOKENS_MAX,
-    MLPERF_LLAMA2_OUTPUT_TOKENS,
-    ServingEfficiency,
-    ServingRequest,
-    _ChunkSizes,
+from placement.serving.kernels import (
     decode_step,
-    goodput_report,
     kv_copies,
     kv_transfer_ms,
     mixed_step_ms,
-    pareto_curve,
-    plot_pareto,
     prefill_attention_flops,
     prefill_flops,
     prefill_ms,
-    serve,
 )
+from placement.serving.lengths import LengthDistribution
+from placement.serving.pareto import pareto_curve
 from placement.serving.queueing import erlang_c, queue_wait_p99_ms, utilisation_cap
+from placement.serving.request import ServingRequest, goodput_report, serve
+from placement.serving.search import ChunkSizes
 
 KIB = 1024
 
@@ -384,7 +384,7 @@ def test_accelerator_catalog_without_efficiency_source_is_refused(tmp_path: Path
 
 def test_chunk_sizes_by_hand() -> None:
     """Prompts of 1,000 new tokens under a 384-token budget: chunks 384, 384, 232; three steps a prompt."""
-    sizes = _ChunkSizes.of(np.full(8, 1000.0), np.array([384.0, 2048.0]))
+    sizes = ChunkSizes.of(np.full(8, 1000.0), np.array([384.0, 2048.0]))
     assert sizes.steps_per_prompt.tolist() == [3.0, 1.0]
     assert set(sizes.sizes[0].tolist()) == {232.0, 384.0}
     assert sizes.upper[0][0] == 1.0 and sizes.upper[0][-1] == pytest.approx(2.0 / 3.0)

@@ -8,17 +8,19 @@ same (batch, chunk budget) with byte-identical figures.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from placement.serving import physics
+from placement.serving import search
+from placement.serving.efficiency import CALIBRATED
 from placement.serving.hardware import get_accelerator, get_model
-from placement.serving.physics import CALIBRATED, P99_Z, ServingRequest, serve
 from placement.serving.queueing import queue_wait_p99_ms, utilisation_cap
+from placement.serving.request import ServingRequest, serve
+from placement.serving.search import P99_Z, Candidate
 
 REFERENCE = Path(__file__).parent.parent / "data" / "serving_reference.json"
 
@@ -39,24 +41,26 @@ def test_serve_matches_the_figures_computed_before_pruning(case: dict[str, Any])
             assert got[key] == want, key
 
 
-def _straightforward(request: ServingRequest, tp: int) -> physics._Candidate | None:
+def _straightforward(request: ServingRequest, tp: int) -> Candidate | None:
     """The colocated search with every candidate evaluated in full: capacity order, no floor, no probe."""
-    w = physics._workload(request)
+    w = request.workload
     m, a = get_model(request.model), get_accelerator(request.accelerator)
-    b_max = physics._max_batch(m, a, request.precision, tp, w, CALIBRATED)
-    batch = physics._batch_grid(b_max)
+    b_max = search.max_batch(m, a, request.precision, tp=tp, workload=w, eff=CALIBRATED)
+    batch = search.batch_grid(b_max)
     batch = batch[batch + P99_Z * np.sqrt(batch) <= b_max] if b_max > 1 else batch
-    steps = physics._chunked_steps(m, a, request.precision, tp, batch, w, CALIBRATED)
+    steps = search.chunked_steps(m, a, request.precision, tp=tp, batch=batch, workload=w, eff=CALIBRATED)
     itl = steps.pure_p99_ms
     ok = (itl <= w.itl_p99_ms) & (1e3 / itl >= w.min_tok_s_per_user)
     replicas = request.gpus // tp
     capacity = replicas * batch[None, :] / steps.mean_ms * 1e3
-    best: physics._Candidate | None = None
+    best: Candidate | None = None
     for flat in np.argsort(-np.where(ok, capacity, -1.0), axis=None):
         ki, bi = (int(i) for i in np.unravel_index(flat, capacity.shape))
         if not ok[ki, bi] or (best is not None and capacity[ki, bi] <= best.goodput_tok_s):
             break  # goodput never exceeds capacity
-        found = physics._chunked_candidate(steps, ki, bi, batch, replicas, tp, w, CALIBRATED, float(capacity[ki, bi]))
+        found = search.chunked_candidate(
+            steps, ki, bi, replicas=replicas, tp=tp, workload=w, eff=CALIBRATED, capacity_tok_s=float(capacity[ki, bi])
+        )
         if found is not None and (best is None or found.goodput_tok_s > best.goodput_tok_s):
             best = found
     return best
@@ -78,14 +82,14 @@ def _straightforward(request: ServingRequest, tp: int) -> physics._Candidate | N
 )
 def test_pruned_search_picks_what_the_full_search_picks(request_: ServingRequest, tp: int) -> None:
     want = _straightforward(request_, tp)
-    got = physics._colocated(
+    got = search.colocated_candidate(
         get_model(request_.model),
         get_accelerator(request_.accelerator),
         request_.precision,
-        request_.gpus,
-        tp,
-        physics._workload(request_),
-        CALIBRATED,
+        gpus=request_.gpus,
+        tp=tp,
+        workload=request_.workload,
+        eff=CALIBRATED,
     )
     assert want is not None and got is not None
     assert asdict(got) == {**asdict(want), "limit": got.limit}  # byte-identical figures; limit is set after the search
@@ -97,7 +101,14 @@ def test_a_probe_that_misses_means_the_bisection_finds_less() -> None:
     for _ in range(300):
         servers, service_ms = int(rng.integers(1, 400)), float(rng.uniform(1.0, 500.0))
         budget_ms, needed = float(rng.uniform(0.0, 2000.0)), float(rng.uniform(0.01, 0.999))
-        misses = physics._queue_misses(servers, service_ms, budget_ms, needed, CALIBRATED)
-        assert misses == (queue_wait_p99_ms(servers, service_ms, needed * (1 - physics.PRUNE_MARGIN)) > budget_ms)
+        misses = search.queue_misses(servers, service_ms, budget_ms, needed, eff=CALIBRATED)
+        assert misses == (queue_wait_p99_ms(servers, service_ms, needed * (1 - search.PRUNE_MARGIN)) > budget_ms)
         if misses:
             assert utilisation_cap(servers, service_ms, budget_ms) < needed
+
+
+@pytest.mark.parametrize("record", [search.Workload, search.Candidate, search.ChunkSizes, search.ChunkedSteps])
+def test_the_search_records_refuse_positional_fields(record: type) -> None:
+    """Fifteen positional numbers are easy to swap: every record of the search is built by keyword."""
+    with pytest.raises(TypeError, match="positional"):
+        record(*range(len(fields(record))))

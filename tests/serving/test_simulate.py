@@ -14,7 +14,7 @@ import pytest
 from placement.cli import main
 from placement.plan import Plan, run
 from placement.scenario import load_scenario
-from placement.serving.physics import ServingRequest, serve
+from placement.serving.request import ServingRequest, serve
 from placement.serving.simulate import (
     LengthDistribution,
     NodeConfig,

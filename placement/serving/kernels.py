@@ -1,0 +1,396 @@
+"""Step times of a tensor-parallel replica and their parts: FLOP counts, weight and KV reads, all-reduces, KV moves.
+
+The model (DESIGN.md section 3):
+
+- **Step** of a tensor-parallel replica of ``tp`` GPUs carrying a decode batch ``B`` (total context ``C``
+  tokens of KV) and a prefill chunk of ``K`` prompt tokens (``K = 0``: a pure decode step)::
+
+      step = max(weights / (η_bw · BW), 2 · P_active · (B + K) / (η_c · F))      linear layers
+           + max(C · kv_bytes / (η_bw · BW), decode attention / (η_a · F_bf16))  decode attention
+           + chunk attention / (η_a · F_bf16)                                   prefill attention
+           + t_comm + t_ovh
+
+  The linear layers and attention are separate kernels and run one after the other; ``t_comm`` = two
+  all-reduces per layer over the scale-up fabric. Every η, the all-reduce latency and the step overhead
+  are columns of the accelerator catalog (``data/serving/accelerators.csv``) with their sources
+  (:mod:`placement.serving.efficiency`).
+- **Prefill** of ``N`` prompt tokens: ``(2 · P_active · N + attention) / (η_c · F)``; a prefix-cache hit
+  rate ``h`` removes ``h · N`` tokens.
+- **KV transfer** (disaggregated serving): the prompt's KV crosses the scale-out NIC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from placement.serving.efficiency import CALIBRATED, ServingEfficiency, achieved
+from placement.serving.hardware import (
+    AcceleratorSpec,
+    ModelSpec,
+    get_accelerator,
+    get_model,
+    kv_bytes_per_token,
+    weight_bytes,
+    weight_bytes_read,
+)
+
+ACTIVATION_BYTES = 2.0  # all-reduce payloads are BF16 activations
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepTime:
+    """One forward step of a replica, by component. [ms]
+
+    ``memory_ms`` and ``compute_ms`` are the linear layers' weight reads and GEMMs (they overlap);
+    ``attention_ms`` is decode attention (KV reads) plus the prefill chunk's attention, run after them.
+    """
+
+    memory_ms: float
+    compute_ms: float
+    attention_ms: float
+    comm_ms: float
+    overhead_ms: float
+
+    @property
+    def total_ms(self) -> float:
+        """``max(memory, compute) + attention + comm + overhead``. [ms]"""
+        return max(self.memory_ms, self.compute_ms) + self.attention_ms + self.comm_ms + self.overhead_ms
+
+
+def kv_copies(model: ModelSpec, tp: int) -> float:
+    """How many times a replica stores each token's KV: GQA shards heads (replicated beyond kv_heads), MLA replicates."""
+    if model.attention == "mla":
+        return float(tp)
+    return max(1.0, tp / model.kv_heads)
+
+
+def achieved_tflops(accel: AcceleratorSpec, precision: str, eff: ServingEfficiency) -> float:
+    """Achieved GEMM throughput of one GPU: ``η_c · F``. [TFLOP/s]"""
+    return achieved(accel, eff).tensor * accel.tflops[precision]
+
+
+def attention_tflops(accel: AcceleratorSpec, eff: ServingEfficiency) -> float:
+    """Achieved attention-kernel throughput of one GPU: ``η_a · F_bf16`` (attention runs in BF16). [TFLOP/s]"""
+    return achieved(accel, eff).attention * accel.tflops["bf16"]
+
+
+def prefill_flops(model: ModelSpec, tokens: float, cached_tokens: float = 0.0) -> float:
+    """FLOPs to prefill a prompt, the cached prefix skipped.
+
+    ``2 · P_active · (N − c)`` for the GEMMs plus causal attention ``2 · L · H · d · (N² − c²)``.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        Model shape.
+    tokens : float
+        Prompt length ``N``. [tokens]
+    cached_tokens : float
+        Prefix already in the KV cache ``c``. [tokens]
+
+    Returns
+    -------
+    float
+        Work. [FLOP]
+    """
+    return 2.0 * model.params_active_b * 1e9 * (tokens - cached_tokens) + prefill_attention_flops(model, tokens, cached_tokens)
+
+
+def prefill_attention_flops(model: ModelSpec, tokens: float, cached_tokens: float = 0.0) -> float:
+    """Causal attention FLOPs of the new prompt tokens: ``2 · L · H · d · (N² − c²)``. [FLOP]"""
+    return 2.0 * model.layers * model.q_heads * model.attention_dim * (tokens**2 - cached_tokens**2)
+
+
+def decode_attention_flops(model: ModelSpec, context_tokens: float) -> float:
+    """Attention FLOPs of one decode token over ``context_tokens`` of KV (QKᵀ and AV). [FLOP]"""
+    return 4.0 * model.layers * model.q_heads * model.attention_dim * context_tokens
+
+
+def allreduce_ms(
+    accel: AcceleratorSpec, tp: int, tokens: NDArray[np.float64], hidden: int, layers: int, eff: ServingEfficiency
+) -> NDArray[np.float64]:
+    """Tensor-parallel all-reduce time of one step: two per layer, ring over the scale-up fabric.
+
+    Parameters
+    ----------
+    accel : AcceleratorSpec
+        Supplies scale-up bandwidth per GPU and the fabric's latency and achieved share.
+    tp : int
+        Tensor-parallel degree (0 ms at 1).
+    tokens : numpy.ndarray
+        Tokens in each step.
+    hidden : int
+        Hidden size; each all-reduce moves ``tokens · hidden`` BF16 values.
+    layers : int
+        Transformer layers.
+    eff : ServingEfficiency
+        Overrides of the catalog's latency and achieved bandwidth.
+
+    Returns
+    -------
+    numpy.ndarray
+        Communication time per step. [ms]
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    if tp <= 1:
+        return np.zeros_like(tokens)
+    ach = achieved(accel, eff)
+    payload = tokens * hidden * ACTIVATION_BYTES
+    ring_bytes = 2.0 * (tp - 1) / tp * payload
+    per_call_s = ach.allreduce_latency_us * 1e-6 + ring_bytes / (ach.scale_up_efficiency * accel.scale_up_gb_s * 1e9)
+    return np.asarray(2.0 * layers * per_call_s * 1e3)
+
+
+def step_parts_ms(
+    model: ModelSpec,
+    accel: AcceleratorSpec,
+    precision: str,
+    tp: int,
+    *,
+    batch: NDArray[np.float64],
+    context_total: NDArray[np.float64],
+    chunk_tokens: NDArray[np.float64],
+    chunk_attention_flop: NDArray[np.float64],
+    eff: ServingEfficiency,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Weight-read, GEMM, attention and communication time of steps (vectorised over any broadcastable shape).
+
+    The step overhead is not included; a step is ``max(memory, compute) + attention + comm + overhead``.
+
+    Parameters
+    ----------
+    model, accel, precision, tp
+        As in :func:`decode_step`.
+    batch : numpy.ndarray
+        Sequences decoding in each step. [sequences]
+    context_total : numpy.ndarray
+        Tokens of KV the decoding sequences read, summed over the batch. [tokens]
+    chunk_tokens : numpy.ndarray
+        Prompt tokens prefilled in each step. [tokens]
+    chunk_attention_flop : numpy.ndarray
+        Attention work of those prompt tokens. [FLOP]
+    eff : ServingEfficiency
+        Overrides of the catalog's efficiencies.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(memory_ms, compute_ms, attention_ms, comm_ms)``, broadcast to the steps' shape. [ms]
+    """
+    ach = achieved(accel, eff)
+    bw = tp * ach.hbm * accel.hbm_tb_s * 1e12  # bytes/s of the replica
+    tokens = np.asarray(batch + chunk_tokens, dtype=float)
+    memory_ms = weight_bytes_read(model, precision, tokens) / bw * 1e3
+    compute_ms = 2.0 * model.params_active_b * 1e9 * tokens / (tp * ach.tensor * accel.tflops[precision] * 1e12) * 1e3
+    attn_rate = tp * attention_tflops(accel, eff) * 1e12
+    kv_ms = context_total * kv_bytes_per_token(model, precision) * kv_copies(model, tp) / bw * 1e3
+    decode_attn_ms = np.maximum(kv_ms, decode_attention_flops(model, 1.0) * context_total / attn_rate * 1e3)
+    attention_ms = decode_attn_ms + chunk_attention_flop / attn_rate * 1e3
+    comm_ms = allreduce_ms(accel, tp, tokens, model.hidden, model.layers, eff)
+    return (
+        np.asarray(memory_ms * np.ones_like(tokens)),
+        np.asarray(compute_ms),
+        np.asarray(attention_ms * np.ones_like(tokens)),
+        comm_ms,
+    )
+
+
+def decode_step(
+    model: ModelSpec,
+    accel: AcceleratorSpec,
+    precision: str,
+    *,
+    tp: int,
+    batch: float,
+    context_tokens: float,
+    prefill_tokens: float = 0.0,
+    prefill_attention_flop: float = 0.0,
+    eff: ServingEfficiency = CALIBRATED,
+) -> StepTime:
+    """Time of one step of a replica: a decode batch, optionally with a prefill chunk (chunked prefill).
+
+    Parameters
+    ----------
+    model, accel : ModelSpec, AcceleratorSpec
+        What runs where.
+    precision : str
+        Weight precision (``bf16``, ``fp8``, ``fp4``); KV follows it (FP8 for FP4).
+    tp : int
+        GPUs in the replica (tensor parallel).
+    batch : float
+        Sequences decoding. [sequences]
+    context_tokens : float
+        Mean KV length each decoding sequence reads. [tokens]
+    prefill_tokens : float
+        Prompt tokens prefilled in the same step (the chunk). [tokens]
+    prefill_attention_flop : float
+        Attention work of those prompt tokens. [FLOP]
+    eff : ServingEfficiency
+        Overrides of the catalog's efficiencies.
+
+    Returns
+    -------
+    StepTime
+        Components; ``.total_ms`` is the step (the ITL of the sequences in it). [ms]
+    """
+    memory, compute, attention, comm = step_parts_ms(
+        model,
+        accel,
+        precision,
+        tp,
+        batch=np.array([float(batch)]),
+        context_total=np.array([float(batch) * context_tokens]),
+        chunk_tokens=np.array([float(prefill_tokens)]),
+        chunk_attention_flop=np.array([float(prefill_attention_flop)]),
+        eff=eff,
+    )
+    overhead = achieved(accel, eff).step_overhead_ms
+    return StepTime(
+        memory_ms=float(memory[0]),
+        compute_ms=float(compute[0]),
+        attention_ms=float(attention[0]),
+        comm_ms=float(comm[0]),
+        overhead_ms=overhead,
+    )
+
+
+def chunk_attention_flops(model: ModelSpec, chunk_tokens: float, prefix_tokens: float = 0.0) -> float:
+    """Causal attention FLOPs of a prefill chunk of ``K`` tokens after ``p`` tokens of the same prompt. [FLOP]"""
+    return prefill_attention_flops(model, prefix_tokens + chunk_tokens, prefix_tokens)
+
+
+def mixed_step_ms(
+    model: ModelSpec | str,
+    accel: AcceleratorSpec | str,
+    precision: str,
+    tp: int,
+    *,
+    decode_batch: float,
+    decode_context_tokens: float,
+    prefill_chunk_tokens: float,
+    prefill_prefix_tokens: float = 0.0,
+    efficiency: ServingEfficiency = CALIBRATED,
+) -> float:
+    """Time of one aggregated-serving step: a decode batch plus a chunk of prefill (chunked prefill).
+
+    Weights are read once for ``B + K`` tokens, the decode sequences read their KV, the GEMMs run over
+    ``B + K`` tokens, the chunk's causal attention runs after them, then the all-reduces and the step overhead.
+    ``prefill_chunk_tokens = 0`` gives the pure decode step; the step never gets shorter as ``K`` grows.
+
+    Parameters
+    ----------
+    model, accel : ModelSpec or str, AcceleratorSpec or str
+        What runs where (catalog entries or their ids).
+    precision : str
+        Weight precision (``bf16``, ``fp8``, ``fp4``).
+    tp : int
+        GPUs in the replica (tensor parallel).
+    decode_batch : float
+        Sequences decoding in the step ``B``. [sequences]
+    decode_context_tokens : float
+        Total tokens of KV the decode sequences read (sum over the batch). [tokens]
+    prefill_chunk_tokens : float
+        Prompt tokens prefilled in the step ``K``. [tokens]
+    prefill_prefix_tokens : float
+        Tokens of the same prompt already prefilled before this chunk (its attention reads them). [tokens]
+    efficiency : ServingEfficiency
+        Overrides of the catalog's efficiencies.
+
+    Returns
+    -------
+    float
+        Step time. [ms]
+    """
+    model = get_model(model) if isinstance(model, str) else model
+    accel = get_accelerator(accel) if isinstance(accel, str) else accel
+    memory, compute, attention, comm = step_parts_ms(
+        model,
+        accel,
+        precision,
+        tp,
+        batch=np.array([float(decode_batch)]),
+        context_total=np.array([float(decode_context_tokens)]),
+        chunk_tokens=np.array([float(prefill_chunk_tokens)]),
+        chunk_attention_flop=np.array([chunk_attention_flops(model, prefill_chunk_tokens, prefill_prefix_tokens)]),
+        eff=efficiency,
+    )
+    overhead = achieved(accel, efficiency).step_overhead_ms
+    return float(max(memory[0], compute[0]) + attention[0] + comm[0] + overhead)
+
+
+def prefill_ms(
+    model: ModelSpec,
+    accel: AcceleratorSpec,
+    precision: str,
+    *,
+    tp: int,
+    tokens: float,
+    prefix_cache_hit_rate: float = 0.0,
+    eff: ServingEfficiency = CALIBRATED,
+) -> float:
+    """Time to prefill one prompt alone on a replica (disaggregated prefill, or an idle node).
+
+    ``max(2 · P_active · (1 − h) · N / (η_c · F), weights / (η_bw · BW)) + attention / (η_a · F_bf16) + t_comm + t_ovh``.
+
+    Parameters
+    ----------
+    model, accel, precision, tp
+        As in :func:`decode_step`.
+    tokens : float
+        Prompt length ``N``. [tokens]
+    prefix_cache_hit_rate : float
+        Share ``h`` of the prompt already cached; ``h · N`` tokens are skipped.
+    eff : ServingEfficiency
+        Overrides of the catalog's efficiencies.
+
+    Returns
+    -------
+    float
+        Prefill time; 0 when the whole prompt is cached. [ms]
+    """
+    cached = prefix_cache_hit_rate * tokens
+    new = tokens - cached
+    if new <= 0:
+        return 0.0
+    memory, compute, attention, comm = step_parts_ms(
+        model,
+        accel,
+        precision,
+        tp,
+        batch=np.zeros(1),
+        context_total=np.zeros(1),
+        chunk_tokens=np.array([new]),
+        chunk_attention_flop=np.array([prefill_attention_flops(model, tokens, cached)]),
+        eff=eff,
+    )
+    return float(max(memory[0], compute[0]) + attention[0] + comm[0]) + achieved(accel, eff).step_overhead_ms
+
+
+def kv_transfer_ms(tokens: float, kv_bytes_per_token: float, nic_gbit_s: float, *, nics: int = 1) -> float:
+    """Time to move a prompt's KV cache from the prefill pool to the decode pool over the scale-out NIC.
+
+    Parameters
+    ----------
+    tokens : float
+        Prompt tokens whose KV moves. [tokens]
+    kv_bytes_per_token : float
+        KV per token, all layers. [bytes]
+    nic_gbit_s : float
+        NIC line rate per GPU (400 or 800). [Gbit/s]
+    nics : int
+        NICs sending shards in parallel (the prefill replica's GPUs).
+
+    Returns
+    -------
+    float
+        Transfer time. [ms]
+    """
+    return tokens * kv_bytes_per_token / (nics * nic_gbit_s * 1e9 / 8.0) * 1e3
+
+
+def kv_capacity_bytes(model: ModelSpec, accel: AcceleratorSpec, precision: str, tp: int, eff: ServingEfficiency) -> float:
+    """HBM a replica has for KV after weights and the activation reserve; negative if weights do not fit. [bytes]"""
+    return tp * accel.hbm_gb * 1e9 * (1.0 - eff.activation_reserve) - weight_bytes(model, precision)
