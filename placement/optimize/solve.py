@@ -14,12 +14,13 @@ from typing import Literal
 import numpy as np
 
 from placement._errors import SolverError
-from placement.optimize import formulation as fm
 from placement.optimize.heuristics import greedy_design, greedy_failover_design, repair_nodes, route_to_nearest
+from placement.optimize.linear import pulp_values
 from placement.optimize.model import PlacementModel, build_model, set_warm_start
 from placement.optimize.pricing import Relaxation, first_of_each, relax, site_slice_load
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
 from placement.optimize.routing import route_nearest_arrays
+from placement.optimize.rows import group_by
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
 
@@ -27,14 +28,14 @@ from placement.optimize.verify import verify_solution
 def _extract(
     model: PlacementModel, data: PlacementInput, report: SolverReport, routing: SolverReport | None
 ) -> PlacementSolution:
-    is_open = fm.values(model.opens) > 0.5
-    nodes = np.rint(fm.values(model.nodes)).astype(np.int64)
-    shares = np.clip(fm.values(model.shares), 0.0, 1.0)
-    unserved = fm.values(model.unserved) if model.unserved is not None else np.zeros(data.n_commodities)
+    is_open = pulp_values(model.opens) > 0.5
+    nodes = np.rint(pulp_values(model.nodes)).astype(np.int64)
+    shares = np.clip(pulp_values(model.shares), 0.0, 1.0)
+    unserved = pulp_values(model.unserved) if model.unserved is not None else np.zeros(data.n_commodities)
     failover = {}
     for f, (pairs, z) in model.failover.items():
         moved = np.zeros(len(data.pair_site))
-        moved[pairs] = np.clip(fm.values(z), 0.0, 1.0)
+        moved[pairs] = np.clip(pulp_values(z), 0.0, 1.0)
         failover[f] = moved
     objective = data.cost_usd_per_h(is_open, nodes, shares)
     return PlacementSolution(is_open, nodes, shares, unserved, objective, report, routing, failover)
@@ -245,7 +246,7 @@ def candidate_sites(data: PlacementInput, base_open: BoolArray) -> BoolArray:
     order = np.empty(data.n_sites, dtype=np.int64)
     order[rank] = np.arange(data.n_sites)
     protected = data.protected
-    for c, pairs in enumerate(fm.group_by(data.pair_commodity, data.n_commodities)):
+    for c, pairs in enumerate(group_by(data.pair_commodity, data.n_commodities)):
         sites = data.pair_site[pairs]
         keep[sites[np.argsort(order[sites])][: CHEAPEST_SITES_PER_PROTECTED if protected[c] else 1]] = True
     greedy = greedy_failover_design(data)
