@@ -189,3 +189,17 @@ def test_lazy_capacity_slices_are_a_subset_of_the_rows() -> None:
     lazy = set(build_model(data, capacity_slices=[[0], [2, 1], [], [1]]).problem._constraints)
     assert {n for n in lazy if n.startswith("capacity_")} == {"capacity_0_0", "capacity_1_2", "capacity_1_1", "capacity_3_1"}
     assert {n for n in full - lazy} == {n for n in full if n.startswith("capacity_")} - lazy
+
+
+def test_fixed_design_capacity_and_power_rows_bound_by_value() -> None:
+    data = two_sites()
+    model = LinearModel("fixed")
+    shares = rows.share_columns(model, data.pair_commodity, data.pair_site)
+    nodes = model.add_columns("nodes", ["0", "1"])
+    load = data.pair_slice_load()
+    capacity = rows.capacity_rows(model, shares.cols, data.pair_site, load, None, np.array([4.0, 7.0]),
+                                  np.array([1, 1]), np.array([0, 1]))  # fmt: skip
+    power = rows.power_rows(model, nodes.cols, None, data.site_node_mw, np.array([0.0, 0.2]))
+    assert capacity.upper.tolist() == [7.0, 7.0] and power.upper.tolist() == [0.0, 0.2]
+    assert _row(to_pulp(model).problem, "capacity_1_1") == pytest.approx({"flow_0_1": 6.0, "flow_1_1": 0.5})
+    assert _row(to_pulp(model).problem, "power_1") == {"nodes_1": 0.02}

@@ -296,7 +296,7 @@ def capacity_rows(
     share_cols: IntArray,
     pair_site: IntArray,
     pair_weight: FloatArray,
-    capacity_cols: IntArray,
+    capacity_cols: IntArray | None,
     capacity_per_unit: FloatArray,
     sites: IntArray,
     slices: IntArray,
@@ -320,10 +320,11 @@ def capacity_rows(
         Site of each of those pairs.
     pair_weight : numpy.ndarray
         ``(p, T)`` capacity used per unit of flow on each pair in each slice.
-    capacity_cols : numpy.ndarray
-        ``(m,)`` the column that grants capacity at each site.
+    capacity_cols : numpy.ndarray or None
+        ``(m,)`` the column that grants capacity at each site; None: the capacity is fixed, each row's
+        upper bound (a design with its nodes fixed).
     capacity_per_unit : numpy.ndarray
-        ``(m,)`` capacity granted per unit of that column.
+        ``(m,)`` capacity granted per unit of that column (or, without columns, the capacity).
     sites, slices : numpy.ndarray
         The (site, slice) of each row (:func:`capacity_slices`).
     name : str, optional
@@ -334,18 +335,22 @@ def capacity_rows(
     RowBlock
         One row per (site, slice), named ``name_j_t``.
     """
-    by_site = group_by(pair_site, len(capacity_cols))
+    by_site = group_by(pair_site, len(capacity_per_unit))
     groups = []
     for j, t in zip(sites.tolist(), slices.tolist(), strict=True):
         positions = by_site[j]
+        if capacity_cols is None:
+            groups.append((share_cols[positions], pair_weight[positions, t]))
+            continue
         cols = np.append(share_cols[positions], capacity_cols[j])
         groups.append((cols, np.append(pair_weight[positions, t], -capacity_per_unit[j])))
     row, col, value = _rows_of(groups)
-    return model.add_rows(name, _labels(sites, slices), row=row, col=col, value=value, upper=0.0, size=len(sites))
+    upper = 0.0 if capacity_cols is not None else capacity_per_unit[sites]
+    return model.add_rows(name, _labels(sites, slices), row=row, col=col, value=value, upper=upper, size=len(sites))
 
 
 def power_rows(
-    model: LinearModel, node_cols: IntArray, open_cols: IntArray, node_mw: FloatArray, mw_available: FloatArray
+    model: LinearModel, node_cols: IntArray, open_cols: IntArray | None, node_mw: FloatArray, mw_available: FloatArray
 ) -> RowBlock:
     """``nodes[j] * node_mw[j] <= mw_available[j] * open[j]``, ``power_j``.
 
@@ -353,8 +358,11 @@ def power_rows(
     ----------
     model : LinearModel
         The model.
-    node_cols, open_cols : numpy.ndarray
-        ``(m,)`` node-count and open columns.
+    node_cols : numpy.ndarray
+        ``(m,)`` node-count columns.
+    open_cols : numpy.ndarray or None
+        ``(m,)`` open columns; None: the design is fixed and ``mw_available`` is each row's upper bound
+        (pass 0 at closed sites).
     node_mw : numpy.ndarray
         ``(m,)`` facility power of one node. [MW]
     mw_available : numpy.ndarray
@@ -367,6 +375,8 @@ def power_rows(
     """
     m = len(node_cols)
     local = np.arange(m)
+    if open_cols is None:
+        return model.add_rows("power", _labels(local), row=local, col=node_cols, value=node_mw, upper=mw_available, size=m)
     row = np.column_stack([local, local]).ravel()
     col = np.column_stack([node_cols, open_cols]).ravel()
     value = np.column_stack([node_mw, -mw_available]).ravel()
