@@ -103,7 +103,7 @@ def test_array_lp_matches_pulp(tmp_path: Path, small_scenario: Path) -> None:
     """The array LP and the PuLP fixed-design LP give the same costs, MW values and what-ifs."""
     from placement.explain import _default_options
     from placement.optimize.ranging import FixedDesignLP
-    from placement.optimize.solve import shortfall_penalty_usd_per_tok_s
+    from placement.optimize.shortfall import shortfall_penalty_usd_per_tok_s
     from placement.optimize.whatif import PulpWhatIfs
 
     instance, sites = _small_plan(tmp_path, small_scenario)

@@ -20,7 +20,7 @@ import numpy as np
 from placement.optimize.model import PlacementBlocks, PlacementModel, placement_blocks, to_placement_model
 from placement.optimize.problem import BoolArray, FloatArray, PlacementInput
 from placement.optimize.ranging import FixedDesignLP, Resolve, supports
-from placement.optimize.solve import shortfall_penalty_usd_per_tok_s
+from placement.optimize.shortfall import shortfall_penalty_usd_per_tok_s
 from placement.optimize.solver import SolverOptions, solve_problem
 
 __all__ = ["PulpWhatIfs", "WhatIfs", "fixed_design_blocks", "fixed_design_lp", "fixed_design_model"]
