@@ -127,9 +127,9 @@ def test_pulp_and_highspy_exports_are_the_same_model(seed: int, elastic: bool) -
         block.integer = False  # the LP: a unique optimum value and row activities to compare
     exported = to_pulp(blocks.model)
     report = solve_problem(exported.problem, SolverOptions(name="highs"))
-    objective, x, activity = _highs_solution(to_highspy(blocks.model))
     if not report.status.has_solution:
         pytest.skip("an infeasible draw")
+    objective, x, activity = _highs_solution(to_highspy(blocks.model))
     assert report.status == SolveStatus.OPTIMAL
     assert objective == pytest.approx(report.objective, rel=1e-9, abs=1e-9)
     # Same columns (by name), and every row's activity computed from the arrays matches HiGHS's.

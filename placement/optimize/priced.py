@@ -201,6 +201,27 @@ def _tightened(
     return bound, cost, 0
 
 
+def _candidates(
+    data: PlacementInput, cost: Relaxation, pairs: IntArray, cap: float | None, options: SolverOptions, *, all_pairs: bool
+) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution]]:
+    """The rounded LP and (unless it is proven within the gap) the restricted MILP's answer: those that pass every check.
+
+    Returns the rounded LP, the last report (the MILP's, or the rounded LP's without a MILP) and the valid answers.
+    """
+    rounded, design = _rounded(data, cost, options)
+    optional = cap is not None
+    candidates = [rounded]
+    report = rounded.report
+    rounded_valid = not verify_solution(data, rounded, optional=optional) and _within_cap(data, rounded, cap)
+    if not (rounded_valid and relative_gap(rounded.objective_usd_per_h, cost.bound) <= options.gap) or all_pairs:
+        # The MILP runs only when the rounded LP is not already proven within the gap: that decision, like every
+        # stop below, does not depend on the clock. Its time limit is the scenario's, a safety net of its own.
+        report, lifted = _restricted_milp(data, pairs, design, cap, options)
+        candidates += [] if lifted is None else [lifted]
+    valid = [c for c in candidates if not verify_solution(data, c, optional=optional) and _within_cap(data, c, cap)]
+    return rounded, report, valid
+
+
 def solve_priced(
     data: PlacementInput,
     options: SolverOptions,
@@ -242,17 +263,8 @@ def solve_priced(
     cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
     cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, target=options.gap * PRICING_TARGET_SHARE, lp=lp)
     pairs = every if all_pairs else _milp_pairs(data, least, cost)
-    rounded, design = _rounded(data, cost, options)
     optional = cap is not None
-    candidates = [rounded]
-    report = rounded.report
-    rounded_valid = not verify_solution(data, rounded, optional=optional) and _within_cap(data, rounded, cap)
-    if not (rounded_valid and relative_gap(rounded.objective_usd_per_h, cost.bound) <= options.gap) or all_pairs:
-        # The MILP runs only when the rounded LP is not already proven within the gap: that decision, like every
-        # stop below, does not depend on the clock. Its time limit is the scenario's, a safety net of its own.
-        report, lifted = _restricted_milp(data, pairs, design, cap, options)
-        candidates += [] if lifted is None else [lifted]
-    valid = [c for c in candidates if not verify_solution(data, c, optional=optional) and _within_cap(data, c, cap)]
+    rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
     if not valid and not all_pairs:
         # Neither works (a site-count bound the LP's rounding breaks, and too few pairs for the MILP to meet it):
         # the MILP on every pair, slow on large models but an answer of the full model.
