@@ -6,7 +6,8 @@ possible share, so each figure is one site's own contribution at the same servic
 value of one more MW at every site (the dual of its power row: "not binding" where it is zero); each
 what-if (a site dropped, a site forced open, 10 MW more where a MW is worth most) changes a few bounds and
 re-solves from the previous basis, milliseconds each on the array LP
-(:class:`placement.optimize.ranging.FixedDesignLP`). A plan with N+1 rows falls back to PuLP re-solves.
+(:class:`placement.optimize.ranging.FixedDesignLP`). A plan with N+1 rows falls back to PuLP re-solves
+(:func:`placement.optimize.whatif.fixed_design_lp` picks).
 
 "What would pay" gathers the answers a planner acts on: where more MW saves most, the closed sites
 nearest to entering (at what power price, or how many ms too far), and the unserved populations with
@@ -21,20 +22,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import pulp
 from numpy.typing import NDArray
 
 from placement._errors import PlacementError
 from placement.instance import Instance, build_instance
-from placement.optimize.model import build_model
 from placement.optimize.problem import PlacementInput
-from placement.optimize.ranging import FixedDesignLP, Resolve, supports
-from placement.optimize.solve import shortfall_penalty_usd_per_tok_s
-from placement.optimize.solver import SolverOptions, solve_problem
+from placement.optimize.ranging import Resolve
+from placement.optimize.solver import SolverOptions
+from placement.optimize.whatif import WhatIfs, fixed_design_lp
 from placement.results import ResultsFolder, read_results_folder, read_summary
 from placement.scenario import load_scenario
 
@@ -44,137 +43,6 @@ TOP = 3
 """Sites listed in each "what would pay" answer."""
 UNSERVED_LISTED = 5
 """Unserved (population, class) pairs listed, largest first, of each kind (short of power, out of reach)."""
-
-
-# ----------------------------------------------------------------------------- PuLP fallback (N+1 plans)
-
-
-def _fix_open(model: Any, is_open: np.ndarray) -> None:
-    # fixed and continuous: an integer column, even a fixed one, makes HiGHS solve a MIP, which has no duals
-    for var, value in zip(model.opens, is_open.tolist(), strict=True):
-        var.lowBound = var.upBound = 1 if value else 0
-        var.cat = pulp.LpContinuous
-
-
-def _relax_design(model: Any, is_open: np.ndarray) -> None:
-    """Open sites fixed; node counts continuous and bounded by the power row only.
-
-    The MILP's node bound is that row rounded down: left in, the bound, not the row, binds and one more
-    MW reads as worth nothing.
-    """
-    _fix_open(model, is_open)
-    for var in model.nodes:
-        var.cat = pulp.LpContinuous
-        var.upBound = None
-
-
-def _fixed_design_model(data: PlacementInput, is_open: np.ndarray, unserved: np.ndarray | None) -> Any:
-    """The plan's LP in PuLP: open sites fixed, node counts continuous, the plan's shortfall (if any) held fixed."""
-    if unserved is None:
-        model = build_model(data)
-    else:
-        model = build_model(data, unserved_penalty_usd_per_tok_s=0.0)
-        assert model.unserved is not None
-        for var, share in zip(model.unserved, unserved.tolist(), strict=True):
-            var.lowBound = var.upBound = share
-    _relax_design(model, is_open)
-    return model
-
-
-class _PulpWhatIfs:
-    """The what-ifs of :class:`FixedDesignLP` by building and solving PuLP models (they carry N+1 rows)."""
-
-    def __init__(self, data: PlacementInput, is_open: NDArray[np.bool_], options: SolverOptions) -> None:
-        self.data, self.is_open = data, is_open
-        self.options = SolverOptions(name="highs", time_limit_s=options.time_limit_s, threads=options.threads)
-        self.unserved_share = self._shortfall()
-        model = _fixed_design_model(data, is_open, self._held())
-        report = solve_problem(model.problem, self.options)
-        self.status = report.status.has_solution
-        self.base_cost = float(report.objective) if self.status else math.inf
-        rows = [model.problem.get_constraint_by_name(f"power_{j}") for j in range(data.n_sites)]
-        values = np.array([-(row.pi or 0.0) if row is not None else 0.0 for row in rows])
-        self._mw_values = np.where(np.abs(values) < 1e-9, 0.0, values) if self.status else np.full(data.n_sites, np.nan)
-
-    def _held(self) -> NDArray[np.float64] | None:
-        return self.unserved_share if self.unserved_share.any() else None
-
-    def _shortfall(self) -> NDArray[np.float64]:
-        elastic = build_model(self.data, unserved_penalty_usd_per_tok_s=shortfall_penalty_usd_per_tok_s(self.data))
-        _relax_design(elastic, self.is_open)
-        if elastic.unserved is None or not solve_problem(elastic.problem, self.options).status.has_solution:
-            return np.zeros(self.data.n_commodities)
-        share = np.array([min(1.0, max(0.0, var.varValue or 0.0)) for var in elastic.unserved])
-        return np.where(share * self.data.mean_demand_tok_s < 1e-6, 0.0, share)
-
-    def cost_usd_per_h(self) -> float:
-        return self.base_cost
-
-    def mw_value_usd_per_h(self) -> NDArray[np.float64]:
-        return self._mw_values
-
-    def _solve(self, data: PlacementInput, is_open: NDArray[np.bool_], site: int) -> Resolve:
-        model = _fixed_design_model(data, is_open, self._held())
-        report = solve_problem(model.problem, self.options)
-        if not report.status.has_solution:
-            return Resolve(math.inf, 0.0)
-        pairs = np.flatnonzero(self.data.pair_site == site)
-        load = sum((model.shares[p].varValue or 0.0) * float(self.data.pair_cost_usd_per_h[p]) for p in pairs)
-        return Resolve(float(report.objective), float(model.nodes[site].varValue or 0.0), float(load))
-
-    def resolve_toggled(self, site: int) -> Resolve:
-        toggled = self.is_open.copy()
-        toggled[site] = not toggled[site]
-        return self._solve(self.data, toggled, site)
-
-    def resolve_open_repriced(self, site: int, *, node_usd_per_h: float, pair_cost_scale: float) -> Resolve:
-        node, pair = self.data.site_node_usd_per_h.copy(), self.data.pair_cost_usd_per_h.copy()
-        node[site] = node_usd_per_h
-        pair[self.data.pair_site == site] *= pair_cost_scale
-        opened = self.is_open.copy()
-        opened[site] = True
-        return self._solve(dataclasses.replace(self.data, site_node_usd_per_h=node, pair_cost_usd_per_h=pair), opened, site)
-
-    def resolve_more_power(self, site: int, extra_mw: float) -> float:
-        mw = self.data.site_mw_available.copy()
-        mw[site] += extra_mw
-        return self._solve(dataclasses.replace(self.data, site_mw_available=mw), self.is_open, site).cost_usd_per_h
-
-
-class _WhatIfs(Protocol):
-    """What :func:`explain` asks of the plan's fixed-design LP."""
-
-    unserved_share: NDArray[np.float64]
-    status: bool
-
-    def cost_usd_per_h(self) -> float: ...
-    def mw_value_usd_per_h(self) -> NDArray[np.float64]: ...
-    def resolve_toggled(self, site: int) -> Resolve: ...
-    def resolve_open_repriced(self, site: int, *, node_usd_per_h: float, pair_cost_scale: float) -> Resolve: ...
-    def resolve_more_power(self, site: int, extra_mw: float) -> float: ...
-
-
-def fixed_design_lp(data: PlacementInput, is_open: NDArray[np.bool_], options: SolverOptions) -> _WhatIfs:
-    """The plan's LP with the design fixed: the array LP, or PuLP models when the plan has N+1 rows.
-
-    Parameters
-    ----------
-    data : PlacementInput
-        The scenario's arrays.
-    is_open : numpy.ndarray of bool
-        The plan's open sites.
-    options : SolverOptions
-        Solver settings (threads, and the PuLP fallback's time limit).
-
-    Returns
-    -------
-    object
-        ``unserved_share`` (per model row), ``status``, ``cost_usd_per_h()``, ``mw_value_usd_per_h()``,
-        ``resolve_toggled(site)`` and ``resolve_more_power(site, mw)``.
-    """
-    if supports(data):
-        return FixedDesignLP(data, is_open, shortfall_penalty_usd_per_tok_s(data), threads=options.threads)
-    return _PulpWhatIfs(data, is_open, options)
 
 
 # ----------------------------------------------------------------------------- explaining sites
@@ -247,14 +115,14 @@ NEWTON_STEPS = 12
 """Most re-solves spent on one entry power price (the cost is piecewise linear: a few suffice)."""
 
 
-def _cost_at_price(ctx: _PlanContext, lp: _WhatIfs, j: int, factor: float) -> Resolve:
+def _cost_at_price(ctx: _PlanContext, lp: WhatIfs, j: int, factor: float) -> Resolve:
     """The plan with closed site ``j`` forced open and its power price multiplied by ``factor``."""
     power = float(ctx.instance.node_cost.power_usd_per_h[j])
     node = float(ctx.instance.inputs.site_node_usd_per_h[j]) - power * (1.0 - factor)
     return lp.resolve_open_repriced(j, node_usd_per_h=node, pair_cost_scale=factor)
 
 
-def entry_power_price_usd_per_mwh(ctx: _PlanContext, lp: _WhatIfs, j: int) -> float | None:
+def entry_power_price_usd_per_mwh(ctx: _PlanContext, lp: WhatIfs, j: int) -> float | None:
     """The power price below which forcing closed site ``j`` open lowers the plan's cost. [USD/MWh]
 
     The cost of the plan with ``j`` open is a concave, piecewise-linear function of the site's power price
@@ -277,7 +145,7 @@ def entry_power_price_usd_per_mwh(ctx: _PlanContext, lp: _WhatIfs, j: int) -> fl
     return factor * price
 
 
-def _entry_price(ctx: _PlanContext, lp: _WhatIfs, j: int, extra: float, nodes: float) -> dict[str, Any]:
+def _entry_price(ctx: _PlanContext, lp: WhatIfs, j: int, extra: float, nodes: float) -> dict[str, Any]:
     """A rejected site that costs ``extra`` $/h to open: the power price at which it would enter."""
     price = float(ctx.instance.sites["power_price_usd_per_mwh"].to_numpy(float)[j])
     entry = entry_power_price_usd_per_mwh(ctx, lp, j)
@@ -313,7 +181,7 @@ def _latency_gap(ctx: _PlanContext, j: int) -> dict[str, Any]:
     }
 
 
-def _closed_site(ctx: _PlanContext, lp: _WhatIfs, j: int, forced: Resolve | None) -> dict[str, Any]:
+def _closed_site(ctx: _PlanContext, lp: WhatIfs, j: int, forced: Resolve | None) -> dict[str, Any]:
     """A rejected site: why it cannot serve anyone, or what opening it would cost and when it would pay."""
     instance = ctx.instance
     first_mw = {"value_of_first_mw_usd_per_h": float(ctx.mw_value_usd_per_h[j])}
@@ -336,7 +204,7 @@ def _closed_site(ctx: _PlanContext, lp: _WhatIfs, j: int, forced: Resolve | None
 # ----------------------------------------------------------------------------- what would pay
 
 
-def _more_power(ctx: _PlanContext, lp: _WhatIfs, sites: pd.DataFrame) -> list[dict[str, Any]]:
+def _more_power(ctx: _PlanContext, lp: WhatIfs, sites: pd.DataFrame) -> list[dict[str, Any]]:
     """The open sites where one more MW saves most, with what :data:`EXTRA_MW` more would save."""
     values = np.where(ctx.is_open, np.nan_to_num(ctx.mw_value_usd_per_h), 0.0)
     picks = [int(j) for j in np.argsort(-values, kind="stable")[:TOP] if values[j] > 0]
@@ -470,7 +338,7 @@ class Explanation:
         return {"sites": self.sites, "what_would_pay": self.what_would_pay, "phases_s": self.phases_s}
 
 
-def _context(instance: Instance, sites: pd.DataFrame, lp: _WhatIfs, is_open: NDArray[np.bool_]) -> _PlanContext:
+def _context(instance: Instance, sites: pd.DataFrame, lp: WhatIfs, is_open: NDArray[np.bool_]) -> _PlanContext:
     return _PlanContext(
         instance=instance,
         is_open=is_open,
@@ -481,7 +349,7 @@ def _context(instance: Instance, sites: pd.DataFrame, lp: _WhatIfs, is_open: NDA
     )
 
 
-def _site_record(ctx: _PlanContext, lp: _WhatIfs, j: int, progress: Callable[[str], None]) -> dict[str, Any]:
+def _site_record(ctx: _PlanContext, lp: WhatIfs, j: int, progress: Callable[[str], None]) -> dict[str, Any]:
     site_id = str(ctx.sites["site_id"].iloc[j])
     record: dict[str, Any] = {"site_id": site_id, "name": str(ctx.sites["name"].iloc[j]), "open": bool(ctx.is_open[j])}
     if ctx.is_open[j]:

@@ -101,14 +101,15 @@ def _small_plan(tmp_path: Path, scenario: Path) -> tuple[Any, Any]:
 
 def test_array_lp_matches_pulp(tmp_path: Path, small_scenario: Path) -> None:
     """The array LP and the PuLP fixed-design LP give the same costs, MW values and what-ifs."""
-    from placement.explain import _default_options, _PulpWhatIfs
+    from placement.explain import _default_options
     from placement.optimize.ranging import FixedDesignLP
-    from placement.optimize.solve import shortfall_penalty_usd_per_tok_s
+    from placement.optimize.shortfall import shortfall_penalty_usd_per_tok_s
+    from placement.optimize.whatif import PulpWhatIfs
 
     instance, sites = _small_plan(tmp_path, small_scenario)
     data, is_open = instance.inputs, sites["open"].to_numpy(bool)
     fast = FixedDesignLP(data, is_open, shortfall_penalty_usd_per_tok_s(data))
-    slow = _PulpWhatIfs(data, is_open, _default_options(instance))
+    slow = PulpWhatIfs(data, is_open, _default_options(instance))
     assert fast.cost_usd_per_h() == pytest.approx(slow.cost_usd_per_h(), rel=1e-7)
     assert fast.mw_value_usd_per_h() == pytest.approx(slow.mw_value_usd_per_h(), rel=1e-6, abs=1e-6)
     for j in range(data.n_sites):
@@ -127,9 +128,9 @@ def test_entry_power_price_is_where_opening_pays(world_results: Path) -> None:
         _cost_at_price,
         _default_options,
         entry_power_price_usd_per_mwh,
-        fixed_design_lp,
         rebuild_plan,
     )
+    from placement.optimize.whatif import fixed_design_lp
 
     results = rebuild_plan(world_results)
     instance, sites = results.instance, results.sites

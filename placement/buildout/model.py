@@ -18,7 +18,7 @@ import numpy as np
 import pulp
 from numpy.typing import NDArray
 
-from placement.optimize.formulation import group_by
+from placement.optimize.rows import group_by
 from placement.optimize.solver import SolverOptions, SolverReport, solve_problem
 
 FloatArray = NDArray[np.float64]

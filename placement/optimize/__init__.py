@@ -1,5 +1,6 @@
-"""The optimisation core on plain arrays: PuLP formulation, the placement MILP, solvers, checks.
+"""The optimisation core on plain arrays: one linear model and its exporters, the placement rows, solvers, checks.
 
-Nothing here knows about files, geometry or scenarios; it is tested against brute force and
-optima worked out by hand.
+Every LP and MILP is a :class:`placement.optimize.linear.LinearModel` built from the row blocks of
+:mod:`placement.optimize.rows`, written out to PuLP or HiGHS. Nothing here knows about files, geometry
+or scenarios; it is tested against brute force and optima worked out by hand.
 """

@@ -1,7 +1,8 @@
 """Capacitated facility location on plain arrays: no geometry, no files.
 
-The placement MILP shares its building steps (:mod:`placement.optimize.formulation`), so the same code is
-tested here against brute force and hand-worked optima.
+The placement MILP shares its rows (:mod:`placement.optimize.rows`, on one
+:class:`~placement.optimize.linear.LinearModel`), so the same code is tested here against brute force and
+hand-worked optima.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pulp
 from numpy.typing import ArrayLike, NDArray
 
 from placement._errors import SolverError
-from placement.optimize import formulation as fm
+from placement.optimize import rows
+from placement.optimize.linear import LinearModel, PulpModel, pulp_values, to_pulp
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
 from placement.optimize.verify import check_capacity, check_flows, check_objective
 
@@ -76,6 +77,26 @@ def _as_arrays(
     return f, q, d, c, a
 
 
+def _facility_location_model(
+    fixed_cost: NDArray[np.float64],
+    capacity: NDArray[np.float64],
+    demand: NDArray[np.float64],
+    pair_pop: NDArray[np.int64],
+    pair_site: NDArray[np.int64],
+    unit_cost: NDArray[np.float64],
+) -> PulpModel:
+    """The capacitated facility-location MILP: columns ``open_j`` then ``flow_i_j``, rows demand, link, capacity."""
+    model = LinearModel("facility_location")
+    opens = rows.open_columns(model, len(fixed_cost), cost=fixed_cost)
+    flows = rows.share_columns(model, pair_pop, pair_site, cost=unit_cost)
+    rows.demand_rows(model, flows.cols, pair_pop, demand)
+    rows.linking_rows(model, flows.cols, opens.cols, pair_pop, pair_site, demand)
+    weight = np.ones((len(pair_pop), 1))
+    sites, slices = rows.capacity_slices(pair_site, weight, len(fixed_cost))
+    rows.capacity_rows(model, flows.cols, pair_site, weight, opens.cols, capacity, sites, slices)
+    return to_pulp(model)
+
+
 def facility_location(
     fixed_cost: ArrayLike,
     capacity: ArrayLike,
@@ -132,13 +153,9 @@ def facility_location(
     with np.errstate(divide="ignore", invalid="ignore"):
         unit_cost = np.where(d[pair_pop] > 0, c[pair_pop, pair_site] / d[pair_pop], 0.0)
 
-    problem = pulp.LpProblem("facility_location", pulp.LpMinimize)
-    opens = fm.add_open_variables(problem, m)
-    flows = fm.add_flow_variables(problem, pair_pop, pair_site)
-    fm.add_demand_balance(problem, flows, pair_pop, d)
-    fm.add_linking(problem, flows, opens, pair_pop, pair_site, d)
-    fm.add_site_capacity(problem, flows, pair_site, np.ones(len(pair_pop)), opens, q)
-    problem.setObjective(pulp.LpAffineExpression(fm.linear_terms(opens, f) + fm.linear_terms(flows, unit_cost)))
+    model = _facility_location_model(f, q, d, pair_pop, pair_site, unit_cost)
+    opens, flows = model.variables[:m], model.variables[m:]
+    problem = model.problem
 
     unreachable = np.bincount(pair_pop, minlength=n) == 0
     if (unreachable & (d > 0)).any():
@@ -157,9 +174,9 @@ def facility_location(
     if not report.status.has_solution:
         return FacilityLocationResult(math.nan, np.zeros(m, dtype=bool), np.zeros((n, m)), report.status, report)
 
-    is_open = fm.values(opens) > 0.5
+    is_open = pulp_values(opens) > 0.5
     flow = np.zeros((n, m))
-    flow[pair_pop, pair_site] = np.maximum(fm.values(flows), 0.0)
+    flow[pair_pop, pair_site] = np.maximum(pulp_values(flows), 0.0)
     objective = float(f[is_open].sum() + (unit_cost * flow[pair_pop, pair_site]).sum())
     violations = check_flows(flow, d, a, is_open) + check_capacity(flow.sum(axis=0), q * is_open, what="capacity")
     violations += check_objective(report.objective, objective)

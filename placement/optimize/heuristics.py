@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pulp
 
-from placement.optimize import formulation as fm
-from placement.optimize.model import PlacementModel, build_model
+from placement.optimize.model import PlacementModel, placement_blocks, to_placement_model
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.rows import group_by
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, relative_gap, solve_problem
 
 
@@ -20,22 +19,24 @@ def route_to_nearest(
 
     Unserved shares, where allowed, keep their values; load-dependent costs keep their total.
     """
-    model = build_model(data, unserved_penalty_usd_per_tok_s=0.0 if optional else None)
-    for var, value in zip(model.opens, solution.open.tolist(), strict=True):
-        var.lowBound = var.upBound = 1 if value else 0
-    for var, count in zip(model.nodes, solution.nodes.tolist(), strict=True):
-        var.lowBound = var.upBound = int(count)
-    if model.unserved is not None:
-        for var, share in zip(model.unserved, solution.unserved_share.tolist(), strict=True):
-            var.lowBound = var.upBound = max(0.0, min(1.0, share))
-    weight = data.pair_rtt_ms * data.mean_demand_tok_s[data.pair_commodity]
+    b = placement_blocks(data, unserved_penalty_usd_per_tok_s=0.0 if optional else None)
+    b.open.fix(solution.open.astype(float))
+    b.nodes.fix(solution.nodes.astype(float))
+    if b.unserved is not None:
+        b.unserved.fix(np.clip(solution.unserved_share, 0.0, 1.0))
     if np.any(data.pair_cost_usd_per_h):
         current = float(solution.pair_share @ data.pair_cost_usd_per_h)
-        budget = pulp.LpAffineExpression(fm.linear_terms(model.shares, data.pair_cost_usd_per_h))
-        model.problem.addConstraint(
-            pulp.LpConstraint(budget, pulp.LpConstraintLE, "routing_cost_budget", current * (1 + 1e-9) + 1e-9)
+        keep = data.pair_cost_usd_per_h != 0.0
+        cols = b.shares.cols[keep]
+        budget = current * (1 + 1e-9) + 1e-9
+        b.model.add_rows(
+            "routing_cost_budget", None, row=np.zeros(len(cols)), col=cols, value=data.pair_cost_usd_per_h[keep], upper=budget
         )
-    model.problem.setObjective(pulp.LpAffineExpression(fm.linear_terms(model.shares, weight)))
+    for block in (b.open, b.nodes, b.unserved):
+        if block is not None:
+            block.cost = np.zeros(block.size)
+    b.shares.cost = data.pair_rtt_ms * data.mean_demand_tok_s[data.pair_commodity]
+    model = to_placement_model(b)
     quiet = SolverOptions(name=options.name, time_limit_s=options.time_limit_s, gap=1e-9, threads=options.threads, msg=False)
     return model, solve_problem(model.problem, quiet)
 
@@ -60,7 +61,7 @@ def greedy_design(data: PlacementInput) -> tuple[BoolArray, IntArray, FloatArray
     if data.fault_tolerant or data.min_sites_open is not None or data.max_sites_open is not None:
         return None
     load = data.pair_slice_load()
-    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
+    by_commodity = group_by(data.pair_commodity, data.n_commodities)
     site_load = np.zeros((data.n_sites, load.shape[1]))
     is_open = data.site_locked.copy()
     shares = np.zeros(len(data.pair_site))
@@ -147,7 +148,7 @@ def greedy_failover_design(
     if start is None:
         return None
     is_open, _, shares = start
-    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
+    by_commodity = group_by(data.pair_commodity, data.n_commodities)
     is_open = _second_sites(data, is_open, by_commodity)
     failover = _reroute_greedily(data, is_open, shares, by_commodity)
     if failover is None:

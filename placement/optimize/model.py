@@ -22,8 +22,36 @@ from typing import Literal
 import numpy as np
 import pulp
 
-from placement.optimize import formulation as fm
+from placement.optimize import rows
+from placement.optimize.linear import ColumnBlock, LinearModel, to_pulp
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
+
+
+@dataclass
+class PlacementBlocks:
+    """The placement model as a :class:`~placement.optimize.linear.LinearModel` and its column blocks.
+
+    Parameters
+    ----------
+    model : LinearModel
+        Columns and rows.
+    open, nodes, shares : ColumnBlock
+        ``open_j``, ``nodes_j`` and the pairs' shares ``flow_i_j``.
+    unserved : ColumnBlock or None
+        ``unserved_c`` (optional serving only).
+    site_peak : numpy.ndarray
+        ``(m,)`` column of each site's peak load, -1 where none (N+1 only; empty otherwise).
+    failover : dict
+        ``{site f: (backup pairs, re-routing columns)}`` (exact N+1 only).
+    """
+
+    model: LinearModel
+    open: ColumnBlock
+    nodes: ColumnBlock
+    shares: ColumnBlock
+    unserved: ColumnBlock | None
+    site_peak: IntArray
+    failover: dict[int, tuple[IntArray, ColumnBlock]] = field(default_factory=dict)
 
 
 @dataclass
@@ -36,167 +64,114 @@ class PlacementModel:
     shares: list[pulp.LpVariable]
     unserved: list[pulp.LpVariable] | None
     failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]]
-    cost_terms: list[tuple[pulp.LpVariable, float]]
     site_peak: list[pulp.LpVariable | None] = field(default_factory=list)
 
 
-def _add_node_variables(problem: pulp.LpProblem, data: PlacementInput) -> list[pulp.LpVariable]:
-    return [
-        problem.add_variable(f"nodes_{j}", lowBound=0, upBound=int(n), cat=pulp.LpInteger)
-        for j, n in enumerate(data.site_max_nodes)
-    ]
+def _define_columns(data: PlacementInput, *, optional: bool) -> PlacementBlocks:
+    """``open``, ``nodes``, shares and (optional serving) ``unserved``, at their costs."""
+    model = LinearModel("placement")
+    opens = rows.open_columns(model, data.n_sites, cost=data.site_fixed_usd_per_h, locked=data.site_locked)
+    nodes = rows.node_columns(model, data.site_max_nodes, cost=data.site_node_usd_per_h)
+    shares = rows.share_columns(model, data.pair_commodity, data.pair_site, cost=data.pair_cost_usd_per_h)
+    unserved = rows.unserved_columns(model, data.n_commodities) if optional else None
+    return PlacementBlocks(model, opens, nodes, shares, unserved, np.zeros(0, dtype=np.int64))
 
 
-def _add_power_rows(
-    problem: pulp.LpProblem, data: PlacementInput, nodes: list[pulp.LpVariable], opens: list[pulp.LpVariable]
-) -> None:
-    """``nodes[j] * node_mw[j] <= mw_available[j] * open[j]``."""
-    for j in range(data.n_sites):
-        expr = pulp.LpAffineExpression([(nodes[j], float(data.site_node_mw[j])), (opens[j], -float(data.site_mw_available[j]))])
-        problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"power_{j}", 0.0))
+def _define_placement_rows(data: PlacementInput, b: PlacementBlocks, capacity_slices: list[list[int]] | None) -> None:
+    """Demand, strong linking, node capacity per slice, power and site counts."""
+    ones = np.ones(data.n_commodities)
+    unserved = None if b.unserved is None else b.unserved.cols
+    rows.demand_rows(b.model, b.shares.cols, data.pair_commodity, ones, unserved_cols=unserved)
+    rows.linking_rows(b.model, b.shares.cols, b.open.cols, data.pair_commodity, data.pair_site, ones)
+    load = data.pair_slice_load()
+    sites, slices = rows.capacity_slices(data.pair_site, load, data.n_sites, capacity_slices)
+    capacity = np.ones(data.n_sites)
+    rows.capacity_rows(b.model, b.shares.cols, data.pair_site, load, b.nodes.cols, capacity, sites, slices)
+    rows.power_rows(b.model, b.nodes.cols, b.open.cols, data.site_node_mw, data.site_mw_available)
+    rows.site_count_rows(b.model, b.open.cols, min_open=data.min_sites_open, max_open=data.max_sites_open)
 
 
-def _add_site_count_rows(problem: pulp.LpProblem, data: PlacementInput, opens: list[pulp.LpVariable]) -> None:
-    """``min_sites_open <= sum_j open[j] <= max_sites_open``."""
-    total = pulp.LpAffineExpression([(y, 1.0) for y in opens])
-    if data.min_sites_open is not None:
-        problem.addConstraint(pulp.LpConstraint(total, pulp.LpConstraintGE, "min_sites_open", data.min_sites_open))
-    if data.max_sites_open is not None:
-        problem.addConstraint(pulp.LpConstraint(total, pulp.LpConstraintLE, "max_sites_open", data.max_sites_open))
+def _define_failover(data: PlacementInput, b: PlacementBlocks, failover_rows: Literal["exact", "spare"]) -> None:
+    """N+1: two open sites per protected commodity, then the failure scenarios or their spare-capacity relaxation.
 
-
-def _add_coverage_rows(
-    problem: pulp.LpProblem,
-    data: PlacementInput,
-    opens: list[pulp.LpVariable],
-    unserved: list[pulp.LpVariable] | None = None,
-) -> None:
-    """Every protected commodity keeps at least two open sites inside its budget.
-
-    In an elastic model the requirement falls with the share left unserved (``2 - 2 u``), so a
-    commodity that cannot have two sites shows up as unserved instead of making the model infeasible.
-    """
-    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
-    for c in np.flatnonzero(data.protected).tolist():
-        terms = [(opens[int(data.pair_site[p])], 1.0) for p in by_commodity[c].tolist()]
-        if unserved is not None:
-            terms.append((unserved[c], 2.0))
-        expr = pulp.LpAffineExpression(terms)
-        problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintGE, f"cover2_{c}", 2.0))
-
-
-def _add_peak_load_variables(
-    problem: pulp.LpProblem, data: PlacementInput, shares: list[pulp.LpVariable], peak_load: FloatArray
-) -> list[pulp.LpVariable | None]:
-    """``site_peak[j] = sum_p share[p] * peak_load[p]`` over the pairs at j: one row per site.
-
-    Every failure scenario reads a site's normal load from this variable, so the shares at a site
-    appear in one row instead of once per failed site (a factor of m fewer non-zeros).
-    """
-    site_peak: list[pulp.LpVariable | None] = []
-    for j, pairs in enumerate(fm.group_by(data.pair_site, data.n_sites)):
-        if len(pairs) == 0:
-            site_peak.append(None)
-            continue
-        var = problem.add_variable(f"site_peak_{j}", lowBound=0)
-        terms = [(shares[p], float(peak_load[p])) for p in pairs.tolist()] + [(var, -1.0)]
-        problem.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), pulp.LpConstraintEQ, f"site_peak_{j}", 0.0))
-        site_peak.append(var)
-    return site_peak
-
-
-def _failover_pairs(
-    data: PlacementInput, f: int, by_site: list[IntArray], by_commodity: list[IntArray]
-) -> tuple[IntArray, IntArray]:
-    """The protected pairs at site f, and the pairs of the same commodities at other sites."""
-    failed = by_site[f][data.protected[data.pair_commodity[by_site[f]]]]
-    if len(failed) == 0:
-        return failed, failed
-    backup = np.concatenate([by_commodity[int(data.pair_commodity[p])] for p in failed.tolist()])
-    return failed, backup[data.pair_site[backup] != f].astype(np.int64)
-
-
-def _add_failure_scenario(
-    problem: pulp.LpProblem,
-    data: PlacementInput,
-    f: int,
-    pairs: tuple[IntArray, IntArray],
-    variables: tuple[list[pulp.LpVariable], list[pulp.LpVariable], list[pulp.LpVariable], list[pulp.LpVariable | None]],
-    peak_load: FloatArray,
-) -> list[pulp.LpVariable]:
-    """Site f fails: its protected shares move to other open sites, which carry them in their nodes."""
-    failed, backup = pairs
-    opens, nodes, shares, site_peak = variables
-    z = [problem.add_variable(f"failover_{f}_{p}", lowBound=0, upBound=1) for p in backup.tolist()]
-    z_by_commodity = fm.group_by(data.pair_commodity[backup], data.n_commodities)
-    for p in failed.tolist():
-        c = int(data.pair_commodity[p])
-        terms = [(z[q], 1.0) for q in z_by_commodity[c].tolist()] + [(shares[p], -1.0)]
-        problem.addConstraint(pulp.LpConstraint(pulp.LpAffineExpression(terms), pulp.LpConstraintEQ, f"reroute_{f}_{c}", 0.0))
-    for q, p in enumerate(backup.tolist()):
-        expr = pulp.LpAffineExpression([(z[q], 1.0), (opens[int(data.pair_site[p])], -1.0)])
-        problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"failover_link_{f}_{p}", 0.0))
-    for j, moved in enumerate(fm.group_by(data.pair_site[backup], data.n_sites)):
-        normal = site_peak[j]
-        if len(moved) == 0 or normal is None:
-            continue
-        terms = [(z[q], float(peak_load[backup[q]])) for q in moved.tolist()] + [(normal, 1.0), (nodes[j], -1.0)]
-        expr = pulp.LpAffineExpression(terms)
-        problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"failover_cap_{f}_{j}", 0.0))
-    return z
-
-
-def _add_failover(
-    problem: pulp.LpProblem,
-    data: PlacementInput,
-    opens: list[pulp.LpVariable],
-    nodes: list[pulp.LpVariable],
-    shares: list[pulp.LpVariable],
-) -> tuple[dict[int, tuple[IntArray, list[pulp.LpVariable]]], list[pulp.LpVariable | None]]:
-    """Single-failure scenarios: when site f fails, the protected shares it carries move elsewhere.
-
-    For each site f and each protected commodity c allowed at f, variables ``z[f, c, j]``
+    Exact: for each site f and each protected commodity c allowed at f, columns ``z[f, c, j]``
     (j != f, allowed for c) re-route ``share[c, f]``; at every other site j the normal load plus
     the re-routed load at peak demand stays within ``nodes[j]``. Unprotected commodities keep
     their normal load everywhere and lose what f carried.
     """
-    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
-    by_site = fm.group_by(data.pair_site, data.n_sites)
-    peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
-    site_peak = _add_peak_load_variables(problem, data, shares, peak_load)
-    failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]] = {}
+    unserved = None if b.unserved is None else b.unserved.cols
+    protected = data.protected
+    rows.coverage_rows(b.model, b.open.cols, data.pair_commodity, data.pair_site, protected, unserved_cols=unserved)
+    load = rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
+    b.site_peak = rows.site_peak_columns_and_rows(b.model, b.shares.cols, data.pair_site, load, data.n_sites)
+    if failover_rows == "spare":
+        spare_cols = (b.nodes.cols, b.shares.cols, b.site_peak)
+        rows.spare_rows(b.model, spare_cols, data.pair_commodity, data.pair_site, load, protected)
+        return
+    by_commodity = rows.group_by(data.pair_commodity, data.n_commodities)
+    by_site = rows.group_by(data.pair_site, data.n_sites)
     for f in range(data.n_sites):
-        pairs = _failover_pairs(data, f, by_site, by_commodity)
+        pairs = rows.failover_pairs(f, data.pair_commodity, data.pair_site, protected, by_site, by_commodity)
         if len(pairs[0]) == 0:
             continue
-        z = _add_failure_scenario(problem, data, f, pairs, (opens, nodes, shares, site_peak), peak_load)
-        failover[f] = (pairs[1], z)
-    return failover, site_peak
+        cols = (b.open.cols, b.nodes.cols, b.shares.cols, b.site_peak)
+        z = rows.failure_scenario(b.model, f, pairs, cols, data.pair_commodity, data.pair_site, load, data.n_commodities)
+        b.failover[f] = (pairs[1], z)
 
 
-def _add_spare_rows(
-    problem: pulp.LpProblem,
+def _define_objective(
     data: PlacementInput,
-    nodes: list[pulp.LpVariable],
-    shares: list[pulp.LpVariable],
-) -> list[pulp.LpVariable | None]:
-    """A relaxation of the failure scenarios without re-routing variables (a valid lower bound).
+    b: PlacementBlocks,
+    unserved_penalty_usd_per_tok_s: float | None,
+    served_value_usd_per_tok_s: float | None,
+) -> None:
+    """Cost: fixed, node and load costs (less lambda x goodput with a served value; plus unserved x penalty)."""
+    mean = data.mean_demand_tok_s
+    if served_value_usd_per_tok_s is not None:
+        # One coefficient per share: a separate "- lambda x goodput" term would be a second coefficient of the
+        # same variable, and PuLP keeps only the last, silently dropping the share's load-energy cost.
+        b.shares.cost = data.pair_cost_usd_per_h - served_value_usd_per_tok_s * mean[data.pair_commodity]
+    if b.unserved is not None and unserved_penalty_usd_per_tok_s is not None:
+        b.unserved.cost = unserved_penalty_usd_per_tok_s * mean
 
-    When site f fails, a protected commodity's share at f must fit in the spare nodes
-    (``nodes[j] - site_peak[j]``) of the other sites it reaches: the sum of scenario f's capacity
-    rows over those sites, with the other commodities' re-routes dropped. One row per pair.
+
+def placement_blocks(
+    data: PlacementInput,
+    *,
+    unserved_penalty_usd_per_tok_s: float | None = None,
+    served_value_usd_per_tok_s: float | None = None,
+    min_served_tok_s: float = 0.0,
+    capacity_slices: list[list[int]] | None = None,
+    failover_rows: Literal["exact", "spare"] = "exact",
+) -> PlacementBlocks:
+    """Build the placement MILP as array blocks (the options of :func:`build_model`).
+
+    Returns
+    -------
+    PlacementBlocks
+        The linear model and its column blocks, ready for :func:`~placement.optimize.linear.to_pulp`
+        or :func:`~placement.optimize.linear.to_highspy`.
     """
-    peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
-    site_peak = _add_peak_load_variables(problem, data, shares, peak_load)
-    by_commodity = fm.group_by(data.pair_commodity, data.n_commodities)
-    for p in np.flatnonzero(data.protected[data.pair_commodity]).tolist():
-        f = int(data.pair_site[p])
-        others = [int(j) for j in data.pair_site[by_commodity[int(data.pair_commodity[p])]].tolist() if j != f]
-        terms = [(shares[p], float(peak_load[p]))] + [(nodes[j], -1.0) for j in others]
-        terms += [(var, 1.0) for var in (site_peak[j] for j in others) if var is not None]
-        expr = pulp.LpAffineExpression(terms)
-        problem.addConstraint(pulp.LpConstraint(expr, pulp.LpConstraintLE, f"spare_{p}", 0.0))
-    return site_peak
+    optional = unserved_penalty_usd_per_tok_s is not None or served_value_usd_per_tok_s is not None
+    b = _define_columns(data, optional=optional)
+    _define_placement_rows(data, b, capacity_slices)
+    if data.fault_tolerant:
+        _define_failover(data, b, failover_rows)
+    _define_objective(data, b, unserved_penalty_usd_per_tok_s, served_value_usd_per_tok_s)
+    if optional and min_served_tok_s > 0:
+        rows.served_row(b.model, b.shares.cols, data.mean_demand_tok_s[data.pair_commodity], min_served_tok_s)
+    return b
+
+
+def to_placement_model(b: PlacementBlocks) -> PlacementModel:
+    """Write the blocks as a PuLP problem, its variables grouped as the blocks are."""
+    pulp_model = to_pulp(b.model)
+    variables = pulp_model.variables
+    site_peak: list[pulp.LpVariable | None] = [variables[int(k)] if k >= 0 else None for k in b.site_peak.tolist()]
+    failover = {f: (pairs, pulp_model.of(z)) for f, (pairs, z) in b.failover.items()}
+    unserved = None if b.unserved is None else pulp_model.of(b.unserved)
+    of = pulp_model.of
+    return PlacementModel(pulp_model.problem, of(b.open), of(b.nodes), of(b.shares), unserved, failover, site_peak)
 
 
 def build_model(
@@ -208,7 +183,7 @@ def build_model(
     capacity_slices: list[list[int]] | None = None,
     failover_rows: Literal["exact", "spare"] = "exact",
 ) -> PlacementModel:
-    """Build the placement MILP.
+    """Build the placement MILP in PuLP (:func:`placement_blocks`, then :func:`to_placement_model`).
 
     Parameters
     ----------
@@ -233,52 +208,15 @@ def build_model(
     PlacementModel
         The problem and its variables.
     """
-    problem = pulp.LpProblem("placement", pulp.LpMinimize)
-    opens = fm.add_open_variables(problem, data.n_sites, locked=data.site_locked)
-    nodes = _add_node_variables(problem, data)
-    shares = fm.add_flow_variables(problem, data.pair_commodity, data.pair_site, upper=1.0)
-    optional = unserved_penalty_usd_per_tok_s is not None or served_value_usd_per_tok_s is not None
-    unserved = None
-    if optional:
-        unserved = [problem.add_variable(f"unserved_{c}", lowBound=0, upBound=1) for c in range(data.n_commodities)]
-    fm.add_demand_balance(problem, shares, data.pair_commodity, np.ones(data.n_commodities), unserved=unserved)
-    fm.add_linking(problem, shares, opens, data.pair_commodity, data.pair_site, np.ones(data.n_commodities))
-    fm.add_site_capacity(
-        problem, shares, data.pair_site, data.pair_slice_load(), nodes, np.ones(data.n_sites), columns=capacity_slices
+    blocks = placement_blocks(
+        data,
+        unserved_penalty_usd_per_tok_s=unserved_penalty_usd_per_tok_s,
+        served_value_usd_per_tok_s=served_value_usd_per_tok_s,
+        min_served_tok_s=min_served_tok_s,
+        capacity_slices=capacity_slices,
+        failover_rows=failover_rows,
     )
-    _add_power_rows(problem, data, nodes, opens)
-    _add_site_count_rows(problem, data, opens)
-    failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]] = {}
-    site_peak: list[pulp.LpVariable | None] = []
-    if data.fault_tolerant:
-        _add_coverage_rows(problem, data, opens, unserved)
-        if failover_rows == "exact":
-            failover, site_peak = _add_failover(problem, data, opens, nodes, shares)
-        else:
-            site_peak = _add_spare_rows(problem, data, nodes, shares)
-    cost_terms = (
-        fm.linear_terms(opens, data.site_fixed_usd_per_h)
-        + fm.linear_terms(nodes, data.site_node_usd_per_h)
-        + fm.linear_terms(shares, data.pair_cost_usd_per_h)
-    )
-    mean = data.mean_demand_tok_s
-    share_coefficients = data.pair_cost_usd_per_h
-    if served_value_usd_per_tok_s is not None:
-        # One coefficient per share: PuLP keeps only the last of a variable's repeated terms, so a separate
-        # "- lambda x goodput" term would silently drop the share's load-energy cost.
-        share_coefficients = share_coefficients - served_value_usd_per_tok_s * mean[data.pair_commodity]
-    objective = (
-        fm.linear_terms(opens, data.site_fixed_usd_per_h)
-        + fm.linear_terms(nodes, data.site_node_usd_per_h)
-        + fm.linear_terms(shares, share_coefficients)
-    )
-    if unserved is not None and unserved_penalty_usd_per_tok_s is not None:
-        objective += fm.linear_terms(unserved, unserved_penalty_usd_per_tok_s * mean)
-    if optional and min_served_tok_s > 0:
-        served = pulp.LpAffineExpression(fm.linear_terms(shares, mean[data.pair_commodity]))
-        problem.addConstraint(pulp.LpConstraint(served, pulp.LpConstraintGE, "min_served", min_served_tok_s))
-    problem.setObjective(pulp.LpAffineExpression(objective))
-    return PlacementModel(problem, opens, nodes, shares, unserved, failover, cost_terms, site_peak)
+    return to_placement_model(blocks)
 
 
 def set_warm_start(

@@ -26,8 +26,8 @@ from typing import Literal
 
 import numpy as np
 
-from placement.optimize import formulation as fm
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
+from placement.optimize.rows import group_by
 
 INITIAL_PAIRS_PER_COMMODITY = 10
 """Pairs each commodity starts with: its cheapest by node, energy and fixed cost at its peak."""
@@ -322,7 +322,7 @@ class _Lp:
         if len(sites) == 0:
             return
         active = np.flatnonzero(self.pair_col >= 0)
-        by_site = fm.group_by(data.pair_site[active], self.m)
+        by_site = group_by(data.pair_site[active], self.m)
         rows: list[IntArray] = []
         cols: list[IntArray] = []
         values: list[FloatArray] = []

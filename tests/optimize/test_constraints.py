@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from placement.optimize.heuristics import greedy_design
-from placement.optimize.solve import solve_placement, solve_ratio
+from placement.optimize.ratio import solve_ratio
+from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolveStatus
 from placement.optimize.verify import verify_solution
 from placement.residency import residency_mask

@@ -12,10 +12,11 @@ import yaml
 from placement._errors import InfeasibleError
 from placement.cli import main
 from placement.instance import build_instance
-from placement.optimize import solve
+from placement.optimize import failover
 from placement.optimize.heuristics import greedy_failover_design
 from placement.optimize.model import build_model
 from placement.optimize.problem import PlacementInput, PlacementSolution
+from placement.optimize.restrict import restrict_to_sites
 from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
 from placement.optimize.verify import verify_solution
@@ -94,10 +95,10 @@ def test_large_n_plus_one_is_solved_on_candidate_sites_with_a_valid_bound(solver
     # cheapest or second cheapest, so the candidates are all sites and the optimum is found
     # (670). The spare-capacity relaxation is tight here (A >= 2, C >= 1, B >= 1 as worked out
     # above), so its bound proves the answer optimal.
-    monkeypatch.setattr(solve, "FULL_FAILOVER_MAX_VARIABLES", 0)
+    monkeypatch.setattr(failover, "FULL_FAILOVER_MAX_VARIABLES", 0)
     data = _three_sites(protect=np.array([False, True, True]))
-    assert solve.failover_variable_count(data) == 4  # c1 and c2: 2 x 1 re-routes each
-    solution = solve.solve_placement(data, SolverOptions(name=solver))
+    assert failover.failover_variable_count(data) == 4  # c1 and c2: 2 x 1 re-routes each
+    solution = solve_placement(data, SolverOptions(name=solver))
     assert solution.objective_usd_per_h == pytest.approx(670.0)
     assert solution.report.status == SolveStatus.OPTIMAL
     assert solution.report.best_bound == pytest.approx(670.0)
@@ -111,9 +112,9 @@ def test_candidate_sites_keep_a_second_site_for_every_protected_commodity() -> N
     data = make_input([10_000], [(0, j) for j in range(5)], 1e-4, [100] * 5, [50, 10, 40, 20, 30], [0.01] * 5, [1.0] * 5,
                       fault_tolerant=True)  # fmt: skip
     base_open = np.array([False, False, False, False, True])
-    keep = solve.candidate_sites(data, base_open)
+    keep = failover.candidate_sites(data, base_open)
     assert np.flatnonzero(keep).tolist() == [1, 3, 4]
-    restricted, pairs = solve.restrict_to_sites(data, keep)
+    restricted, pairs = restrict_to_sites(data, keep)
     assert pairs.tolist() == [1, 3, 4]
     assert restricted.pair_site.tolist() == [1, 3, 4]
 

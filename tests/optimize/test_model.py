@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from placement.optimize.problem import PlacementInput
-from placement.optimize.solve import diagnose_shortfall, solve_placement
+from placement.optimize.shortfall import diagnose_shortfall
+from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolveStatus, StopReason
 from placement.optimize.verify import verify_solution
 from tests.conftest import SOLVERS

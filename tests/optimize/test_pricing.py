@@ -16,8 +16,10 @@ import pytest
 
 from placement.optimize import pricing
 from placement.optimize.model import build_model, set_warm_start
+from placement.optimize.priced import solve_priced
 from placement.optimize.problem import PlacementInput
-from placement.optimize.solve import solve_placement, solve_priced, solve_ratio
+from placement.optimize.ratio import solve_ratio
+from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolveStatus, solve_problem
 from placement.optimize.verify import verify_solution
 from placement.plan import run

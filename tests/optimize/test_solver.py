@@ -8,7 +8,8 @@ import numpy as np
 import pulp
 import pytest
 
-from placement.optimize import formulation as fm
+from placement.optimize import rows
+from placement.optimize.linear import LinearModel, to_pulp
 from placement.optimize.solver import SolverOptions, SolveStatus, StopReason, _read_cbc_log, relative_gap, solve_problem
 from tests.conftest import SOLVERS
 
@@ -25,17 +26,19 @@ Enumerated nodes:               79
 
 def hard_instance(seed: int = 0, n: int = 120, m: int = 35) -> pulp.LpProblem:
     rng = np.random.default_rng(seed)
-    problem = pulp.LpProblem("hard", pulp.LpMinimize)
+    model = LinearModel("hard")
     demand = np.ones(n)
     pair_pop = np.repeat(np.arange(n), m).astype(np.int64)
     pair_site = np.tile(np.arange(m), n).astype(np.int64)
-    opens = fm.add_open_variables(problem, m)
-    flows = fm.add_flow_variables(problem, pair_pop, pair_site)
-    fm.add_demand_balance(problem, flows, pair_pop, demand)
-    fm.add_site_capacity(problem, flows, pair_site, np.ones(len(pair_pop)), opens, rng.uniform(5, 15, m))
+    capacity = rng.uniform(5, 15, m)
     cost = rng.uniform(1, 100, len(pair_pop))
-    problem.setObjective(pulp.LpAffineExpression(fm.linear_terms(opens, rng.uniform(200, 400, m)) + fm.linear_terms(flows, cost)))
-    return problem
+    opens = rows.open_columns(model, m, cost=rng.uniform(200, 400, m))
+    flows = rows.share_columns(model, pair_pop, pair_site, cost=cost)
+    rows.demand_rows(model, flows.cols, pair_pop, demand)
+    weight = np.ones((len(pair_pop), 1))
+    sites, slices = rows.capacity_slices(pair_site, weight, m)
+    rows.capacity_rows(model, flows.cols, pair_site, weight, opens.cols, capacity, sites, slices)
+    return to_pulp(model).problem
 
 
 def test_cbc_time_limit_log_is_feasible_with_gap() -> None:

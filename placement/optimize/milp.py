@@ -1,0 +1,109 @@
+"""One solve of the placement MILP and its answer read back: build, warm start, solve, extract, verify, route.
+
+The steps every solve strategy (:mod:`placement.optimize.lazy`, :mod:`~placement.optimize.failover`,
+:mod:`~placement.optimize.priced`, :mod:`~placement.optimize.shortfall`, :mod:`~placement.optimize.ratio`)
+shares. Every answer is checked against every constraint (:func:`placement.optimize.verify.verify_solution`)
+before it is returned; an answer that violates one is a :class:`SolverError`, never "optimal".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+
+from placement._errors import SolverError
+from placement.optimize.heuristics import greedy_design, greedy_failover_design, route_to_nearest
+from placement.optimize.linear import pulp_values
+from placement.optimize.model import PlacementModel, build_model, set_warm_start
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.solver import SolverOptions, SolverReport, solve_problem
+from placement.optimize.verify import verify_solution
+
+
+def extract(model: PlacementModel, data: PlacementInput, report: SolverReport, routing: SolverReport | None) -> PlacementSolution:
+    """The solution a solved PuLP model holds (open sites, node counts, shares, unserved, re-routes)."""
+    is_open = pulp_values(model.opens) > 0.5
+    nodes = np.rint(pulp_values(model.nodes)).astype(np.int64)
+    shares = np.clip(pulp_values(model.shares), 0.0, 1.0)
+    unserved = pulp_values(model.unserved) if model.unserved is not None else np.zeros(data.n_commodities)
+    failover = {}
+    for f, (pairs, z) in model.failover.items():
+        moved = np.zeros(len(data.pair_site))
+        moved[pairs] = np.clip(pulp_values(z), 0.0, 1.0)
+        failover[f] = moved
+    objective = data.cost_usd_per_h(is_open, nodes, shares)
+    return PlacementSolution(is_open, nodes, shares, unserved, objective, report, routing, failover)
+
+
+def empty(data: PlacementInput, report: SolverReport) -> PlacementSolution:
+    """No solution: every site closed, every commodity unserved, the report saying why."""
+    m, p, c = data.n_sites, len(data.pair_site), data.n_commodities
+    return PlacementSolution(np.zeros(m, bool), np.zeros(m, np.int64), np.zeros(p), np.ones(c), math.nan, report)
+
+
+def finish(
+    model: PlacementModel,
+    data: PlacementInput,
+    options: SolverOptions,
+    report: SolverReport,
+    *,
+    route_nearest: bool,
+    optional: bool,
+) -> PlacementSolution:
+    """Extract and verify the answer; then (without N+1) route it to the nearest open capacity at the same cost."""
+    solution = extract(model, data, report, None)
+    violations = verify_solution(data, solution, optional=optional)
+    if violations:
+        raise SolverError(f"{report.solver} returned a placement that violates constraints: " + "; ".join(violations))
+    if route_nearest and not data.fault_tolerant:
+        routing_model, routing = route_to_nearest(data, solution, options, optional=optional)
+        if routing.status.has_solution:
+            routed = extract(routing_model, data, report, routing)
+            if not verify_solution(data, routed, optional=True) and abs(
+                routed.objective_usd_per_h - solution.objective_usd_per_h
+            ) <= 1e-6 * max(1.0, solution.objective_usd_per_h):
+                return routed
+    return solution
+
+
+Warm = tuple[tuple[BoolArray, IntArray, FloatArray], dict[int, FloatArray]]
+"""A starting design and its N+1 re-routes."""
+
+
+def warm_design(data: PlacementInput) -> Warm | None:
+    """The greedy design (with N+1, the greedy N+1 design and its re-routes), or None."""
+    if data.fault_tolerant:
+        return greedy_failover_design(data)
+    design = greedy_design(data)
+    return None if design is None else (design, {})
+
+
+def solve_once(
+    data: PlacementInput,
+    options: SolverOptions,
+    *,
+    warm: Warm | None,
+    capacity_slices: list[list[int]] | None,
+    failover_rows: Literal["exact", "spare"] = "exact",
+) -> tuple[PlacementModel, SolverReport]:
+    """Build the MILP (:func:`~placement.optimize.model.build_model`), warm-start it and solve it."""
+    model = build_model(data, capacity_slices=capacity_slices, failover_rows=failover_rows)
+    if warm is not None:
+        set_warm_start(model, data, warm[0], warm[1])
+    return model, solve_problem(model.problem, options, warm_start=warm is not None)
+
+
+def verified(data: PlacementInput, solution: PlacementSolution, *, optional: bool) -> PlacementSolution:
+    """The solution, once it passes every check (:class:`SolverError` otherwise)."""
+    violations = verify_solution(data, solution, optional=optional)
+    if violations:
+        raise SolverError(f"{solution.report.solver} returned a placement that violates constraints: " + "; ".join(violations))
+    return solution
+
+
+def unserved_shares(data: PlacementInput, shares: FloatArray) -> FloatArray:
+    """``(c,)`` share of each commodity's demand the pair shares leave unserved."""
+    served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
+    return np.asarray(np.clip(1.0 - served, 0.0, 1.0))

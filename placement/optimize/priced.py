@@ -1,0 +1,294 @@
+"""The full model at full resolution: an LP priced over every pair, then a MILP on the pairs it singles out.
+
+1. Least unserved goodput: the LP relaxation with ``objective="unserved"`` (:func:`placement.optimize.pricing.relax`).
+   Its bound is a bound of the MILP: above 0, no design serves everything (the sites' power in reach is
+   short), and without ``shortfall`` the model is reported infeasible.
+2. Least cost, every commodity served (or, with ``shortfall``, at most the least unserved goodput of
+   step 1 left unserved): the LP relaxation over every pair and slice, priced and cut until its
+   Lagrangian bound is within a quarter of ``options.gap``. That bound is a bound of the full MILP.
+3. The LP rounded up (a feasible design in itself) is the answer if it is proven within ``options.gap``;
+   otherwise the MILP on the pairs the LPs use plus each commodity's two lowest reduced costs, warm-started
+   from it. Its answer is feasible for the full model; the gap is measured against the bound of step 2 (the
+   restricted MILP's own bound is not one of the full model, unless it holds every pair). If the gap is above
+   ``options.gap``, pricing goes on to tighten the bound.
+
+Every step stops on a count (rounds, nodes) or the gap, so the answer does not depend on the machine
+unless the wall-clock safety net is reached.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from placement._errors import SolverError
+from placement.optimize.milp import empty, extract, unserved_shares, verified
+from placement.optimize.model import build_model, set_warm_start
+from placement.optimize.pricing import Relaxation, _Lp, first_of_each, relax, site_slice_load
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.restrict import lift, restrict_to_pairs
+from placement.optimize.routing import route_nearest_arrays
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
+from placement.optimize.verify import verify_solution
+
+PRICING_FROM_PAIRS = 30_000
+"""Models (without N+1) with more pairs than this are solved by :func:`solve_priced`.
+
+The bundled world at full resolution has ~15,000 pairs on 74 sites and its MILP closes in seconds; on ~300
+sites it has ~190,000 and HiGHS's root LP alone takes minutes on 2 cores.
+"""
+
+PRICING_TARGET_SHARE = 0.5
+"""Pricing stops once the bound is within this share of ``solver.gap`` of the restricted LP (the MILP's answer,
+at least the full LP's optimum, then needs the rest of the gap; pricing resumes if it does not make it)."""
+
+MILP_PAIRS_PER_COMMODITY = 2
+"""Pairs each commodity brings to the restricted MILP besides those the LP uses: its lowest reduced costs."""
+
+SHORTFALL_TOL = 1e-9
+"""Unserved mean goodput, as a share of demand, below which everything counts as served."""
+
+
+def round_up(data: PlacementInput, relaxation: Relaxation) -> tuple[BoolArray, IntArray, FloatArray, FloatArray]:
+    """A feasible design from the LP: its shares, every site they use open, nodes raised to the busiest slice.
+
+    The LP's nodes carry its shares and stay within the sites' power, which allows an integer number of nodes,
+    so rounding them up stays within it.
+    """
+    shares = np.clip(relaxation.shares, 0.0, 1.0)
+    served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
+    shares = shares / np.maximum(served, 1.0)[data.pair_commodity]
+    load = site_slice_load(data, shares).max(axis=1)
+    # The LP meets its rows within a tolerance: where that would round up past the power, trim the shares.
+    trim = np.where(load > data.site_max_nodes, data.site_max_nodes / np.maximum(load, 1e-300), 1.0)
+    shares = shares * trim[data.pair_site]
+    load = load * trim
+    unserved = unserved_shares(data, shares)
+    is_open = data.site_locked | (np.bincount(data.pair_site, weights=shares, minlength=data.n_sites) > 0)
+    nodes = np.minimum(np.ceil(load - 1e-9), data.site_max_nodes).astype(np.int64)
+    return is_open, np.maximum(nodes, 0), shares, unserved
+
+
+def _milp_pairs(data: PlacementInput, *relaxations: Relaxation) -> IntArray:
+    """The pairs the restricted MILP may use: those the LPs use, and each commodity's lowest reduced costs."""
+    keep = np.zeros(len(data.pair_site), dtype=bool)
+    for relaxation in relaxations:
+        keep |= relaxation.shares > 1e-9
+    last = relaxations[-1].reduced_cost
+    order = np.argsort(last, kind="stable")
+    keep[first_of_each(order, data.pair_commodity, MILP_PAIRS_PER_COMMODITY)] = True
+    return np.flatnonzero(keep).astype(np.int64)
+
+
+def _route_on_open_sites(data: PlacementInput, solution: PlacementSolution, options: SolverOptions) -> PlacementSolution:
+    """Route shares to the nearest open capacity (:func:`placement.optimize.routing.route_nearest_arrays`).
+
+    The routed shares are kept only if they pass every check and cost the same.
+    """
+    tic = time.perf_counter()
+    routed_shares = route_nearest_arrays(data, solution.open, solution.nodes, solution.pair_share, threads=options.threads)
+    if routed_shares is None:
+        return solution
+    cost = data.cost_usd_per_h(solution.open, solution.nodes, routed_shares)
+    routing = SolverReport(options.name, SolveStatus.OPTIMAL, math.nan, math.nan, 0.0, time.perf_counter() - tic,
+                           "routing LP: nearest open capacity", StopReason.GAP)  # fmt: skip
+    routed = replace(solution, pair_share=routed_shares, objective_usd_per_h=cost, routing_report=routing)
+    same_cost = abs(cost - solution.objective_usd_per_h) <= 1e-6 * max(1.0, solution.objective_usd_per_h)
+    return routed if same_cost and not verify_solution(data, routed, optional=True) else solution
+
+
+def _within_cap(data: PlacementInput, solution: PlacementSolution, cap: float | None) -> bool:
+    """Whether the unserved mean goodput stays within the cap (all served when None)."""
+    left = float((unserved_shares(data, solution.pair_share) * data.mean_demand_tok_s).sum())
+    limit = 0.0 if cap is None else cap
+    return left <= limit * (1 + 1e-6) + 1e-6 * max(1.0, float(data.mean_demand_tok_s.sum()))
+
+
+def _infeasible(data: PlacementInput, options: SolverOptions, least: Relaxation, start: float) -> PlacementSolution:
+    """No design serves every commodity: the least-unserved LP's bound proves it."""
+    total = float(data.mean_demand_tok_s.sum())
+    message = (
+        f"no design serves every commodity: the LP relaxation leaves at least {least.bound:,.6g} of "
+        f"{total:,.6g} mean tok/s unserved (the power of the sites in reach is short)"
+    )
+    report = SolverReport(options.name, SolveStatus.INFEASIBLE, math.nan, math.nan, math.nan,
+                          time.perf_counter() - start, message, StopReason.INFEASIBLE)  # fmt: skip
+    return empty(data, report)
+
+
+Design = tuple[BoolArray, IntArray, FloatArray, FloatArray]
+"""Open sites, node counts, shares and unserved shares."""
+
+
+def _rounded(data: PlacementInput, cost: Relaxation, options: SolverOptions) -> tuple[PlacementSolution, Design]:
+    """The least-cost LP rounded up, as a solution (:func:`round_up`) and as a design."""
+    is_open, nodes, shares, unserved = round_up(data, cost)
+    rounded_cost = data.cost_usd_per_h(is_open, nodes, shares)
+    rounded = PlacementSolution(
+        is_open, nodes, shares, unserved, rounded_cost,
+        SolverReport(options.name, SolveStatus.FEASIBLE, rounded_cost, math.nan, math.nan, 0.0, "LP rounded up"),
+    )  # fmt: skip
+    return rounded, (is_open, nodes, shares, unserved)
+
+
+def _restricted_milp(
+    data: PlacementInput, pairs: IntArray, design: Design, cap: float | None, options: SolverOptions
+) -> tuple[SolverReport, PlacementSolution | None]:
+    """The MILP on the given pairs, warm-started from the rounded LP; its answer lifted to every pair."""
+    small = restrict_to_pairs(data, pairs)
+    is_open, nodes, shares, unserved = design
+    total = float(data.mean_demand_tok_s.sum())
+    if cap is None:
+        model = build_model(small)
+    else:
+        model = build_model(small, served_value_usd_per_tok_s=0.0, min_served_tok_s=total - cap)
+    set_warm_start(model, small, (is_open, nodes, shares[pairs]), unserved=unserved)
+    report = solve_problem(model.problem, replace(options, gap=options.gap / 2), warm_start=True)
+    if not report.status.has_solution:
+        return report, None
+    return report, lift(data, pairs, extract(model, small, report, None), report)
+
+
+def _stopped_by(closed: bool, report: SolverReport, rounded: PlacementSolution) -> StopReason:
+    """What ended the solve: the gap, or what stopped the restricted MILP."""
+    # Open with the restricted MILP at its own gap: what is left is the LP bound's distance to integer designs.
+    stopped_by = StopReason.GAP if closed else (StopReason.OTHER if report.stopped_by == StopReason.GAP else report.stopped_by)
+    if report is not rounded.report and report.stopped_by == StopReason.TIME_LIMIT:
+        stopped_by = StopReason.TIME_LIMIT  # the MILP's answer (or its absence) depended on the clock, gap closed or not
+    return stopped_by
+
+
+def _message(
+    data: PlacementInput,
+    relaxations: tuple[Relaxation, int, float],
+    milp: tuple[SolverReport, IntArray],
+    rounded: PlacementSolution,
+    best: PlacementSolution,
+    cap: float | None,
+) -> str:
+    """What the priced solve did: LP rounds, pairs and rows, the bound, the MILP, the answer kept."""
+    cost, rounds, bound = relaxations
+    report, pairs = milp
+    served = "every commodity served" if cap is None else f"at most {cap:,.6g} mean tok/s unserved (the least possible)"
+    return (
+        f"LP priced over all {len(data.pair_site):,} pairs in {rounds} rounds ({int(cost.in_model.sum()):,} pairs, "
+        f"{cost.rows:,} rows), bound {bound:,.2f}; "
+        + (
+            f"MILP on {len(pairs):,} pairs: {report.message}, "
+            if report is not rounded.report
+            else "the rounded LP within the gap, no MILP; "
+        )
+        + f"{'its answer' if best is not rounded else 'the rounded LP'} kept; {served}"
+    )
+
+
+def _tightened(
+    data: PlacementInput,
+    best: PlacementSolution,
+    bound: float,
+    cost: Relaxation,
+    cap: float | None,
+    lp: _Lp,
+    options: SolverOptions,
+) -> tuple[float, Relaxation, int]:
+    """Price on when the answer is not within the gap of the bound: the bound, the last relaxation, extra rounds."""
+    if relative_gap(best.objective_usd_per_h, bound) > options.gap and not cost.converged:
+        cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, lp=lp)
+        return max(bound, cost.bound), cost, cost.rounds
+    return bound, cost, 0
+
+
+def _candidates(
+    data: PlacementInput, cost: Relaxation, pairs: IntArray, cap: float | None, options: SolverOptions, *, all_pairs: bool
+) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution]]:
+    """The rounded LP and (unless it is proven within the gap) the restricted MILP's answer: those that pass every check.
+
+    Returns the rounded LP, the last report (the MILP's, or the rounded LP's without a MILP) and the valid answers.
+    """
+    rounded, design = _rounded(data, cost, options)
+    optional = cap is not None
+    candidates = [rounded]
+    report = rounded.report
+    rounded_valid = not verify_solution(data, rounded, optional=optional) and _within_cap(data, rounded, cap)
+    if not (rounded_valid and relative_gap(rounded.objective_usd_per_h, cost.bound) <= options.gap) or all_pairs:
+        # The MILP runs only when the rounded LP is not already proven within the gap: that decision, like every
+        # stop below, does not depend on the clock. Its time limit is the scenario's, a safety net of its own.
+        report, lifted = _restricted_milp(data, pairs, design, cap, options)
+        candidates += [] if lifted is None else [lifted]
+    valid = [c for c in candidates if not verify_solution(data, c, optional=optional) and _within_cap(data, c, cap)]
+    return rounded, report, valid
+
+
+def solve_priced(
+    data: PlacementInput,
+    options: SolverOptions,
+    *,
+    shortfall: bool,
+    route_nearest: bool = True,
+    all_pairs: bool = False,
+) -> PlacementSolution:
+    """Solve the full model by an LP priced over every pair, and a MILP on the pairs it singles out.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (without N+1).
+    options : SolverOptions
+        Solver, gap, node and time limits (the time limit applies to the MILP).
+    shortfall : bool
+        Allow unserved demand: the least there is, at least cost (a diagnosis of a model that cannot serve
+        everything). The bound and gap are then of the cost among plans serving as much.
+    route_nearest : bool, optional
+        Re-route shares to the nearest open capacity once the design is fixed (the cost does not change).
+    all_pairs : bool, optional
+        Start the LPs with every pair (small models: nothing to price).
+
+    Returns
+    -------
+    PlacementSolution
+        Verified against the full model; ``report`` holds the full-model bound and gap.
+    """
+    start = time.perf_counter()
+    total = float(data.mean_demand_tok_s.sum())
+    every = np.arange(len(data.pair_site), dtype=np.int64)
+    least, lp = relax(data, objective="unserved", pairs=every if all_pairs else None)
+    tolerance = SHORTFALL_TOL * max(total, 1.0)
+    if not shortfall and least.bound > tolerance:
+        return _infeasible(data, options, least, start)
+    if not shortfall and least.value > tolerance:
+        raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
+    cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
+    cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, target=options.gap * PRICING_TARGET_SHARE, lp=lp)
+    pairs = every if all_pairs else _milp_pairs(data, least, cost)
+    optional = cap is not None
+    rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
+    if not valid and not all_pairs:
+        # Neither works (a site-count bound the LP's rounding breaks, and too few pairs for the MILP to meet it):
+        # the MILP on every pair, slow on large models but an answer of the full model.
+        return solve_priced(data, options, shortfall=shortfall, route_nearest=route_nearest, all_pairs=True)
+    if not valid:
+        raise SolverError("neither the MILP nor the rounded LP gave a design that passes every check")
+    best = min(valid, key=lambda c: c.objective_usd_per_h)
+    bound = cost.bound
+    if all_pairs and report.status.has_solution and math.isfinite(report.best_bound):
+        bound = max(bound, report.best_bound)  # the MILP holds every pair: its bound is the full model's
+    rounds = least.rounds + cost.rounds
+    bound, cost, more = _tightened(data, best, bound, cost, cap, lp, options)
+    rounds += more
+    del lp  # the restricted LP is done with: routing and the plan's tables need the room
+    gap = relative_gap(best.objective_usd_per_h, bound)
+    closed = gap <= options.gap + 1e-12
+    message = _message(data, (cost, rounds, bound), (report, pairs), rounded, best, cap)
+    total_report = SolverReport(
+        options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, best.objective_usd_per_h, bound, gap,
+        time.perf_counter() - start, message, _stopped_by(closed, report, rounded),
+    )  # fmt: skip
+    solution = replace(
+        best, report=total_report, unserved_share=unserved_shares(data, best.pair_share) if optional else best.unserved_share
+    )
+    if route_nearest:
+        solution = _route_on_open_sites(data, solution, options)
+    return verified(data, solution, optional=optional)

@@ -1,0 +1,48 @@
+"""The placement problem on fewer pairs (candidate sites, pairs a relaxation singles out) and its answer lifted back."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from placement.optimize.problem import BoolArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.solver import SolverReport
+
+
+def restrict_to_sites(data: PlacementInput, keep: BoolArray) -> tuple[PlacementInput, IntArray]:
+    """The same problem with only the pairs at the kept sites (the others stay closed).
+
+    Returns
+    -------
+    tuple
+        The restricted arrays and, for each of their pairs, its index in ``data``.
+    """
+    pairs = np.flatnonzero(keep[data.pair_site]).astype(np.int64)
+    return restrict_to_pairs(data, pairs), pairs
+
+
+def restrict_to_pairs(data: PlacementInput, pairs: IntArray) -> PlacementInput:
+    """The same problem with only these pairs (indices into ``data``'s pairs, sorted)."""
+    return replace(
+        data,
+        pair_commodity=data.pair_commodity[pairs],
+        pair_site=data.pair_site[pairs],
+        pair_nodes_per_tok_s=data.pair_nodes_per_tok_s[pairs],
+        pair_rtt_ms=data.pair_rtt_ms[pairs],
+        pair_cost_usd_per_h=data.pair_cost_usd_per_h[pairs],
+    )
+
+
+def lift(data: PlacementInput, pairs: IntArray, small: PlacementSolution, report: SolverReport) -> PlacementSolution:
+    """A solution of the restricted arrays as a solution of the full ones."""
+    shares = np.zeros(len(data.pair_site))
+    shares[pairs] = small.pair_share
+    failover = {}
+    for f, moved in small.failover_share.items():
+        full = np.zeros(len(data.pair_site))
+        full[pairs] = moved
+        failover[f] = full
+    return PlacementSolution(
+        small.open, small.nodes, shares, small.unserved_share, small.objective_usd_per_h, report, None, failover
+    )
