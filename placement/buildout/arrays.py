@@ -17,10 +17,10 @@ from numpy.typing import NDArray
 from placement._errors import InputError, Problem
 from placement._validate import Column, known, missing_columns, numbers, raise_if, read_table
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
-from placement.buildout.model import BuildoutInput
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.horizon import DemandScenario, HorizonSection
 from placement.instance import Instance, Progress, build_instance, commodity_within_budget, merge_commodities, quiet
+from placement.optimize.buildout.input import BuildoutInput
 from placement.regions import region_values
 from placement.residency import residency_mask
 from placement.scenario import LoadedScenario

@@ -1,6 +1,6 @@
 """What a build-out plan costs, year by year and scenario by scenario, and whether it keeps every rule.
 
-Both work on arrays only (like :mod:`placement.buildout.model`), so the cost report can be compared
+Both work on arrays only (like :mod:`placement.optimize.buildout`), so the cost report can be compared
 with the solver's objective and every solve's answer checked against its constraints.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from placement.buildout.model import BuildoutInput, BuildoutSolution
+from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution
 
 FloatArray = NDArray[np.float64]
 

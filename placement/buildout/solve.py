@@ -13,28 +13,17 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, fields
 
 import numpy as np
-import pulp
 
 from placement._errors import SolverError
 from placement.buildout.arrays import Buildout
 from placement.buildout.evaluate import PlanCosts, plan_costs, violations
-from placement.buildout.model import (
-    BuildoutInput,
-    BuildoutSolution,
-    FirstStage,
-    create_model,
-    read_solution,
-    round_up,
-    scenario_cost_expressions,
-    sites_of_relaxation,
-    solve_buildout,
-)
 from placement.instance import Progress, quiet
-from placement.optimize.solver import SolverOptions, solve_problem
+from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage
+from placement.optimize.buildout.solve import round_up, sites_of_relaxation, solve_buildout, solve_regret
+from placement.optimize.solver import SolverOptions
 
 
 @dataclass(frozen=True)
@@ -137,16 +126,6 @@ def evaluate_first_stage(data: BuildoutInput, first: FirstStage, options: Solver
     return solve_buildout(data, options, fixed=first)
 
 
-def _regret_solve(data: BuildoutInput, alone: list[float], options: SolverOptions, **how: Any) -> BuildoutSolution:
-    """The model whose objective is the largest regret (in millions: HiGHS finds USD rows with a free variable ill-scaled)."""
-    problem, v = create_model(replace(data, probability=np.zeros_like(data.probability)), **how)
-    worst = problem.add_variable("max_regret_musd", lowBound=None)
-    for s, expression in enumerate(scenario_cost_expressions(data, v)):
-        problem.addConstraint(expression * 1e-6 - worst <= alone[s] * 1e-6)
-    problem.setObjective(pulp.LpAffineExpression([(worst, 1.0)]))
-    return read_solution(data, v, solve_problem(problem, options))
-
-
 def min_max_regret(
     data: BuildoutInput, options: SolverOptions, names: list[str], progress: Progress = quiet
 ) -> dict[str, object]:
@@ -174,11 +153,11 @@ def min_max_regret(
         alone.append(plan_costs(single, checked(single, solve_buildout(single, options), "wait-and-see")).expected_npv_usd)
         progress(f"wait-and-see {names[s]}: ${alone[-1] / 1e9:,.3f} B")
     if data.integer_nodes:
-        solution = _regret_solve(data, alone, options)
+        solution = solve_regret(data, alone, options)
     else:  # as the RP: the LP relaxation, its sites fixed open, the LP again; then whole nodes
-        relaxed = _regret_solve(data, alone, options, relax=True)
+        relaxed = solve_regret(data, alone, options, relax=True)
         if relaxed.report.status.has_solution:
-            relaxed = _regret_solve(data, alone, options, opened=sites_of_relaxation(data, relaxed))
+            relaxed = solve_regret(data, alone, options, opened=sites_of_relaxation(data, relaxed))
         solution = round_up(data, relaxed) if relaxed.report.status.has_solution else relaxed
     solution = checked(data, solution, "min-max regret")
     costs = plan_costs(data, solution)

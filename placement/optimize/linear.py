@@ -17,6 +17,7 @@ step with a model that grows (columns priced in, rows cut in).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -145,6 +146,8 @@ class LinearModel:
     ----------
     name : str
         The model's name (the PuLP problem's).
+    objective_constant : float, optional
+        A constant added to the objective (costs no column carries, e.g. an installed fleet's running cost).
     """
 
     name: str
@@ -152,6 +155,7 @@ class LinearModel:
     row_blocks: list[RowBlock] = field(default_factory=list)
     n_cols: int = 0
     n_rows: int = 0
+    objective_constant: float = 0.0
 
     def add_columns(
         self,
@@ -327,26 +331,55 @@ def _senses(block: RowBlock) -> list[tuple[int, float]]:
     return list(zip(sense.tolist(), rhs.tolist(), strict=True))
 
 
-def _add_pulp_rows(problem: pulp.LpProblem, block: RowBlock, variables: list[pulp.LpVariable]) -> None:
+def _pulp_rows(block: RowBlock, variables: list[pulp.LpVariable], *, named: bool) -> list[pulp.LpConstraint]:
     order = np.argsort(block.row, kind="stable")
     bounds = np.searchsorted(block.row[order], np.arange(block.size + 1)).tolist()
     terms = [(variables[c], v) for c, v in zip(block.col[order].tolist(), block.value[order].tolist(), strict=True)]
+    constraints = []
     for k, (name, (sense, rhs)) in enumerate(zip(block.names, _senses(block), strict=True)):
         expr = pulp.LpAffineExpression(terms[bounds[k] : bounds[k + 1]])
-        problem.addConstraint(pulp.LpConstraint(expr, sense, name, rhs))
+        constraints.append(pulp.LpConstraint(expr, sense, name if named else None, rhs))
+    return constraints
 
 
-def to_pulp(model: LinearModel) -> PulpModel:
+def _objective(
+    model: LinearModel, variables: list[pulp.LpVariable], blocks: Sequence[ColumnBlock] | None
+) -> pulp.LpAffineExpression:
+    """The columns with a non-zero cost, in column order; or every column of ``blocks``, zero costs included."""
+    if blocks is None:
+        cost = model.cost().tolist()
+        terms = [(v, c) for v, c in zip(variables, cost, strict=True) if c != 0.0]
+    else:
+        terms = [(variables[k], c) for b in blocks for k, c in zip(b.cols.tolist(), b.cost.tolist(), strict=True)]
+    return pulp.LpAffineExpression(terms, constant=model.objective_constant)
+
+
+def to_pulp(
+    model: LinearModel,
+    *,
+    row_order: IntArray | None = None,
+    named_rows: bool = True,
+    objective: Sequence[ColumnBlock] | None = None,
+) -> PulpModel:
     """Write the model as a PuLP problem (minimise).
 
     Variables are named after their columns, constraints after their rows and added in row order; each
     row's terms keep the order of its triplets; the objective holds the columns with a non-zero cost,
-    in column order.
+    in column order (plus the model's constant).
 
     Parameters
     ----------
     model : LinearModel
         The model.
+    row_order : numpy.ndarray of int, optional
+        Every global row once, in the order PuLP receives them (rows of several blocks interleaved, as a
+        model written loop by loop adds them; default: row order).
+    named_rows : bool, optional
+        Name the constraints after their rows; False leaves them unnamed, and PuLP numbers them
+        ``_C1``, ``_C2``, ... in the order they are added.
+    objective : sequence of ColumnBlock, optional
+        The blocks whose columns make the objective, zero costs included (PuLP then writes their terms);
+        default: every column with a non-zero cost.
 
     Returns
     -------
@@ -355,10 +388,10 @@ def to_pulp(model: LinearModel) -> PulpModel:
     """
     problem = pulp.LpProblem(model.name, pulp.LpMinimize)
     variables = _pulp_variables(problem, model)
-    for block in model.row_blocks:
-        _add_pulp_rows(problem, block, variables)
-    cost = model.cost().tolist()
-    problem.setObjective(pulp.LpAffineExpression([(v, c) for v, c in zip(variables, cost, strict=True) if c != 0.0]))
+    constraints = [c for block in model.row_blocks for c in _pulp_rows(block, variables, named=named_rows)]
+    for k in range(len(constraints)) if row_order is None else row_order.tolist():
+        problem.addConstraint(constraints[k])
+    problem.setObjective(_objective(model, variables, objective))
     return PulpModel(problem, variables)
 
 
@@ -523,4 +556,7 @@ def to_highspy(model: LinearModel, highs: highspy.Highs | None = None, *, thread
     highspy.Highs
         Loaded, not run.
     """
-    return HighsSync(model, new_highs(threads=threads) if highs is None else highs).sync()
+    loaded = HighsSync(model, new_highs(threads=threads) if highs is None else highs).sync()
+    if model.objective_constant:
+        loaded.changeObjectiveOffset(model.objective_constant)
+    return loaded

@@ -302,13 +302,18 @@ def capacity_rows(
     slices: IntArray,
     *,
     name: str = "capacity",
+    granted: tuple[IntArray, IntArray, FloatArray] | None = None,
 ) -> RowBlock:
     """Per (site, slice) capacity ``sum_i weight[i, j, t] * flow[i, j] <= capacity_per_unit[j] * var[j]``.
 
     With ``var = open`` and ``capacity_per_unit = capacity`` this is the classic capacitated
     facility-location row; with ``var = nodes`` and a weight of node-equivalents per unit of share
     in each time slice it is the node-capacity row of the placement model. Each row holds the pairs
-    of its site (in the order given), then the capacity column.
+    of its site (in the order given), then the capacity column, then the ``granted`` columns.
+
+    A "site" is whatever owns the capacity: the build-out indexes its rows by (site, accelerator,
+    year, scenario, slice), its nodes in service being the purchases still inside their life
+    (``granted``) plus the nodes installed before (the fixed capacity, ``capacity_cols=None``).
 
     Parameters
     ----------
@@ -329,6 +334,9 @@ def capacity_rows(
         The (site, slice) of each row (:func:`capacity_slices`).
     name : str, optional
         Row name prefix.
+    granted : tuple of numpy.ndarray, optional
+        ``(site, column, capacity per unit)`` of further columns granting capacity at a site (several per
+        site: a fleet bought year by year), each written with the coefficient ``-capacity per unit``.
 
     Returns
     -------
@@ -336,14 +344,19 @@ def capacity_rows(
         One row per (site, slice), named ``name_j_t``.
     """
     by_site = group_by(pair_site, len(capacity_per_unit))
+    by_grant = None if granted is None else group_by(granted[0], len(capacity_per_unit))
     groups = []
     for j, t in zip(sites.tolist(), slices.tolist(), strict=True):
         positions = by_site[j]
         if capacity_cols is None:
-            groups.append((share_cols[positions], pair_weight[positions, t]))
-            continue
-        cols = np.append(share_cols[positions], capacity_cols[j])
-        groups.append((cols, np.append(pair_weight[positions, t], -capacity_per_unit[j])))
+            cols, values = share_cols[positions], pair_weight[positions, t]
+        else:
+            cols = np.append(share_cols[positions], capacity_cols[j])
+            values = np.append(pair_weight[positions, t], -capacity_per_unit[j])
+        if granted is not None and by_grant is not None:
+            cols = np.append(cols, granted[1][by_grant[j]])
+            values = np.append(values, -granted[2][by_grant[j]])
+        groups.append((cols, values))
     row, col, value = _rows_of(groups)
     upper = 0.0 if capacity_cols is not None else capacity_per_unit[sites]
     return model.add_rows(name, _labels(sites, slices), row=row, col=col, value=value, upper=upper, size=len(sites))

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from placement.buildout.evaluate import plan_costs, violations
-from placement.buildout.model import BuildoutInput, FirstStage, solve_buildout
 from placement.buildout.solve import min_max_regret, solve_plans
+from placement.optimize.buildout.input import BuildoutInput, FirstStage
+from placement.optimize.buildout.solve import solve_buildout
 from placement.optimize.solver import SolverOptions
 
 EXACT = SolverOptions(gap=1e-9, time_limit_s=60)
