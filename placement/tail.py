@@ -103,7 +103,7 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
     nodes = plan.sites["nodes"].to_numpy(float)
     cache: dict[tuple[int, float], TailCheck | None] = {}
     requests_by_class = {
-        k: serving_request(loaded, w)
+        k: serving_request(loaded.scenario.serving, w)
         for k, w in enumerate(instance.classes)
         if not w.given and w.serving_ttft_budget_ms is not None
     }

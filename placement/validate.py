@@ -77,23 +77,19 @@ def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
     InputError
         Every problem of every input, together.
     """
+    scenario, resolve, source = loaded.scenario, loaded.resolve, str(loaded.path)
     sites: pd.DataFrame | None = None
     problems: list[Problem] = []
     try:
-        sites = load_sites(loaded)
+        sites = load_sites(scenario.sites, resolve, source=source)
     except InputError as exc:
         problems += exc.problems
-    problems += _problems_of(lambda: demand_cities(loaded))
-    problems += _problems_of(lambda: class_profiles(loaded))
+    problems += _problems_of(lambda: demand_cities(scenario.demand, resolve, source=source))
+    problems += _problems_of(lambda: class_profiles(scenario.classes, scenario.serving, source=source))
     stores = _retrieval_catalog(loaded, sites)
     if stores is not None:
         problems += _problems_of(
-            lambda: retrieval_extra_ms(
-                loaded.scenario.classes,
-                stores,
-                build_latency_model(loaded.scenario.latency, loaded.resolve),
-                source=str(loaded.path),
-            )
+            lambda: retrieval_extra_ms(scenario.classes, stores, build_latency_model(scenario.latency, resolve), source=source)
         )
     if problems:
         raise InputError(problems)

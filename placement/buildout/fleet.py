@@ -77,10 +77,10 @@ def model_goodput_tok_s(loaded: LoadedScenario, fleet: Fleet, offered: list[Acce
     get_model(model)
     table = fleet.goodput_tok_s.copy()
     for a, offer in enumerate(offered):
-        variant = with_model(with_accelerator(loaded, offer), model)
+        serving = with_model(with_accelerator(loaded, offer), model).scenario.serving
         for k, workload in enumerate(loaded.scenario.classes):
             if not workload.given:
-                table[k, a] = serve(serving_request(variant, workload)).goodput_tok_s
+                table[k, a] = serve(serving_request(serving, workload)).goodput_tok_s
     return table
 
 
@@ -150,14 +150,14 @@ def build_fleet(loaded: LoadedScenario, years: list[int]) -> Fleet:
     problems: list[Problem] = []
     profiles, kws, prices, ons = [], [], [], []
     for offer in offered:
-        variant = with_accelerator(loaded, offer)
+        serving = with_accelerator(loaded, offer).scenario.serving
         try:
-            profiles.append(class_profiles(variant))
+            profiles.append(class_profiles(loaded.scenario.classes, serving, source=str(loaded.path)))
         except InputError as exc:
             problems += [Problem(p.source, p.where, p.field, f"accelerator {offer.id}: {p.rule}", p.fix) for p in exc.problems]
             continue
-        kws.append(node_kw(variant))
-        price, on = _price_path(offer, years, catalog_node_capex_usd(variant))
+        kws.append(node_kw(serving))
+        price, on = _price_path(offer, years, catalog_node_capex_usd(serving))
         prices.append(price)
         ons.append(on)
     if problems:
