@@ -7,6 +7,7 @@ out of this module; :mod:`placement.outputs.writer` writes them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solve import diagnose_shortfall, solve_placement, solve_ratio
 from placement.optimize.solver import SolveStatus
 from placement.profiles import ClassProfile
-from placement.scenario import LoadedScenario, WorkloadClass
+from placement.scenario import LoadedScenario, ResidencySection, ServingSection, WorkloadClass
 from placement.summary import (
     ClassSummary,
     CostBreakdown,
@@ -169,6 +170,9 @@ class Plan:
         Headline figures (see :func:`summarise`); ``summary.json`` is its JSON form.
     notes : list of str
         Diagnoses the user should read (unreachable populations, shortfalls, time limits).
+
+    The writers read what was solved through the properties below, not through the instance's
+    scenario.
     """
 
     instance: Instance
@@ -178,6 +182,36 @@ class Plan:
     populations: pd.DataFrame
     summary: PlanSummary
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def scenario_name(self) -> str:
+        """The solved scenario's ``name``."""
+        return self.instance.loaded.scenario.name
+
+    @property
+    def scenario_path(self) -> Path:
+        """The solved scenario's file (``summary.json``'s ``scenario_path``; copied as ``scenario.yaml``)."""
+        return self.instance.loaded.path
+
+    @property
+    def classes(self) -> list[WorkloadClass]:
+        """The workload classes, in the order of the instance's class indices."""
+        return self.instance.classes
+
+    @property
+    def serving(self) -> ServingSection:
+        """The scenario's ``serving`` section: the node the classes were planned on."""
+        return self.instance.loaded.scenario.serving
+
+    @property
+    def rtt_quantile(self) -> str:
+        """The round trip the TTFT budgets used (``latency.quantile``: ``p50`` or ``p90``)."""
+        return self.instance.loaded.scenario.latency.quantile
+
+    @property
+    def residency(self) -> ResidencySection:
+        """The scenario's ``residency`` section: where each population's traffic may be served."""
+        return self.instance.loaded.scenario.residency
 
 
 def _site_loads(instance: Instance, solution: PlacementSolution) -> tuple[FloatArray, FloatArray, FloatArray]:

@@ -22,7 +22,7 @@ from placement.horizon import DemandScenario, HorizonSection
 from placement.instance import Instance, Progress, build_instance, commodity_within_budget, merge_commodities, quiet
 from placement.regions import region_values
 from placement.residency import residency_mask
-from placement.scenario import LoadedScenario
+from placement.scenario import LoadedScenario, WorkloadClass
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -71,6 +71,21 @@ class Buildout:
     def sites(self) -> pd.DataFrame:
         """The candidate sites."""
         return self.instance.sites
+
+    @property
+    def scenario_name(self) -> str:
+        """The scenario's ``name``."""
+        return self.loaded.scenario.name
+
+    @property
+    def scenario_path(self) -> Path:
+        """The scenario's file (``summary.json``'s ``scenario_path``; copied as ``scenario.yaml``)."""
+        return self.loaded.path
+
+    @property
+    def classes(self) -> list[WorkloadClass]:
+        """The workload classes, in the order of the instance's class indices."""
+        return self.loaded.scenario.classes
 
     @property
     def base_index(self) -> int:

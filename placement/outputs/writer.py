@@ -46,7 +46,7 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     dict
         JSON-ready (through :func:`placement.jsonio.dumps`).
     """
-    return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.instance.loaded.path)}
+    return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.scenario_path)}
 
 
 def _write_csv(table: pd.DataFrame, path: Path) -> None:
@@ -55,7 +55,7 @@ def _write_csv(table: pd.DataFrame, path: Path) -> None:
 
 
 def _write_all(plan: Plan, folder: Path, *, maps: bool) -> None:
-    shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
+    shutil.copyfile(plan.scenario_path, folder / "scenario.yaml")
     (folder / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)) + "\n", encoding="utf-8")
     _write_csv(plan.sites, folder / "sites.csv")
     _write_csv(plan.assignments, folder / "assignments.csv")
