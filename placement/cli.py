@@ -14,6 +14,7 @@ from placement import jsonio
 from placement._errors import PlacementError
 from placement.bundled import default_scenario_path
 from placement.geodesy import is_lat_lon
+from placement.progress import StderrProgress
 from placement.scenario import LoadedScenario, load_scenario
 from placement.textfmt import ms_text, mw_text
 
@@ -23,18 +24,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
-class _Progress:
-    """Prints one timed line per step to standard error."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.start = time.perf_counter()
-
-    def __call__(self, line: str) -> None:
-        if not self.quiet:
-            print(f"[{time.perf_counter() - self.start:6.1f} s] {line}", file=sys.stderr, flush=True)
 
 
 def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedScenario:
@@ -59,7 +48,7 @@ def _solve(args: argparse.Namespace) -> int:
     from placement.plan import run
 
     check_output_folder(args.out)
-    progress = _Progress(args.quiet)
+    progress = StderrProgress(show=not args.quiet)
     loaded = _with_overrides(load_scenario(args.scenario), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
     if loaded.scenario.is_buildout:
@@ -90,7 +79,7 @@ def _solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: _Progress) -> int:
+def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: StderrProgress) -> int:
     """A scenario with a horizon (or a fleet mix): the build-out engine, its year and scenario tables."""
     from placement.buildout.arrays import build_buildout
     from placement.buildout.solve import solve_stochastic
@@ -136,7 +125,7 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     return EXIT_OK
 
 
-def _check_tail(plan: Plan, out: Path, progress: _Progress) -> list[str]:
+def _check_tail(plan: Plan, out: Path, progress: StderrProgress) -> list[str]:
     """Simulate the plan's busiest hours, write ``tail_check.csv``; the lines to print (at most 15 sites named)."""
     from placement.outputs.writer import write_text_atomic
     from placement.tail import check_tail
@@ -167,7 +156,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     check_output_folder(args.out)
     loaded = _with_overrides(load_scenario(args.scenario), args)
-    rows = compare_placements(loaded, progress=_Progress(args.quiet or args.json))
+    rows = compare_placements(loaded, progress=StderrProgress(show=not (args.quiet or args.json)))
     out = write_comparison(rows, args.out, title=f"{loaded.scenario.name}: same silicon, different arrangement")
     if args.json:
         print(jsonio.dumps(rows))
@@ -183,7 +172,7 @@ def _explain(args: argparse.Namespace) -> int:
     from placement.outputs.writer import write_text_atomic
 
     folder = Path(args.outdir)
-    explanation = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
+    explanation = explain_folder(folder, site=args.site, progress=StderrProgress(show=not args.quiet))
     write_text_atomic(folder / "explain.json", jsonio.dumps(explanation.to_json_dict()) + "\n")
     print(render_table(explanation))
     print(f"explain.json in {folder}")

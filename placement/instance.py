@@ -25,6 +25,7 @@ from placement.network.latency import LatencyModel
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
+from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import residency_mask
 from placement.scenario import (
@@ -51,14 +52,8 @@ from placement.timeslices import (
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-Progress = Callable[[str], None]
 Resolve = Callable[[str], Path]
 """Turns a path written in the scenario into a file (relative to the scenario's folder): ``LoadedScenario.resolve``."""
-
-
-def quiet(_: str) -> None:
-    """Progress sink that prints nothing."""
-    return None
 
 
 @dataclass(frozen=True)

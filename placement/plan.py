@@ -16,12 +16,13 @@ from numpy.typing import NDArray
 from placement._errors import InfeasibleError, SolverError
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.economics import NodeCost, cost_per_million_tokens_usd, tokens_per_s_per_mw
-from placement.instance import Instance, Progress, build_instance, quiet
+from placement.instance import Instance, build_instance
 from placement.optimize.formulation import group_by
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solve import diagnose_shortfall, solve_placement, solve_ratio
 from placement.optimize.solver import SolveStatus
 from placement.profiles import ClassProfile
+from placement.progress import Progress, quiet
 from placement.scenario import LoadedScenario, ResidencySection, ServingSection, WorkloadClass
 from placement.summary import (
     ClassSummary,

@@ -19,7 +19,8 @@ from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, of
 from placement.buildout.model import BuildoutInput
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.horizon import DemandScenario, HorizonSection
-from placement.instance import Instance, Progress, build_instance, commodity_within_budget, merge_commodities, quiet
+from placement.instance import Instance, build_instance, commodity_within_budget, merge_commodities
+from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import residency_mask
 from placement.scenario import LoadedScenario, WorkloadClass

@@ -33,8 +33,8 @@ from placement.buildout.model import (
     sites_of_relaxation,
     solve_buildout,
 )
-from placement.instance import Progress, quiet
 from placement.optimize.solver import SolverOptions, solve_problem
+from placement.progress import Progress, quiet
 
 
 @dataclass(frozen=True)
