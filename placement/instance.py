@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from placement.scenario import (
     FaultToleranceSection,
     LatencySection,
     LoadedScenario,
+    Resolve,
     ServingSection,
     SitesOpenSection,
     SitesSection,
@@ -52,8 +52,6 @@ from placement.timeslices import (
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-Resolve = Callable[[str], Path]
-"""Turns a path written in the scenario into a file (relative to the scenario's folder): ``LoadedScenario.resolve``."""
 
 
 @dataclass(frozen=True)

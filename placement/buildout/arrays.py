@@ -23,7 +23,7 @@ from placement.instance import Instance, build_instance, commodity_within_budget
 from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import residency_mask
-from placement.scenario import LoadedScenario, WorkloadClass
+from placement.scenario import EconomicsSection, LoadedScenario, ServingSection, WorkloadClass
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -213,9 +213,8 @@ def growth_multipliers(scenarios: list[DemandScenario], country: NDArray[np.str_
     return np.asarray((1.0 + rates[:, None, :]) ** elapsed[None, :, None])
 
 
-def class_share_path(loaded: LoadedScenario, horizon: HorizonSection, years: list[int]) -> FloatArray:
+def class_share_path(classes: list[WorkloadClass], horizon: HorizonSection, years: list[int]) -> FloatArray:
     """``(K, Y)`` each class's share in each year, relative to the scenario's shares (linear between given years)."""
-    classes = loaded.scenario.classes
     base = np.array([c.share for c in classes])
     if not horizon.class_shares:
         return np.ones((len(classes), len(years)))
@@ -296,9 +295,10 @@ def _per_token(goodput: FloatArray) -> FloatArray:
     return np.asarray(np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0))
 
 
-def _site_costs(loaded: LoadedScenario, sites: pd.DataFrame, fleet: Fleet, n_slices: int) -> tuple[FloatArray, ...]:
+def _site_costs(
+    economics: EconomicsSection, serving: ServingSection, sites: pd.DataFrame, fleet: Fleet
+) -> tuple[FloatArray, ...]:
     """Per site: fixed cost, cost per reserved MW; per site and accelerator: node MW, running cost, full-load energy."""
-    scenario, economics = loaded.scenario, loaded.scenario.economics
     pue = sites["pue"].to_numpy(float)
     price = sites["power_price_usd_per_mwh"].to_numpy(float)
     fixed = sites["fixed_cost_usd_per_h"].fillna(economics.site_fixed_cost_usd_per_h).to_numpy(float)
@@ -306,7 +306,7 @@ def _site_costs(loaded: LoadedScenario, sites: pd.DataFrame, fleet: Fleet, n_sli
         sites["capex_usd_per_mw"].to_numpy(float) / pue, economics.discount_rate, economics.facility_life_years
     )
     node_mw = fleet.node_kw[None, :] * pue[:, None] / 1000.0
-    idle = scenario.serving.idle_power_share
+    idle = serving.idle_power_share
     running = node_mw * price[:, None] * idle + economics.opex_usd_per_node_h
     node_energy = node_mw * price[:, None] * (1.0 - idle)  # (M, A) load-following power of a node at full load
     return fixed, np.asarray(per_mw), node_mw, running, np.asarray(node_energy)
@@ -345,7 +345,7 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     scenarios = horizon.demand_scenarios
     country = instance.populations.table["country_code"].to_numpy(str)[instance.commodity_population]
     growth = growth_multipliers(scenarios, country, years)  # (c, Y, S)
-    mix = class_share_path(loaded, horizon, years)[instance.commodity_class]  # (c, Y)
+    mix = class_share_path(loaded.scenario.classes, horizon, years)[instance.commodity_class]  # (c, Y)
     trajectory = instance.commodity_slice_demand_tok_s[:, :, None, None] * (growth * mix[:, :, None])[:, None, :, :]
     c_count, n_slices = instance.commodity_slice_demand_tok_s.shape
     row_of_commodity, modelled = merge_commodities(allowed, instance.commodity_class, trajectory.reshape(c_count, -1))
@@ -356,7 +356,7 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     row_mean = np.zeros((len(modelled), len(years), len(scenarios)))
     np.add.at(row_mean, row_of_commodity[members], commodity_demand[members])
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
-    fixed, per_mw, node_mw, running, node_energy = _site_costs(loaded, sites, fleet, n_slices)
+    fixed, per_mw, node_mw, running, node_energy = _site_costs(loaded.scenario.economics, loaded.scenario.serving, sites, fleet)
     goodput = scenario_goodput(loaded, horizon, fleet, years, str(loaded.path))
     if any(s.model_change is not None for s in scenarios):
         last = np.round(goodput[..., -1, :]).astype(int).T.tolist()
