@@ -491,11 +491,10 @@ def _pair_energy_usd_per_h(
     goodput = np.array([p.goodput_tok_s_per_node for p in profiles])
     mw_per_tok_s = dynamic_share * kw / 1000.0 / goodput[pair_class]
     price = sites["power_price_usd_per_mwh"].to_numpy(float) * sites["pue"].to_numpy(float)
-    multiplier = price_multiplier
     weights = slice_hours / slice_hours.sum()
     if len(slice_hours) == 1:  # a single peak slice: energy follows the daily mean, not the peak
         commodity_slice_demand = commodity_slice_demand / peak_factor
-    energy = commodity_slice_demand[pair_commodity] * (price[pair_site, None] * multiplier[pair_site]) * weights[None, :]
+    energy = commodity_slice_demand[pair_commodity] * (price[pair_site, None] * price_multiplier[pair_site]) * weights[None, :]
     return np.asarray(mw_per_tok_s * energy.sum(axis=1))
 
 
