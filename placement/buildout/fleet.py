@@ -1,7 +1,7 @@
 """The accelerators a build-out may buy: goodput per class from the serving model, power and price by year.
 
 Each accelerator's per-node goodput and node-side TTFT come from the same serving model as a
-single-year run (:func:`placement.profiles.class_profiles` on the `serving` section with that accelerator);
+single-year run (:func:`placement.profiles.class_profiles` on the ``serving`` section with that accelerator);
 node power and price come from the accelerator catalog unless the horizon gives them.
 """
 
