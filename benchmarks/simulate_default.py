@@ -39,7 +39,7 @@ def main() -> None:
     )
     start = time.perf_counter()
     for workload in loaded.scenario.classes:
-        request = serving_request(loaded, workload)
+        request = serving_request(loaded.scenario.serving, workload)
         result = serve(request)
         planned = result.goodput_tok_s / result.capacity_tok_s
         for label, utilisation in (("planned", planned), ("50 % cap", 0.5), ("90 % cap", 0.9)):

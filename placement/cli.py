@@ -14,6 +14,7 @@ from placement import jsonio
 from placement._errors import PlacementError
 from placement.bundled import default_scenario_path, scenario_file
 from placement.geodesy import is_lat_lon
+from placement.progress import StderrProgress
 from placement.scenario import LoadedScenario, load_scenario
 from placement.textfmt import ms_text, mw_text
 
@@ -25,18 +26,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
-class _Progress:
-    """Prints one timed line per step to standard error."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.start = time.perf_counter()
-
-    def __call__(self, line: str) -> None:
-        if not self.quiet:
-            print(f"[{time.perf_counter() - self.start:6.1f} s] {line}", file=sys.stderr, flush=True)
 
 
 def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedScenario:
@@ -61,7 +50,7 @@ def _solve(args: argparse.Namespace) -> int:
     from placement.plan import run
 
     check_output_folder(args.out)
-    progress = _Progress(args.quiet)
+    progress = StderrProgress(show=not args.quiet)
     loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
     if loaded.scenario.is_buildout:
@@ -92,7 +81,7 @@ def _solve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: _Progress) -> int:
+def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: StderrProgress) -> int:
     """A scenario with a horizon (or a fleet mix): the build-out engine, its year and scenario tables."""
     from placement.buildout.arrays import build_buildout
     from placement.buildout.solve import solve_stochastic
@@ -138,7 +127,7 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     return EXIT_OK
 
 
-def _check_tail(plan: Plan, progress: _Progress) -> tuple[pd.DataFrame, list[str]]:
+def _check_tail(plan: Plan, progress: StderrProgress) -> tuple[pd.DataFrame, list[str]]:
     """Simulate the plan's busiest hours: the table for ``tail_check.csv`` and the lines to print (at most 15 sites named).
 
     The table is written with the other result files (:func:`placement.outputs.writer.write_results`), whole or not at all.
@@ -170,7 +159,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     check_output_folder(args.out)
     loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
-    rows = compare_placements(loaded, progress=_Progress(args.quiet or args.json))
+    rows = compare_placements(loaded, progress=StderrProgress(show=not (args.quiet or args.json)))
     out = write_comparison(rows, args.out, title=f"{loaded.scenario.name}: same silicon, different arrangement")
     if args.json:
         print(jsonio.dumps(rows))
@@ -187,7 +176,7 @@ def _explain(args: argparse.Namespace) -> int:
     from placement.results import json_text
 
     folder = Path(args.outdir)
-    explanation = explain_folder(folder, site=args.site, progress=_Progress(args.quiet))
+    explanation = explain_folder(folder, site=args.site, progress=StderrProgress(show=not args.quiet))
     write_text_atomic(folder / "explain.json", json_text(explanation.to_json_dict()))
     print(render_table(explanation))
     print(f"explain.json in {folder}")

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +24,22 @@ from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_ne
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
+from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import residency_mask
-from placement.scenario import LatencySection, LoadedScenario, WorkloadClass
+from placement.scenario import (
+    DemandSection,
+    EconomicsSection,
+    FaultToleranceSection,
+    LatencySection,
+    LoadedScenario,
+    Resolve,
+    ServingSection,
+    SitesOpenSection,
+    SitesSection,
+    TimeSection,
+    WorkloadClass,
+)
 from placement.timeslices import (
     HOURS,
     block_demand,
@@ -40,12 +52,6 @@ from placement.timeslices import (
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
-Progress = Callable[[str], None]
-
-
-def quiet(_: str) -> None:
-    """Progress sink that prints nothing."""
-    return None
 
 
 @dataclass(frozen=True)
@@ -181,7 +187,7 @@ class Instance:
         return np.asarray(~self.allowed.any(axis=1))
 
 
-def build_latency_model(spec: LatencySection, resolve: Callable[[str], Path]) -> LatencyModel:
+def build_latency_model(spec: LatencySection, resolve: Resolve) -> LatencyModel:
     """The scenario's latency model, built once: its network, parameters and shortest paths.
 
     Parameters
@@ -296,13 +302,17 @@ def retrieval_extra_ms(
     return extra
 
 
-def load_sites(loaded: LoadedScenario) -> pd.DataFrame:
+def load_sites(spec: SitesSection, resolve: Resolve, *, source: str) -> pd.DataFrame:
     """The site catalog with the scenario's what-ifs applied (exclusions, power price, MW).
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario.
+    spec : SitesSection
+        The scenario's ``sites`` section.
+    resolve : callable
+        Turns a path written in the scenario into a file (relative to the scenario's folder).
+    source : str
+        The scenario file, for error messages.
 
     Returns
     -------
@@ -314,16 +324,12 @@ def load_sites(loaded: LoadedScenario) -> pd.DataFrame:
     InputError
         If ``sites.exclude`` names a site the catalog does not have, or leaves no site.
     """
-    spec = loaded.scenario.sites
-    sites = load_catalog(loaded.catalog_path)
+    sites = load_catalog(resolve(spec.catalog))
     unknown = sorted(set(spec.exclude) - set(sites["id"]))
-    problems = [
-        Problem(str(loaded.path), "sites.exclude", "", f"unknown site id {site!r}", "use ids from the catalog")
-        for site in unknown
-    ]
+    problems = [Problem(source, "sites.exclude", "", f"unknown site id {site!r}", "use ids from the catalog") for site in unknown]
     sites = sites[~sites["id"].isin(spec.exclude)].reset_index(drop=True)
     if sites.empty:
-        problems.append(Problem(str(loaded.path), "sites.exclude", "", "every site is excluded", "keep at least one"))
+        problems.append(Problem(source, "sites.exclude", "", "every site is excluded", "keep at least one"))
     if problems:
         raise InputError(problems)
     multiplier = sites["continent"].map(spec.power_price_multiplier).fillna(1.0)
@@ -335,13 +341,17 @@ def load_sites(loaded: LoadedScenario) -> pd.DataFrame:
     )
 
 
-def load_populations(loaded: LoadedScenario) -> Populations:
+def load_populations(spec: DemandSection, resolve: Resolve, *, source: str) -> Populations:
     """Cities, their daily mean demand and their aggregation, as the scenario says.
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario.
+    spec : DemandSection
+        The scenario's ``demand`` section.
+    resolve : callable
+        Turns a path written in the scenario into a file (relative to the scenario's folder).
+    source : str
+        The scenario file, for error messages.
 
     Returns
     -------
@@ -353,8 +363,7 @@ def load_populations(loaded: LoadedScenario) -> Populations:
     InputError
         If the cities file is unreadable, or the scenario's filters leave no city.
     """
-    spec = loaded.scenario.demand
-    cities = demand_cities(loaded)
+    cities = demand_cities(spec, resolve, source=source)
     country = cities["country_code"].to_numpy(str)
     demand = (
         demand_tok_s(
@@ -369,13 +378,17 @@ def load_populations(loaded: LoadedScenario) -> Populations:
     return aggregate(cities, demand, spec.clusters)
 
 
-def demand_cities(loaded: LoadedScenario) -> pd.DataFrame:
+def demand_cities(spec: DemandSection, resolve: Resolve, *, source: str) -> pd.DataFrame:
     """The cities the scenario's demand filters keep (``demand.countries``, ``demand.min_population``).
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario.
+    spec : DemandSection
+        The scenario's ``demand`` section.
+    resolve : callable
+        Turns a path written in the scenario into a file (relative to the scenario's folder).
+    source : str
+        The scenario file, for error messages.
 
     Returns
     -------
@@ -387,19 +400,18 @@ def demand_cities(loaded: LoadedScenario) -> pd.DataFrame:
     InputError
         If the cities file is unreadable, or the filters keep no city (naming the filter and its value).
     """
-    spec = loaded.scenario.demand
-    cities = load_cities(loaded.cities_path, min_population=spec.min_population, countries=spec.countries)
+    path = resolve(spec.cities)
+    cities = load_cities(path, min_population=spec.min_population, countries=spec.countries)
     if cities.empty:
-        raise InputError([_empty_demand_problem(loaded)])
+        raise InputError([_empty_demand_problem(spec, path, source)])
     return cities
 
 
-def _empty_demand_problem(loaded: LoadedScenario) -> Problem:
-    """Which filter of ``demand`` left no city, with its value and what the file holds instead."""
-    spec, source = loaded.scenario.demand, str(loaded.path)
-    every = load_cities(loaded.cities_path)
+def _empty_demand_problem(spec: DemandSection, path: Path, source: str) -> Problem:
+    """Which filter of ``demand`` left no city, with its value and what the file ``path`` holds instead."""
+    every = load_cities(path)
     if every.empty:
-        return Problem(source, "demand.cities", "", f"{loaded.cities_path} holds no city", "point it at a GeoNames cities file")
+        return Problem(source, "demand.cities", "", f"{path} holds no city", "point it at a GeoNames cities file")
     if spec.countries:
         wanted = [c.upper() for c in spec.countries]
         inside = every[every["country_code"].isin(wanted)]
@@ -409,7 +421,7 @@ def _empty_demand_problem(loaded: LoadedScenario) -> Problem:
                 source,
                 "demand.countries",
                 "",
-                f"no city of {loaded.cities_path.name} is in {spec.countries} (ISO alpha-2 codes)",
+                f"no city of {path.name} is in {spec.countries} (ISO alpha-2 codes)",
                 f"use codes the cities file has (e.g. {common}), or null for all",
             )
         every = inside
@@ -424,37 +436,41 @@ def _empty_demand_problem(loaded: LoadedScenario) -> Problem:
     )
 
 
-def slice_demand(loaded: LoadedScenario, populations: Populations) -> tuple[FloatArray, FloatArray]:
+def slice_demand(
+    spec: TimeSection, populations: Populations, resolve: Resolve, *, peak_factor: float
+) -> tuple[FloatArray, FloatArray]:
     """Demand of each population in each time slice.
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario (``time`` section and ``demand.peak_factor``).
+    spec : TimeSection
+        The scenario's ``time`` section.
     populations : Populations
         Populations with daily mean demand.
+    resolve : callable
+        Turns a path written in the scenario into a file (relative to the scenario's folder).
+    peak_factor : float
+        Peak-hour demand over the daily mean (``demand.peak_factor``): the demand of the single peak slice.
 
     Returns
     -------
     tuple of numpy.ndarray
         ``(n, T)`` demand per slice [tokens/s] and ``(T,)`` hours per slice.
     """
-    spec = loaded.scenario
     mean = populations.table["demand_tok_s"].to_numpy(float)
-    if spec.time.slices == 1 and spec.time.profile is None:
-        return (mean * spec.demand.peak_factor)[:, None], np.array([float(HOURS)])
-    assert spec.time.profile is not None
-    profile = load_profile(loaded.resolve(spec.time.profile))
+    if spec.slices == 1 and spec.profile is None:
+        return (mean * peak_factor)[:, None], np.array([float(HOURS)])
+    assert spec.profile is not None
+    profile = load_profile(resolve(spec.profile))
     cities = populations.cities
     offsets = np.array([utc_offset_hours(tz) for tz in cities["timezone"].tolist()])
     city_hourly = hourly_multipliers(offsets, profile) * cities["demand_tok_s"].to_numpy(float)[:, None]
     hourly = np.zeros((len(mean), HOURS))
     np.add.at(hourly, cities["population_index"].to_numpy(), city_hourly)
-    return block_demand(hourly, spec.time.slices)
+    return block_demand(hourly, spec.slices)
 
 
 def _pair_energy_usd_per_h(
-    loaded: LoadedScenario,
     sites: pd.DataFrame,
     commodity_slice_demand: FloatArray,
     slice_hours: FloatArray,
@@ -462,29 +478,49 @@ def _pair_energy_usd_per_h(
     pair_site: IntArray,
     pair_class: IntArray,
     profiles: list[ClassProfile],
+    *,
+    kw: float,
+    price_multiplier: FloatArray,
+    idle_power_share: float,
+    peak_factor: float,
 ) -> FloatArray:
     """Load-dependent energy cost of each pair at a share of 1, averaged over the day. [USD/h]"""
-    scenario = loaded.scenario
-    dynamic_share = 1.0 - scenario.serving.idle_power_share
+    dynamic_share = 1.0 - idle_power_share
     if dynamic_share <= 0:
         return np.zeros(len(pair_site))
     goodput = np.array([p.goodput_tok_s_per_node for p in profiles])
-    mw_per_tok_s = dynamic_share * node_kw(loaded) / 1000.0 / goodput[pair_class]
+    mw_per_tok_s = dynamic_share * kw / 1000.0 / goodput[pair_class]
     price = sites["power_price_usd_per_mwh"].to_numpy(float) * sites["pue"].to_numpy(float)
-    multiplier = _site_price_multiplier(loaded, sites, len(slice_hours))
     weights = slice_hours / slice_hours.sum()
     if len(slice_hours) == 1:  # a single peak slice: energy follows the daily mean, not the peak
-        commodity_slice_demand = commodity_slice_demand / loaded.scenario.demand.peak_factor
-    energy = commodity_slice_demand[pair_commodity] * (price[pair_site, None] * multiplier[pair_site]) * weights[None, :]
+        commodity_slice_demand = commodity_slice_demand / peak_factor
+    energy = commodity_slice_demand[pair_commodity] * (price[pair_site, None] * price_multiplier[pair_site]) * weights[None, :]
     return np.asarray(mw_per_tok_s * energy.sum(axis=1))
 
 
-def _site_price_multiplier(loaded: LoadedScenario, sites: pd.DataFrame, n_slices: int) -> FloatArray:
-    """``(m, T)`` power price multiplier of each site in each slice (1 without a profile)."""
-    path = loaded.scenario.time.power_price_profile
+def site_price_multiplier(spec: TimeSection, sites: pd.DataFrame, n_slices: int, resolve: Resolve) -> FloatArray:
+    """``(m, T)`` power price multiplier of each site in each slice (1 without ``time.power_price_profile``).
+
+    Parameters
+    ----------
+    spec : TimeSection
+        The scenario's ``time`` section.
+    sites : pandas.DataFrame
+        The sites (``lon`` sets their local hour).
+    n_slices : int
+        Time slices.
+    resolve : callable
+        Turns a path written in the scenario into a file (relative to the scenario's folder).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(m, T)`` multipliers.
+    """
+    path = spec.power_price_profile
     if path is None:
         return np.ones((len(sites), n_slices))
-    profile = load_profile(loaded.resolve(path))
+    profile = load_profile(resolve(path))
     hourly = hourly_multipliers(site_offsets_h(sites["lon"].to_numpy(float)), profile)
     return block_mean(hourly, n_slices)
 
@@ -604,34 +640,37 @@ def commodity_demand(
     return slices, mean
 
 
-def site_node_cost(loaded: LoadedScenario, sites: pd.DataFrame, kw: float, n_slices: int) -> NodeCost:
+def site_node_cost(
+    economics: EconomicsSection, serving: ServingSection, sites: pd.DataFrame, *, kw: float, price_multiplier: FloatArray
+) -> NodeCost:
     """Hourly cost of one node at each site, by component (load-independent part).
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario (``economics``, ``serving``, the power price profile).
+    economics : EconomicsSection
+        The scenario's ``economics`` section.
+    serving : ServingSection
+        The scenario's ``serving`` section (the catalog's node capex, the idle power share).
     sites : pandas.DataFrame
         The sites.
     kw : float
         IT power of one node. [kW]
-    n_slices : int
-        Time slices (the power price is averaged over them).
+    price_multiplier : numpy.ndarray
+        ``(m, T)`` power price multiplier per site and slice (:func:`site_price_multiplier`; averaged over the slices).
 
     Returns
     -------
     NodeCost
         Per-site node cost. [USD/h]
     """
-    scenario = loaded.scenario
-    price = sites["power_price_usd_per_mwh"] * _site_price_multiplier(loaded, sites, n_slices).mean(axis=1)
+    price = sites["power_price_usd_per_mwh"] * price_multiplier.mean(axis=1)
     return node_cost_usd_per_h(
-        scenario.economics.params(catalog_node_capex_usd(loaded)),
+        economics.params(catalog_node_capex_usd(serving)),
         node_kw=kw,
         pue=sites["pue"],
         price_usd_per_mwh=price,
         facility_capex_usd_per_mw=sites["capex_usd_per_mw"],
-        idle_power_share=scenario.serving.idle_power_share,
+        idle_power_share=serving.idle_power_share,
     )
 
 
@@ -706,8 +745,32 @@ ROWS_CHUNK = 4096
 would gather a (commodities x sites) array (~240 MB on ~300 sites, twice over) just to add it up."""
 
 
+@dataclass(frozen=True)
+class ModelSections:
+    """The scenario's sections the model arrays read, as :func:`build_instance` hands them out.
+
+    Parameters
+    ----------
+    economics : EconomicsSection
+        ``economics`` (the sites' default fixed cost).
+    serving : ServingSection
+        ``serving`` (the idle power share: the rest of a node's power follows its load).
+    sites_open : SitesOpenSection
+        ``sites_open`` (bounds on the number of open sites).
+    fault_tolerance : FaultToleranceSection
+        ``fault_tolerance`` (N+1).
+    peak_factor : float
+        ``demand.peak_factor``: with a single peak slice, energy follows the daily mean, not the peak.
+    """
+
+    economics: EconomicsSection
+    serving: ServingSection
+    sites_open: SitesOpenSection
+    fault_tolerance: FaultToleranceSection
+    peak_factor: float
+
+
 def placement_input(
-    loaded: LoadedScenario,
     sites: pd.DataFrame,
     rows: ModelRows,
     pair_allowed: NDArray[np.bool_],
@@ -716,13 +779,14 @@ def placement_input(
     profiles: list[ClassProfile],
     node_cost: NodeCost,
     kw: float,
+    *,
+    price_multiplier: FloatArray,
+    sections: ModelSections,
 ) -> PlacementInput:
     """The model arrays: rows, allowed pairs, capacity and cost per site.
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario (``economics``, ``sites_open``, ``fault_tolerance``, energy pricing).
     sites : pandas.DataFrame
         The sites.
     rows : ModelRows
@@ -739,18 +803,31 @@ def placement_input(
         Per-site node cost. [USD/h]
     kw : float
         IT power of one node. [kW]
+    price_multiplier : numpy.ndarray
+        ``(m, T)`` power price multiplier per site and slice (:func:`site_price_multiplier`).
+    sections : ModelSections
+        The scenario's sections the model reads.
 
     Returns
     -------
     PlacementInput
         Arrays for :mod:`placement.optimize`.
     """
-    scenario = loaded.scenario
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(pair_allowed))
     pair_class = row_class[pair_row]
     nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in profiles])
     energy = _pair_energy_usd_per_h(
-        loaded, sites, rows.slice_demand_tok_s, slice_hours, pair_row, pair_site, pair_class, profiles
+        sites,
+        rows.slice_demand_tok_s,
+        slice_hours,
+        pair_row,
+        pair_site,
+        pair_class,
+        profiles,
+        kw=kw,
+        price_multiplier=price_multiplier,
+        idle_power_share=sections.serving.idle_power_share,
+        peak_factor=sections.peak_factor,
     )
     return PlacementInput(
         slice_demand_tok_s=rows.slice_demand_tok_s,
@@ -760,21 +837,21 @@ def placement_input(
         pair_nodes_per_tok_s=nodes_per_tok_s[pair_class],
         pair_rtt_ms=rows.rtt_ms[pair_row, pair_site],
         pair_cost_usd_per_h=energy,
-        site_fixed_usd_per_h=sites["fixed_cost_usd_per_h"].fillna(scenario.economics.site_fixed_cost_usd_per_h).to_numpy(float),
+        site_fixed_usd_per_h=sites["fixed_cost_usd_per_h"].fillna(sections.economics.site_fixed_cost_usd_per_h).to_numpy(float),
         site_node_usd_per_h=node_cost.total_usd_per_h,
         site_node_mw=kw * sites["pue"].to_numpy(float) / 1000.0,
         site_mw_available=sites["mw_available"].to_numpy(float),
         site_locked=sites["locked"].to_numpy(bool),
-        min_sites_open=scenario.sites_open.min,
-        max_sites_open=scenario.sites_open.max,
-        fault_tolerant=scenario.fault_tolerance.n_plus_one,
+        min_sites_open=sections.sites_open.min,
+        max_sites_open=sections.sites_open.max,
+        fault_tolerant=sections.fault_tolerance.n_plus_one,
         daily_mean_tok_s=rows.mean_demand_tok_s,
         protect=pair_allowed.sum(axis=1) >= 2,  # N+1 needs a second site in reach
     )
 
 
 def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Instance:
-    """Turn a scenario into model arrays.
+    """Turn a scenario into model arrays: the one place that hands the scenario's sections out.
 
     ``sites, populations -> demand per slice -> latency model -> round trips -> TTFT ->
     allowed pairs -> commodity demand -> node cost -> merged rows -> model arrays``.
@@ -792,31 +869,45 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         Arrays ready for :func:`placement.plan.solve_instance`.
     """
     start = time.perf_counter()
-    scenario, classes = loaded.scenario, loaded.scenario.classes
-    sites = load_sites(loaded)
+    scenario, resolve, source = loaded.scenario, loaded.resolve, str(loaded.path)
+    classes = scenario.classes
+    sites = load_sites(scenario.sites, resolve, source=source)
     progress(f"catalog: {len(sites)} candidate sites")
-    populations = load_populations(loaded)
+    populations = load_populations(scenario.demand, resolve, source=source)
     progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")
-    pop_slices, slice_hours = slice_demand(loaded, populations)
+    pop_slices, slice_hours = slice_demand(scenario.time, populations, resolve, peak_factor=scenario.demand.peak_factor)
     pop_mean = populations.table["demand_tok_s"].to_numpy(float)
-    latency = build_latency_model(scenario.latency, loaded.resolve)
+    latency = build_latency_model(scenario.latency, resolve)
     quantiles = worst_member_rtt_ms(populations.cities, sites, latency)
     quantile = Quantile(scenario.latency.quantile)
     rtt = quantiles.p90_ms if quantile is Quantile.P90 else quantiles.p50_ms
     commodity_population, commodity_class = commodities(len(populations.table), len(classes))
-    profiles = class_profiles(loaded)
-    retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=str(loaded.path), quantile=quantile)
+    profiles = class_profiles(classes, scenario.serving, source=source)
+    retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=source, quantile=quantile)
     within_budget = commodity_within_budget(rtt, profiles, retrieval_extra, commodity_class)
     permitted = residency_mask(
         populations.table["country_code"].to_numpy(str), sites["country_code"].to_numpy(str), scenario.residency
     )[commodity_population]
     allowed = within_budget & permitted & (sites["mw_available"].to_numpy(float) > 0)[None, :]
     commodity_slices, commodity_mean = commodity_demand(pop_slices, pop_mean, classes, commodity_population, commodity_class)
-    kw = node_kw(loaded)
-    node_cost = site_node_cost(loaded, sites, kw, len(slice_hours))
+    kw = node_kw(scenario.serving)
+    price_multiplier = site_price_multiplier(scenario.time, sites, len(slice_hours), resolve)
+    node_cost = site_node_cost(scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier)
     rows = model_rows(allowed, commodity_class, commodity_population, commodity_slices, commodity_mean, rtt)
+    sections = ModelSections(
+        scenario.economics, scenario.serving, scenario.sites_open, scenario.fault_tolerance, scenario.demand.peak_factor
+    )
     inputs = placement_input(
-        loaded, sites, rows, allowed[rows.modelled], commodity_class[rows.modelled], slice_hours, profiles, node_cost, kw
+        sites,
+        rows,
+        allowed[rows.modelled],
+        commodity_class[rows.modelled],
+        slice_hours,
+        profiles,
+        node_cost,
+        kw,
+        price_multiplier=price_multiplier,
+        sections=sections,
     )
     progress(
         f"model: {len(commodity_population)} commodities in {len(rows.modelled)} rows x {len(slice_hours)} slices, "

@@ -7,6 +7,7 @@ out of this module; :mod:`placement.outputs.writer` writes them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,7 @@ from numpy.typing import NDArray
 from placement._errors import InfeasibleError, SolverError
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.economics import NodeCost, cost_per_million_tokens_usd, tokens_per_s_per_mw
-from placement.instance import Instance, Progress, build_instance, quiet
+from placement.instance import Instance, build_instance
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.ratio import solve_ratio
 from placement.optimize.rows import group_by
@@ -23,7 +24,8 @@ from placement.optimize.shortfall import diagnose_shortfall
 from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolveStatus
 from placement.profiles import ClassProfile
-from placement.scenario import LoadedScenario, WorkloadClass
+from placement.progress import Progress, quiet
+from placement.scenario import LoadedScenario, ResidencySection, ServingSection, WorkloadClass
 from placement.summary import (
     ClassSummary,
     CostBreakdown,
@@ -171,6 +173,9 @@ class Plan:
         Headline figures (see :func:`summarise`); ``summary.json`` is its JSON form.
     notes : list of str
         Diagnoses the user should read (unreachable populations, shortfalls, time limits).
+
+    The writers read what was solved through the properties below, not through the instance's
+    scenario.
     """
 
     instance: Instance
@@ -180,6 +185,36 @@ class Plan:
     populations: pd.DataFrame
     summary: PlanSummary
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def scenario_name(self) -> str:
+        """The solved scenario's ``name``."""
+        return self.instance.loaded.scenario.name
+
+    @property
+    def scenario_path(self) -> Path:
+        """The solved scenario's file (``summary.json``'s ``scenario_path``; copied as ``scenario.yaml``)."""
+        return self.instance.loaded.path
+
+    @property
+    def classes(self) -> list[WorkloadClass]:
+        """The workload classes, in the order of the instance's class indices."""
+        return self.instance.classes
+
+    @property
+    def serving(self) -> ServingSection:
+        """The scenario's ``serving`` section: the node the classes were planned on."""
+        return self.instance.loaded.scenario.serving
+
+    @property
+    def rtt_quantile(self) -> str:
+        """The round trip the TTFT budgets used (``latency.quantile``: ``p50`` or ``p90``)."""
+        return self.instance.loaded.scenario.latency.quantile
+
+    @property
+    def residency(self) -> ResidencySection:
+        """The scenario's ``residency`` section: where each population's traffic may be served."""
+        return self.instance.loaded.scenario.residency
 
 
 def _site_loads(instance: Instance, solution: PlacementSolution) -> tuple[FloatArray, FloatArray, FloatArray]:

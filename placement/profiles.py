@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from placement._errors import InputError, Problem
-from placement.scenario import LoadedScenario, WorkloadClass
+from placement.scenario import ServingSection, WorkloadClass
 from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.request import ServingRequest, serve
 
@@ -74,18 +74,16 @@ class ClassProfile:
         return 1.0 / (self.goodput_tok_s_per_node * self.utilisation_cap)
 
 
-def node_kw(loaded: LoadedScenario) -> float:
-    """IT power of one node: the scenario's, or the accelerator catalog's pro rata. [kW]"""
-    serving = loaded.scenario.serving
+def node_kw(serving: ServingSection) -> float:
+    """IT power of one node of the ``serving`` section: its own, or the accelerator catalog's pro rata. [kW]"""
     if serving.node_kw is not None:
         return serving.node_kw
     accel = get_accelerator(serving.accelerator)
     return accel.node_kw * serving.gpus_per_node / accel.gpus_per_node
 
 
-def catalog_node_capex_usd(loaded: LoadedScenario) -> float:
-    """Capex of one node from the accelerator catalog, pro rata to its GPUs. [USD]"""
-    serving = loaded.scenario.serving
+def catalog_node_capex_usd(serving: ServingSection) -> float:
+    """Capex of one node of the ``serving`` section from the accelerator catalog, pro rata to its GPUs. [USD]"""
     accel = get_accelerator(serving.accelerator)
     return accel.node_capex_usd * serving.gpus_per_node / accel.gpus_per_node
 
@@ -111,13 +109,13 @@ def _given(workload: WorkloadClass, headroom: float) -> ClassProfile:
     )
 
 
-def serving_request(loaded: LoadedScenario, workload: WorkloadClass) -> ServingRequest:
+def serving_request(serving: ServingSection, workload: WorkloadClass) -> ServingRequest:
     """The serving-model request of a computed class on the scenario's node.
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario (its ``serving`` section names the node).
+    serving : ServingSection
+        The scenario's ``serving`` section (it names the node).
     workload : WorkloadClass
         A class whose goodput the serving model computes (``serving_ttft_budget_ms`` given).
 
@@ -126,7 +124,6 @@ def serving_request(loaded: LoadedScenario, workload: WorkloadClass) -> ServingR
     ServingRequest
         Lengths, objectives and node of the class.
     """
-    serving = loaded.scenario.serving
     assert workload.serving_ttft_budget_ms is not None
     return ServingRequest(
         serving.model,
@@ -144,13 +141,12 @@ def serving_request(loaded: LoadedScenario, workload: WorkloadClass) -> ServingR
     )
 
 
-def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassProfile | Problem:
-    serving = loaded.scenario.serving
-    request = serving_request(loaded, workload)
+def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, source: str) -> ClassProfile | Problem:
+    request = serving_request(serving, workload)
     result = serve(request)
     if result.goodput_tok_s <= 0:
         return Problem(
-            str(loaded.path),
+            source,
             f"classes[{k}]",
             "",
             f"{serving.model} on {serving.gpus_per_node} x {serving.accelerator} delivers no goodput inside "
@@ -176,13 +172,17 @@ def _computed(loaded: LoadedScenario, k: int, workload: WorkloadClass) -> ClassP
     )
 
 
-def class_profiles(loaded: LoadedScenario) -> list[ClassProfile]:
+def class_profiles(classes: list[WorkloadClass], serving: ServingSection, *, source: str) -> list[ClassProfile]:
     """Each class's per-node goodput and node-side TTFT, given or computed.
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario.
+    classes : list of WorkloadClass
+        The scenario's ``classes``.
+    serving : ServingSection
+        The scenario's ``serving`` section (the node computed classes run on).
+    source : str
+        The scenario file, for error messages.
 
     Returns
     -------
@@ -194,23 +194,22 @@ def class_profiles(loaded: LoadedScenario) -> list[ClassProfile]:
     InputError
         For an unknown model or accelerator, or a class no node can serve inside its objectives.
     """
-    scenario = loaded.scenario
     problems: list[Problem] = []
-    if not all(workload.given for workload in scenario.classes):
+    if not all(workload.given for workload in classes):
         for key, lookup in (("serving.model", get_model), ("serving.accelerator", get_accelerator)):
             try:
-                lookup(getattr(scenario.serving, key.split(".")[1]))
+                lookup(getattr(serving, key.split(".")[1]))
             except InputError as exc:
-                problems += [Problem(str(loaded.path), key, "", p.rule, p.fix) for p in exc.problems]
+                problems += [Problem(source, key, "", p.rule, p.fix) for p in exc.problems]
         if problems:
             raise InputError(problems)
     profiles: list[ClassProfile] = []
-    for k, workload in enumerate(scenario.classes):
+    for k, workload in enumerate(classes):
         if workload.given:
-            profiles.append(_given(workload, scenario.serving.headroom))
+            profiles.append(_given(workload, serving.headroom))
             continue
         try:
-            outcome = _computed(loaded, k, workload)
+            outcome = _computed(serving, k, workload, source=source)
         except InputError as exc:
             problems += exc.problems
             continue

@@ -8,6 +8,7 @@ to the file's own folder.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -382,6 +383,12 @@ class Scenario(_Section):
                 if code not in self.residency.groups and not (len(code) == 2 and code.isupper()):
                     raise ValueError(f"residency code {code!r} is neither an ISO alpha-2 code nor a group name")
         return self
+
+
+Resolve = Callable[[str], Path]
+"""Turns a path written in the scenario into a file, relative to the scenario's folder (:meth:`LoadedScenario.resolve`).
+
+Loaders take their own section and this, not the whole :class:`LoadedScenario`."""
 
 
 class LoadedScenario(BaseModel):

@@ -97,14 +97,14 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
         One row per (open site, simulated class with load): the columns of :data:`COLUMNS`; ``exceeds``
         names what breaks (``ttft``, ``itl``, ``ttft+itl``) or is empty. Rows that exceed come first.
     """
-    instance, loaded = plan.instance, plan.instance.loaded
+    instance = plan.instance
     peak, class_load, class_equiv = site_class_peak(plan)
     slack = _min_slack_ms(plan)
     nodes = plan.sites["nodes"].to_numpy(float)
     cache: dict[tuple[int, float], TailCheck | None] = {}
     requests_by_class = {
-        k: serving_request(loaded, w)
-        for k, w in enumerate(instance.classes)
+        k: serving_request(plan.serving, w)
+        for k, w in enumerate(plan.classes)
         if not w.given and w.serving_ttft_budget_ms is not None
     }
     analytic = {k: serve(request) for k, request in requests_by_class.items()}
@@ -114,7 +114,7 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
         for k, result in analytic.items():
             if class_load[j, k] <= 0 or total <= 0:
                 continue
-            profile, workload = instance.profiles[k], instance.classes[k]
+            profile, workload = instance.profiles[k], plan.classes[k]
             class_nodes = nodes[j] * class_equiv[j, k] / total
             factor = round(float(class_load[j, k] / class_nodes / result.goodput_tok_s), 2)
             if (k, factor) not in cache:

@@ -17,7 +17,7 @@ from placement._errors import InputError, Problem
 from placement.catalog import load_catalog
 from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
 from placement.profiles import class_profiles
-from placement.scenario import LoadedScenario, load_scenario
+from placement.scenario import LoadedScenario, Resolve, SitesSection, load_scenario
 
 SCENARIO_SUFFIXES = frozenset({".yaml", ".yml"})
 
@@ -49,12 +49,12 @@ def _problems_of(check: Callable[[], object]) -> list[Problem]:
     return []
 
 
-def _retrieval_catalog(loaded: LoadedScenario, sites: pd.DataFrame | None) -> pd.DataFrame | None:
+def _retrieval_catalog(spec: SitesSection, resolve: Resolve, sites: pd.DataFrame | None) -> pd.DataFrame | None:
     """Sites to check retrieval stores against: the scenario's, or the whole catalog when exclusions failed."""
     if sites is not None:
         return sites
     try:
-        return load_catalog(loaded.catalog_path)
+        return load_catalog(resolve(spec.catalog))
     except InputError:
         return None  # the catalog's own problems are already reported
 
@@ -77,23 +77,19 @@ def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
     InputError
         Every problem of every input, together.
     """
+    scenario, resolve, source = loaded.scenario, loaded.resolve, str(loaded.path)
     sites: pd.DataFrame | None = None
     problems: list[Problem] = []
     try:
-        sites = load_sites(loaded)
+        sites = load_sites(scenario.sites, resolve, source=source)
     except InputError as exc:
         problems += exc.problems
-    problems += _problems_of(lambda: demand_cities(loaded))
-    problems += _problems_of(lambda: class_profiles(loaded))
-    stores = _retrieval_catalog(loaded, sites)
+    problems += _problems_of(lambda: demand_cities(scenario.demand, resolve, source=source))
+    problems += _problems_of(lambda: class_profiles(scenario.classes, scenario.serving, source=source))
+    stores = _retrieval_catalog(scenario.sites, resolve, sites)
     if stores is not None:
         problems += _problems_of(
-            lambda: retrieval_extra_ms(
-                loaded.scenario.classes,
-                stores,
-                build_latency_model(loaded.scenario.latency, loaded.resolve),
-                source=str(loaded.path),
-            )
+            lambda: retrieval_extra_ms(scenario.classes, stores, build_latency_model(scenario.latency, resolve), source=source)
         )
     if problems:
         raise InputError(problems)

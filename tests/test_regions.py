@@ -8,11 +8,17 @@ import numpy as np
 import pytest
 
 from placement._errors import InputError
+from placement.demand import Populations
 from placement.instance import load_populations
 from placement.plan import run
 from placement.regions import continents, country_table, is_region_key, region_values
 from placement.scenario import load_scenario
 from tests.conftest import write_scenario
+
+
+def _populations(path: Path) -> Populations:
+    loaded = load_scenario(path)
+    return load_populations(loaded.scenario.demand, loaded.resolve, source=str(loaded.path))
 
 
 def test_country_table_reads_namibia_as_a_country() -> None:
@@ -30,11 +36,11 @@ def test_a_country_key_wins_over_its_continent() -> None:
 
 
 def test_adoption_by_region_scales_that_region_only(tmp_path: Path) -> None:
-    base = load_populations(load_scenario(write_scenario(tmp_path)))
+    base = _populations(write_scenario(tmp_path))
     regional = tmp_path / "regional"
     regional.mkdir()
     path = write_scenario(regional, demand={"adoption_by_region": {"Europe": 0.10, "FR": 0.15}, "growth_by_region": {"US": 2.0}})
-    scaled = load_populations(load_scenario(path))
+    scaled = _populations(path)
     ratio = dict(
         zip(scaled.table["name"], scaled.table["demand_tok_s"].to_numpy() / base.table["demand_tok_s"].to_numpy(), strict=True)
     )

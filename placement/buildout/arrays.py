@@ -18,12 +18,13 @@ from placement._errors import InputError, Problem
 from placement._validate import Column, known, missing_columns, numbers, raise_if, read_table
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
-from placement.horizon import DemandScenario, HorizonSection
-from placement.instance import Instance, Progress, build_instance, commodity_within_budget, merge_commodities, quiet
+from placement.horizon import AcceleratorOffer, DemandScenario, HorizonSection
+from placement.instance import Instance, build_instance, commodity_within_budget, merge_commodities
 from placement.optimize.buildout.input import BuildoutInput
+from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import residency_mask
-from placement.scenario import LoadedScenario
+from placement.scenario import EconomicsSection, LoadedScenario, ServingSection, WorkloadClass
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -74,6 +75,21 @@ class Buildout:
         return self.instance.sites
 
     @property
+    def scenario_name(self) -> str:
+        """The scenario's ``name``."""
+        return self.loaded.scenario.name
+
+    @property
+    def scenario_path(self) -> Path:
+        """The scenario's file (``summary.json``'s ``scenario_path``; copied as ``scenario.yaml``)."""
+        return self.loaded.path
+
+    @property
+    def classes(self) -> list[WorkloadClass]:
+        """The workload classes, in the order of the instance's class indices."""
+        return self.loaded.scenario.classes
+
+    @property
     def base_index(self) -> int:
         """Index of the scenario written per year."""
         return self.scenario_names.index(self.horizon.base)
@@ -94,8 +110,9 @@ def aggregated(loaded: LoadedScenario, horizon: HorizonSection) -> LoadedScenari
     scenario = loaded.scenario
     demand = scenario.demand.model_copy(update={"clusters": horizon.clusters or scenario.demand.clusters})
     time = scenario.time.model_copy(update={"slices": horizon.time_slices or scenario.time.slices})
-    changed = LoadedScenario(scenario=scenario.model_copy(update={"demand": demand, "time": time}), path=loaded.path)
-    return with_accelerator(changed, offers(loaded)[0])
+    serving = with_accelerator(scenario.serving, offers(scenario.horizon, scenario.serving)[0])
+    changed = scenario.model_copy(update={"demand": demand, "time": time, "serving": serving})
+    return LoadedScenario(scenario=changed, path=loaded.path)
 
 
 def power_schedule(loaded: LoadedScenario, horizon: HorizonSection, sites: pd.DataFrame, years: list[int]) -> FloatArray:
@@ -182,9 +199,8 @@ def growth_multipliers(scenarios: list[DemandScenario], country: NDArray[np.str_
     return np.asarray((1.0 + rates[:, None, :]) ** elapsed[None, :, None])
 
 
-def class_share_path(loaded: LoadedScenario, horizon: HorizonSection, years: list[int]) -> FloatArray:
+def class_share_path(classes: list[WorkloadClass], horizon: HorizonSection, years: list[int]) -> FloatArray:
     """``(K, Y)`` each class's share in each year, relative to the scenario's shares (linear between given years)."""
-    classes = loaded.scenario.classes
     base = np.array([c.share for c in classes])
     if not horizon.class_shares:
         return np.ones((len(classes), len(years)))
@@ -232,8 +248,19 @@ def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray) -> NDArray[np.boo
     return np.asarray(within & permitted & (mw.max(axis=1) > 0)[None, :])
 
 
-def scenario_goodput(loaded: LoadedScenario, horizon: HorizonSection, fleet: Fleet, years: list[int], source: str) -> FloatArray:
+def scenario_goodput(
+    classes: list[WorkloadClass],
+    serving: ServingSection,
+    offered: list[AcceleratorOffer],
+    horizon: HorizonSection,
+    fleet: Fleet,
+    years: list[int],
+    *,
+    source: str,
+) -> FloatArray:
     """``(K, A, Y, S)`` goodput per node: the scenario's model, or a scenario's ``model_change`` from its year on.
+
+    ``classes`` and ``serving`` are the scenario's sections, ``offered`` its accelerators (:func:`offers`).
 
     Raises
     ------
@@ -248,7 +275,7 @@ def scenario_goodput(loaded: LoadedScenario, horizon: HorizonSection, fleet: Fle
         if change is None:
             continue
         try:
-            changed = model_goodput_tok_s(loaded, fleet, offers(loaded), change.model)
+            changed = model_goodput_tok_s(classes, serving, fleet, offered, change.model)
         except InputError as exc:
             where = f"horizon.demand_scenarios[{s}].model_change.model"
             problems += [Problem(source, where, "", p.rule, p.fix) for p in exc.problems]
@@ -265,9 +292,10 @@ def _per_token(goodput: FloatArray) -> FloatArray:
     return np.asarray(np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0))
 
 
-def _site_costs(loaded: LoadedScenario, sites: pd.DataFrame, fleet: Fleet, n_slices: int) -> tuple[FloatArray, ...]:
+def _site_costs(
+    economics: EconomicsSection, serving: ServingSection, sites: pd.DataFrame, fleet: Fleet
+) -> tuple[FloatArray, ...]:
     """Per site: fixed cost, cost per reserved MW; per site and accelerator: node MW, running cost, full-load energy."""
-    scenario, economics = loaded.scenario, loaded.scenario.economics
     pue = sites["pue"].to_numpy(float)
     price = sites["power_price_usd_per_mwh"].to_numpy(float)
     fixed = sites["fixed_cost_usd_per_h"].fillna(economics.site_fixed_cost_usd_per_h).to_numpy(float)
@@ -275,7 +303,7 @@ def _site_costs(loaded: LoadedScenario, sites: pd.DataFrame, fleet: Fleet, n_sli
         sites["capex_usd_per_mw"].to_numpy(float) / pue, economics.discount_rate, economics.facility_life_years
     )
     node_mw = fleet.node_kw[None, :] * pue[:, None] / 1000.0
-    idle = scenario.serving.idle_power_share
+    idle = serving.idle_power_share
     running = node_mw * price[:, None] * idle + economics.opex_usd_per_node_h
     node_energy = node_mw * price[:, None] * (1.0 - idle)  # (M, A) load-following power of a node at full load
     return fixed, np.asarray(per_mw), node_mw, running, np.asarray(node_energy)
@@ -301,20 +329,20 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     InputError
         Bad power schedule, unknown sites or accelerators, gathered per file.
     """
-    horizon = horizon_of(loaded)
+    scenario, horizon = loaded.scenario, horizon_of(loaded)
     years = list(horizon.years)
     instance = build_instance(aggregated(loaded, horizon), progress=progress)
-    fleet = build_fleet(loaded, years)
+    fleet = build_fleet(scenario.classes, scenario.serving, scenario.horizon, years, source=str(loaded.path))
     progress(f"fleet: {', '.join(fleet.ids)}; goodput per node by class: {np.round(fleet.goodput_tok_s).astype(int).tolist()}")
     sites = instance.sites
     mw = power_schedule(loaded, horizon, sites, years)
-    life = horizon.node_life_years or math.ceil(loaded.scenario.economics.node_life_years)
+    life = horizon.node_life_years or math.ceil(scenario.economics.node_life_years)
     existing = _existing(horizon, sites, fleet, years, life, str(loaded.path))
     allowed = _allowed(instance, fleet, mw)
     scenarios = horizon.demand_scenarios
     country = instance.populations.table["country_code"].to_numpy(str)[instance.commodity_population]
     growth = growth_multipliers(scenarios, country, years)  # (c, Y, S)
-    mix = class_share_path(loaded, horizon, years)[instance.commodity_class]  # (c, Y)
+    mix = class_share_path(scenario.classes, horizon, years)[instance.commodity_class]  # (c, Y)
     trajectory = instance.commodity_slice_demand_tok_s[:, :, None, None] * (growth * mix[:, :, None])[:, None, :, :]
     c_count, n_slices = instance.commodity_slice_demand_tok_s.shape
     row_of_commodity, modelled = merge_commodities(allowed, instance.commodity_class, trajectory.reshape(c_count, -1))
@@ -325,8 +353,9 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     row_mean = np.zeros((len(modelled), len(years), len(scenarios)))
     np.add.at(row_mean, row_of_commodity[members], commodity_demand[members])
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
-    fixed, per_mw, node_mw, running, node_energy = _site_costs(loaded, sites, fleet, n_slices)
-    goodput = scenario_goodput(loaded, horizon, fleet, years, str(loaded.path))
+    fixed, per_mw, node_mw, running, node_energy = _site_costs(scenario.economics, scenario.serving, sites, fleet)
+    offered = offers(scenario.horizon, scenario.serving)
+    goodput = scenario_goodput(scenario.classes, scenario.serving, offered, horizon, fleet, years, source=str(loaded.path))
     if any(s.model_change is not None for s in scenarios):
         last = np.round(goodput[..., -1, :]).astype(int).T.tolist()
         progress(f"model changes: goodput per node in the last year, by scenario {last}")
@@ -335,7 +364,7 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         goodput = fleet.goodput_tok_s
         energy = node_energy[:, None, :] * _per_token(goodput)[None]
     rate = horizon.discount_rate
-    economics = loaded.scenario.economics
+    economics = scenario.economics
     prices = np.nan_to_num(fleet.node_capex_usd)
     margin = None if horizon.integer_nodes else node_mw.sum(axis=1) * min(life, len(years))
     data = BuildoutInput(

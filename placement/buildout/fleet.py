@@ -1,7 +1,7 @@
 """The accelerators a build-out may buy: goodput per class from the serving model, power and price by year.
 
 Each accelerator's per-node goodput and node-side TTFT come from the same serving model as a
-single-year run (:func:`placement.profiles.class_profiles` on the scenario with that accelerator);
+single-year run (:func:`placement.profiles.class_profiles` on the ``serving`` section with that accelerator);
 node power and price come from the accelerator catalog unless the horizon gives them.
 """
 
@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from placement._errors import InputError, Problem
 from placement.horizon import AcceleratorOffer, HorizonSection
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw, serving_request
-from placement.scenario import LoadedScenario
+from placement.scenario import ServingSection, WorkloadClass
 from placement.serving.hardware import get_model
 from placement.serving.request import serve
 
@@ -57,13 +57,14 @@ class Fleet:
         return [max((per_class[k] for per_class in self.profiles), key=lambda p: p.fixed_ttft_ms) for k in range(n_classes)]
 
 
-def with_model(loaded: LoadedScenario, model: str) -> LoadedScenario:
-    """The scenario serving another model on the same node."""
-    serving = loaded.scenario.serving.model_copy(update={"model": model})
-    return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
+def with_model(serving: ServingSection, model: str) -> ServingSection:
+    """The ``serving`` section serving another model on the same node."""
+    return serving.model_copy(update={"model": model})
 
 
-def model_goodput_tok_s(loaded: LoadedScenario, fleet: Fleet, offered: list[AcceleratorOffer], model: str) -> FloatArray:
+def model_goodput_tok_s(
+    classes: list[WorkloadClass], serving: ServingSection, fleet: Fleet, offered: list[AcceleratorOffer], model: str
+) -> FloatArray:
     """``(K, A)`` goodput of one node per class and accelerator serving ``model`` (0 where it cannot serve a class).
 
     Given-goodput classes keep their given goodput; the node-side TTFT stays inside each class's
@@ -77,26 +78,23 @@ def model_goodput_tok_s(loaded: LoadedScenario, fleet: Fleet, offered: list[Acce
     get_model(model)
     table = fleet.goodput_tok_s.copy()
     for a, offer in enumerate(offered):
-        variant = with_model(with_accelerator(loaded, offer), model)
-        for k, workload in enumerate(loaded.scenario.classes):
+        variant = with_model(with_accelerator(serving, offer), model)
+        for k, workload in enumerate(classes):
             if not workload.given:
                 table[k, a] = serve(serving_request(variant, workload)).goodput_tok_s
     return table
 
 
-def offers(loaded: LoadedScenario) -> list[AcceleratorOffer]:
+def offers(horizon: HorizonSection | None, serving: ServingSection) -> list[AcceleratorOffer]:
     """The horizon's accelerators; else ``serving.accelerators``; else ``serving.accelerator``, every year."""
-    scenario = loaded.scenario
-    horizon = scenario.horizon
     if horizon is not None and horizon.accelerators:
         return list(horizon.accelerators)
-    return [AcceleratorOffer(id=a) for a in (scenario.serving.accelerators or [scenario.serving.accelerator])]
+    return [AcceleratorOffer(id=a) for a in (serving.accelerators or [serving.accelerator])]
 
 
-def with_accelerator(loaded: LoadedScenario, offer: AcceleratorOffer) -> LoadedScenario:
-    """The scenario with its node replaced by the offered accelerator (the catalog's kW unless the offer gives it)."""
-    serving = loaded.scenario.serving.model_copy(update={"accelerator": offer.id, "node_kw": offer.node_kw})
-    return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
+def with_accelerator(serving: ServingSection, offer: AcceleratorOffer) -> ServingSection:
+    """The ``serving`` section with its node replaced by the offered accelerator (the catalog's kW unless the offer gives it)."""
+    return serving.model_copy(update={"accelerator": offer.id, "node_kw": offer.node_kw})
 
 
 def _price_path(offer: AcceleratorOffer, years: list[int], catalog_usd: float) -> tuple[FloatArray, NDArray[np.bool_]]:
@@ -125,15 +123,23 @@ def _check_years(horizon: HorizonSection | None, offered: list[AcceleratorOffer]
         raise InputError(problems)
 
 
-def build_fleet(loaded: LoadedScenario, years: list[int]) -> Fleet:
+def build_fleet(
+    classes: list[WorkloadClass], serving: ServingSection, horizon: HorizonSection | None, years: list[int], *, source: str
+) -> Fleet:
     """Goodput, power and price of every accelerator on offer.
 
     Parameters
     ----------
-    loaded : LoadedScenario
-        The scenario.
+    classes : list of WorkloadClass
+        The scenario's ``classes``.
+    serving : ServingSection
+        The scenario's ``serving`` section (each accelerator on offer replaces its node).
+    horizon : HorizonSection or None
+        The scenario's ``horizon`` (its accelerators on offer; none: ``serving.accelerators``).
     years : list of int
         The planning years.
+    source : str
+        The scenario file, for error messages.
 
     Returns
     -------
@@ -145,14 +151,14 @@ def build_fleet(loaded: LoadedScenario, years: list[int]) -> Fleet:
     InputError
         Every accelerator the catalog does not know or that serves a class not at all, gathered.
     """
-    offered = offers(loaded)
-    _check_years(loaded.scenario.horizon, offered, years, str(loaded.path))
+    offered = offers(horizon, serving)
+    _check_years(horizon, offered, years, source)
     problems: list[Problem] = []
     profiles, kws, prices, ons = [], [], [], []
     for offer in offered:
-        variant = with_accelerator(loaded, offer)
+        variant = with_accelerator(serving, offer)
         try:
-            profiles.append(class_profiles(variant))
+            profiles.append(class_profiles(classes, variant, source=source))
         except InputError as exc:
             problems += [Problem(p.source, p.where, p.field, f"accelerator {offer.id}: {p.rule}", p.fix) for p in exc.problems]
             continue

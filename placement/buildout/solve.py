@@ -20,10 +20,10 @@ import numpy as np
 from placement._errors import SolverError
 from placement.buildout.arrays import Buildout
 from placement.buildout.evaluate import PlanCosts, plan_costs, violations
-from placement.instance import Progress, quiet
 from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage
 from placement.optimize.buildout.solve import round_up, sites_of_relaxation, solve_buildout, solve_regret
 from placement.optimize.solver import SolverOptions
+from placement.progress import Progress, quiet
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,7 @@ def class_accelerator_table(result: StochasticResult, scenario: int) -> pd.DataF
     rows = [
         {"year": year, "class": cls.name, "accelerator": name, "share_of_class_tokens": float(share[k, h, y])}
         for y, year in enumerate(b.years)
-        for k, cls in enumerate(b.loaded.scenario.classes)
+        for k, cls in enumerate(b.classes)
         for h, name in enumerate(b.fleet.ids)
         if share[k, h, y] > 1e-9
     ]
@@ -242,7 +242,7 @@ def year_summary(result: StochasticResult, y: int, scenario: int) -> dict[str, A
     b = result.buildout
     row = year_table(result, scenario).iloc[y]
     return {
-        "scenario": f"{b.loaded.scenario.name} {b.years[y]} ({b.scenario_names[scenario]} demand)",
+        "scenario": f"{b.scenario_name} {b.years[y]} ({b.scenario_names[scenario]} demand)",
         "status": "optimal" if result.gap <= b.horizon.gap else "feasible",
         "year": b.years[y],
         "demand_scenario": b.scenario_names[scenario],
@@ -267,7 +267,7 @@ def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any
     years = year_table(result, base)
     accelerators_used = sorted({b.fleet.ids[h] for h in range(len(b.fleet.ids)) if result.plan.nodes[:, h].sum() > 0})
     return {
-        "scenario": b.loaded.scenario.name,
+        "scenario": b.scenario_name,
         "kind": "buildout",
         "status": "optimal" if result.gap <= b.horizon.gap else "feasible",
         "years_scenario": b.scenario_names[base],
@@ -304,7 +304,7 @@ def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any
         "aggregation": aggregation(result),
         "timings_s": {**result.timings_s, "total_s": runtime_s},
         "notes": list(result.notes),
-        "scenario_path": str(b.loaded.path),
+        "scenario_path": str(b.scenario_path),
     }
 
 

@@ -143,7 +143,7 @@ def draw_year_maps(result: StochasticResult, table: pd.DataFrame, colours: dict[
         ax.axis("off")
     handles = [Line2D([], [], marker="o", linestyle="", markerfacecolor=c, markeredgecolor="black") for c in colours.values()]
     fig.legend(handles, list(colours), loc="lower center", ncol=len(colours), fontsize=8, title="largest accelerator at the site")
-    fig.suptitle(f"{b.loaded.scenario.name}: open sites by year ({b.scenario_names[b.base_index]} demand; area ~ MW used)")
+    fig.suptitle(f"{b.scenario_name}: open sites by year ({b.scenario_names[b.base_index]} demand; area ~ MW used)")
     fig.tight_layout(rect=(0, 0.07, 1, 0.96))
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -204,7 +204,7 @@ def render_year_map(result: StochasticResult, table: pd.DataFrame, colours: dict
     script, css = leaflet_assets()
     payload = json.dumps({"years": years, "colours": colours, "countries": countries_geojson(load_basemap())})
     payload = payload.replace("</", "<\\/")
-    title = f"{b.loaded.scenario.name}: build-out by year"
+    title = f"{b.scenario_name}: build-out by year"
     return _PAGE.format(title=title, css=css, script=script, payload=payload, first=b.years[0])
 
 
@@ -269,7 +269,7 @@ def render_report(result: StochasticResult, summary: dict[str, Any]) -> str:
     years = year_table(result, b.base_index)
     scenarios = scenario_table(result)
     lines = [
-        f"# {b.loaded.scenario.name}: build-out {b.years[0]}-{b.years[-1]}",
+        f"# {b.scenario_name}: build-out {b.years[0]}-{b.years[-1]}",
         "",
         f"Expected NPV of cost {_money(result.expected_usd)} over {len(b.scenario_names)} demand scenarios "
         f"(discount rate {b.horizon.discount_rate:.0%}); the mean-value plan would cost {_money(result.eev_usd)} in expectation: "
@@ -347,7 +347,7 @@ def _write_years(result: StochasticResult, folder: Path) -> None:
 
 def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s: float) -> None:
     b = result.buildout
-    shutil.copyfile(b.loaded.path, folder / "scenario.yaml")
+    shutil.copyfile(b.scenario_path, folder / "scenario.yaml")
     summary = summary_dict(result, runtime_s=runtime_s)
     write_json(summary, folder / "summary.json")
     base = buildout_table(result, b.base_index)
@@ -364,7 +364,7 @@ def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s:
         base,
         colours,
         folder / "timeline.png",
-        title=f"{b.loaded.scenario.name} ({b.scenario_names[b.base_index]} demand)",
+        title=f"{b.scenario_name} ({b.scenario_names[b.base_index]} demand)",
         energized_mw=energized,
     )
     if maps:

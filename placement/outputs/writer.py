@@ -48,11 +48,11 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     dict
         JSON-ready (through :func:`placement.results.write_json`).
     """
-    return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.instance.loaded.path)}
+    return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.scenario_path)}
 
 
 def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame | None) -> None:
-    shutil.copyfile(plan.instance.loaded.path, folder / "scenario.yaml")
+    shutil.copyfile(plan.scenario_path, folder / "scenario.yaml")
     write_json(summary_json_dict(plan), folder / "summary.json")
     write_csv(plan.sites, folder / "sites.csv")
     write_csv(plan.assignments, folder / "assignments.csv")

@@ -24,6 +24,7 @@ import yaml
 from placement import jsonio
 from placement._errors import PlacementError
 from placement.outputs.writer import write_text_atomic
+from placement.progress import StderrProgress
 from placement.results import csv_text, json_text
 from placement.scenario import LoadedScenario
 from placement.sweep.spec import MARKER, RESULT_COLUMNS, PreparedSweep, SweepCase, prepare_sweep
@@ -264,7 +265,7 @@ def run_sweep(
     prepared = prepare_sweep(sweep_path)
     out = Path(out_dir).resolve()
     _claim_folder(out, prepared)
-    say = _Say(progress)
+    say = StderrProgress(show=progress, timed=False)
     for note in prepared.notes:
         say(note)
     stored = {case.case_id: load_case(out, case.case_id) for case in prepared.cases}
@@ -287,17 +288,6 @@ def run_sweep(
     failed = int((table["error"] != "").sum())
     say(f"{len(table) - failed} of {len(table)} cases solved, {failed} failed; results in {out}")
     return table
-
-
-class _Say:
-    """Prints a line to standard error, unless quiet."""
-
-    def __init__(self, show: bool) -> None:
-        self.show = show
-
-    def __call__(self, line: str) -> None:
-        if self.show:
-            print(line, file=sys.stderr, flush=True)
 
 
 def _describe_client(client: Any, scheduler: str | None) -> str:
