@@ -688,3 +688,57 @@ def served_row(model: LinearModel, share_cols: IntArray, pair_mean_tok_s: FloatA
     cols = share_cols[keep]
     row = np.zeros(len(cols), dtype=np.int64)
     return model.add_rows("min_served", None, row=row, col=cols, value=pair_mean_tok_s[keep], lower=min_served_tok_s)
+
+
+def load_cost_budget_row(
+    model: LinearModel, share_cols: IntArray, pair_cost_usd_per_h: FloatArray, current_usd_per_h: float
+) -> RowBlock:
+    """The load-dependent cost may not rise above a design's: ``sum_p cost[p] * share[p] <= current``, ``routing_cost_budget``.
+
+    The right-hand side carries a relative and an absolute slack of 1e-9, so the design's own shares meet it
+    through rounding. Pairs with no load-dependent cost carry no term.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The model.
+    share_cols : numpy.ndarray
+        Column of each pair's share.
+    pair_cost_usd_per_h : numpy.ndarray
+        Load-dependent cost of each of those pairs at a share of 1. [USD/h]
+    current_usd_per_h : float
+        The design's load-dependent cost. [USD/h]
+
+    Returns
+    -------
+    RowBlock
+        The row.
+    """
+    keep = pair_cost_usd_per_h != 0.0
+    cols = share_cols[keep]
+    row = np.zeros(len(cols), dtype=np.int64)
+    budget = current_usd_per_h * (1 + 1e-9) + 1e-9
+    return model.add_rows("routing_cost_budget", None, row=row, col=cols, value=pair_cost_usd_per_h[keep], upper=budget)
+
+
+def unserved_cap_row(model: LinearModel, unserved_cols: IntArray, mean_demand_tok_s: FloatArray, cap_tok_s: float) -> RowBlock:
+    """At most ``cap_tok_s`` mean goodput left unserved: ``sum_c mean[c] * unserved[c] <= cap``, ``max_unserved``.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The model.
+    unserved_cols : numpy.ndarray
+        ``(c,)`` column of each commodity's unserved share.
+    mean_demand_tok_s : numpy.ndarray
+        ``(c,)`` mean demand of each commodity. [tokens/s]
+    cap_tok_s : float
+        The most mean goodput left unserved. [tokens/s]
+
+    Returns
+    -------
+    RowBlock
+        The row.
+    """
+    row = np.zeros(len(unserved_cols), dtype=np.int64)
+    return model.add_rows("max_unserved", None, row=row, col=unserved_cols, value=mean_demand_tok_s, upper=cap_tok_s)
