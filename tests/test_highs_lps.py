@@ -1,0 +1,86 @@
+"""The LPs built straight into HiGHS (routing, the fixed-design LP of explain, the priced LP) are the placement
+rows of the one linear model: what HiGHS holds is the model's export, and routing's LP is route_to_nearest's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from placement.optimize import pricing
+from placement.optimize.heuristics import route_to_nearest
+from placement.optimize.linear import new_highs, pulp_values, to_highspy
+from placement.optimize.problem import PlacementInput
+from placement.optimize.ranging import FixedDesignLP
+from placement.optimize.routing import route_nearest_arrays
+from placement.optimize.solve import solve_placement
+from placement.optimize.solver import SolverOptions
+from tests.test_full_resolution import random_instance
+
+
+def _lp_arrays(highs: object) -> list[np.ndarray]:
+    """Bounds, costs and every coefficient (sorted by column, then row) of the LP in a HiGHS object."""
+    lp = highs.getLp()  # type: ignore[attr-defined]
+    matrix = lp.a_matrix_
+    start, index = np.asarray(matrix.start_), np.asarray(matrix.index_)
+    outer = np.repeat(np.arange(len(start) - 1), np.diff(start))
+    rows, cols = (outer, index) if "Rowwise" in str(matrix.format_) else (index, outer)
+    order = np.lexsort((rows, cols))
+    fields = (lp.col_cost_, lp.col_lower_, lp.col_upper_, lp.row_lower_, lp.row_upper_)
+    return [np.asarray(f) for f in fields] + [cols[order], rows[order], np.asarray(matrix.value_)[order]]
+
+
+def _assert_same_lp(a: object, b: object) -> None:
+    for x, y in zip(_lp_arrays(a), _lp_arrays(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def with_rtt(data: PlacementInput, seed: int) -> PlacementInput:
+    rtt = np.random.default_rng(seed).uniform(5.0, 90.0, len(data.pair_site))
+    return PlacementInput(**{**data.__dict__, "pair_rtt_ms": rtt})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_routing_lp_routes_like_route_to_nearest(seed: int) -> None:
+    data = with_rtt(random_instance(seed, power=2.0), seed)
+    options = SolverOptions(name="highs", gap=1e-9)
+    design = solve_placement(data, options)
+    assert design.report.status.has_solution
+    model, report = route_to_nearest(data, design, options, optional=False)
+    assert report.status.has_solution
+    pulp_shares = np.clip(pulp_values(model.shares), 0.0, 1.0)
+    routed = route_nearest_arrays(data, design.open, design.nodes, design.pair_share)
+    assert routed is not None
+    weight = data.pair_rtt_ms * data.mean_demand_tok_s[data.pair_commodity]
+    assert routed @ weight == pytest.approx(pulp_shares @ weight, rel=1e-7)
+    assert routed @ weight <= design.pair_share @ weight * (1 + 1e-9)
+    np.testing.assert_allclose(routed, pulp_shares, atol=1e-6)
+
+
+def test_fixed_design_lp_holds_its_model() -> None:
+    data = random_instance(1, power=0.5)  # power short: some demand left unserved
+    is_open = np.ones(data.n_sites, dtype=bool)
+    is_open[0] = False
+    lp = FixedDesignLP(data, is_open, 5.0)
+    assert lp.status and lp.unserved_share.any()
+    base = lp.cost_usd_per_h() - lp.fixed_usd_per_h
+    _assert_same_lp(lp.highs, to_highspy(lp.model.model))
+    for j in range(data.n_sites):  # what-ifs restore what they change
+        lp.resolve_toggled(j)
+        lp.resolve_more_power(j, 0.1)
+    _assert_same_lp(lp.highs, to_highspy(lp.model.model))
+    fresh = to_highspy(lp.model.model)
+    fresh.run()
+    assert fresh.getInfo().objective_function_value == pytest.approx(base, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_priced_lp_holds_its_model_every_round(seed: int) -> None:
+    data = PlacementInput(**{**random_instance(seed, power=2.0).__dict__, "min_sites_open": 2})
+    start = pricing.initial_pairs(data, 1)
+    least, lp = pricing.relax(data, objective="unserved", pairs=start)
+    cost, lp = pricing.relax(data, objective="cost", unserved_cap_tok_s=max(least.value, 0.0) + 1e-6, target=0.0, lp=lp)
+    assert cost.converged and lp.cap_row >= 0 and (lp.slice_row >= 0).sum() > data.n_sites
+    _assert_same_lp(lp.h, to_highspy(lp.model))  # pairs priced in, slices and links cut in: every coefficient sent
+    fresh = to_highspy(lp.model, new_highs())
+    fresh.run()
+    assert fresh.getInfo().objective_function_value == pytest.approx(cost.value, rel=1e-9)
