@@ -3,6 +3,8 @@ rows of the one linear model: what HiGHS holds is the model's export, and routin
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,27 @@ from placement.optimize.ranging import FixedDesignLP
 from placement.optimize.routing import route_nearest_arrays
 from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions
-from tests.test_full_resolution import random_instance
+
+
+def random_instance(seed: int, *, n: int = 14, m: int = 5, slices: int = 4, power: float = 1.0) -> PlacementInput:
+    """Commodities peaking in different slices, 2-4 sites each, round trips and energy costs per pair."""
+    rng = np.random.default_rng(seed)
+    demand = rng.uniform(2_000, 20_000, (n, 1)) * rng.uniform(0.3, 1.0, (n, slices))
+    pairs = sorted({(c, int(j)) for c in range(n) for j in rng.choice(m, size=int(rng.integers(2, 5)), replace=False)})
+    return PlacementInput(
+        slice_demand_tok_s=demand,
+        slice_hours=np.full(slices, 24.0 / slices),
+        pair_commodity=np.array([c for c, _ in pairs], dtype=np.int64),
+        pair_site=np.array([j for _, j in pairs], dtype=np.int64),
+        pair_nodes_per_tok_s=rng.uniform(0.8e-4, 1.2e-4, len(pairs)),
+        pair_rtt_ms=rng.uniform(5.0, 90.0, len(pairs)),
+        pair_cost_usd_per_h=rng.uniform(0.5, 5.0, len(pairs)),
+        site_fixed_usd_per_h=rng.uniform(20, 200, m),
+        site_node_usd_per_h=rng.uniform(8, 20, m),
+        site_node_mw=np.full(m, 0.01),
+        site_mw_available=rng.integers(3, 9, m) * 0.01 * power,
+        site_locked=np.zeros(m, dtype=bool),
+    )
 
 
 def _lp_arrays(highs: object) -> list[np.ndarray]:
@@ -34,17 +56,16 @@ def _assert_same_lp(a: object, b: object) -> None:
         np.testing.assert_array_equal(x, y)
 
 
-def with_rtt(data: PlacementInput, seed: int) -> PlacementInput:
-    rtt = np.random.default_rng(seed).uniform(5.0, 90.0, len(data.pair_site))
-    return PlacementInput(**{**data.__dict__, "pair_rtt_ms": rtt})
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_routing_lp_routes_like_route_to_nearest(seed: int) -> None:
-    data = with_rtt(random_instance(seed, power=2.0), seed)
+    base = random_instance(seed, power=2.0)
+    # Energy priced by commodity: moving a share between sites keeps the load cost, so the budget row holds.
+    energy = np.random.default_rng(seed).uniform(0.5, 5.0, base.n_commodities)[base.pair_commodity]
+    data = PlacementInput(**{**base.__dict__, "pair_cost_usd_per_h": energy})
     options = SolverOptions(name="highs", gap=1e-9)
-    design = solve_placement(data, options)
-    assert design.report.status.has_solution
+    blind = solve_placement(PlacementInput(**{**data.__dict__, "pair_rtt_ms": np.zeros(len(data.pair_site))}), options)
+    assert blind.report.status.has_solution  # a design placed without regard to round trips
+    design = dataclasses.replace(blind, routing_report=None)
     model, report = route_to_nearest(data, design, options, optional=False)
     assert report.status.has_solution
     pulp_shares = np.clip(pulp_values(model.shares), 0.0, 1.0)
@@ -53,6 +74,7 @@ def test_routing_lp_routes_like_route_to_nearest(seed: int) -> None:
     weight = data.pair_rtt_ms * data.mean_demand_tok_s[data.pair_commodity]
     assert routed @ weight == pytest.approx(pulp_shares @ weight, rel=1e-7)
     assert routed @ weight <= design.pair_share @ weight * (1 + 1e-9)
+    assert routed @ weight < design.pair_share @ weight * (1 - 1e-3)  # routing moved shares nearer
     np.testing.assert_allclose(routed, pulp_shares, atol=1e-6)
 
 
