@@ -8,9 +8,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from placement.optimize import pricing
+from placement.optimize import pricing, rows
 from placement.optimize.heuristics import route_to_nearest
-from placement.optimize.linear import new_highs, pulp_values, to_highspy
+from placement.optimize.linear import LinearModel, new_highs, pulp_values, to_highspy, to_pulp
 from placement.optimize.problem import PlacementInput
 from placement.optimize.ranging import FixedDesignLP
 from placement.optimize.routing import route_nearest_arrays
@@ -106,3 +106,30 @@ def test_priced_lp_holds_its_model_every_round(seed: int) -> None:
     fresh = to_highspy(lp.model, new_highs())
     fresh.run()
     assert fresh.getInfo().objective_function_value == pytest.approx(cost.value, rel=1e-9)
+
+
+def _rows_by_name(model: LinearModel) -> dict[str, dict[str, float]]:
+    problem = to_pulp(model).problem
+    return {row.name: {v.name: c for v, c in row.items()} for row in problem.constraints()}
+
+
+def test_pairs_priced_in_complete_the_demand_and_capacity_rows() -> None:
+    data = random_instance(3)
+    pc, ps, load = data.pair_commodity, data.pair_site, data.pair_slice_load()
+    sites, slices = rows.capacity_slices(ps, load, data.n_sites)
+    ones, per_node = np.ones(data.n_commodities), np.ones(data.n_sites)
+    full = LinearModel("full")
+    nodes = full.add_columns("nodes", [str(j) for j in range(data.n_sites)])
+    shares = rows.share_columns(full, pc, ps)
+    rows.demand_rows(full, shares.cols, pc, ones)
+    rows.capacity_rows(full, shares.cols, ps, load, nodes.cols, per_node, sites, slices)
+    grown = LinearModel("grown")
+    nodes = grown.add_columns("nodes", [str(j) for j in range(data.n_sites)])
+    first = np.arange(len(ps)) % 3 == 0
+    shares = rows.share_columns(grown, pc[first], ps[first])
+    demand = rows.demand_rows(grown, shares.cols, pc[first], ones)
+    capacity = rows.capacity_rows(grown, shares.cols, ps[first], load[first], nodes.cols, per_node, sites, slices)
+    later = rows.share_columns(grown, pc[~first], ps[~first])
+    rows.extend_demand_rows(demand, later.cols, pc[~first])
+    rows.extend_capacity_rows(capacity, sites, slices, later.cols, ps[~first], load[~first])
+    assert _rows_by_name(grown) == _rows_by_name(full)

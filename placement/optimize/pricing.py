@@ -195,7 +195,7 @@ class _Lp:
         self.cap_row = -1
         self.cap_rhs = 0.0
         self.slice_row = np.full((m, len(data.slice_hours)), -1, dtype=np.int64)
-        self.slice_blocks: list[RowBlock] = []
+        self.slice_blocks: list[tuple[RowBlock, IntArray, IntArray]] = []  # capacity rows and their (site, slice)
         self.pair_col = np.full(len(data.pair_site), -1, dtype=np.int64)
         self.pair_blocks: list[tuple[ColumnBlock, IntArray]] = []
         self.link_row = np.full(len(data.pair_site), -1, dtype=np.int64)
@@ -282,15 +282,10 @@ class _Lp:
         block.upper = np.ones(len(pairs))
         self.pair_blocks.append((block, pairs))
         self.pair_col[pairs] = block.cols
-        self.demand.extend(commodity, block.cols, np.ones(len(pairs)))
-        slice_rows = self.slice_row[sites]  # (k, T)
-        has = slice_rows >= 0
+        rows.extend_demand_rows(self.demand, block.cols, commodity)
         load = data.slice_demand_tok_s[commodity] * data.pair_nodes_per_tok_s[pairs, None]
-        row, col, value = slice_rows[has], block.cols[np.nonzero(has)[0]], load[has]
-        for cut in self.slice_blocks:
-            inside = (row >= cut.start) & (row < cut.start + cut.size)
-            if inside.any():
-                cut.extend(row[inside] - cut.start, col[inside], value[inside])
+        for cut, cut_sites, cut_slices in self.slice_blocks:
+            rows.extend_capacity_rows(cut, cut_sites, cut_slices, block.cols, sites, load)
         self.sync.sync()
 
     def add_links(self, pairs: IntArray) -> None:
@@ -315,7 +310,7 @@ class _Lp:
         load = data.slice_demand_tok_s[data.pair_commodity[active]] * data.pair_nodes_per_tok_s[active, None]
         cols, at = self.pair_col[active], data.pair_site[active]
         block = rows.capacity_rows(self.model, cols, at, load, self.nodes.cols, np.ones(self.m), sites, slices)
-        self.slice_blocks.append(block)
+        self.slice_blocks.append((block, sites, slices))
         self.slice_row[sites, slices] = block.rows
         self.sync.sync()
 

@@ -232,6 +232,21 @@ def linking_rows(
     return model.add_rows("link", labels, row=row, col=col, value=value, upper=0.0, size=k)
 
 
+def extend_demand_rows(block: RowBlock, share_cols: IntArray, pair_commodity: IntArray) -> None:
+    """Shares priced in after the demand rows (:func:`demand_rows`) enter their commodity's row.
+
+    Parameters
+    ----------
+    block : RowBlock
+        The demand rows, one per commodity.
+    share_cols : numpy.ndarray
+        Column of each new pair's share.
+    pair_commodity : numpy.ndarray
+        Commodity of each of those pairs.
+    """
+    block.extend(pair_commodity, share_cols, np.ones(len(share_cols)))
+
+
 def undominated_columns(block: FloatArray) -> list[int]:
     """Columns of ``block`` not dominated (elementwise <=, and different) by another column.
 
@@ -347,6 +362,38 @@ def capacity_rows(
     row, col, value = _rows_of(groups)
     upper = 0.0 if capacity_cols is not None else capacity_per_unit[sites]
     return model.add_rows(name, _labels(sites, slices), row=row, col=col, value=value, upper=upper, size=len(sites))
+
+
+def extend_capacity_rows(
+    block: RowBlock,
+    sites: IntArray,
+    slices: IntArray,
+    share_cols: IntArray,
+    pair_site: IntArray,
+    pair_weight: FloatArray,
+) -> None:
+    """Shares priced in after capacity rows (:func:`capacity_rows`) enter the rows of their site.
+
+    Parameters
+    ----------
+    block : RowBlock
+        Capacity rows, row k of site ``sites[k]`` and slice ``slices[k]``.
+    sites, slices : numpy.ndarray
+        The (site, slice) of each row of the block.
+    share_cols : numpy.ndarray
+        Column of each new pair's share.
+    pair_site : numpy.ndarray
+        Site of each of those pairs.
+    pair_weight : numpy.ndarray
+        ``(k, T)`` capacity used per unit of flow on each new pair in each slice.
+    """
+    order = np.argsort(sites, kind="stable")
+    first = np.searchsorted(sites[order], pair_site, side="left")
+    count = np.searchsorted(sites[order], pair_site, side="right") - first
+    pair = np.repeat(np.arange(len(share_cols)), count)
+    offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    local = order[np.repeat(first, count) + offset]
+    block.extend(local, share_cols[pair], pair_weight[pair, slices[local]])
 
 
 def power_rows(
