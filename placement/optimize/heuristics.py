@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from placement.optimize import rows
 from placement.optimize.model import PlacementModel, placement_blocks, to_placement_model
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
 from placement.optimize.rows import group_by
@@ -26,12 +27,7 @@ def route_to_nearest(
         b.unserved.fix(np.clip(solution.unserved_share, 0.0, 1.0))
     if np.any(data.pair_cost_usd_per_h):
         current = float(solution.pair_share @ data.pair_cost_usd_per_h)
-        keep = data.pair_cost_usd_per_h != 0.0
-        cols = b.shares.cols[keep]
-        budget = current * (1 + 1e-9) + 1e-9
-        b.model.add_rows(
-            "routing_cost_budget", None, row=np.zeros(len(cols)), col=cols, value=data.pair_cost_usd_per_h[keep], upper=budget
-        )
+        rows.load_cost_budget_row(b.model, b.shares.cols, data.pair_cost_usd_per_h, current)
     for block in (b.open, b.nodes, b.unserved):
         if block is not None:
             block.cost = np.zeros(block.size)

@@ -17,7 +17,7 @@ step with a model that grows (columns priced in, rows cut in).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -437,7 +437,9 @@ def new_highs(*, threads: int = 1) -> highspy.Highs:
     return highs
 
 
-def csc(n_cols: int, row: IntArray, col: IntArray, value: FloatArray) -> tuple[NDArray[np.int32], NDArray[np.int32], FloatArray]:
+def csc(
+    n_cols: int, row: IntArray, col: IntArray, value: FloatArray, *, key: IntArray | None = None
+) -> tuple[NDArray[np.int32], NDArray[np.int32], FloatArray]:
     """Triplets as compressed sparse columns: column starts, row indices, values (rows ascending in a column).
 
     Parameters
@@ -446,13 +448,15 @@ def csc(n_cols: int, row: IntArray, col: IntArray, value: FloatArray) -> tuple[N
         Number of columns (local: ``col`` in ``0..n_cols-1``).
     row, col, value : numpy.ndarray
         Triplets.
+    key : numpy.ndarray, optional
+        Order of the entries within a column (default: ``row``, ascending).
 
     Returns
     -------
     tuple of numpy.ndarray
         ``starts`` (int32), ``index`` (int32) and ``value`` (float64).
     """
-    order = np.lexsort((row, col))
+    order = np.lexsort((row if key is None else key, col))
     starts = np.searchsorted(col[order], np.arange(n_cols)).astype(np.int32)
     return starts, row[order].astype(np.int32), value[order].astype(np.float64)
 
@@ -465,16 +469,25 @@ class HighsSync:
     appended), then new rows (with every coefficient). Bounds and costs changed on blocks already sent
     are not resent: change them in HiGHS too (``changeColsBounds``, ``changeColsCost``, ...).
 
+    HiGHS keeps a column's entries in the order they are sent (rows added later go after them, ascending):
+    by row unless ``entry_rank`` says otherwise.
+
     Parameters
     ----------
     model : LinearModel
         The model.
     highs : highspy.Highs
         The HiGHS object (e.g. :func:`new_highs`), empty.
+    entry_rank : callable, optional
+        Rank of each of a new column's entries among that column's, from their global rows (an array in,
+        an array out); entries are sent in ascending rank. Default: the row itself.
     """
 
-    def __init__(self, model: LinearModel, highs: highspy.Highs) -> None:
+    def __init__(
+        self, model: LinearModel, highs: highspy.Highs, *, entry_rank: Callable[[IntArray], IntArray] | None = None
+    ) -> None:
         self.model, self.highs = model, highs
+        self.entry_rank = entry_rank
         self.cols_sent = 0
         self.rows_sent = 0
         self.entries_sent: dict[int, int] = {}  # id(row block) -> triplets sent
@@ -504,7 +517,8 @@ class HighsSync:
         cost = np.concatenate([b.cost for b in blocks])
         lower = np.concatenate([b.lower for b in blocks])
         upper = np.concatenate([b.upper for b in blocks])
-        starts, index, values = csc(n, row, col - self.cols_sent, value)
+        key = None if self.entry_rank is None else np.asarray(self.entry_rank(row))
+        starts, index, values = csc(n, row, col - self.cols_sent, value, key=key)
         self.highs.addCols(n, cost, lower, upper, len(index), starts, index, values)
         integer = np.concatenate([np.full(b.size, b.integer) for b in blocks])
         if integer.any():

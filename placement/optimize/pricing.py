@@ -14,8 +14,9 @@ model over every pair and slice, its MILP included. When no pair prices out and 
 bound equals the LP optimum of the full model.
 
 Two objectives share the machinery: ``"unserved"`` (least unserved mean goodput: what the sites' power can
-carry at most) and ``"cost"`` (least cost, with unserved goodput capped). Built on highspy arrays, not PuLP:
-the model is rebuilt in place, HiGHS keeps its basis between rounds.
+carry at most) and ``"cost"`` (least cost, with unserved goodput capped). The restricted LP is a
+:class:`~placement.optimize.linear.LinearModel` of the placement rows (:mod:`placement.optimize.rows`) that grows
+in place, kept in step with HiGHS, which keeps its basis between rounds.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import Literal
 
 import numpy as np
 
+from placement.optimize import rows
+from placement.optimize.linear import ColumnBlock, HighsSync, LinearModel, RowBlock, new_highs
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
-from placement.optimize.rows import group_by
 
 INITIAL_PAIRS_PER_COMMODITY = 10
 """Pairs each commodity starts with: its cheapest by node, energy and fixed cost at its peak."""
@@ -164,71 +166,68 @@ def initial_pairs(data: PlacementInput, count: int | None = None) -> IntArray:
 
 
 class _Lp:
-    """The restricted LP in a HiGHS object: columns ``[open | nodes | unserved | shares...]``."""
+    """The restricted LP, a :class:`LinearModel` kept in step with a HiGHS object.
+
+    Columns ``[open | nodes | unserved | shares...]`` (shares as priced in); rows demand (c), power (m), the
+    site counts, then the unserved cap, slice rows and linking rows as they are added. HiGHS gets each
+    addition as it is made (one :meth:`HighsSync.sync` per step), so it keeps its basis between rounds.
+    """
 
     def __init__(self, data: PlacementInput) -> None:
-        import highspy
-
         self.data = data
-        self.h = highspy.Highs()  # type: ignore[no-untyped-call]
-        self.h.setOptionValue("output_flag", False)
-        self.h.setOptionValue("threads", 1)
-        self.h.setOptionValue("random_seed", 0)
         m, c = data.n_sites, data.n_commodities
         self.m, self.c = m, c
         self.pair_cost = np.zeros(len(data.pair_site))
         self.unserved_in_model = True
-        lower_open = data.site_locked.astype(float)
-        self._add_cols(np.zeros(m), lower_open, np.ones(m))
-        self._add_cols(np.zeros(m), np.zeros(m), data.site_max_nodes.astype(float))
-        self._add_cols(np.zeros(c), np.zeros(c), np.ones(c))
-        self.n_cols = 2 * m + c
-        # Rows: demand (c), power (m), then site counts, the unserved cap, slice rows and linking rows as added.
-        self._add_rows(np.ones(c), np.ones(c), np.arange(c), 2 * m + np.arange(c), np.ones(c))
-        sites = np.arange(m)
-        self._add_rows(
-            np.full(m, -np.inf),
-            np.zeros(m),
-            np.concatenate([sites, sites]),
-            np.concatenate([m + sites, sites]),
-            np.concatenate([data.site_node_mw, -data.site_mw_available]),
-        )
-        self.n_rows = c + m
-        self.count_rows: list[tuple[int, float, bool]] = []  # (row, rhs, is a lower bound)
-        total = np.zeros(m, dtype=np.int64)
-        for rhs, lower in ((data.min_sites_open, True), (data.max_sites_open, False)):
-            if rhs is None:
-                continue
-            lo, hi = (float(rhs), np.inf) if lower else (-np.inf, float(rhs))
-            self._add_rows(np.array([lo]), np.array([hi]), total, sites, np.ones(m))
-            self.count_rows.append((self.n_rows, float(rhs), lower))
-            self.n_rows += 1
+        self.model = LinearModel("priced_lp")
+        lm = self.model
+        self.open = rows.open_columns(lm, m, locked=data.site_locked)
+        self.nodes = rows.node_columns(lm, data.site_max_nodes, cost=np.zeros(m))
+        self.open.integer = self.nodes.integer = False  # the LP relaxation
+        self.unserved = rows.unserved_columns(lm, c)
+        no_pairs = np.zeros(0, dtype=np.int64)
+        self.demand = rows.demand_rows(lm, no_pairs, no_pairs, np.ones(c), unserved_cols=self.unserved.cols)
+        self.power = rows.power_rows(lm, self.nodes.cols, self.open.cols, data.site_node_mw, data.site_mw_available)
+        counts = rows.site_count_rows(lm, self.open.cols, min_open=data.min_sites_open, max_open=data.max_sites_open)
+        bounds = [(rhs, lower) for rhs, lower in ((data.min_sites_open, True), (data.max_sites_open, False)) if rhs is not None]
+        # (row, rhs, is a lower bound) of each site-count row
+        self.count_rows = [(b.start, float(rhs), lower) for b, (rhs, lower) in zip(counts, bounds, strict=True)]
         self.cap_row = -1
         self.cap_rhs = 0.0
         self.slice_row = np.full((m, len(data.slice_hours)), -1, dtype=np.int64)
+        self.slice_blocks: list[tuple[RowBlock, IntArray, IntArray]] = []  # capacity rows and their (site, slice)
         self.pair_col = np.full(len(data.pair_site), -1, dtype=np.int64)
+        self.pair_blocks: list[tuple[ColumnBlock, IntArray]] = []
         self.link_row = np.full(len(data.pair_site), -1, dtype=np.int64)
         self.objective = np.zeros(0)
         self.best_bound: float | None = None
         self.kind = ""
+        # A priced pair's entries go to HiGHS as they always have: its demand row, then its slice rows by slice.
+        self.sync = HighsSync(lm, new_highs(threads=1), entry_rank=self._entry_rank)
+        self.h = self.sync.sync()
 
-    def _add_cols(self, cost: FloatArray, lower: FloatArray, upper: FloatArray) -> None:
-        n = len(cost)
-        self.h.addCols(n, cost, lower, upper, 0, np.zeros(n, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+    @property
+    def n_cols(self) -> int:
+        """Columns of the restricted LP."""
+        return self.model.n_cols
 
-    def _add_rows(self, lower: FloatArray, upper: FloatArray, row: IntArray, col: IntArray, value: FloatArray) -> None:
-        """Rows given as triplets with ``row`` local (0..len(lower)-1)."""
-        order = np.argsort(row, kind="stable")
-        starts = np.searchsorted(row[order], np.arange(len(lower))).astype(np.int32)
-        self.h.addRows(len(lower), lower, upper, len(order), starts, col[order].astype(np.int32), value[order].astype(np.float64))
+    @property
+    def n_rows(self) -> int:
+        """Rows of the restricted LP."""
+        return self.model.n_rows
+
+    def _entry_rank(self, row: IntArray) -> IntArray:
+        """A priced pair's entries in order: its demand row (-1), then its slice rows by slice."""
+        rank = np.full(self.model.n_rows, -1, dtype=np.int64)
+        cut = self.slice_row >= 0
+        rank[self.slice_row[cut]] = np.nonzero(cut)[1]
+        return np.asarray(rank[row])
 
     def add_cap_row(self, cap: float) -> None:
         """``sum_c mean[c] * unserved[c] <= cap``."""
-        c = self.c
-        mean = self.data.mean_demand_tok_s
-        self._add_rows(np.array([-np.inf]), np.array([cap]), np.zeros(c, dtype=np.int64), 2 * self.m + np.arange(c), mean)
-        self.cap_row, self.cap_rhs = self.n_rows, cap
-        self.n_rows += 1
+        block = rows.unserved_cap_row(self.model, self.unserved.cols, self.data.mean_demand_tok_s, cap)
+        self.cap_row, self.cap_rhs = block.start, cap
+        self.sync.sync()
 
     def set_objective(self, kind: Literal["cost", "unserved"]) -> None:
         data, m, c = self.data, self.m, self.c
@@ -243,7 +242,10 @@ class _Lp:
             pair_cost = np.zeros(len(data.pair_site))
         self.pair_cost = np.asarray(pair_cost, dtype=float)
         self.objective = objective
-        cols = np.arange(2 * m + c, dtype=np.int32)
+        self.open.cost, self.nodes.cost, self.unserved.cost = objective[:m], objective[m : 2 * m], objective[2 * m :]
+        for block, pairs in self.pair_blocks:
+            block.cost = self.pair_cost[pairs]
+        cols = np.concatenate([self.open.cols, self.nodes.cols, self.unserved.cols]).astype(np.int32)
         self.h.changeColsCost(len(cols), cols, objective.astype(np.float64))
         active = np.flatnonzero(self.pair_col >= 0)
         if len(active):
@@ -265,54 +267,37 @@ class _Lp:
         per_share = per_share + data.site_node_usd_per_h[data.pair_site] * peak
         price = np.zeros(c)
         np.maximum.at(price, data.pair_commodity, per_share)
-        cols = (2 * self.m + np.arange(c)).astype(np.int32)
-        self.h.changeColsCost(c, cols, ARTIFICIAL_PRICE * price + 1.0)
+        self.unserved.cost = ARTIFICIAL_PRICE * price + 1.0
+        self.h.changeColsCost(c, self.unserved.cols.astype(np.int32), self.unserved.cost)
 
     def add_pairs(self, pairs: IntArray) -> None:
-        """Add share columns (with their entries in the demand and slice rows) and their linking rows."""
+        """Add share columns (with their entries in the demand and slice rows)."""
         data = self.data
         pairs = pairs[self.pair_col[pairs] < 0]
         if len(pairs) == 0:
             return
-        k = len(pairs)
-        sites = data.pair_site[pairs]
-        slice_rows = self.slice_row[sites]  # (k, T)
-        load = data.slice_demand_tok_s[data.pair_commodity[pairs]] * data.pair_nodes_per_tok_s[pairs, None]
-        has = slice_rows >= 0
-        col_local = np.concatenate([np.arange(k), np.nonzero(has)[0]])
-        rows = np.concatenate([data.pair_commodity[pairs], slice_rows[has]])
-        values = np.concatenate([np.ones(k), load[has]])
-        order = np.argsort(col_local, kind="stable")
-        starts = np.searchsorted(col_local[order], np.arange(k)).astype(np.int32)
-        self.h.addCols(
-            k,
-            self.pair_cost[pairs] if len(self.objective) else np.zeros(k),
-            np.zeros(k),
-            np.ones(k),
-            len(order),
-            starts,
-            rows[order].astype(np.int32),
-            values[order],
-        )
-        self.pair_col[pairs] = self.n_cols + np.arange(k)
-        self.n_cols += k
+        commodity, sites = data.pair_commodity[pairs], data.pair_site[pairs]
+        cost = self.pair_cost[pairs] if len(self.objective) else np.zeros(len(pairs))
+        block = rows.share_columns(self.model, commodity, sites, cost=cost)
+        block.upper = np.ones(len(pairs))
+        self.pair_blocks.append((block, pairs))
+        self.pair_col[pairs] = block.cols
+        rows.extend_demand_rows(self.demand, block.cols, commodity)
+        load = data.slice_demand_tok_s[commodity] * data.pair_nodes_per_tok_s[pairs, None]
+        for cut, cut_sites, cut_slices in self.slice_blocks:
+            rows.extend_capacity_rows(cut, cut_sites, cut_slices, block.cols, sites, load)
+        self.sync.sync()
 
     def add_links(self, pairs: IntArray) -> None:
         """Linking rows ``share[p] <= open[j]`` of pairs in the model."""
+        data = self.data
         pairs = pairs[(self.link_row[pairs] < 0) & (self.pair_col[pairs] >= 0)]
-        k = len(pairs)
-        if k == 0:
+        if len(pairs) == 0:
             return
-        local = np.arange(k)
-        self._add_rows(
-            np.full(k, -np.inf),
-            np.zeros(k),
-            np.concatenate([local, local]),
-            np.concatenate([self.pair_col[pairs], self.data.pair_site[pairs]]),
-            np.concatenate([np.ones(k), -np.ones(k)]),
-        )
-        self.link_row[pairs] = self.n_rows + local
-        self.n_rows += k
+        commodity, sites = data.pair_commodity[pairs], data.pair_site[pairs]
+        block = rows.linking_rows(self.model, self.pair_col[pairs], self.open.cols, commodity, sites, np.ones(self.c))
+        self.link_row[pairs] = block.rows
+        self.sync.sync()
 
     def add_slices(self, sites: IntArray, slices: IntArray) -> None:
         """Node-capacity rows of (site, slice), over every pair of the site in the model."""
@@ -322,20 +307,12 @@ class _Lp:
         if len(sites) == 0:
             return
         active = np.flatnonzero(self.pair_col >= 0)
-        by_site = group_by(data.pair_site[active], self.m)
-        rows: list[IntArray] = []
-        cols: list[IntArray] = []
-        values: list[FloatArray] = []
-        for r, (j, t) in enumerate(zip(sites.tolist(), slices.tolist(), strict=True)):
-            pairs = active[by_site[j]]
-            rows.append(np.full(len(pairs) + 1, r))
-            cols.append(np.concatenate([self.pair_col[pairs], [self.m + j]]))
-            load = data.slice_demand_tok_s[data.pair_commodity[pairs], t] * data.pair_nodes_per_tok_s[pairs]
-            values.append(np.concatenate([load, [-1.0]]))
-        k = len(sites)
-        self._add_rows(np.full(k, -np.inf), np.zeros(k), np.concatenate(rows), np.concatenate(cols), np.concatenate(values))
-        self.slice_row[sites, slices] = self.n_rows + np.arange(k)
-        self.n_rows += k
+        load = data.slice_demand_tok_s[data.pair_commodity[active]] * data.pair_nodes_per_tok_s[active, None]
+        cols, at = self.pair_col[active], data.pair_site[active]
+        block = rows.capacity_rows(self.model, cols, at, load, self.nodes.cols, np.ones(self.m), sites, slices)
+        self.slice_blocks.append((block, sites, slices))
+        self.slice_row[sites, slices] = block.rows
+        self.sync.sync()
 
     def solve(self) -> tuple[FloatArray, FloatArray, float]:
         self.h.run()
@@ -358,8 +335,8 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     simplex ``sum = 1`` (its demand row), opens and nodes in their bounds.
     """
     data, m, c = lp.data, lp.m, lp.c
-    pi = dual[:c]
-    power = np.minimum(dual[c : c + m], 0.0)
+    pi = dual[lp.demand.rows]
+    power = np.minimum(dual[lp.power.rows], 0.0)
     slice_dual = np.where(lp.slice_row >= 0, np.minimum(dual[np.maximum(lp.slice_row, 0)], 0.0), 0.0)
     link = np.where(lp.link_row >= 0, np.minimum(dual[np.maximum(lp.link_row, 0)], 0.0), 0.0)
     count_value = 0.0
@@ -474,10 +451,10 @@ def relax(
         shares = np.zeros(len(data.pair_site))
         active = lp.pair_col >= 0
         shares[active] = col[lp.pair_col[active]]
-        nodes = col[data.n_sites : 2 * data.n_sites]
+        nodes = col[lp.nodes.cols]
         load = site_slice_load(data, shares)
         over = (load > nodes[:, None] * (1 + 1e-9) + 1e-6) & (lp.slice_row < 0)
-        opens = col[: data.n_sites]
+        opens = col[lp.open.cols]
         unlinked = np.flatnonzero(active & (lp.link_row < 0) & (shares > opens[data.pair_site] + 1e-7))
         scale = max(abs(value), 1.0)
         priced = np.flatnonzero(~active & (rc_pair < -1e-9 * scale))
@@ -488,7 +465,7 @@ def relax(
         # (the caller certifies its answer against the bound, and prices on if that falls short); a value
         # below the bound says the missing rows matter, and the rounds go on. No slice may be overloaded beyond
         # its site's power: the LP's shares are then a design once the nodes are rounded up.
-        unserved = col[2 * data.n_sites : 2 * data.n_sites + data.n_commodities]
+        unserved = col[lp.unserved.cols]
         artificial = not lp.unserved_in_model and bool((unserved > 1e-9).any())
         # Overloads the site's power can carry do not stop it: rounding the nodes up to the busiest slice mends them.
         beyond_power = bool((load[over.any(axis=1)].max(axis=1) > data.site_max_nodes[over.any(axis=1)] * (1 - 1e-9)).any())
@@ -509,9 +486,9 @@ def relax(
         bound=float(best),
         value=value,
         shares=shares,
-        open=col[: data.n_sites],
+        open=col[lp.open.cols],
         nodes=nodes,
-        unserved=col[2 * data.n_sites : 2 * data.n_sites + data.n_commodities],
+        unserved=col[lp.unserved.cols],
         reduced_cost=rc_pair,
         in_model=lp.pair_col >= 0,
         rounds=rounds,

@@ -1,4 +1,4 @@
-"""The plan's LP with the design fixed, on highspy arrays: duals of every site's power and fast what-if re-solves.
+"""The plan's LP with the design fixed, in HiGHS: duals of every site's power and fast what-if re-solves.
 
 Open sites are fixed (closed ones carry nothing), node counts are continuous and bounded only by each
 site's power row, and demand that the design cannot serve is left unserved at the least possible share
@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
-from placement.optimize.solver import _quiet_stdout
+from placement.optimize import rows
+from placement.optimize.linear import ColumnBlock, LinearModel, RowBlock, to_highspy
+from placement.optimize.problem import BoolArray, FloatArray, PlacementInput
 
-__all__ = ["FixedDesignLP", "Resolve", "supports"]
+__all__ = ["FixedDesignLP", "FixedDesignModel", "Resolve", "fixed_design_model", "supports"]
 
 
 def supports(data: PlacementInput) -> bool:
@@ -56,6 +58,58 @@ class Resolve:
     load_cost_usd_per_h: float = 0.0
 
 
+@dataclass(frozen=True)
+class FixedDesignModel:
+    """The fixed-design LP as a linear model, and the blocks its what-ifs change.
+
+    Parameters
+    ----------
+    model : LinearModel
+        Columns shares (p), nodes (m), unserved (c); rows demand (c), capacity (m x T, site-major), power (m).
+    shares, nodes, unserved : ColumnBlock
+        The share of every pair (bounded by 0 at closed sites), the continuous node count of every site,
+        the unserved share of every commodity.
+    power : RowBlock
+        Every site's power row (0 MW at closed sites).
+    """
+
+    model: LinearModel
+    shares: ColumnBlock
+    nodes: ColumnBlock
+    unserved: ColumnBlock
+    power: RowBlock
+
+
+def fixed_design_model(data: PlacementInput, is_open: BoolArray, unserved_penalty_usd_per_tok_s: float) -> FixedDesignModel:
+    """The plan's LP with its open sites fixed, nodes continuous, demand elastic: the placement rows on every pair.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (without N+1).
+    is_open : numpy.ndarray of bool
+        ``(m,)`` open sites.
+    unserved_penalty_usd_per_tok_s : float
+        Price of a mean tok/s left unserved. [USD/h per tok/s]
+
+    Returns
+    -------
+    FixedDesignModel
+        The model and its blocks.
+    """
+    m, t = data.n_sites, len(data.slice_hours)
+    lm = LinearModel("fixed_design")
+    shares = rows.share_columns(lm, data.pair_commodity, data.pair_site, cost=data.pair_cost_usd_per_h)
+    shares.upper = is_open[data.pair_site].astype(float)
+    nodes = lm.add_columns("nodes", [str(j) for j in range(m)], cost=data.site_node_usd_per_h)  # continuous, unbounded
+    unserved = rows.unserved_columns(lm, data.n_commodities, cost=unserved_penalty_usd_per_tok_s * data.mean_demand_tok_s)
+    rows.demand_rows(lm, shares.cols, data.pair_commodity, np.ones(data.n_commodities), unserved_cols=unserved.cols)
+    sites, slices = np.repeat(np.arange(m), t), np.tile(np.arange(t), m)
+    rows.capacity_rows(lm, shares.cols, data.pair_site, data.pair_slice_load(), nodes.cols, np.ones(m), sites, slices)
+    power = rows.power_rows(lm, nodes.cols, None, data.site_node_mw, data.site_mw_available * is_open)
+    return FixedDesignModel(lm, shares, nodes, unserved, power)
+
+
 class FixedDesignLP:
     """The fixed-design LP of a plan, built once in HiGHS.
 
@@ -74,65 +128,26 @@ class FixedDesignLP:
     def __init__(
         self, data: PlacementInput, is_open: BoolArray, unserved_penalty_usd_per_tok_s: float, *, threads: int = 1
     ) -> None:
-        import highspy
-
         self.data = data
         self.is_open = np.asarray(is_open, dtype=bool).copy()
         self.n_pairs, self.n_sites, self.n_rows = len(data.pair_site), data.n_sites, data.n_commodities
         self.n_slices = len(data.slice_hours)
-        with _quiet_stdout(True):  # HiGHS prints its banner from C++ before any option applies
-            self.highs = highspy.Highs()  # type: ignore[no-untyped-call]
-            self.highs.setOptionValue("output_flag", False)
-        self.highs.setOptionValue("threads", threads)
-        self.highs.setOptionValue("random_seed", 0)
-        self._add_rows()
-        self._add_columns(unserved_penalty_usd_per_tok_s * data.mean_demand_tok_s)
+        self.model = fixed_design_model(data, self.is_open, unserved_penalty_usd_per_tok_s)
+        self.highs = to_highspy(self.model.model, threads=threads)
         self.status = self._run()
         self.unserved_share = self._fix_unserved() if self.status else np.zeros(self.n_rows)
         self.status = self.status and self._run()
 
-    # --- layout: rows are demand (c), capacity (m x T, site-major), power (m); columns shares (p), nodes (m), unserved (c)
-
-    def _capacity_row(self, site: IntArray, slice_index: IntArray) -> IntArray:
-        return np.asarray(self.n_rows + site * self.n_slices + slice_index)
+    # --- layout: columns shares (p), nodes (m), unserved (c); rows demand (c), capacity (m x T, site-major), power (m)
 
     def _power_row(self, site: int) -> int:
-        return self.n_rows + self.n_sites * self.n_slices + site
+        return self.model.power.start + site
 
     def _node_column(self, site: int) -> int:
-        return self.n_pairs + site
+        return self.model.nodes.start + site
 
-    def _add_rows(self) -> None:
-        m, t = self.n_sites, self.n_slices
-        lower = np.concatenate([np.ones(self.n_rows), np.full(m * t, -np.inf), np.full(m, -np.inf)])
-        upper = np.concatenate([np.ones(self.n_rows), np.zeros(m * t), self.data.site_mw_available * self.is_open])
-        empty = np.zeros(0, dtype=np.int32)
-        self.highs.addRows(len(lower), lower, upper, 0, np.zeros(len(lower), dtype=np.int32), empty, np.zeros(0))
-
-    def _add_columns(self, unserved_cost: FloatArray) -> None:
-        data, k, m, t = self.data, self.n_pairs, self.n_sites, self.n_slices
-        pairs = np.arange(k)
-        load = data.pair_slice_load()  # (k, T) node-equivalents at a share of 1
-        row = np.concatenate(
-            [
-                data.pair_commodity,
-                self._capacity_row(np.repeat(data.pair_site, t), np.tile(np.arange(t), k)),
-                self._capacity_row(np.repeat(np.arange(m), t), np.tile(np.arange(t), m)),
-                [self._power_row(j) for j in range(m)],
-                np.arange(self.n_rows),
-            ]
-        )
-        col = np.concatenate(
-            [pairs, np.repeat(pairs, t), k + np.repeat(np.arange(m), t), k + np.arange(m), k + m + np.arange(self.n_rows)]
-        )
-        value = np.concatenate([np.ones(k), load.ravel(), -np.ones(m * t), data.site_node_mw, np.ones(self.n_rows)])
-        order = np.lexsort((row, col))
-        n_cols = k + m + self.n_rows
-        starts = np.searchsorted(col[order], np.arange(n_cols)).astype(np.int32)
-        cost = np.concatenate([data.pair_cost_usd_per_h, data.site_node_usd_per_h, unserved_cost])
-        lower = np.zeros(n_cols)
-        upper = np.concatenate([self.is_open[data.pair_site].astype(float), np.full(m, np.inf), np.ones(self.n_rows)])
-        self.highs.addCols(n_cols, cost, lower, upper, len(order), starts, row[order].astype(np.int32), value[order])
+    def _pair_columns(self, site: int) -> NDArray[np.int32]:
+        return (self.model.shares.start + np.flatnonzero(self.data.pair_site == site)).astype(np.int32)
 
     def _run(self) -> bool:
         self.highs.run()
@@ -140,10 +155,12 @@ class FixedDesignLP:
 
     def _fix_unserved(self) -> FloatArray:
         """Hold each row's unserved share at the elastic solve's (0 where the design serves it all)."""
-        start = self.n_pairs + self.n_sites
+        start = self.model.unserved.start
         share: FloatArray = np.clip(np.asarray(self.highs.getSolution().col_value, dtype=float)[start:], 0.0, 1.0)
         share[share * self.data.mean_demand_tok_s < 1e-6] = 0.0
-        columns = np.arange(start, start + self.n_rows, dtype=np.int32)
+        self.model.unserved.fix(share)
+        self.model.unserved.cost = np.zeros(self.n_rows)
+        columns = self.model.unserved.cols.astype(np.int32)
         self.highs.changeColsBounds(self.n_rows, columns, share, share)
         self.highs.changeColsCost(self.n_rows, columns, np.zeros(self.n_rows))
         return share
@@ -166,19 +183,18 @@ class FixedDesignLP:
         if not self.status:
             return np.full(self.n_sites, np.nan)
         duals = np.asarray(self.highs.getSolution().row_dual, dtype=float)
-        rows = [self._power_row(j) for j in range(self.n_sites)]
-        values = -duals[rows]
+        values = -duals[self.model.power.rows]
         return np.where(np.abs(values) < 1e-9, 0.0, values)
 
     def nodes(self) -> FloatArray:
         """Continuous node count of every site in the last solve."""
         col = np.asarray(self.highs.getSolution().col_value, dtype=float)
-        return np.asarray(col[self.n_pairs : self.n_pairs + self.n_sites], dtype=float)
+        return np.asarray(col[self.model.nodes.cols], dtype=float)
 
     # --- what-ifs
 
     def _set_site(self, site: int, is_open: bool) -> None:
-        pairs = np.flatnonzero(self.data.pair_site == site).astype(np.int32)
+        pairs = self._pair_columns(site)
         bound = np.full(len(pairs), 1.0 if is_open else 0.0)
         self.highs.changeColsBounds(len(pairs), pairs, np.zeros(len(pairs)), bound)
         mw = float(self.data.site_mw_available[site]) if is_open else 0.0
@@ -206,7 +222,7 @@ class FixedDesignLP:
         if self._run():
             col = np.asarray(self.highs.getSolution().col_value, dtype=float)
             pairs = self.data.pair_site == site
-            load = float(col[: self.n_pairs][pairs] @ self.data.pair_cost_usd_per_h[pairs])
+            load = float(col[self.model.shares.cols[pairs]] @ self.data.pair_cost_usd_per_h[pairs])
             cost = float(self.highs.getInfo().objective_function_value) + self.fixed_usd_per_h
             result = Resolve(cost, float(col[self._node_column(site)]), load)
         self._set_site(site, was_open)
@@ -229,12 +245,13 @@ class FixedDesignLP:
         Resolve
             The what-if's cost and the site's nodes; the LP's costs and bounds are restored.
         """
-        pairs = np.flatnonzero(self.data.pair_site == site).astype(np.int32)
+        pairs = self._pair_columns(site)
+        cost = self.data.pair_cost_usd_per_h[pairs - self.model.shares.start]
         node = np.array([self._node_column(site)], dtype=np.int32)
-        self.highs.changeColsCost(len(pairs), pairs, self.data.pair_cost_usd_per_h[pairs] * pair_cost_scale)
+        self.highs.changeColsCost(len(pairs), pairs, cost * pair_cost_scale)
         self.highs.changeColsCost(1, node, np.array([node_usd_per_h]))
         result = self.resolve_toggled(site)
-        self.highs.changeColsCost(len(pairs), pairs, self.data.pair_cost_usd_per_h[pairs])
+        self.highs.changeColsCost(len(pairs), pairs, cost)
         self.highs.changeColsCost(1, node, self.data.site_node_usd_per_h[[site]])
         return result
 

@@ -1,15 +1,55 @@
-"""Routing shares to the nearest open capacity with the design fixed, as one LP on highspy arrays.
+"""Routing shares to the nearest open capacity with the design fixed, as one LP in HiGHS.
 
 The same LP as :func:`placement.optimize.heuristics.route_to_nearest` (least demand-weighted round trip, every
 commodity keeping its served share, every site and slice within its nodes, load-dependent cost not above the
-design's), written straight into HiGHS: at full resolution the PuLP form of it costs seconds and ~150 MB.
+design's), built from the placement rows (:mod:`placement.optimize.rows`) on the pairs at open sites and
+written straight into HiGHS: at full resolution the PuLP form of it costs seconds and ~150 MB.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from placement.optimize import rows
+from placement.optimize.linear import LinearModel, to_highspy
 from placement.optimize.problem import FloatArray, IntArray, PlacementInput
+
+
+def routing_model(data: PlacementInput, is_open: np.ndarray, nodes: IntArray, shares: FloatArray) -> tuple[LinearModel, IntArray]:
+    """The routing LP of a fixed design: columns are the shares of the pairs at open sites.
+
+    Rows: demand (every commodity keeps its served share), capacity (every site and slice, site-major, within
+    its fixed nodes), and the load-dependent cost budget.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (without N+1).
+    is_open : numpy.ndarray of bool
+        ``(m,)`` open sites.
+    nodes : numpy.ndarray of int
+        ``(m,)`` node counts.
+    shares : numpy.ndarray
+        ``(p,)`` the design's shares.
+
+    Returns
+    -------
+    tuple
+        The model and the pair of each of its columns.
+    """
+    pairs = np.flatnonzero(is_open[data.pair_site])
+    m, slices = data.n_sites, len(data.slice_hours)
+    commodity, site = data.pair_commodity[pairs], data.pair_site[pairs]
+    served = np.asarray(np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities), dtype=float)
+    lm = LinearModel("route_nearest")
+    block = rows.share_columns(lm, commodity, site, cost=data.pair_rtt_ms[pairs] * data.mean_demand_tok_s[commodity])
+    block.upper = np.ones(len(pairs))
+    rows.demand_rows(lm, block.cols, commodity, served)
+    load = data.slice_demand_tok_s[commodity] * data.pair_nodes_per_tok_s[pairs, None]  # (k, T)
+    sites, slice_index = np.repeat(np.arange(m), slices), np.tile(np.arange(slices), m)
+    rows.capacity_rows(lm, block.cols, site, load, None, nodes.astype(float), sites, slice_index)
+    rows.load_cost_budget_row(lm, block.cols, data.pair_cost_usd_per_h[pairs], float(shares @ data.pair_cost_usd_per_h))
+    return lm, pairs
 
 
 def route_nearest_arrays(
@@ -36,33 +76,8 @@ def route_nearest_arrays(
     numpy.ndarray or None
         ``(p,)`` routed shares, or None when HiGHS does not report an optimum.
     """
-    import highspy
-
-    pairs = np.flatnonzero(is_open[data.pair_site])
-    k, m = len(pairs), data.n_sites
-    commodity, site = data.pair_commodity[pairs], data.pair_site[pairs]
-    served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
-    slices = len(data.slice_hours)
-    # Rows: demand (c), capacity (m x T, site-major), the load-energy budget (1).
-    n_demand = data.n_commodities
-    load = data.slice_demand_tok_s[commodity] * data.pair_nodes_per_tok_s[pairs, None]  # (k, T)
-    row = np.concatenate(
-        [commodity, n_demand + (site[:, None] * slices + np.arange(slices)[None, :]).ravel(), np.full(k, n_demand + m * slices)]
-    )
-    col = np.concatenate([np.arange(k), np.repeat(np.arange(k), slices), np.arange(k)])
-    value = np.concatenate([np.ones(k), load.ravel(), data.pair_cost_usd_per_h[pairs]])
-    order = np.lexsort((row, col))
-    starts = np.searchsorted(col[order], np.arange(k)).astype(np.int32)
-    budget = float(shares @ data.pair_cost_usd_per_h)
-    lower = np.concatenate([served, np.full(m * slices, -np.inf), [-np.inf]])
-    upper = np.concatenate([served, np.repeat(nodes.astype(float), slices), [budget * (1 + 1e-9) + 1e-9]])
-    h = highspy.Highs()  # type: ignore[no-untyped-call]
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", threads)
-    h.setOptionValue("random_seed", 0)
-    h.addRows(len(lower), lower, upper, 0, np.zeros(len(lower), dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-    cost = data.pair_rtt_ms[pairs] * data.mean_demand_tok_s[commodity]
-    h.addCols(k, cost, np.zeros(k), np.ones(k), len(order), starts, row[order].astype(np.int32), value[order])
+    lm, pairs = routing_model(data, is_open, nodes, shares)
+    h = to_highspy(lm, threads=threads)
     h.run()
     if h.modelStatusToString(h.getModelStatus()) != "Optimal":
         return None

@@ -232,6 +232,21 @@ def linking_rows(
     return model.add_rows("link", labels, row=row, col=col, value=value, upper=0.0, size=k)
 
 
+def extend_demand_rows(block: RowBlock, share_cols: IntArray, pair_commodity: IntArray) -> None:
+    """Shares priced in after the demand rows (:func:`demand_rows`) enter their commodity's row.
+
+    Parameters
+    ----------
+    block : RowBlock
+        The demand rows, one per commodity.
+    share_cols : numpy.ndarray
+        Column of each new pair's share.
+    pair_commodity : numpy.ndarray
+        Commodity of each of those pairs.
+    """
+    block.extend(pair_commodity, share_cols, np.ones(len(share_cols)))
+
+
 def undominated_columns(block: FloatArray) -> list[int]:
     """Columns of ``block`` not dominated (elementwise <=, and different) by another column.
 
@@ -360,6 +375,38 @@ def capacity_rows(
     row, col, value = _rows_of(groups)
     upper = 0.0 if capacity_cols is not None else capacity_per_unit[sites]
     return model.add_rows(name, _labels(sites, slices), row=row, col=col, value=value, upper=upper, size=len(sites))
+
+
+def extend_capacity_rows(
+    block: RowBlock,
+    sites: IntArray,
+    slices: IntArray,
+    share_cols: IntArray,
+    pair_site: IntArray,
+    pair_weight: FloatArray,
+) -> None:
+    """Shares priced in after capacity rows (:func:`capacity_rows`) enter the rows of their site.
+
+    Parameters
+    ----------
+    block : RowBlock
+        Capacity rows, row k of site ``sites[k]`` and slice ``slices[k]``.
+    sites, slices : numpy.ndarray
+        The (site, slice) of each row of the block.
+    share_cols : numpy.ndarray
+        Column of each new pair's share.
+    pair_site : numpy.ndarray
+        Site of each of those pairs.
+    pair_weight : numpy.ndarray
+        ``(k, T)`` capacity used per unit of flow on each new pair in each slice.
+    """
+    order = np.argsort(sites, kind="stable")
+    first = np.searchsorted(sites[order], pair_site, side="left")
+    count = np.searchsorted(sites[order], pair_site, side="right") - first
+    pair = np.repeat(np.arange(len(share_cols)), count)
+    offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    local = order[np.repeat(first, count) + offset]
+    block.extend(local, share_cols[pair], pair_weight[pair, slices[local]])
 
 
 def power_rows(
@@ -701,3 +748,57 @@ def served_row(model: LinearModel, share_cols: IntArray, pair_mean_tok_s: FloatA
     cols = share_cols[keep]
     row = np.zeros(len(cols), dtype=np.int64)
     return model.add_rows("min_served", None, row=row, col=cols, value=pair_mean_tok_s[keep], lower=min_served_tok_s)
+
+
+def load_cost_budget_row(
+    model: LinearModel, share_cols: IntArray, pair_cost_usd_per_h: FloatArray, current_usd_per_h: float
+) -> RowBlock:
+    """The load-dependent cost may not rise above a design's: ``sum_p cost[p] * share[p] <= current``, ``routing_cost_budget``.
+
+    The right-hand side carries a relative and an absolute slack of 1e-9, so the design's own shares meet it
+    through rounding. Pairs with no load-dependent cost carry no term.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The model.
+    share_cols : numpy.ndarray
+        Column of each pair's share.
+    pair_cost_usd_per_h : numpy.ndarray
+        Load-dependent cost of each of those pairs at a share of 1. [USD/h]
+    current_usd_per_h : float
+        The design's load-dependent cost. [USD/h]
+
+    Returns
+    -------
+    RowBlock
+        The row.
+    """
+    keep = pair_cost_usd_per_h != 0.0
+    cols = share_cols[keep]
+    row = np.zeros(len(cols), dtype=np.int64)
+    budget = current_usd_per_h * (1 + 1e-9) + 1e-9
+    return model.add_rows("routing_cost_budget", None, row=row, col=cols, value=pair_cost_usd_per_h[keep], upper=budget)
+
+
+def unserved_cap_row(model: LinearModel, unserved_cols: IntArray, mean_demand_tok_s: FloatArray, cap_tok_s: float) -> RowBlock:
+    """At most ``cap_tok_s`` mean goodput left unserved: ``sum_c mean[c] * unserved[c] <= cap``, ``max_unserved``.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The model.
+    unserved_cols : numpy.ndarray
+        ``(c,)`` column of each commodity's unserved share.
+    mean_demand_tok_s : numpy.ndarray
+        ``(c,)`` mean demand of each commodity. [tokens/s]
+    cap_tok_s : float
+        The most mean goodput left unserved. [tokens/s]
+
+    Returns
+    -------
+    RowBlock
+        The row.
+    """
+    row = np.zeros(len(unserved_cols), dtype=np.int64)
+    return model.add_rows("max_unserved", None, row=row, col=unserved_cols, value=mean_demand_tok_s, upper=cap_tok_s)
