@@ -13,7 +13,7 @@ from placement.optimize.buildout.model import build_model, create_model
 from placement.optimize.buildout.solve import read_solution
 from placement.optimize.linear import LinearModel, pulp_values, to_pulp
 from placement.optimize.solver import SolverOptions, solve_problem
-from tests.test_buildout import instance
+from tests.buildout.test_model import instance
 
 
 def test_to_pulp_interleaves_unnamed_rows_and_keeps_zero_costs_and_the_constant() -> None:
