@@ -744,10 +744,7 @@ def served_row(model: LinearModel, share_cols: IntArray, pair_mean_tok_s: FloatA
     RowBlock
         The row.
     """
-    keep = pair_mean_tok_s != 0.0
-    cols = share_cols[keep]
-    row = np.zeros(len(cols), dtype=np.int64)
-    return model.add_rows("min_served", None, row=row, col=cols, value=pair_mean_tok_s[keep], lower=min_served_tok_s)
+    return _sum_row(model, "min_served", share_cols, pair_mean_tok_s, lower=min_served_tok_s)
 
 
 def load_cost_budget_row(
@@ -774,11 +771,8 @@ def load_cost_budget_row(
     RowBlock
         The row.
     """
-    keep = pair_cost_usd_per_h != 0.0
-    cols = share_cols[keep]
-    row = np.zeros(len(cols), dtype=np.int64)
     budget = current_usd_per_h * (1 + 1e-9) + 1e-9
-    return model.add_rows("routing_cost_budget", None, row=row, col=cols, value=pair_cost_usd_per_h[keep], upper=budget)
+    return _sum_row(model, "routing_cost_budget", share_cols, pair_cost_usd_per_h, upper=budget)
 
 
 def unserved_cap_row(model: LinearModel, unserved_cols: IntArray, mean_demand_tok_s: FloatArray, cap_tok_s: float) -> RowBlock:
@@ -800,5 +794,20 @@ def unserved_cap_row(model: LinearModel, unserved_cols: IntArray, mean_demand_to
     RowBlock
         The row.
     """
-    row = np.zeros(len(unserved_cols), dtype=np.int64)
-    return model.add_rows("max_unserved", None, row=row, col=unserved_cols, value=mean_demand_tok_s, upper=cap_tok_s)
+    return _sum_row(model, "max_unserved", unserved_cols, mean_demand_tok_s, upper=cap_tok_s, drop_zeros=False)
+
+
+def _sum_row(
+    model: LinearModel,
+    name: str,
+    cols: IntArray,
+    weights: FloatArray,
+    *,
+    lower: float = -np.inf,
+    upper: float = np.inf,
+    drop_zeros: bool = True,
+) -> RowBlock:
+    """One row ``lower <= sum_k weights[k] * x[cols[k]] <= upper``, zero weights left out unless told to keep them."""
+    keep = weights != 0.0 if drop_zeros else np.ones(len(cols), dtype=bool)
+    row = np.zeros(int(keep.sum()), dtype=np.int64)
+    return model.add_rows(name, None, row=row, col=cols[keep], value=weights[keep], lower=lower, upper=upper)
