@@ -22,7 +22,7 @@ from placement.buildout.arrays import Buildout
 from placement.buildout.evaluate import PlanCosts, plan_costs, violations
 from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage
 from placement.optimize.buildout.solve import round_up, sites_of_relaxation, solve_buildout, solve_regret
-from placement.optimize.solver import SolverOptions
+from placement.optimize.solver import SolverOptions, StopReason
 from placement.progress import Progress, quiet
 
 
@@ -114,7 +114,10 @@ def solver_options(buildout: Buildout, *, msg: bool = False) -> SolverOptions:
 def checked(data: BuildoutInput, solution: BuildoutSolution, what: str) -> BuildoutSolution:
     """The solution if it has one and keeps every rule; else a :class:`SolverError` naming what broke."""
     if not solution.report.status.has_solution:
-        raise SolverError(f"{what}: the solver returned no solution ({solution.report.message})")
+        fix = ""
+        if solution.report.stopped_by == StopReason.TIME_LIMIT:  # a wall-clock safety net, hit first on a loaded machine
+            fix = ". Fix: give the solve more time (--time-limit S, or horizon.time_limit_s in the scenario)"
+        raise SolverError(f"{what}: the solver returned no solution ({solution.report.message}){fix}")
     broken = violations(data, solution)
     if broken:
         raise SolverError(f"{what}: the solution breaks the model's rules: {'; '.join(broken)}")

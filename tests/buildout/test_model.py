@@ -178,3 +178,20 @@ def test_a_larger_model_in_one_scenario_needs_more_nodes_from_its_year() -> None
     assert plans.plan.nodes[0, 0, :, :].tolist() == [[1.0, 1.0], [1.0, 2.0]]
     assert plans.plan.first.mw_reserved[0].tolist() == [1.0, 2.0]
     assert data.mean_value().goodput_kays[0, 0, :, 0].tolist() == [100.0, 75.0]
+
+
+def test_a_solve_cut_short_by_its_time_limit_says_how_to_give_it_more_time() -> None:
+    import math
+
+    from placement._errors import SolverError
+    from placement.buildout.solve import checked
+    from placement.optimize.buildout.solve import _empty
+    from placement.optimize.solver import SolverReport, SolveStatus, StopReason
+
+    data = instance([1.0, 2.0], mw=[[10.0, 10.0]], fixed=[1.0])
+    for stop, hint in ((StopReason.TIME_LIMIT, True), (StopReason.NODE_LIMIT, False)):
+        report = SolverReport("highs", SolveStatus.NO_SOLUTION, math.nan, math.nan, math.nan, 60.0, "Time limit reached", stop)
+        with pytest.raises(SolverError) as raised:
+            checked(data, _empty(data, report), "stochastic plan (RP)")
+        assert str(raised.value).startswith("stochastic plan (RP): the solver returned no solution (Time limit reached)")
+        assert ("--time-limit" in str(raised.value)) is hint
