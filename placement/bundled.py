@@ -207,6 +207,11 @@ def copy_scenario(dest: str | Path, scenario: str = "default") -> list[Path]:
     dest = Path(dest)
     if dest.exists() and not dest.is_dir():
         raise PlacementError(f"{dest} is a file, not a folder. Fix: give a new or empty folder")
+    base = dest.parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise PlacementError(f"{dest} would be inside {base}, which is a file, not a folder. Fix: give a folder path")
     text, sweep, copies = _starter_files(known[scenario])
     targets = [dest / INIT_SCENARIO, dest / INIT_SWEEP, *(dest / relative for relative in copies.values())]
     existing = [str(path) for path in targets if path.exists()]

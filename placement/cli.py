@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placement import jsonio
-from placement._errors import PlacementError
+from placement._errors import InputError, PlacementError, Problem
 from placement.bundled import default_scenario_path, scenario_file
 from placement.geodesy import is_lat_lon
 from placement.progress import StderrProgress
@@ -274,17 +274,33 @@ def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None) -
     print(f"    {'batch per replica':24}{report['batch']:>10}{simulated['mean_batch']:>11.1f}")
 
 
+def _plot_path(text: str) -> Path:
+    """Where ``goodput --plot`` writes, checked before anything is computed; a missing folder is created."""
+    path = Path(text).resolve()
+    base = path.parent
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    source, fix = f"--plot {text}", "give the path of a PNG file in a folder you can write to"
+    if path.is_dir():
+        raise InputError([Problem(source, "", "", "it is a folder, not a file", fix)])
+    if not base.is_dir():
+        raise InputError([Problem(source, "", "", f"it would be inside {base}, which is a file, not a folder", fix)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _goodput(args: argparse.Namespace) -> int:
 
     from placement.outputs.pareto_chart import plot_pareto
     from placement.serving.pareto import pareto_curve
     from placement.serving.request import goodput_report
 
+    plot = _plot_path(args.plot) if args.plot else None
     request = _serving_request(args)
     report = goodput_report(request)
     simulated = _simulated(request, args) if args.simulate else None
-    if args.plot:
-        plot_pareto(pareto_curve(request), args.plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
+    if plot is not None:
+        plot_pareto(pareto_curve(request), plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
     if args.json:
         print(jsonio.dumps({**report, "simulated": simulated} if args.simulate else report))
         return EXIT_OK

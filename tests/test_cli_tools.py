@@ -126,3 +126,28 @@ def test_goodput_unknown_model_lists_known(capsys: pytest.CaptureFixture[str]) -
     assert main(args) == 1
     err = capsys.readouterr().err
     assert "unknown model 'llama-9'" in err and "llama-3.1-70b" in err
+
+
+GOODPUT = ["goodput", "--model", "llama-3.1-70b", "--accelerator", "h200", "--input-tokens", "500", "--output-tokens", "200"]
+GOODPUT += ["--ttft-p99-ms", "1000", "--itl-p99-ms", "50"]
+
+
+def test_goodput_plot_into_a_new_folder_creates_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    plot = tmp_path / "new" / "deeper" / "pareto.png"
+    assert main([*GOODPUT, "--plot", str(plot)]) == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_goodput_plot_where_no_file_can_go_is_an_input_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x\n")
+    assert main([*GOODPUT, "--plot", str(tmp_path / "a-file" / "pareto.png")]) == 1
+    err = capsys.readouterr().err
+    assert "which is a file, not a folder" in err and "internal failure" not in err
+    assert main([*GOODPUT, "--plot", str(tmp_path)]) == 1
+    assert "it is a folder, not a file" in capsys.readouterr().err
+
+
+def test_rtt_with_an_empty_place_says_it_is_empty(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rtt", "", "Chicago"]) == 1
+    err = capsys.readouterr().err
+    assert "is empty" in err and "did you mean" not in err

@@ -131,6 +131,10 @@ def test_init_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture
     assert sorted(p.name for p in dest.iterdir()) == ["scenario.yaml"]  # nothing else written
     assert main(["init", str(tmp_path / "x"), "--scenario", "atlantis"]) == 1
     assert "europe-small" in capsys.readouterr().err
+    (tmp_path / "a-file").write_text("x\n")
+    assert main(["init", str(tmp_path / "a-file" / "plans")]) == 1
+    err = capsys.readouterr().err
+    assert "which is a file, not a folder" in err and "internal failure" not in err
 
 
 def test_initialised_small_scenario_solves_from_another_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

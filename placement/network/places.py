@@ -126,6 +126,8 @@ def resolve_place(text: str, cities: pd.DataFrame | None = None) -> Place:
     InputError
         Unknown name (with close matches suggested) or coordinates out of range.
     """
+    if not text.strip():
+        raise InputError([Problem("place", repr(text), "", "is empty", 'give a city name ("Chicago", "Sao Paulo") or lat,lon')])
     coordinates = _parse_lat_lon(text)
     if coordinates is not None:
         return _from_coordinates(text, *coordinates)
