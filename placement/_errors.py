@@ -36,7 +36,7 @@ class Problem:
             parts.append(self.where)
         if self.field:
             parts.append(f"field '{self.field}'")
-        return f"{', '.join(parts)}: {self.rule}. Fix: {self.fix}"
+        return f"{', '.join(parts)}: {_clipped(self.rule)}. Fix: {self.fix}"
 
 
 class PlacementError(Exception):
@@ -57,8 +57,25 @@ class InputError(PlacementError):
             raise ValueError("InputError needs at least one problem")
         self.problems = list(problems)
         count = len(self.problems)
-        head = f"{count} problem{'s' if count != 1 else ''} in the input:"
-        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+        head = f"{count:,} problem{'s' if count != 1 else ''} in the input:"
+        lines = [f"  - {p}" for p in self.problems[:SHOWN_PROBLEMS]]
+        if count > SHOWN_PROBLEMS:
+            lines.append(
+                f"  ... and {count - SHOWN_PROBLEMS:,} more (the first {SHOWN_PROBLEMS} are shown: fix them and run again)"
+            )
+        super().__init__("\n".join([head, *lines]))
+
+
+SHOWN_PROBLEMS = 50
+"""Problems an :class:`InputError`'s message lists; the rest are counted (every one stays in ``problems``)."""
+RULE_CHARACTERS = 400
+"""Longest rule a problem prints; a longer one (quoting a whole section) is cut, its length said, the fix kept."""
+
+
+def _clipped(rule: str) -> str:
+    if len(rule) <= RULE_CHARACTERS:
+        return rule
+    return f"{rule[:RULE_CHARACTERS]}... ({len(rule) - RULE_CHARACTERS:,} more characters)"
 
 
 class InfeasibleError(PlacementError):

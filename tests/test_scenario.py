@@ -108,3 +108,23 @@ def test_bad_latency_quantile_names_the_key_the_values_and_the_fix(tmp_path: Pat
 
 def test_latency_quantile_defaults_to_p90(tmp_path: Path) -> None:
     assert load_scenario(write_scenario(tmp_path)).scenario.latency.quantile == "p90"
+
+
+def test_thousands_of_problems_are_counted_not_all_printed(tmp_path: Path) -> None:
+    extra = {f"unknown_key_{k}": k for k in range(2_000)}
+    path = write_scenario(tmp_path, **extra)
+    with pytest.raises(InputError) as raised:
+        load_scenario(path)
+    assert len(raised.value.problems) == 2_000  # every problem is kept for a caller
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "2,000 problems in the input:"
+    assert len(lines) == 1 + 50 + 1
+    assert lines[-1] == "  ... and 1,950 more (the first 50 are shown: fix them and run again)"
+
+
+def test_a_problem_line_quoting_a_whole_section_is_cut() -> None:
+    from placement._errors import RULE_CHARACTERS, Problem
+
+    line = str(Problem("scenario.yaml", "classes", "", "shares must sum to 1 (got " + "x" * 3_000 + ")", "make them sum to 1"))
+    assert len(line) < RULE_CHARACTERS + 100
+    assert "... (2,627 more characters). Fix: make them sum to 1" in line
