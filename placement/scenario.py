@@ -471,8 +471,12 @@ def _problem_from_pydantic(source: str, error: Any) -> Problem:
         close = difflib.get_close_matches(str(loc[-1]), known, n=1)
         fix = f"did you mean '{close[0]}'?" if close else f"remove it; known keys here: {', '.join(known)}"
         message = "unknown key"
-    elif "input" in error and kind != "missing":
-        message = f"{message} (got {error['input']!r})"
+    elif kind == "string_type" and isinstance(error.get("input"), bool):
+        # YAML 1.1 reads NO (Norway), yes, on, off, y and n as booleans.
+        message = f"{message} (got {error['input']!r}: YAML reads NO, yes, on, off, y and n unquoted as true or false)"
+        fix = "quote the value, e.g. 'NO' for Norway"
+    elif "input" in error and kind != "missing" and not isinstance(error["input"], dict | list):
+        message = f"{message} (got {error['input']!r})"  # a cross-field rule's input is its whole section: left out
     return Problem(source, _key_path(loc), "", message, fix)
 
 

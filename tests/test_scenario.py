@@ -128,3 +128,27 @@ def test_a_problem_line_quoting_a_whole_section_is_cut() -> None:
     line = str(Problem("scenario.yaml", "classes", "", "shares must sum to 1 (got " + "x" * 3_000 + ")", "make them sum to 1"))
     assert len(line) < RULE_CHARACTERS + 100
     assert "... (2,627 more characters). Fix: make them sum to 1" in line
+
+
+def test_norway_read_as_false_by_yaml_says_to_quote_it(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path)
+    text = path.read_text().replace("demand:\n", "demand:\n  countries: [DE, FR, NO]\n", 1)
+    assert "countries: [DE, FR, NO]" in text
+    path.write_text(text)
+    with pytest.raises(InputError) as raised:
+        load_scenario(path)
+    (problem,) = raised.value.problems
+    assert problem.where == "demand.countries[2]"
+    assert "YAML reads NO" in problem.rule and "'NO'" in problem.fix
+
+
+def test_a_cross_field_rule_does_not_quote_its_whole_section(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    raw["classes"].append(dict(raw["classes"][0]))  # two classes of one name: a rule over the whole list
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(InputError) as raised:
+        load_scenario(path)
+    text = str(raised.value)
+    assert "class names must be unique" in text
+    assert "(got {" not in text and "(got [{" not in text
