@@ -1,4 +1,4 @@
-"""Check everything a solve reads, without solving: the scenario, its catalog, cities, serving model, stores.
+"""Check everything a solve reads, without solving: the scenario, its catalog, cities, serving model, stores, build-out.
 
 :func:`check_scenario_inputs` gathers the problems of every input a scenario names and raises them
 together, so a planner fixes a scenario in one pass; :func:`validate_file` checks a scenario or a
@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from placement._errors import InputError, Problem
+from placement.buildout.arrays import check_buildout_inputs
 from placement.catalog import load_catalog
 from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
 from placement.profiles import class_profiles
@@ -91,6 +92,8 @@ def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
         problems += _problems_of(
             lambda: retrieval_extra_ms(scenario.classes, stores, build_latency_model(scenario.latency, resolve), source=source)
         )
+    if scenario.is_buildout and sites is not None:
+        problems += check_buildout_inputs(loaded, sites)  # accelerators on offer, model changes, fleet, power schedule
     if problems:
         raise InputError(problems)
     assert sites is not None

@@ -7,6 +7,7 @@ class and accelerator) -> power schedule -> demand per row, slice, year and scen
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
-from placement._validate import Column, known, missing_columns, numbers, raise_if, read_table
+from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.horizon import AcceleratorOffer, DemandScenario, HorizonSection
@@ -170,9 +171,22 @@ def _read_schedule(path: Path, known_sites: set[str]) -> pd.DataFrame:
     year = numbers(table, _SCHEDULE_COLUMNS[1], problems)
     mw = numbers(table, _SCHEDULE_COLUMNS[2], problems)
     raise_if(problems)
+    _repeated_site_years(table, year, problems)
+    raise_if(problems)
     schedule = pd.DataFrame({"site_id": table.column("site_id"), "year": year.astype("int64"), "mw_available": mw})
     raise_if(_power_that_goes_down(schedule, str(path)))
     return schedule
+
+
+def _repeated_site_years(table: Table, year: pd.Series, problems: list[Problem]) -> None:
+    """Two rows for one site and year: one value would silently win."""
+    first: dict[tuple[str, int], int] = {}
+    for k, key in enumerate(zip(table.column("site_id").tolist(), year.astype("int64").tolist(), strict=True)):
+        if key in first:
+            rule = f"a second row for site {key[0]!r} in {key[1]} (first at {table.where(first[key])})"
+            problems.append(table.problem(k, "year", rule, "give each site one row per year"))
+        else:
+            first[key] = k
 
 
 def _power_that_goes_down(schedule: pd.DataFrame, source: str) -> list[Problem]:
@@ -307,6 +321,49 @@ def _site_costs(
     running = node_mw * price[:, None] * idle + economics.opex_usd_per_node_h
     node_energy = node_mw * price[:, None] * (1.0 - idle)  # (M, A) load-following power of a node at full load
     return fixed, np.asarray(per_mw), node_mw, running, np.asarray(node_energy)
+
+
+def _problems_of(check: Callable[[], object]) -> list[Problem]:
+    try:
+        check()
+    except InputError as exc:
+        return list(exc.problems)
+    return []
+
+
+def check_buildout_inputs(loaded: LoadedScenario, sites: pd.DataFrame) -> list[Problem]:
+    """Every problem of the build-out's own inputs that :func:`build_buildout` would raise, without building it.
+
+    The accelerators on offer (catalog ids, repeats, years, whether they serve every class), each future's
+    ``model_change``, the existing fleet's sites and the power schedule, gathered: ``placement validate`` reports
+    them with the scenario's other problems.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        A scenario with a horizon or a fleet mix, its YAML valid.
+    sites : pandas.DataFrame
+        Its candidate sites.
+
+    Returns
+    -------
+    list of Problem
+        Empty when the build-out can be built.
+    """
+    scenario, horizon = loaded.scenario, horizon_of(loaded)
+    years, source = list(horizon.years), str(loaded.path)
+    problems = _problems_of(lambda: power_schedule(loaded, horizon, sites, years))
+    try:
+        fleet = build_fleet(scenario.classes, scenario.serving, scenario.horizon, years, source=source)
+    except InputError as exc:
+        return list(exc.problems) + problems
+    life = horizon.node_life_years or math.ceil(scenario.economics.node_life_years)
+    problems += _problems_of(lambda: _existing(horizon, sites, fleet, years, life, source))
+    offered = offers(scenario.horizon, scenario.serving)
+    problems += _problems_of(
+        lambda: scenario_goodput(scenario.classes, scenario.serving, offered, horizon, fleet, years, source=source)
+    )
+    return problems
 
 
 def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Buildout:

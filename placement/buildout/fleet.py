@@ -123,6 +123,29 @@ def _check_years(horizon: HorizonSection | None, offered: list[AcceleratorOffer]
         raise InputError(problems)
 
 
+def _offer_key(horizon: HorizonSection | None, serving: ServingSection, a: int) -> str:
+    """The scenario key an accelerator on offer was written at."""
+    if horizon is not None and horizon.accelerators:
+        return f"horizon.accelerators[{a}].id"
+    return f"serving.accelerators[{a}]" if serving.accelerators else "serving.accelerator"
+
+
+def _repeated_offers(
+    horizon: HorizonSection | None, serving: ServingSection, offered: list[AcceleratorOffer], source: str
+) -> list[Problem]:
+    """An accelerator offered twice (the second would buy into an empty column)."""
+    first: dict[str, int] = {}
+    problems = []
+    for a, offer in enumerate(offered):
+        if offer.id in first:
+            where = _offer_key(horizon, serving, a)
+            rule = f"accelerator {offer.id!r} is listed twice (first at {_offer_key(horizon, serving, first[offer.id])})"
+            problems.append(Problem(source, where, "", rule, "list each accelerator once"))
+        else:
+            first[offer.id] = a
+    return problems
+
+
 def build_fleet(
     classes: list[WorkloadClass], serving: ServingSection, horizon: HorizonSection | None, years: list[int], *, source: str
 ) -> Fleet:
@@ -153,14 +176,24 @@ def build_fleet(
     """
     offered = offers(horizon, serving)
     _check_years(horizon, offered, years, source)
-    problems: list[Problem] = []
+    problems = _repeated_offers(horizon, serving, offered, source)
     profiles, kws, prices, ons = [], [], [], []
-    for offer in offered:
+    for a, offer in enumerate(offered):
         variant = with_accelerator(serving, offer)
         try:
             profiles.append(class_profiles(classes, variant, source=source))
         except InputError as exc:
-            problems += [Problem(p.source, p.where, p.field, f"accelerator {offer.id}: {p.rule}", p.fix) for p in exc.problems]
+            where = _offer_key(horizon, serving, a)  # the key the planner wrote, not serving.accelerator
+            problems += [
+                Problem(
+                    p.source,
+                    where if p.where == "serving.accelerator" else p.where,
+                    p.field,
+                    f"accelerator {offer.id}: {p.rule}",
+                    p.fix,
+                )
+                for p in exc.problems
+            ]
             continue
         kws.append(node_kw(variant))
         price, on = _price_path(offer, years, catalog_node_capex_usd(variant))

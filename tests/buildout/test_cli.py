@@ -205,3 +205,58 @@ def test_explain_says_a_buildout_folder_is_not_a_single_year_plan(solved: Path, 
     assert main(["explain", str(solved / "years" / "2028"), "--quiet"]) != 0
     err = capsys.readouterr().err
     assert "is year 2028 of a build-out" in err and "Traceback" not in err and "internal failure" not in err
+
+
+def _validate_errors(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal failure" not in err
+    return err
+
+
+def test_validate_checks_what_the_buildout_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """validate said ok to each of these, and solve then refused them (or solved them wrongly)."""
+    futures = [{"name": "x", "probability": 1.0, "model_change": {"year": 2028, "model": "gpt-9"}}]
+    err = _validate_errors(_write(tmp_path, {"demand_scenarios": futures}), capsys)
+    assert "horizon.demand_scenarios[0].model_change.model: unknown model 'gpt-9'" in err
+    fleet = [{"site": "atlantis", "accelerator": "h100-sxm", "nodes": 5, "installed_year": 2025}]
+    err = _validate_errors(_write(tmp_path, {"existing_fleet": fleet}), capsys)
+    assert "horizon.existing_fleet[0], field 'site': unknown site 'atlantis'" in err
+    schedule = tmp_path / "schedule.csv"
+    schedule.write_text("site_id,year,mw_available\nparis,2028,ten\n")
+    err = _validate_errors(_write(tmp_path, {"power_schedule": str(schedule)}), capsys)
+    assert "row 1 (line 2), field 'mw_available'" in err
+
+
+def test_an_unknown_accelerator_on_offer_is_named_where_it_was_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    offers = [{"id": "h100-sxm", "last_year": 2027}, {"id": "b2000", "first_year": 2028}]
+    err = _validate_errors(_write(tmp_path, {"accelerators": offers, "existing_fleet": []}), capsys)
+    assert "horizon.accelerators[1].id: accelerator b2000: unknown accelerator 'b2000'" in err
+    assert "serving.accelerator:" not in err
+
+
+def test_a_fleet_mix_listing_one_accelerator_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = yaml.safe_load(SMALL.read_text())
+    del raw["horizon"]
+    raw["serving"]["accelerators"] = ["h100-sxm", "b200", "b200"]
+    raw["demand"]["clusters"] = 15
+    raw["time"]["slices"] = 1
+    raw["time"]["profile"] = None
+    for key, field in (("sites", "catalog"), ("demand", "cities")):
+        raw[key][field] = str((SMALL.parent / raw[key][field]).resolve())
+    path = tmp_path / "mix.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    err = _validate_errors(path, capsys)
+    assert "serving.accelerators[2]: accelerator 'b200' is listed twice (first at serving.accelerators[1])" in err
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_schedule_rows_for_one_site_and_year_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schedule = tmp_path / "schedule.csv"
+    schedule.write_text("site_id,year,mw_available\nparis,2028,10\nparis,2028,40\n")
+    err = _validate_errors(_write(tmp_path, {"power_schedule": str(schedule)}), capsys)
+    assert "row 2 (line 3), field 'year': a second row for site 'paris' in 2028 (first at row 1 (line 2))" in err
+    assert "go down" not in err
