@@ -262,10 +262,10 @@ def run_sweep(
     """
     from placement.sweep.writer import write_analysis
 
-    prepared = prepare_sweep(sweep_path)
+    say = StderrProgress(show=progress, timed=False)
+    prepared = prepare_sweep(sweep_path, progress=say)
     out = Path(out_dir).resolve()
     _claim_folder(out, prepared)
-    say = StderrProgress(show=progress, timed=False)
     for note in prepared.notes:
         say(note)
     stored = {case.case_id: load_case(out, case.case_id) for case in prepared.cases}

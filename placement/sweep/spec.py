@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from placement._errors import InputError, Problem
+from placement.progress import Progress, quiet
 from placement.scenario import LoadedScenario, load_scenario
 
 __all__ = [
@@ -71,6 +72,9 @@ RESULT_COLUMNS = (
 
 KeyPath = tuple[str | int, ...]
 
+MAX_CASES = 1_000
+"""Most cases a sweep may expand to unless its file sets ``max_cases``: each is a solve (seconds to a minute)."""
+
 
 class Range(BaseModel):
     """A numeric range to sample from (``random`` and ``latin_hypercube`` modes)."""
@@ -104,6 +108,9 @@ class SweepSpec(BaseModel):
     n: int | None = Field(None, ge=1, description="random and latin_hypercube: number of cases")
     max_gap: float = Field(
         0.05, ge=0, description="cases stopped by the time limit with a larger proven gap are left out of the analysis"
+    )
+    max_cases: int = Field(
+        MAX_CASES, ge=1, description="refuse a sweep that expands to more cases (raise it on purpose for a large one)"
     )
 
     @field_validator("axes", mode="before")
@@ -143,7 +150,23 @@ class SweepSpec(BaseModel):
                 raise ValueError(f"axis '{key}': a grid needs a list of values, not a range")
         if self.mode in ("random", "latin_hypercube") and self.n is None:
             raise ValueError(f"mode '{self.mode}' needs 'n', the number of cases")
+        count = self.case_count
+        if count > self.max_cases:
+            how = " x ".join(str(len(v)) for v in self.axes.values() if isinstance(v, list)) if self.mode == "grid" else ""
+            raise ValueError(
+                f"the sweep expands to {count:,} cases{f' ({how})' if how else ''}, more than max_cases {self.max_cases:,}: "
+                "each case is a solve. Use fewer values per axis, or set max_cases to at least that on purpose"
+            )
         return self
+
+    @property
+    def case_count(self) -> int:
+        """Cases the sweep expands to, duplicates included (counted without expanding)."""
+        if self.mode == "cases":
+            return len(self.cases)
+        if self.mode == "grid":
+            return math.prod(len(v) for v in self.axes.values() if isinstance(v, list))
+        return int(self.n or 0)
 
 
 @dataclass(frozen=True)
@@ -600,13 +623,15 @@ def _base_value(base_dump: dict[str, Any], key: str) -> Any:
     return DICT_DEFAULTS.get(parent) if value is None else value
 
 
-def prepare_sweep(sweep_path: str | Path) -> PreparedSweep:
+def prepare_sweep(sweep_path: str | Path, *, progress: Progress = quiet) -> PreparedSweep:
     """Read a sweep file, expand it and validate every case before anything is solved.
 
     Parameters
     ----------
     sweep_path : str or Path
         The sweep YAML.
+    progress : callable, optional
+        Receives a line before the cases are checked and every 100 cases (each case's scenario is validated).
 
     Returns
     -------
@@ -623,6 +648,7 @@ def prepare_sweep(sweep_path: str | Path) -> PreparedSweep:
     spec = load_sweep_spec(sweep_path)
     base_path, base_text, base_raw = _load_base(spec, sweep_path)
     expanded = expand_overrides(spec)
+    progress(f"checking {len(expanded):,} cases of {sweep_path.name}")
     gathered = _Gathered(str(sweep_path), total=len(expanded))
     cases: list[SweepCase] = []
     seen: set[str] = set()
@@ -630,6 +656,8 @@ def prepare_sweep(sweep_path: str | Path) -> PreparedSweep:
     with tempfile.TemporaryDirectory(prefix="placement-sweep-") as tmp:
         base = _base_case(base_raw, spec.fixed, sweep_path.parent, Path(tmp), gathered)
         for index, overrides in enumerate(expanded):
+            if index and index % 100 == 0:
+                progress(f"checked {index:,} of {len(expanded):,} cases")
             raw, problems = _case_raw(base_raw, spec.fixed, overrides, sweep_path.parent)
             for key, message in problems:
                 gathered.add(index, f"axis {key}", message, "correct the key path or the index")

@@ -374,3 +374,27 @@ def test_cli_sweep(scheduler_address: str, tmp_path: Path, capsys: pytest.Captur
     bad = write_sweep(tmp_path, {"base": "base/scenario.yaml", "axes": {"demand.grwth": [1.0]}}, name="bad.yaml")
     assert cli.main(["sweep", str(bad), "--out", str(tmp_path / "bad-out")]) == 1
     assert "did you mean 'growth'" in capsys.readouterr().err
+
+
+def test_a_sweep_of_100000_cases_is_refused_at_once(tmp_path: Path) -> None:
+    axes = {"demand.growth": [1.0 + k / 100 for k in range(100)], "demand.adoption": [k / 1000 for k in range(1, 11)]}
+    axes["classes[0].ttft_p99_ms"] = list(range(300, 400))
+    sweep = write_sweep(tmp_path, {"base": "base/scenario.yaml", "axes": axes})
+    start = time.perf_counter()
+    with pytest.raises(InputError) as info:
+        prepare_sweep(sweep)
+    assert time.perf_counter() - start < 5  # counted, not expanded and checked case by case
+    text = str(info.value)
+    assert "expands to 100,000 cases (100 x 10 x 100), more than max_cases 1,000" in text
+    assert "set max_cases" in text
+
+
+def test_max_cases_raised_on_purpose_admits_the_sweep(tmp_path: Path) -> None:
+    sweep = write_sweep(tmp_path, {"base": "base/scenario.yaml", "max_cases": 2, "axes": {"demand.growth": [1.0, 2.0]}})
+    lines: list[str] = []
+    assert len(prepare_sweep(sweep, progress=lines.append).cases) == 2
+    assert lines == ["checking 2 cases of sweep.yaml"]
+    with pytest.raises(InputError, match="expands to 3 cases"):
+        prepare_sweep(
+            write_sweep(tmp_path, {"base": "base/scenario.yaml", "max_cases": 2, "axes": {"demand.growth": [1.0, 2.0, 3.0]}})
+        )
