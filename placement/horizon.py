@@ -73,7 +73,9 @@ class ExistingNodes(_Section):
     site: str = Field(min_length=1, description="site id of the catalog")
     accelerator: str = Field(min_length=1, description="accelerator id")
     nodes: int = Field(ge=0)
-    installed_year: int = Field(description="year the nodes went into service (they retire after node_life_years)")
+    installed_year: int = Field(
+        description="year the nodes went into service, before the horizon's first year (they retire after node_life_years)"
+    )
 
 
 class HorizonSection(_Section):
@@ -123,6 +125,14 @@ class HorizonSection(_Section):
         ids = [a.id for a in self.accelerators]
         if len(set(ids)) != len(ids):
             problems.append(f"accelerators must be listed once each, got {ids}")
+        for n, entry in enumerate(self.existing_fleet):
+            if self.years and entry.installed_year >= self.years[0]:
+                # Its capex is sunk, so nodes "installed" inside the horizon would come free: a purchase the plan decides.
+                problems.append(
+                    f"existing_fleet[{n}].installed_year {entry.installed_year} is inside the horizon (from {self.years[0]}): "
+                    "the existing fleet is what is installed before it starts, its capex sunk; leave later purchases to the "
+                    f"plan, or give the year the nodes went into service before {self.years[0]}"
+                )
         for year, shares in self.class_shares.items():
             if any(v < 0 for v in shares.values()) or abs(sum(shares.values()) - 1.0) > 1e-6:
                 problems.append(f"class_shares.{year}: shares must be >= 0 and sum to 1, got {shares}")

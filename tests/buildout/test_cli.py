@@ -260,3 +260,9 @@ def test_two_schedule_rows_for_one_site_and_year_are_refused(tmp_path: Path, cap
     err = _validate_errors(_write(tmp_path, {"power_schedule": str(schedule)}), capsys)
     assert "row 2 (line 3), field 'year': a second row for site 'paris' in 2028 (first at row 1 (line 2))" in err
     assert "go down" not in err
+
+
+def test_an_existing_fleet_installed_inside_the_horizon_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fleet = [{"site": "frankfurt", "accelerator": "h100-sxm", "nodes": 50, "installed_year": 2028}]
+    err = _validate_errors(_write(tmp_path, {"existing_fleet": fleet}), capsys)
+    assert "existing_fleet[0].installed_year 2028 is inside the horizon (from 2027)" in err
