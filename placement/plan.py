@@ -496,6 +496,7 @@ def summarise(
         node_kw=instance.node_kw,
         fault_domain_coverage=fault_domain_coverage(instance.allowed, solution.open, instance.commodity_mean_demand_tok_s),
         n_plus_one=instance.inputs.fault_tolerant,
+        n_plus_one_applied=instance.inputs.fault_tolerant and not solution.n_plus_one_dropped,
         unserved_share=unserved,
         time_slices=len(instance.slice_hours),
         rtt_quantile=instance.loaded.scenario.latency.quantile,
@@ -628,6 +629,16 @@ def _unprotectable_notes(instance: Instance, policy: str) -> list[str]:
     ]
 
 
+def _n_plus_one_dropped_note(instance: Instance) -> str:
+    """Said first when N+1 was asked for and the plan could not keep it: never a silent drop."""
+    return (
+        "N+1 NOT APPLIED: fault_tolerance.n_plus_one is set, but not all demand can be served and the N+1 model "
+        f"with a shortfall is too large to solve here ({len(instance.inputs.pair_site):,} pairs); this plan was solved "
+        "without N+1 and keeps no spare capacity for the loss of a site (summary.json: n_plus_one_applied false). "
+        "Fix: add power or sites until all demand can be served, or set fault_tolerance.n_plus_one: false"
+    )
+
+
 def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress = quiet) -> Plan:
     """Solve an instance and tabulate the plan.
 
@@ -671,7 +682,8 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         notes += [f"  - {line}" for line in lines]
     if len(instance.modelled) == 0:
         raise InfeasibleError("no population can be served by any site inside its objective")
-    notes += _unprotectable_notes(instance, policy.unreachable)
+    unprotectable = _unprotectable_notes(instance, policy.unreachable)
+    notes += unprotectable
     progress(
         f"solving with {options.name} (gap {options.gap:g}, node limit {options.node_limit}, "
         f"time limit {options.time_limit_s} s as a safety net)"
@@ -705,6 +717,8 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
             )
         notes.append(header + "; the shortfall is reported as unserved:")
         notes += [f"  - {line}" for line in lines]
+        if elastic.n_plus_one_dropped:
+            notes = [_n_plus_one_dropped_note(instance), *(n for n in notes if n not in unprotectable)]
         return _assemble(instance, elastic, "partial", notes)
     if not status.has_solution:
         raise InfeasibleError(f"the solver found no placement ({solution.report.message}); raise solver.time_limit_s")

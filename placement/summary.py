@@ -447,6 +447,9 @@ class PlanSummary:
         IT power of one node. [kW]
     n_plus_one : bool
         Whether N+1 fault tolerance was required.
+    n_plus_one_applied : bool or None
+        Whether the plan keeps it: False when the scenario asked for N+1 and the plan was solved without it (a
+        shortfall the N+1 model could not be diagnosed at); None in folders written before it was recorded.
     time_slices : int
         Number of time slices.
     rtt_quantile : str or None
@@ -494,6 +497,7 @@ class PlanSummary:
     cache_hit_rate: float | None = None
     node_kw: float | None = None
     n_plus_one: bool = False
+    n_plus_one_applied: bool | None = None
     time_slices: int = 1
     rtt_quantile: str | None = None
     dinkelbach_iterations: tuple[DinkelbachStep, ...] = field(default_factory=tuple)
@@ -572,6 +576,7 @@ class PlanSummary:
             cache_hit_rate=_optional_float(data.get("cache_hit_rate")),
             node_kw=_optional_float(data.get("node_kw")),
             n_plus_one=bool(data.get("n_plus_one", False)),
+            n_plus_one_applied=None if data.get("n_plus_one_applied") is None else bool(data["n_plus_one_applied"]),
             time_slices=int(data.get("time_slices", 1)),
             rtt_quantile=None if data.get("rtt_quantile") is None else str(data["rtt_quantile"]),
             dinkelbach_iterations=tuple(DinkelbachStep.from_json_dict(s) for s in data.get("dinkelbach_iterations") or []),
@@ -602,6 +607,7 @@ JSON_ORDER = (
     "node_kw",
     "fault_domain_coverage",
     "n_plus_one",
+    "n_plus_one_applied",
     "unserved_share",
     "time_slices",
     "rtt_quantile",

@@ -43,6 +43,7 @@ SUMMARY_JSON_KEYS = {
     "node_kw",
     "fault_domain_coverage",
     "n_plus_one",
+    "n_plus_one_applied",
     "unserved_share",
     "time_slices",
     "rtt_quantile",
@@ -203,6 +204,7 @@ def test_report_rebuilds_from_a_folder_written_before_the_breakdown(world_result
         "cache_hit_rate",
         "node_kw",
         "n_plus_one",
+        "n_plus_one_applied",
         "time_slices",
         "rtt_quantile",
     )

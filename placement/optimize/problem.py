@@ -159,6 +159,9 @@ class PlacementSolution:
         ``{site f: (p,) shares re-routed when f fails}`` (N+1 only).
     iterations : list of dict
         Dinkelbach iterations (ratio objective only).
+    n_plus_one_dropped : bool
+        The problem asked for N+1 but this solution was solved without its rows (a shortfall diagnosis of a
+        model too large for the elastic N+1 MILP): it has no spare capacity for a site loss, and says so.
     """
 
     open: BoolArray
@@ -170,6 +173,7 @@ class PlacementSolution:
     routing_report: SolverReport | None = None
     failover_share: dict[int, FloatArray] = field(default_factory=dict)
     iterations: list[dict[str, float]] = field(default_factory=list)
+    n_plus_one_dropped: bool = False
 
     def pair_mean_flow_tok_s(self, data: PlacementInput) -> FloatArray:
         """Daily mean goodput carried on each pair. [tokens/s]"""

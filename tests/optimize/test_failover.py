@@ -208,3 +208,34 @@ def test_spare_capacity_relaxation_never_exceeds_the_exact_n_plus_one(seed: int)
     report = solve_problem(relaxed.problem, SolverOptions(name="highs"))
     assert exact.report.status == SolveStatus.OPTIMAL and report.status == SolveStatus.OPTIMAL
     assert report.objective <= exact.objective_usd_per_h + 1e-6
+
+
+def _short_of_power_n_plus_one(tmp_path: Path) -> Path:
+    from tests.conftest import CATALOG_HEADER, write_scenario
+
+    catalog = CATALOG_HEADER + (
+        "ashburn,Ashburn,US,North America,39.04,-77.49,0.15,80,1.3,10000000,false\n"
+        "chicago,Chicago,US,North America,41.88,-87.63,0.15,60,1.3,10000000,false\n"
+        "frankfurt,Frankfurt,DE,Europe,50.11,8.68,2,120,1.3,10000000,false\n"
+        "amsterdam,Amsterdam,NL,Europe,52.37,4.90,2,120,1.3,10000000,false\n"
+    )
+    return write_scenario(tmp_path, catalog=catalog, policy={"unreachable": "report"}, fault_tolerance={"n_plus_one": True})
+
+
+def test_n_plus_one_under_a_shortfall_is_never_dropped_silently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shortfall whose N+1 model is too large for the elastic MILP is solved without N+1, and says so."""
+    from placement.outputs.writer import summary_json_dict
+    from placement.plan import run
+    from placement.scenario import load_scenario
+
+    path = _short_of_power_n_plus_one(tmp_path)
+    kept = run(load_scenario(path))  # small: the elastic N+1 diagnosis keeps N+1
+    assert kept.summary.status == "partial" and kept.summary.unserved_share > 0
+    assert kept.summary.n_plus_one and kept.summary.n_plus_one_applied
+    assert not any("N+1 NOT APPLIED" in note for note in kept.notes)
+    monkeypatch.setattr(failover, "FULL_FAILOVER_MAX_VARIABLES", 0)  # as if it were the world
+    dropped = run(load_scenario(path))
+    assert dropped.summary.n_plus_one and dropped.summary.n_plus_one_applied is False
+    assert dropped.notes[0].startswith("N+1 NOT APPLIED: fault_tolerance.n_plus_one is set")
+    assert not any("every other population is protected" in note for note in dropped.notes)
+    assert summary_json_dict(dropped)["n_plus_one_applied"] is False
