@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -84,3 +85,23 @@ class InfeasibleError(PlacementError):
 
 class SolverError(PlacementError):
     """The solver failed or returned a solution that violates a constraint."""
+
+
+def problems_of(check: Callable[[], object]) -> list[Problem]:
+    """The problems a check raises as an :class:`InputError` (none: an empty list), to gather them with others.
+
+    Parameters
+    ----------
+    check : callable
+        Runs one check; its result is dropped.
+
+    Returns
+    -------
+    list of Problem
+        What it found.
+    """
+    try:
+        check()
+    except InputError as exc:
+        return list(exc.problems)
+    return []

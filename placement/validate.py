@@ -7,13 +7,12 @@ site catalog by its file name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from placement._errors import InputError, Problem
+from placement._errors import InputError, Problem, problems_of
 from placement.buildout.arrays import check_buildout_inputs
 from placement.catalog import load_catalog
 from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
@@ -40,14 +39,6 @@ class Validated:
     path: Path
     sites: pd.DataFrame
     loaded: LoadedScenario | None = None
-
-
-def _problems_of(check: Callable[[], object]) -> list[Problem]:
-    try:
-        check()
-    except InputError as exc:
-        return list(exc.problems)
-    return []
 
 
 def _retrieval_catalog(spec: SitesSection, resolve: Resolve, sites: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -85,11 +76,11 @@ def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
         sites = load_sites(scenario.sites, resolve, source=source)
     except InputError as exc:
         problems += exc.problems
-    problems += _problems_of(lambda: demand_cities(scenario.demand, resolve, source=source))
-    problems += _problems_of(lambda: class_profiles(scenario.classes, scenario.serving, source=source))
+    problems += problems_of(lambda: demand_cities(scenario.demand, resolve, source=source))
+    problems += problems_of(lambda: class_profiles(scenario.classes, scenario.serving, source=source))
     stores = _retrieval_catalog(scenario.sites, resolve, sites)
     if stores is not None:
-        problems += _problems_of(
+        problems += problems_of(
             lambda: retrieval_extra_ms(scenario.classes, stores, build_latency_model(scenario.latency, resolve), source=source)
         )
     if scenario.is_buildout and sites is not None:

@@ -7,7 +7,6 @@ class and accelerator) -> power schedule -> demand per row, slice, year and scen
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from placement._errors import InputError, Problem
+from placement._errors import InputError, Problem, problems_of
 from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
@@ -323,14 +322,6 @@ def _site_costs(
     return fixed, np.asarray(per_mw), node_mw, running, np.asarray(node_energy)
 
 
-def _problems_of(check: Callable[[], object]) -> list[Problem]:
-    try:
-        check()
-    except InputError as exc:
-        return list(exc.problems)
-    return []
-
-
 def check_buildout_inputs(loaded: LoadedScenario, sites: pd.DataFrame) -> list[Problem]:
     """Every problem of the build-out's own inputs that :func:`build_buildout` would raise, without building it.
 
@@ -352,15 +343,15 @@ def check_buildout_inputs(loaded: LoadedScenario, sites: pd.DataFrame) -> list[P
     """
     scenario, horizon = loaded.scenario, horizon_of(loaded)
     years, source = list(horizon.years), str(loaded.path)
-    problems = _problems_of(lambda: power_schedule(loaded, horizon, sites, years))
+    problems = problems_of(lambda: power_schedule(loaded, horizon, sites, years))
     try:
         fleet = build_fleet(scenario.classes, scenario.serving, scenario.horizon, years, source=source)
     except InputError as exc:
         return list(exc.problems) + problems
     life = horizon.node_life_years or math.ceil(scenario.economics.node_life_years)
-    problems += _problems_of(lambda: _existing(horizon, sites, fleet, years, life, source))
+    problems += problems_of(lambda: _existing(horizon, sites, fleet, years, life, source))
     offered = offers(scenario.horizon, scenario.serving)
-    problems += _problems_of(
+    problems += problems_of(
         lambda: scenario_goodput(scenario.classes, scenario.serving, offered, horizon, fleet, years, source=source)
     )
     return problems

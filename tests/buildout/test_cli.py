@@ -146,10 +146,11 @@ def test_mw_that_go_down_are_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "energized MW go down" in capsys.readouterr().err
 
 
-def test_a_single_year_fleet_mix_runs_through_the_buildout_engine(tmp_path: Path) -> None:
+def _fleet_mix(tmp_path: Path, accelerators: list[str]) -> Path:
+    """The small build-out's world as a one-year fleet mix of these accelerators (no horizon)."""
     raw = yaml.safe_load(SMALL.read_text())
     del raw["horizon"]
-    raw["serving"]["accelerators"] = ["h100-sxm", "b200", "mi300x"]
+    raw["serving"]["accelerators"] = accelerators
     raw["demand"]["clusters"] = 15
     raw["time"]["slices"] = 1
     raw["time"]["profile"] = None
@@ -157,6 +158,11 @@ def test_a_single_year_fleet_mix_runs_through_the_buildout_engine(tmp_path: Path
         raw[key][field] = str((SMALL.parent / raw[key][field]).resolve())
     path = tmp_path / "mix.yaml"
     path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_single_year_fleet_mix_runs_through_the_buildout_engine(tmp_path: Path) -> None:
+    path = _fleet_mix(tmp_path, ["h100-sxm", "b200", "mi300x"])
     out = tmp_path / "out"
     assert main(["solve", str(path), "--out", str(out), "--quiet", "--no-maps"]) == 0
     summary = json.loads((out / "summary.json").read_text())
@@ -238,16 +244,7 @@ def test_an_unknown_accelerator_on_offer_is_named_where_it_was_written(
 
 
 def test_a_fleet_mix_listing_one_accelerator_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    raw = yaml.safe_load(SMALL.read_text())
-    del raw["horizon"]
-    raw["serving"]["accelerators"] = ["h100-sxm", "b200", "b200"]
-    raw["demand"]["clusters"] = 15
-    raw["time"]["slices"] = 1
-    raw["time"]["profile"] = None
-    for key, field in (("sites", "catalog"), ("demand", "cities")):
-        raw[key][field] = str((SMALL.parent / raw[key][field]).resolve())
-    path = tmp_path / "mix.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path = _fleet_mix(tmp_path, ["h100-sxm", "b200", "b200"])
     err = _validate_errors(path, capsys)
     assert "serving.accelerators[2]: accelerator 'b200' is listed twice (first at serving.accelerators[1])" in err
     assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
