@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from placement._errors import InputError, PlacementError, Problem
+from placement._paths import nearest_existing
 
 __all__ = [
     "DATA_PACKAGE",
@@ -207,9 +208,7 @@ def copy_scenario(dest: str | Path, scenario: str = "default") -> list[Path]:
     dest = Path(dest)
     if dest.exists() and not dest.is_dir():
         raise PlacementError(f"{dest} is a file, not a folder. Fix: give a new or empty folder")
-    base = dest.parent
-    while not base.exists() and base != base.parent:
-        base = base.parent
+    base = nearest_existing(dest.parent)
     if not base.is_dir():
         raise PlacementError(f"{dest} would be inside {base}, which is a file, not a folder. Fix: give a folder path")
     text, sweep, copies = _starter_files(known[scenario])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from placement import jsonio
 from placement._errors import InputError, PlacementError, Problem
+from placement._paths import nearest_existing
 from placement.bundled import default_scenario_path, scenario_file
 from placement.geodesy import is_lat_lon
 from placement.progress import StderrProgress
@@ -277,9 +278,7 @@ def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None) -
 def _plot_path(text: str) -> Path:
     """Where ``goodput --plot`` writes, checked before anything is computed; a missing folder is created."""
     path = Path(text).resolve()
-    base = path.parent
-    while not base.exists() and base != base.parent:
-        base = base.parent
+    base = nearest_existing(path.parent)
     source, fix = f"--plot {text}", "give the path of a PNG file in a folder you can write to"
     if path.is_dir():
         raise InputError([Problem(source, "", "", "it is a folder, not a file", fix)])

@@ -172,7 +172,9 @@ def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, sourc
     )
 
 
-def class_profiles(classes: list[WorkloadClass], serving: ServingSection, *, source: str) -> list[ClassProfile]:
+def class_profiles(
+    classes: list[WorkloadClass], serving: ServingSection, *, source: str, accelerator_key: str = "serving.accelerator"
+) -> list[ClassProfile]:
     """Each class's per-node goodput and node-side TTFT, given or computed.
 
     Parameters
@@ -183,6 +185,8 @@ def class_profiles(classes: list[WorkloadClass], serving: ServingSection, *, sou
         The scenario's ``serving`` section (the node computed classes run on).
     source : str
         The scenario file, for error messages.
+    accelerator_key : str, optional
+        The key an unknown accelerator is reported at (a build-out's ``horizon.accelerators[i].id``).
 
     Returns
     -------
@@ -196,9 +200,12 @@ def class_profiles(classes: list[WorkloadClass], serving: ServingSection, *, sou
     """
     problems: list[Problem] = []
     if not all(workload.given for workload in classes):
-        for key, lookup in (("serving.model", get_model), ("serving.accelerator", get_accelerator)):
+        for key, value, lookup in (
+            ("serving.model", serving.model, get_model),
+            (accelerator_key, serving.accelerator, get_accelerator),
+        ):
             try:
-                lookup(getattr(serving, key.split(".")[1]))
+                lookup(value)
             except InputError as exc:
                 problems += [Problem(source, key, "", p.rule, p.fix) for p in exc.problems]
         if problems:

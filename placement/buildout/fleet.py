@@ -181,19 +181,9 @@ def build_fleet(
     for a, offer in enumerate(offered):
         variant = with_accelerator(serving, offer)
         try:
-            profiles.append(class_profiles(classes, variant, source=source))
+            profiles.append(class_profiles(classes, variant, source=source, accelerator_key=_offer_key(horizon, serving, a)))
         except InputError as exc:
-            where = _offer_key(horizon, serving, a)  # the key the planner wrote, not serving.accelerator
-            problems += [
-                Problem(
-                    p.source,
-                    where if p.where == "serving.accelerator" else p.where,
-                    p.field,
-                    f"accelerator {offer.id}: {p.rule}",
-                    p.fix,
-                )
-                for p in exc.problems
-            ]
+            problems += [Problem(p.source, p.where, p.field, f"accelerator {offer.id}: {p.rule}", p.fix) for p in exc.problems]
             continue
         kws.append(node_kw(variant))
         price, on = _price_path(offer, years, catalog_node_capex_usd(variant))

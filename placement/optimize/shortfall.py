@@ -55,21 +55,15 @@ def diagnose_shortfall(data: PlacementInput, options: SolverOptions) -> Placemen
     PlacementSolution
         With ``unserved_share`` set.
     """
-    if data.fault_tolerant and failover.failover_variable_count(data) > failover.FULL_FAILOVER_MAX_VARIABLES:
-        # Too large to diagnose with every failure scenario in a bounded time: the plan is solved without N+1,
-        # and the solution says so (never a silent drop: the plan's status, summary and notes carry it).
-        unprotected = solve_priced(
-            replace(data, fault_tolerant=False),
-            options,
-            shortfall=True,
-            route_nearest=False,
-            all_pairs=len(data.pair_site) <= PRICING_FROM_PAIRS,
-        )
-        return replace(unprotected, n_plus_one_dropped=True)
+    # Too large to diagnose with every failure scenario in a bounded time: the plan is solved without N+1, and
+    # the solution says so (never a silent drop: the plan's status, summary and notes carry it).
+    dropped = data.fault_tolerant and failover.failover_variable_count(data) > failover.FULL_FAILOVER_MAX_VARIABLES
+    if dropped:
+        data = replace(data, fault_tolerant=False)
     if not data.fault_tolerant:
-        return solve_priced(
-            data, options, shortfall=True, route_nearest=False, all_pairs=len(data.pair_site) <= PRICING_FROM_PAIRS
-        )
+        all_pairs = len(data.pair_site) <= PRICING_FROM_PAIRS
+        solution = solve_priced(data, options, shortfall=True, route_nearest=False, all_pairs=all_pairs)
+        return replace(solution, n_plus_one_dropped=dropped)
     return _elastic(data, options)
 
 

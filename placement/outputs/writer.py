@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from placement._errors import InputError, Problem
+from placement._paths import nearest_existing
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments
 from placement.outputs.network_layer import links_frame, write_network
@@ -83,13 +84,6 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
     write_report_html(plan, folder)  # last: embeds map.png, map_*.png (when drawn) and ttft_budget.png
 
 
-def _nearest_existing(path: Path) -> Path:
-    """``path`` itself or its closest ancestor that exists."""
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
 def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...] | None = MARKERS) -> Path:
     """Check, before anything is solved, that a results folder can be written at ``out_dir``.
 
@@ -127,7 +121,7 @@ def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...]
     if results_markers is not None and foreign:
         rule = f"it exists, is not empty and is not a placement results folder (no {' or '.join(markers)})"
         raise InputError([Problem(source, "", "", rule + "; nothing in it is overwritten", fix)])
-    base = _nearest_existing(out.parent)  # staging and the swap happen beside out_dir
+    base = nearest_existing(out.parent)  # staging and the swap happen beside out_dir
     if not base.is_dir():
         raise InputError([Problem(source, "", "", f"it would be inside {base}, which is a file, not a folder", fix)])
     try:
