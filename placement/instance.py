@@ -108,6 +108,10 @@ class Instance:
     latency : LatencyModel
         The scenario's latency model (network, parameters, shortest paths), built once: the
         outputs draw the same network the round trips were computed on.
+    failure_domain_names : tuple of str
+        Name of each of ``inputs.failure_domains`` (``fault_tolerance.domains``).
+    failure_domain_grouping : str or None
+        The catalog column the domains come from, ``listed``, or None without domains.
     """
 
     loaded: LoadedScenario
@@ -133,6 +137,8 @@ class Instance:
     commodity_slice_demand_tok_s: FloatArray
     commodity_mean_demand_tok_s: FloatArray
     latency: LatencyModel
+    failure_domain_names: tuple[str, ...] = ()
+    failure_domain_grouping: str | None = None
 
     @property
     def classes(self) -> list[WorkloadClass]:

@@ -6,8 +6,9 @@ out of this module; :mod:`placement.outputs.writer` writes them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from numpy.typing import NDArray
 from placement._errors import InfeasibleError, SolverError
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.economics import NodeCost, cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
 from placement.instance import Instance, build_instance
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.ratio import solve_ratio
@@ -173,6 +175,8 @@ class Plan:
         Headline figures (see :func:`summarise`); ``summary.json`` is its JSON form.
     notes : list of str
         Diagnoses the user should read (unreachable populations, shortfalls, time limits).
+    failover : FailoverTables or None
+        What each loss moves where (N+1 plans): ``failover*.csv``.
 
     The writers read what was solved through the properties below, not through the instance's
     scenario.
@@ -185,6 +189,7 @@ class Plan:
     populations: pd.DataFrame
     summary: PlanSummary
     notes: list[str] = field(default_factory=list)
+    failover: FailoverTables | None = None
 
     @property
     def scenario_name(self) -> str:
@@ -440,6 +445,43 @@ def _class_summaries(
     return tuple(summaries)
 
 
+def _protection_figures(
+    instance: Instance, solution: PlacementSolution, assignments: pd.DataFrame, class_cost_usd_per_h: FloatArray
+) -> dict[str, Any]:
+    """``summary.json``'s N+1 figures: shares protected, unprotectable and unprotected, domains, the cost of 24x7."""
+    data = instance.inputs
+    if not data.fault_tolerant or solution.n_plus_one_dropped:
+        return {}
+    protected, unprotectable, unprotected = protection_shares(data, solution)
+    figures: dict[str, Any] = {
+        "n_plus_one_protected_share": protected,
+        "unprotectable_share": unprotectable,
+        "n_plus_one_unprotected_share": unprotected,
+    }
+    if instance.failure_domain_grouping is not None:
+        ids = instance.sites["id"].to_numpy()
+        figures["fault_domains"] = {
+            "grouping": instance.failure_domain_grouping,
+            "domains": {
+                name: [str(ids[j]) for j in sites.tolist()]
+                for name, sites in zip(instance.failure_domain_names, data.failure_domains, strict=True)
+            },
+        }
+    without = solution.without_n_plus_one
+    if without is not None:
+        pair_class = instance.commodity_class[instance.modelled][data.pair_commodity]
+        node_cost = instance.node_cost.total_usd_per_h
+        site_cost = np.where(without.open, data.site_fixed_usd_per_h, 0.0) + without.nodes * node_cost
+        base_cost = _class_costs(data, without, pair_class, len(instance.classes), site_cost)
+        goodput = assignments.groupby("class")["goodput_tok_s"].sum()
+        names = [p.name for p in instance.profiles]
+        figures["n_plus_one_cost"] = protection_cost(
+            data, solution, without, class_costs=(class_cost_usd_per_h, base_cost), class_names=names,
+            class_goodput_tok_s=[float(goodput.get(n, 0.0)) for n in names], node_mw=data.site_node_mw,
+        )  # fmt: skip
+    return figures
+
+
 def summarise(
     instance: Instance, solution: PlacementSolution, sites: pd.DataFrame, assignments: pd.DataFrame, status: str
 ) -> PlanSummary:
@@ -497,6 +539,7 @@ def summarise(
         fault_domain_coverage=fault_domain_coverage(instance.allowed, solution.open, instance.commodity_mean_demand_tok_s),
         n_plus_one=instance.inputs.fault_tolerant,
         n_plus_one_applied=instance.inputs.fault_tolerant and not solution.n_plus_one_dropped,
+        **_protection_figures(instance, solution, assignments, class_cost),
         unserved_share=unserved,
         time_slices=len(instance.slice_hours),
         rtt_quantile=instance.loaded.scenario.latency.quantile,
@@ -543,7 +586,59 @@ def _assemble(instance: Instance, solution: PlacementSolution, status: str, note
         raise SolverError(f"{int(late.sum())} assignments exceed their TTFT objective; the model admitted a forbidden pair")
     populations = _population_table(instance, solution, assignments)
     summary = summarise(instance, solution, sites, assignments, status)
-    return Plan(instance, solution, sites, assignments, populations, summary, [*notes, *rule_notes(instance, sites)])
+    failover = None
+    if instance.inputs.fault_tolerant and not solution.n_plus_one_dropped:
+        failover = failover_tables(instance, solution)
+        notes = [*notes, *_protection_notes(instance, solution, summary)]
+    plan_notes = [*notes, *rule_notes(instance, sites)]
+    return Plan(instance, solution, sites, assignments, populations, summary, plan_notes, failover)
+
+
+def _protection_notes(instance: Instance, solution: PlacementSolution, summary: PlanSummary, *, limit: int = 10) -> list[str]:
+    """What N+1 protects and what it costs, in words; the populations left unprotected for want of power."""
+    data = instance.inputs
+    domains = len(data.failure_domains)
+    losses = f"any one open site{f' or any one of {domains} fault domains' if domains else ''}"
+    protected, unprotectable, unprotected = protection_shares(data, solution)
+    lines = [
+        f"N+1: {share_text(protected)} of served goodput is re-routed in full inside its objective on the loss of "
+        f"{losses} (failover*.csv); {share_text(unprotectable)} has a single site in reach"
+        + (f"; {share_text(unprotected)} has no spare power in reach:" if unprotected > 0 else "")
+    ]
+    if unprotected > 0:
+        lines += [f"  - {line}" for line in _unprotected_lines(instance, solution, limit=limit)]
+    cost = summary.n_plus_one_cost
+    if cost is not None and cost.get("usd_per_m_with") is not None and cost.get("usd_per_m_without") is not None:
+        rise = cost["usd_per_m_with"] / cost["usd_per_m_without"] - 1 if cost["usd_per_m_without"] else float("nan")
+        lines.append(
+            f"24x7 costs ${usd_per_m_text(cost['usd_per_m_with'])} per million goodput tokens against "
+            f"${usd_per_m_text(cost['usd_per_m_without'])} without N+1 ({rise:+.1%}): {cost['extra_nodes']:,} spare nodes, "
+            f"{mw_text(cost['extra_mw'])} MW, {cost['standby_sites']} standby sites"
+        )
+    return lines
+
+
+def _unprotected_lines(instance: Instance, solution: PlacementSolution, *, limit: int) -> list[str]:
+    """The protected commodities some loss leaves without a backup, largest first."""
+    data = instance.inputs
+    worst = np.max(list(solution.unprotected_share.values()), axis=0)
+    at_risk = worst * data.mean_demand_tok_s
+    rows = np.flatnonzero(at_risk > 1e-9)
+    rows = rows[np.argsort(-at_risk[rows], kind="stable")]
+    table = instance.populations.table
+    lines = []
+    for r in rows[:limit].tolist():
+        c = int(instance.modelled[r])
+        i, k = int(instance.commodity_population[c]), int(instance.commodity_class[c])
+        sites = data.pair_site[(data.pair_commodity == r)]
+        names = ", ".join(str(instance.sites["name"].iat[j]) for j in sites[:4].tolist())
+        lines.append(
+            f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {instance.profiles[k].name}: "
+            f"{share_text(float(worst[r]))} of it has no backup when a site it uses is lost; sites in reach: {names}"
+        )
+    if len(rows) > limit:
+        lines.append(f"... and {len(rows) - limit} more")
+    return lines
 
 
 def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
@@ -624,18 +719,15 @@ def _unprotectable_notes(instance: Instance, policy: str) -> list[str]:
             + "\nFix: add candidate sites near them, relax the objective, set fault_tolerance.n_plus_one: false, "
             "or set policy.unreachable: report"
         )
-    return [header + "; they are served by that site without a backup, and every other population is protected:"] + [
-        f"  - {line}" for line in lines
-    ]
+    return [header + "; they are served by that site without a backup:"] + [f"  - {line}" for line in lines]
 
 
 def _n_plus_one_dropped_note(instance: Instance) -> str:
     """Said first when N+1 was asked for and the plan could not keep it: never a silent drop."""
     return (
-        "N+1 NOT APPLIED: fault_tolerance.n_plus_one is set, but not all demand can be served and the N+1 model "
-        f"with a shortfall is too large to solve here ({len(instance.inputs.pair_site):,} pairs); this plan was solved "
-        "without N+1 and keeps no spare capacity for the loss of a site (summary.json: n_plus_one_applied false). "
-        "Fix: add power or sites until all demand can be served, or set fault_tolerance.n_plus_one: false"
+        "N+1 NOT APPLIED: fault_tolerance.n_plus_one is set, but no protected design was found within the time limit "
+        f"({len(instance.inputs.pair_site):,} pairs); this plan keeps no spare capacity for the loss of a site "
+        "(summary.json: n_plus_one_applied false). Fix: raise solver.time_limit_s, or set fault_tolerance.n_plus_one: false"
     )
 
 
@@ -722,11 +814,16 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         return _assemble(instance, elastic, "partial", notes)
     if not status.has_solution:
         raise InfeasibleError(f"the solver found no placement ({solution.report.message}); raise solver.time_limit_s")
+    if instance.inputs.fault_tolerant and solution.without_n_plus_one is None:
+        plain = solve_placement(replace(instance.inputs, fault_tolerant=False), options)  # what protection costs
+        solution = replace(solution, without_n_plus_one=plain if plain.report.status.has_solution else None)
     if status == SolveStatus.FEASIBLE:
         notes.append(
             f"proven gap {solution.report.gap:.2%}: the answer is feasible, not proven optimal "
             f"({solution.report.message}; stopped by {solution.report.stopped_by.value})"
         )
+    if solution.n_plus_one_dropped:
+        notes = [_n_plus_one_dropped_note(instance), *(n for n in notes if n not in unprotectable)]
     label = status.value if not len(unreachable) else "partial"
     return _assemble(instance, solution, label, notes)
 

@@ -45,6 +45,10 @@ def finite_or_none(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
+def _optional_dict(value: Any) -> dict[str, Any] | None:
+    return dict(value) if isinstance(value, Mapping) else None
+
+
 def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
@@ -448,8 +452,19 @@ class PlanSummary:
     n_plus_one : bool
         Whether N+1 fault tolerance was required.
     n_plus_one_applied : bool or None
-        Whether the plan keeps it: False when the scenario asked for N+1 and the plan was solved without it (a
-        shortfall the N+1 model could not be diagnosed at); None in folders written before it was recorded.
+        Whether the plan keeps it: False when the scenario asked for N+1 and no protected design was found in
+        the time limit; None in folders written before it was recorded.
+    n_plus_one_protected_share : float or None
+        N+1 plans: share of served goodput re-routed in full inside its objective on every loss.
+    unprotectable_share : float or None
+        N+1 plans: share of served goodput with a single site in reach (no loss of it can be covered).
+    n_plus_one_unprotected_share : float or None
+        N+1 plans: share of served goodput some loss leaves without a backup for want of spare power in reach.
+    fault_domains : dict or None
+        N+1 plans with ``fault_tolerance.domains``: ``{"grouping": str, "domains": {name: [site ids]}}``.
+    n_plus_one_cost : dict or None
+        N+1 plans: the plan with and without N+1 (``usd_per_h_with``, ``usd_per_m_with``, ``..._without``,
+        ``extra_nodes``, ``extra_mw``, ``standby_sites``, ``classes: {name: {usd_per_m_with, usd_per_m_without}}``).
     time_slices : int
         Number of time slices.
     rtt_quantile : str or None
@@ -498,6 +513,11 @@ class PlanSummary:
     node_kw: float | None = None
     n_plus_one: bool = False
     n_plus_one_applied: bool | None = None
+    n_plus_one_protected_share: float | None = None
+    unprotectable_share: float | None = None
+    n_plus_one_unprotected_share: float | None = None
+    fault_domains: dict[str, Any] | None = None
+    n_plus_one_cost: dict[str, Any] | None = None
     time_slices: int = 1
     rtt_quantile: str | None = None
     dinkelbach_iterations: tuple[DinkelbachStep, ...] = field(default_factory=tuple)
@@ -577,6 +597,11 @@ class PlanSummary:
             node_kw=_optional_float(data.get("node_kw")),
             n_plus_one=bool(data.get("n_plus_one", False)),
             n_plus_one_applied=None if data.get("n_plus_one_applied") is None else bool(data["n_plus_one_applied"]),
+            n_plus_one_protected_share=_optional_float(data.get("n_plus_one_protected_share")),
+            unprotectable_share=_optional_float(data.get("unprotectable_share")),
+            n_plus_one_unprotected_share=_optional_float(data.get("n_plus_one_unprotected_share")),
+            fault_domains=_optional_dict(data.get("fault_domains")),
+            n_plus_one_cost=_optional_dict(data.get("n_plus_one_cost")),
             time_slices=int(data.get("time_slices", 1)),
             rtt_quantile=None if data.get("rtt_quantile") is None else str(data["rtt_quantile"]),
             dinkelbach_iterations=tuple(DinkelbachStep.from_json_dict(s) for s in data.get("dinkelbach_iterations") or []),
@@ -608,6 +633,11 @@ JSON_ORDER = (
     "fault_domain_coverage",
     "n_plus_one",
     "n_plus_one_applied",
+    "n_plus_one_protected_share",
+    "unprotectable_share",
+    "n_plus_one_unprotected_share",
+    "fault_domains",
+    "n_plus_one_cost",
     "unserved_share",
     "time_slices",
     "rtt_quantile",

@@ -110,8 +110,8 @@ def _define_failover(data: PlacementInput, b: PlacementBlocks, failover_rows: Li
         return
     by_commodity = rows.group_by(data.pair_commodity, data.n_commodities)
     by_site = rows.group_by(data.pair_site, data.n_sites)
-    for f in range(data.n_sites):
-        pairs = rows.failover_pairs(f, data.pair_commodity, data.pair_site, protected, by_site, by_commodity)
+    for f, failed_sites in data.failure_scenarios():
+        pairs = rows.failover_pairs(failed_sites, data.pair_commodity, data.pair_site, protected, by_site, by_commodity)
         if len(pairs[0]) == 0:
             continue
         cols = (b.open.cols, b.nodes.cols, b.shares.cols, b.site_peak)

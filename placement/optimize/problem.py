@@ -61,6 +61,9 @@ class PlacementInput:
     daily_mean_tok_s : numpy.ndarray, optional
         ``(c,)`` daily mean demand, when the slices do not cover the day in proportion (a single
         peak slice); default: the hour-weighted mean of the slices. [tokens/s]
+    failure_domains : tuple of numpy.ndarray, optional
+        Sites that fail together (a grid region, a campus, a corridor), each as site indices: with
+        ``fault_tolerant`` the plan survives the loss of any one of them as well as of any one site.
     """
 
     slice_demand_tok_s: FloatArray
@@ -80,6 +83,7 @@ class PlacementInput:
     fault_tolerant: bool = False
     daily_mean_tok_s: FloatArray | None = None
     protect: BoolArray | None = None
+    failure_domains: tuple[IntArray, ...] = ()
 
     @property
     def n_sites(self) -> int:
@@ -110,6 +114,16 @@ class PlacementInput:
             return np.zeros(self.n_commodities, dtype=bool)
         mask = self.peak_demand_tok_s > 0
         return mask if self.protect is None else mask & self.protect
+
+    def failure_scenarios(self) -> list[tuple[int, IntArray]]:
+        """Every loss N+1 guards against, as ``(key, failed sites)``.
+
+        Key ``f < n_sites`` is the loss of site f alone; key ``n_sites + d`` the loss of
+        ``failure_domains[d]`` (PlacementSolution's ``failover_share`` uses the same keys).
+        """
+        single = [(f, np.asarray([f], dtype=np.int64)) for f in range(self.n_sites)]
+        domains = [(self.n_sites + d, np.asarray(sites, dtype=np.int64)) for d, sites in enumerate(self.failure_domains)]
+        return single + domains
 
     @property
     def site_max_nodes(self) -> IntArray:
@@ -156,12 +170,18 @@ class PlacementSolution:
     routing_report : SolverReport or None
         The routing LP solved with the design fixed.
     failover_share : dict
-        ``{site f: (p,) shares re-routed when f fails}`` (N+1 only).
+        ``{scenario key: (p,) shares re-routed when its sites fail}`` (N+1 only; keys of
+        :meth:`PlacementInput.failure_scenarios`).
+    unprotected_share : dict
+        ``{scenario key: (c,) share of each commodity served at the failed sites that cannot be re-routed}``
+        (N+1 plans protected after a shortfall: no spare power in reach; empty when every loss is covered).
     iterations : list of dict
         Dinkelbach iterations (ratio objective only).
     n_plus_one_dropped : bool
-        The problem asked for N+1 but this solution was solved without its rows (a shortfall diagnosis of a
-        model too large for the elastic N+1 MILP): it has no spare capacity for a site loss, and says so.
+        The problem asked for N+1 but no protected design was found in the time limit: this is the plan
+        without N+1, with no spare capacity for a loss, and it says so.
+    without_n_plus_one : PlacementSolution or None
+        The plan without N+1 an N+1 plan was built on or compared with (what protection costs).
     """
 
     open: BoolArray
@@ -172,8 +192,10 @@ class PlacementSolution:
     report: SolverReport
     routing_report: SolverReport | None = None
     failover_share: dict[int, FloatArray] = field(default_factory=dict)
+    unprotected_share: dict[int, FloatArray] = field(default_factory=dict)
     iterations: list[dict[str, float]] = field(default_factory=list)
     n_plus_one_dropped: bool = False
+    without_n_plus_one: PlacementSolution | None = None
 
     def pair_mean_flow_tok_s(self, data: PlacementInput) -> FloatArray:
         """Daily mean goodput carried on each pair. [tokens/s]"""

@@ -576,19 +576,19 @@ def site_peak_columns_and_rows(
 
 
 def failover_pairs(
-    f: int,
+    failed_sites: IntArray,
     pair_commodity: IntArray,
     pair_site: IntArray,
     protected: BoolArray,
     by_site: list[IntArray],
     by_commodity: list[IntArray],
 ) -> tuple[IntArray, IntArray]:
-    """The protected pairs at site f, and the pairs of the same commodities at other sites.
+    """The protected pairs at the failed sites, and the pairs of the same commodities at the other sites.
 
     Parameters
     ----------
-    f : int
-        The failed site.
+    failed_sites : numpy.ndarray of int
+        The sites lost together (one site, or a fault domain).
     pair_commodity, pair_site : numpy.ndarray
         Indices of each pair.
     protected : numpy.ndarray of bool
@@ -599,13 +599,15 @@ def failover_pairs(
     Returns
     -------
     tuple of numpy.ndarray
-        The failed pairs and their backup pairs.
+        The failed pairs and their backup pairs (each backup pair once).
     """
-    failed = by_site[f][protected[pair_commodity[by_site[f]]]]
+    at_failed = np.concatenate([by_site[int(f)] for f in failed_sites.tolist()]) if len(failed_sites) else np.zeros(0, np.int64)
+    failed = at_failed[protected[pair_commodity[at_failed]]].astype(np.int64)
     if len(failed) == 0:
         return failed, failed
-    backup = np.concatenate([by_commodity[int(pair_commodity[p])] for p in failed.tolist()])
-    return failed, backup[pair_site[backup] != f].astype(np.int64)
+    commodities = np.unique(pair_commodity[failed])
+    backup = np.concatenate([by_commodity[int(c)] for c in commodities.tolist()])
+    return failed, backup[~np.isin(pair_site[backup], failed_sites)].astype(np.int64)
 
 
 def failure_scenario(
@@ -618,7 +620,7 @@ def failure_scenario(
     pair_peak_load: FloatArray,
     n_commodities: int,
 ) -> ColumnBlock:
-    """Site f fails: its protected shares move to other open sites, which carry them in their nodes.
+    """Scenario f (a site, or a fault domain) fails: its protected shares move to other open sites, which carry them.
 
     Columns ``failover_f_p`` re-route the share of each failed pair's commodity to its backup pair p;
     rows ``reroute_f_c`` (the failed share moves in full), ``failover_link_f_p`` (only to open sites)
@@ -629,9 +631,9 @@ def failure_scenario(
     model : LinearModel
         The model.
     f : int
-        The failed site.
+        The scenario's key (:meth:`placement.optimize.problem.PlacementInput.failure_scenarios`), used in names.
     pairs : tuple of numpy.ndarray
-        :func:`failover_pairs` of f.
+        :func:`failover_pairs` of its failed sites.
     cols : tuple of numpy.ndarray
         Open (m,), node (m,), share (p,) and site-peak (m,, -1 where none) columns.
     pair_commodity, pair_site : numpy.ndarray
@@ -650,13 +652,18 @@ def failure_scenario(
     open_cols, node_cols, share_cols, site_peak = cols
     z = model.add_columns(f"failover_{f}", _labels(backup), lower=0.0, upper=1.0, size=len(backup))
     z_by_commodity = group_by(pair_commodity[backup], n_commodities)
-    commodities = pair_commodity[failed]
+    commodities = np.unique(pair_commodity[failed])
+    failed_by_commodity = group_by(pair_commodity[failed], n_commodities)
     groups = [
-        (np.append(z.cols[z_by_commodity[c]], share_cols[p]), np.append(np.ones(len(z_by_commodity[c])), -1.0))
-        for p, c in zip(failed.tolist(), commodities.tolist(), strict=True)
+        (
+            np.concatenate([z.cols[z_by_commodity[c]], share_cols[failed[failed_by_commodity[c]]]]),
+            np.concatenate([np.ones(len(z_by_commodity[c])), -np.ones(len(failed_by_commodity[c]))]),
+        )
+        for c in commodities.tolist()
     ]
     row, col, value = _rows_of(groups)
-    model.add_rows(f"reroute_{f}", _labels(commodities), row=row, col=col, value=value, lower=0.0, upper=0.0, size=len(failed))
+    size = len(commodities)
+    model.add_rows(f"reroute_{f}", _labels(commodities), row=row, col=col, value=value, lower=0.0, upper=0.0, size=size)
     k = len(backup)
     local = np.arange(k)
     row = np.column_stack([local, local]).ravel()

@@ -1,7 +1,7 @@
 """Solving the placement MILP: which strategy a problem takes.
 
-- N+1 with more re-routing variables than a full model can hold: the exact failure scenarios on candidate
-  sites, bounded on every site (:mod:`placement.optimize.failover`);
+- N+1 with more re-routing variables than a full model can hold: the plan without N+1, then protected on
+  the pairs it uses (:mod:`placement.optimize.failover`, :mod:`placement.optimize.protect`);
 - without N+1 and with more pairs than a direct MILP closes: an LP priced over every pair, then a MILP on
   the pairs it singles out (:mod:`placement.optimize.priced`);
 - otherwise the MILP itself, with lazy time-slice rows when there are many slices (:mod:`placement.optimize.lazy`).
@@ -48,9 +48,7 @@ def solve_placement(
         If the solver's answer violates a constraint.
     """
     if data.fault_tolerant and failover.failover_variable_count(data) > failover.FULL_FAILOVER_MAX_VARIABLES:
-        return failover.solve_failover_on_candidates(
-            data, options, warm_start=warm_start, solve_without_n_plus_one=solve_placement
-        )
+        return failover.solve_large_n_plus_one(data, options, solve_without_n_plus_one=solve_placement)
     if not data.fault_tolerant and len(data.pair_site) > PRICING_FROM_PAIRS:
         return solve_priced(data, options, shortfall=False, route_nearest=route_nearest)
     return solve_lazy(data, options, route_nearest=route_nearest, warm_start=warm_start)

@@ -168,30 +168,43 @@ def verify_solution(data: PlacementInput, solution: PlacementSolution, *, option
 
 
 def _verify_failover(data: PlacementInput, solution: PlacementSolution, *, optional: bool) -> list[str]:
+    """Every loss of :meth:`PlacementInput.failure_scenarios` re-routed in full (or declared unprotected), in every slice."""
     problems: list[str] = []
-    peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
-    coverage = np.bincount(data.pair_commodity, weights=solution.open[data.pair_site].astype(float), minlength=data.n_commodities)
-    required = 2.0 - 2.0 * solution.unserved_share if optional else np.full(data.n_commodities, 2.0)
     protected = data.protected
-    thin = (coverage < required - 1e-6) & protected
+    declared = solution.unprotected_share
+    coverage = np.bincount(data.pair_commodity, weights=solution.open[data.pair_site].astype(float), minlength=data.n_commodities)
+    if declared:
+        # Protected after a shortfall: a commodity served and never declared unprotected keeps a second site.
+        exposed = np.any([share > ABS_TOL for share in declared.values()], axis=0)
+        served = np.bincount(data.pair_commodity, weights=solution.pair_share, minlength=data.n_commodities)
+        thin = (coverage < 2.0 - 1e-6) & protected & (served > ABS_TOL) & ~exposed
+    else:
+        required = 2.0 - 2.0 * solution.unserved_share if optional else np.full(data.n_commodities, 2.0)
+        thin = (coverage < required - 1e-6) & protected
     if thin.any():
         problems.append(f"{int(thin.sum())} protected commodities have fewer than two open sites inside their budget")
-    normal = np.bincount(data.pair_site, weights=solution.pair_share * peak_load, minlength=data.n_sites)
-    carried = np.bincount(data.pair_site, weights=solution.pair_share * protected[data.pair_commodity], minlength=data.n_sites)
-    for f in np.flatnonzero(carried > ABS_TOL).tolist():
-        moved = solution.failover_share.get(f, np.zeros(len(data.pair_site)))
-        to_closed = (moved > ABS_TOL) & (~solution.open[data.pair_site] | (data.pair_site == f))
+    slice_load = data.pair_slice_load()
+    normal = data.site_slice_load(solution.pair_share)
+    nodes = solution.nodes.astype(float)[:, None]
+    for key, failed_sites in data.failure_scenarios():
+        what = f"failure of site {key}" if key < data.n_sites else f"failure of domain {key - data.n_sites}"
+        at_failed = np.isin(data.pair_site, failed_sites) & protected[data.pair_commodity]
+        lost = np.bincount(data.pair_commodity[at_failed], weights=solution.pair_share[at_failed], minlength=data.n_commodities)
+        if lost.max(initial=0.0) <= ABS_TOL:
+            continue
+        moved = solution.failover_share.get(key, np.zeros(len(data.pair_site)))
+        to_closed = (moved > ABS_TOL) & (~solution.open[data.pair_site] | np.isin(data.pair_site, failed_sites))
         if to_closed.any():
-            problems.append(f"failure of site {f} re-routes demand to closed or failed sites")
-        extra = np.bincount(data.pair_site, weights=moved * peak_load, minlength=data.n_sites)
+            problems.append(f"{what} re-routes demand to closed or failed sites")
+        extra = np.zeros_like(normal)
+        np.add.at(extra, data.pair_site, slice_load * moved[:, None])
         after = normal + extra
-        after[f] = 0.0
-        over = after > solution.nodes + 1e-6 * np.maximum(1.0, solution.nodes)
+        after[failed_sites] = 0.0
+        over = (after > nodes + 1e-6 * np.maximum(1.0, nodes)).any(axis=1)
         if over.any():
-            problems.append(f"failure of site {f} overloads {int(over.sum())} sites")
+            problems.append(f"{what} overloads {int(over.sum())} sites")
         moved_by_commodity = np.bincount(data.pair_commodity, weights=moved, minlength=data.n_commodities)
-        at_f = (data.pair_site == f) & protected[data.pair_commodity]
-        lost = np.bincount(data.pair_commodity[at_f], weights=solution.pair_share[at_f], minlength=data.n_commodities)
-        if np.abs(moved_by_commodity - lost).max() > 1e-6:
-            problems.append(f"failure of site {f} leaves demand without a backup")
+        left = declared.get(key, np.zeros(data.n_commodities))
+        if (left < -ABS_TOL).any() or np.abs(moved_by_commodity + left - lost).max() > 1e-6:
+            problems.append(f"{what} leaves demand without a backup")
     return problems

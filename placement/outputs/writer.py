@@ -63,6 +63,10 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
     write_csv(members.assign(population_id=ids).drop(columns=["population_index"]), folder / "population_members.csv")
     if tail_check is not None:
         write_csv(tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
+    if plan.failover is not None:
+        write_csv(plan.failover.rows, folder / "failover.csv")
+        write_csv(plan.failover.sites, folder / "failover_sites.csv")
+        write_csv(plan.failover.scenarios, folder / "failover_scenarios.csv")
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")

@@ -1,0 +1,359 @@
+"""N+1 for a plan that cannot serve everything: every served commodity protected, the most served, at least cost.
+
+N+1 is applied, never dropped: a commodity with two sites in reach that the plan serves is protected against
+every loss of :meth:`PlacementInput.failure_scenarios` (a site, or a fault domain): its share at the failed
+sites moves to surviving sites inside its objective (its allowed pairs), which carry it in their nodes. Where
+power is short, less is served rather than served unprotected. Starting from the plan without N+1 that serves
+the most (:func:`placement.optimize.shortfall.diagnose_shortfall`), on the pairs it uses:
+
+1. the most goodput served with every loss covered: an LP (its optimum holds with whole nodes, since a site's
+   nodes are bounded by a whole number and can be rounded up to it);
+2. the least cost with at least that much served: a MILP over nodes, standby sites and shares.
+
+A site's nodes must hold its own load in every slice plus what moves in, each moved commodity at its own peak
+(at least the load moved in any one slice), so the plan survives each loss in every slice. Commodities with a
+single site in reach are served without a backup (the plan's notes name them).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from placement._errors import SolverError
+from placement.optimize import rows
+from placement.optimize.linear import ColumnBlock, LinearModel, new_highs, to_highspy
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
+from placement.optimize.verify import ABS_TOL, verify_solution
+
+CAP_SLACK = 1e-9
+"""Relative slack on the goodput of step 1 when step 2 keeps it (solver tolerances)."""
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One failure scenario that touches protected load.
+
+    Parameters
+    ----------
+    key : int
+        The scenario's key (:meth:`PlacementInput.failure_scenarios`).
+    failed_sites : numpy.ndarray of int
+        The sites lost together.
+    commodities : numpy.ndarray of int
+        Protected commodities served at the failed sites.
+    lost_share : numpy.ndarray
+        ``(len(commodities),)`` share of each that the failed sites carried.
+    backup : numpy.ndarray of int
+        Their pairs at the other sites (the re-routes allowed).
+    """
+
+    key: int
+    failed_sites: IntArray
+    commodities: IntArray
+    lost_share: FloatArray
+    backup: IntArray
+
+
+def losses(data: PlacementInput, shares: FloatArray) -> list[Loss]:
+    """The failure scenarios that take protected load away under these shares.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (``fault_tolerant``).
+    shares : numpy.ndarray
+        ``(p,)`` the plan's shares.
+
+    Returns
+    -------
+    list of Loss
+        One per scenario with protected load at its sites.
+    """
+    by_site = rows.group_by(data.pair_site, data.n_sites)
+    by_commodity = rows.group_by(data.pair_commodity, data.n_commodities)
+    found = []
+    for key, failed_sites in data.failure_scenarios():
+        failed, backup = rows.failover_pairs(
+            failed_sites, data.pair_commodity, data.pair_site, data.protected, by_site, by_commodity
+        )
+        lost = np.bincount(data.pair_commodity[failed], weights=shares[failed], minlength=data.n_commodities)
+        commodities = np.flatnonzero(lost > ABS_TOL)
+        if len(commodities) == 0:
+            continue
+        backup = backup[np.isin(data.pair_commodity[backup], commodities)]
+        found.append(Loss(key, failed_sites, commodities, np.asarray(lost[commodities], dtype=float), backup))
+    return found
+
+
+@dataclass
+class _Blocks:
+    model: LinearModel
+    nodes: ColumnBlock
+    opens: ColumnBlock
+    shares: ColumnBlock
+    support: IntArray
+    moves: list[ColumnBlock]
+
+
+def protection_model(
+    data: PlacementInput, base: PlacementSolution, scenarios: list[Loss], *, least_cost: bool, min_served_tok_s: float = 0.0
+) -> _Blocks:
+    """The LP (most served, every loss covered) or MILP (least cost) of an N+1 plan on the pairs a plan uses.
+
+    Columns: nodes per site (at most the power's), open flags (locked sites open), the share of
+    each pair the plan uses, each site's load per slice, and per loss the re-routed share of each backup pair
+    and what each receiving site takes at peak. Rows: each commodity served at most once, each site's load
+    per slice within its nodes, a site's nodes only if it is open, ``sites_open`` bounds, per
+    loss the failed shares moved in full, and per loss, receiving site and slice its load plus what moves in
+    within its nodes.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    base : PlacementSolution
+        The plan without N+1 (its open sites and the pairs it uses).
+    scenarios : list of Loss
+        :func:`losses` of its shares.
+    least_cost : bool
+        False: maximise the mean goodput served (continuous nodes). True: minimise the cost of nodes, sites and
+        load energy (whole nodes, binary opens) with at least ``min_served_tok_s`` served.
+    min_served_tok_s : float, optional
+        Mean goodput to serve at least (``least_cost`` only). [tokens/s]
+
+    Returns
+    -------
+    _Blocks
+        The model and its column blocks.
+    """
+    m, slices = data.n_sites, len(data.slice_hours)
+    labels = [str(j) for j in range(m)]
+    mean = data.mean_demand_tok_s
+    lm = LinearModel("protect")
+    nodes = lm.add_columns(
+        "nodes", labels, upper=data.site_max_nodes.astype(float), cost=data.site_node_usd_per_h if least_cost else 0.0,
+        integer=least_cost,
+    )  # fmt: skip
+    opens = lm.add_columns(
+        "open", labels, lower=data.site_locked.astype(float), upper=1.0,
+        cost=data.site_fixed_usd_per_h if least_cost else 0.0, integer=least_cost,
+    )  # fmt: skip
+    support = np.flatnonzero(base.pair_share > ABS_TOL)
+    served_value = mean[data.pair_commodity[support]]
+    shares = lm.add_columns(
+        "share", [str(p) for p in support.tolist()], upper=1.0,
+        cost=data.pair_cost_usd_per_h[support] if least_cost else -served_value,
+    )  # fmt: skip
+    commodity = data.pair_commodity[support]
+    used = np.unique(commodity)
+    lm.add_rows(
+        "demand", [str(c) for c in used.tolist()], row=np.searchsorted(used, commodity), col=shares.cols,
+        value=np.ones(len(support)), upper=1.0, size=len(used),
+    )  # fmt: skip
+    load = _site_load_columns(lm, data, support, shares, nodes)
+    lm.add_rows(
+        "powered", labels, row=np.repeat(np.arange(m), 2), col=np.column_stack([nodes.cols, opens.cols]).ravel(),
+        value=np.column_stack([np.ones(m), -data.site_max_nodes.astype(float)]).ravel(), upper=0.0, size=m,
+    )  # fmt: skip
+    if data.min_sites_open is not None:
+        lm.add_rows("min_open", None, row=np.zeros(m), col=opens.cols, value=np.ones(m), lower=float(data.min_sites_open))
+    if data.max_sites_open is not None:
+        lm.add_rows("max_open", None, row=np.zeros(m), col=opens.cols, value=np.ones(m), upper=float(data.max_sites_open))
+    if least_cost and min_served_tok_s > 0:
+        lm.add_rows("min_served", None, row=np.zeros(len(support)), col=shares.cols, value=served_value, lower=min_served_tok_s)
+    pair_peak = rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
+    blocks = _Blocks(lm, nodes, opens, shares, support, [])
+    position = np.full(len(data.pair_site), -1, dtype=np.int64)
+    position[support] = shares.cols
+    for loss in scenarios:
+        _add_loss(blocks, data, loss, position, load, pair_peak, slices)
+    return blocks
+
+
+def _site_load_columns(
+    lm: LinearModel, data: PlacementInput, support: IntArray, shares: ColumnBlock, nodes: ColumnBlock
+) -> IntArray:
+    """``load[j, t]`` columns of the sites the plan uses (``-1`` elsewhere), each within the site's nodes."""
+    m, slices = data.n_sites, len(data.slice_hours)
+    sites = np.unique(data.pair_site[support])
+    block = lm.add_columns("load", [f"{j}_{t}" for j in sites.tolist() for t in range(slices)], size=len(sites) * slices)
+    load = np.full((m, slices), -1, dtype=np.int64)
+    load[sites] = block.cols.reshape(len(sites), slices)
+    pair_load = data.slice_demand_tok_s[data.pair_commodity[support]] * data.pair_nodes_per_tok_s[support, None]  # (k, T)
+    local = np.searchsorted(sites, data.pair_site[support])
+    row = (local[:, None] * slices + np.arange(slices)[None, :]).ravel()
+    n = len(sites) * slices
+    lm.add_rows(
+        "load", None if n == 1 else [str(i) for i in range(n)],
+        row=np.concatenate([row, np.arange(n)]), col=np.concatenate([np.repeat(shares.cols, slices), load[sites].ravel()]),
+        value=np.concatenate([pair_load.ravel(), -np.ones(n)]), lower=0.0, upper=0.0, size=n,
+    )  # fmt: skip
+    lm.add_rows(
+        "capacity", None if n == 1 else [str(i) for i in range(n)], row=np.repeat(np.arange(n), 2),
+        col=np.column_stack([load[sites].ravel(), np.repeat(nodes.cols[sites], slices)]).ravel(),
+        value=np.tile([1.0, -1.0], n), upper=0.0, size=n,
+    )  # fmt: skip
+    return load
+
+
+def _add_loss(
+    blocks: _Blocks, data: PlacementInput, loss: Loss, position: IntArray, load: IntArray, pair_peak: FloatArray, slices: int
+) -> None:
+    """One loss's columns and rows: the failed shares moved in full; every receiving site within its nodes."""
+    lm, f = blocks.model, loss.key
+    z = lm.add_columns(f"move_{f}", [str(p) for p in loss.backup.tolist()], upper=1.0, size=len(loss.backup))
+    failed = blocks.support[np.isin(data.pair_site[blocks.support], loss.failed_sites)]
+    failed = failed[np.isin(data.pair_commodity[failed], loss.commodities)]
+    n = len(loss.commodities)
+    row = np.concatenate([np.searchsorted(loss.commodities, data.pair_commodity[loss.backup]),
+                          np.searchsorted(loss.commodities, data.pair_commodity[failed])])  # fmt: skip
+    col = np.concatenate([z.cols, position[failed]])
+    value = np.concatenate([np.ones(len(loss.backup)), -np.ones(len(failed))])
+    lm.add_rows(f"moved_{f}", [str(c) for c in loss.commodities.tolist()], row=row, col=col, value=value,
+                lower=0.0, upper=0.0, size=n)  # fmt: skip
+    site = data.pair_site[loss.backup]
+    receiving = np.unique(site)
+    r = len(receiving)
+    taken = lm.add_columns(f"taken_{f}", [str(j) for j in receiving.tolist()], size=r)
+    local = np.searchsorted(receiving, site)
+    lm.add_rows(
+        f"taken_{f}", [str(j) for j in receiving.tolist()], row=np.concatenate([local, np.arange(r)]),
+        col=np.concatenate([z.cols, taken.cols]), value=np.concatenate([pair_peak[loss.backup], -np.ones(r)]),
+        lower=0.0, upper=0.0, size=r,
+    )  # fmt: skip
+    groups_row, groups_col, groups_value, count = [], [], [], 0
+    for i, j in enumerate(receiving.tolist()):
+        cols = load[j] if load[j, 0] >= 0 else None
+        steps = slices if cols is not None else 1
+        for t in range(steps):
+            entries = [taken.cols[i], blocks.nodes.cols[j]] + ([int(cols[t])] if cols is not None else [])
+            groups_row += [count] * len(entries)
+            groups_col += entries
+            groups_value += [1.0, -1.0] + ([1.0] if cols is not None else [])
+            count += 1
+    lm.add_rows(f"spare_{f}", None if count == 1 else [str(i) for i in range(count)], row=groups_row, col=groups_col,
+                value=groups_value, upper=0.0, size=count)  # fmt: skip
+    blocks.moves.append(z)
+
+
+def _run(blocks: _Blocks, options: SolverOptions, *, time_limit_s: float | None) -> tuple[SolverReport, FloatArray]:
+    """Solve with HiGHS: the report and the column values (empty without a solution)."""
+    import highspy
+
+    h = to_highspy(blocks.model, new_highs(threads=options.threads))
+    h.setOptionValue("mip_rel_gap", options.gap)
+    if time_limit_s is not None:
+        h.setOptionValue("time_limit", max(1.0, time_limit_s))
+    start = time.perf_counter()
+    h.run()
+    runtime = time.perf_counter() - start
+    status = h.getModelStatus()
+    info = h.getInfo()
+    message = h.modelStatusToString(status)
+    statuses = highspy.HighsModelStatus
+    if info.primal_solution_status != 2:
+        kind = SolveStatus.INFEASIBLE if status == statuses.kInfeasible else SolveStatus.NO_SOLUTION
+        stop = StopReason.TIME_LIMIT if status == statuses.kTimeLimit else StopReason.OTHER
+        return SolverReport("highs", kind, math.nan, math.nan, math.nan, runtime, message, stop), np.zeros(0)
+    objective = float(info.objective_function_value) + blocks.model.objective_constant
+    integer = any(b.integer for b in blocks.model.columns)
+    bound = float(info.mip_dual_bound) if integer else objective
+    optimal = status == statuses.kOptimal
+    stop = StopReason.GAP if optimal else StopReason.TIME_LIMIT if status == statuses.kTimeLimit else StopReason.OTHER
+    report = SolverReport(
+        "highs", SolveStatus.OPTIMAL if optimal else SolveStatus.FEASIBLE, objective, bound,
+        relative_gap(objective, bound), runtime, message, stop,
+    )  # fmt: skip
+    return report, np.asarray(h.getSolution().col_value, dtype=float)
+
+
+def _remaining(options: SolverOptions, start: float) -> float | None:
+    limit = options.time_limit_s
+    return None if limit is None else limit - (time.perf_counter() - start)
+
+
+def protect_plan(data: PlacementInput, base: PlacementSolution, options: SolverOptions) -> PlacementSolution:
+    """Protect a plan without N+1: every served commodity covered on every loss, the most served, at least cost.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (``fault_tolerant``).
+    base : PlacementSolution
+        The plan without N+1 that serves the most (:func:`placement.optimize.priced.solve_priced`).
+    options : SolverOptions
+        Solver settings; the time limit counts from this call.
+
+    Returns
+    -------
+    PlacementSolution
+        Verified, with ``failover_share`` per loss and ``without_n_plus_one`` the base plan; its bound is the
+        base plan's (serving at most as much, without protection), its gap against it. When HiGHS finds no
+        protected design in time, the base plan is returned with ``n_plus_one_dropped``.
+    """
+    start = time.perf_counter()
+    scenarios = losses(data, base.pair_share)
+    if not scenarios:
+        return replace(base, without_n_plus_one=base)
+    most = protection_model(data, base, scenarios, least_cost=False)
+    lp_report, _ = _run(most, options, time_limit_s=_remaining(options, start))
+    if not lp_report.status.has_solution:
+        return replace(base, n_plus_one_dropped=True)
+    served_tok_s = max(0.0, -lp_report.objective)
+    floor = served_tok_s * (1 - CAP_SLACK) - 1e-6
+    cheapest = protection_model(data, base, scenarios, least_cost=True, min_served_tok_s=floor)
+    report, x = _run(cheapest, options, time_limit_s=_remaining(options, start))
+    if not report.status.has_solution:
+        return replace(base, n_plus_one_dropped=True)
+    solution = _extract(data, base, scenarios, cheapest, x)
+    cost = solution.objective_usd_per_h
+    bound = base.report.best_bound
+    message = (
+        f"{base.report.message}; then every served commodity protected against {len(scenarios)} losses on its pairs "
+        f"({report.message}, gap on them {report.gap:.2%}); the bound is the plan's without N+1"
+    )
+    gap = relative_gap(cost, bound)
+    status = SolveStatus.OPTIMAL if gap <= options.gap + 1e-12 else SolveStatus.FEASIBLE
+    total = replace(
+        base.report, status=status, objective=cost, best_bound=bound, gap=gap, stopped_by=report.stopped_by,
+        runtime_s=base.report.runtime_s + time.perf_counter() - start, message=message,
+    )  # fmt: skip
+    solution = replace(solution, report=total)
+    problems = verify_solution(data, solution, optional=True)
+    if problems:
+        raise SolverError("the protected plan violates constraints: " + "; ".join(problems))
+    return solution
+
+
+def _extract(
+    data: PlacementInput, base: PlacementSolution, scenarios: list[Loss], blocks: _Blocks, x: FloatArray
+) -> PlacementSolution:
+    """The plan with the MILP's nodes, sites, shares and re-routes."""
+    shares = np.zeros(len(data.pair_site))
+    shares[blocks.support] = np.clip(x[blocks.shares.cols], 0.0, 1.0)
+    shares[shares < ABS_TOL] = 0.0
+    nodes = np.rint(x[blocks.nodes.cols]).astype(np.int64)
+    is_open: BoolArray = x[blocks.opens.cols] > 0.5
+    moved: dict[int, FloatArray] = {}
+    for loss, z in zip(scenarios, blocks.moves, strict=True):
+        share = np.zeros(len(data.pair_site))
+        share[loss.backup] = np.clip(x[z.cols], 0.0, 1.0)
+        share[share < ABS_TOL] = 0.0
+        moved[loss.key] = share
+    served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
+    unserved = np.clip(1.0 - served, 0.0, 1.0)
+    cost = data.cost_usd_per_h(is_open, nodes, shares)
+    return replace(
+        base, open=is_open, nodes=nodes, pair_share=shares, unserved_share=unserved, objective_usd_per_h=cost,
+        failover_share=moved, without_n_plus_one=base,
+    )  # fmt: skip
+
+
+def spare_nodes(base: PlacementSolution, protected: PlacementSolution) -> IntArray:
+    """``(m,)`` nodes protection added at each site."""
+    return np.asarray(protected.nodes - base.nodes, dtype=np.int64)
