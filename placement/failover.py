@@ -16,7 +16,7 @@ share that cannot be, and what protection costs (with and without it, per class)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,9 @@ from placement.optimize.rows import group_by
 
 if TYPE_CHECKING:
     from placement.instance import Instance
+
+ROW_DIGITS = 7
+"""Significant digits of ``failover.csv``'s figures (millions of rows at full resolution)."""
 
 SHARE_TOL = 1e-9
 """Shares below this are not written (solver noise)."""
@@ -43,17 +46,25 @@ class FailoverTables:
 
     Parameters
     ----------
-    rows : pandas.DataFrame
-        ``failover.csv``.
     sites : pandas.DataFrame
         ``failover_sites.csv``.
     scenarios : pandas.DataFrame
         ``failover_scenarios.csv``.
+    row_chunks : callable
+        ``() -> iterator of DataFrame``: ``failover.csv`` one loss at a time. At full resolution it has millions
+        of rows (every protected city, class, hour and serving site of every loss), so it is written as it is
+        made, never held whole; :attr:`rows` gathers it for small plans and tests.
     """
 
-    rows: pd.DataFrame
     sites: pd.DataFrame
     scenarios: pd.DataFrame
+    row_chunks: Callable[[], Iterator[pd.DataFrame]]
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """``failover.csv`` as one table."""
+        chunks = list(self.row_chunks())
+        return pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame(columns=ROW_COLUMNS)
 
 
 ROW_COLUMNS = [
@@ -213,25 +224,29 @@ def failover_tables(instance: Instance, solution: PlacementSolution) -> Failover
         Rows, sites and scenarios, in the order of the losses (sites, then fault domains).
     """
     data = instance.inputs
-    members = _commodities_of_rows(instance)
-    rows, sites, scenarios = [], [], []
-    for key, failed_sites in data.failure_scenarios():
-        if key < data.n_sites and not solution.open[key]:
-            continue
+    losses = [(key, failed_sites) for key, failed_sites in data.failure_scenarios() if key >= data.n_sites or solution.open[key]]
+    sites, scenarios, kept = [], [], []
+    for key, failed_sites in losses:
         summary = _loss_summary(instance, solution, key, failed_sites)
         if summary is None:
             continue
         scenarios.append(summary)
-        loss_rows = _loss_rows(instance, solution, key, failed_sites, members)
-        if loss_rows is not None:
-            rows.append(loss_rows)
+        kept.append((key, failed_sites))
         loss_sites = _loss_sites(instance, solution, key, failed_sites)
         if loss_sites is not None:
             sites.append(loss_sites)
+
+    def row_chunks() -> Iterator[pd.DataFrame]:
+        members = _commodities_of_rows(instance)
+        for key, failed_sites in kept:
+            chunk = _loss_rows(instance, solution, key, failed_sites, members)
+            if chunk is not None:
+                yield chunk
+
     return FailoverTables(
-        pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=ROW_COLUMNS),
         pd.concat(sites, ignore_index=True) if sites else pd.DataFrame(columns=SITE_COLUMNS),
         pd.DataFrame(scenarios, columns=SCENARIO_COLUMNS),
+        row_chunks,
     )
 
 

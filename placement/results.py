@@ -13,7 +13,7 @@ numbers). The report rebuild, ``explain`` and ``diff`` all read through it.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -105,6 +105,29 @@ def csv_text(table: pd.DataFrame, *, digits: int = FLOAT_DIGITS) -> str:
         The text, a newline after the header and after each row.
     """
     return null_nonfinite(table).to_csv(index=False, float_format=f"%.{digits}g", lineterminator="\n")
+
+
+def write_csv_chunks(chunks: Iterable[pd.DataFrame], path: Path, *, columns: Sequence[str], digits: int = FLOAT_DIGITS) -> None:
+    """Write a table given in chunks as one CSV file (:func:`csv_text` of each), never holding it whole.
+
+    Parameters
+    ----------
+    chunks : iterable of pandas.DataFrame
+        The table's rows in order, each chunk with ``columns``.
+    path : Path
+        Destination file (inside a folder being written whole).
+    columns : sequence of str
+        The header (written even when there are no chunks).
+    digits : int, optional
+        Significant digits of a float.
+    """
+    with path.open("w", encoding="utf-8", newline="") as file:
+        file.write(",".join(columns) + "\n")
+        for chunk in chunks:
+            text = null_nonfinite(chunk[list(columns)]).to_csv(
+                index=False, header=False, float_format=f"%.{digits}g", lineterminator="\n"
+            )
+            file.write(text)
 
 
 def write_csv(table: pd.DataFrame, path: Path, *, digits: int = FLOAT_DIGITS) -> None:

@@ -30,6 +30,16 @@ from placement.optimize.problem import BoolArray, FloatArray, IntArray, Placemen
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
 from placement.optimize.verify import ABS_TOL, verify_solution
 
+MILP_MAX_COLUMNS = 50_000
+"""Protection models up to this many columns are solved as a MILP; larger ones by rounding their LP (HiGHS
+finds no integer answer to the full-resolution world's 290,000 columns in 10 minutes; its LP takes 2 s)."""
+
+NODE_TOL = 1e-6
+"""Node-equivalents within this of a whole number round down."""
+
+STAY_WEIGHT = 1e-3
+"""Price of moving a tok/s off the plan's routing in the most-served LP, against 1 for serving it (a tie-break)."""
+
 CAP_SLACK = 1e-9
 """Relative slack on the goodput of step 1 when step 2 keeps it (solver tolerances)."""
 
@@ -101,7 +111,13 @@ class _Blocks:
 
 
 def protection_model(
-    data: PlacementInput, base: PlacementSolution, scenarios: list[Loss], *, least_cost: bool, min_served_tok_s: float = 0.0
+    data: PlacementInput,
+    base: PlacementSolution,
+    scenarios: list[Loss],
+    *,
+    least_cost: bool,
+    min_served_tok_s: float = 0.0,
+    integer: bool | None = None,
 ) -> _Blocks:
     """The LP (most served, every loss covered) or MILP (least cost) of an N+1 plan on the pairs a plan uses.
 
@@ -125,6 +141,8 @@ def protection_model(
         load energy (whole nodes, binary opens) with at least ``min_served_tok_s`` served.
     min_served_tok_s : float, optional
         Mean goodput to serve at least (``least_cost`` only). [tokens/s]
+    integer : bool, optional
+        Whole nodes and binary opens (default: ``least_cost``); False gives the least-cost LP relaxation.
 
     Returns
     -------
@@ -134,14 +152,15 @@ def protection_model(
     m, slices = data.n_sites, len(data.slice_hours)
     labels = [str(j) for j in range(m)]
     mean = data.mean_demand_tok_s
+    whole = least_cost if integer is None else integer
     lm = LinearModel("protect")
     nodes = lm.add_columns(
         "nodes", labels, upper=data.site_max_nodes.astype(float), cost=data.site_node_usd_per_h if least_cost else 0.0,
-        integer=least_cost,
+        integer=whole,
     )  # fmt: skip
     opens = lm.add_columns(
         "open", labels, lower=data.site_locked.astype(float), upper=1.0,
-        cost=data.site_fixed_usd_per_h if least_cost else 0.0, integer=least_cost,
+        cost=data.site_fixed_usd_per_h if least_cost else 0.0, integer=whole,
     )  # fmt: skip
     support = np.flatnonzero(base.pair_share > ABS_TOL)
     served_value = mean[data.pair_commodity[support]]
@@ -166,6 +185,14 @@ def protection_model(
         lm.add_rows("max_open", None, row=np.zeros(m), col=opens.cols, value=np.ones(m), upper=float(data.max_sites_open))
     if least_cost and min_served_tok_s > 0:
         lm.add_rows("min_served", None, row=np.zeros(len(support)), col=shares.cols, value=served_value, lower=min_served_tok_s)
+    if not least_cost:
+        # Second to serving the most: stay near the plan's routing (it was the cheapest without N+1).
+        k = len(support)
+        drop = lm.add_columns("drop", [str(p) for p in support.tolist()], cost=STAY_WEIGHT * served_value)
+        lm.add_rows(
+            "stay", [str(p) for p in support.tolist()], row=np.tile(np.arange(k), 2),
+            col=np.concatenate([shares.cols, drop.cols]), value=np.ones(2 * k), lower=base.pair_share[support], size=k,
+        )  # fmt: skip
     pair_peak = rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
     blocks = _Blocks(lm, nodes, opens, shares, support, [])
     position = np.full(len(data.pair_site), -1, dtype=np.int64)
@@ -301,21 +328,28 @@ def protect_plan(data: PlacementInput, base: PlacementSolution, options: SolverO
     if not scenarios:
         return replace(base, without_n_plus_one=base)
     most = protection_model(data, base, scenarios, least_cost=False)
-    lp_report, _ = _run(most, options, time_limit_s=_remaining(options, start))
+    lp_report, lp_x = _run(most, options, time_limit_s=_remaining(options, start))
     if not lp_report.status.has_solution:
         return replace(base, n_plus_one_dropped=True)
-    served_tok_s = max(0.0, -lp_report.objective)
+    served_tok_s = float(lp_x[most.shares.cols] @ data.mean_demand_tok_s[data.pair_commodity[most.support]])
     floor = served_tok_s * (1 - CAP_SLACK) - 1e-6
-    cheapest = protection_model(data, base, scenarios, least_cost=True, min_served_tok_s=floor)
-    report, x = _run(cheapest, options, time_limit_s=_remaining(options, start))
-    if not report.status.has_solution:
-        return replace(base, n_plus_one_dropped=True)
+    if protection_size(data, base, scenarios) <= MILP_MAX_COLUMNS:
+        cheapest = protection_model(data, base, scenarios, least_cost=True, min_served_tok_s=floor)
+        report, x = _run(cheapest, options, time_limit_s=_remaining(options, start))
+        if not report.status.has_solution:
+            return replace(base, n_plus_one_dropped=True)
+    else:
+        cheapest = most
+        answer = _sequential(data, base, scenarios, most, lp_x, options)
+        if answer is None:
+            return replace(base, n_plus_one_dropped=True)
+        report, x = answer
     solution = _extract(data, base, scenarios, cheapest, x)
     cost = solution.objective_usd_per_h
     bound = base.report.best_bound
     message = (
         f"{base.report.message}; then every served commodity protected against {len(scenarios)} losses on its pairs "
-        f"({report.message}, gap on them {report.gap:.2%}); the bound is the plan's without N+1"
+        f"({report.message}); the bound is the plan's without N+1"
     )
     gap = relative_gap(cost, bound)
     status = SolveStatus.OPTIMAL if gap <= options.gap + 1e-12 else SolveStatus.FEASIBLE
@@ -328,6 +362,130 @@ def protect_plan(data: PlacementInput, base: PlacementSolution, options: SolverO
     if problems:
         raise SolverError("the protected plan violates constraints: " + "; ".join(problems))
     return solution
+
+
+def protection_size(data: PlacementInput, base: PlacementSolution, scenarios: list[Loss]) -> int:
+    """Columns of the protection model (the re-routes dominate)."""
+    support = int((base.pair_share > ABS_TOL).sum())
+    return 2 * data.n_sites + support * (1 + len(data.slice_hours)) + sum(len(loss.backup) for loss in scenarios)
+
+
+def _scenario_spare(
+    data: PlacementInput, loss: Loss, lost: FloatArray, spare: tuple[FloatArray, IntArray, BoolArray], options: SolverOptions
+) -> tuple[FloatArray, FloatArray] | None:
+    """One loss on its own: the cheapest extra nodes (and standby sites) that take what it moves, by LP.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    loss : Loss
+        The loss (its commodities and backup pairs).
+    lost : numpy.ndarray
+        ``(len(loss.commodities),)`` share of each that the failed sites carry.
+    spare : tuple
+        ``(busiest, nodes, open)``: each site's busiest-slice load [nodes], its nodes so far, whether it is open.
+    options : SolverOptions
+        Solver settings.
+
+    Returns
+    -------
+    tuple of numpy.ndarray or None
+        ``(z, extra)``: the re-routed share of each backup pair and the extra node-equivalents per receiving
+        site (``np.unique`` of their sites); None when HiGHS reports no optimum.
+    """
+    busiest, nodes, is_open = spare
+    site = data.pair_site[loss.backup]
+    receiving = np.unique(site)
+    per_node = data.site_node_usd_per_h[receiving] + np.where(
+        is_open[receiving], 0.0, data.site_fixed_usd_per_h[receiving] / np.maximum(data.site_max_nodes[receiving], 1)
+    )
+    lm = LinearModel("spare")
+    z = lm.add_columns("move", [str(p) for p in loss.backup.tolist()], upper=1.0, size=len(loss.backup))
+    room = np.maximum(data.site_max_nodes[receiving] - nodes[receiving], 0).astype(float)
+    extra = lm.add_columns("extra", [str(j) for j in receiving.tolist()], upper=room, cost=per_node)
+    n = len(loss.commodities)
+    row = np.searchsorted(loss.commodities, data.pair_commodity[loss.backup])
+    labels = [str(c) for c in loss.commodities.tolist()]
+    lm.add_rows("moved", labels, row=row, col=z.cols, value=np.ones(len(z.cols)), lower=lost, upper=lost, size=n)
+    pair_peak = data.peak_demand_tok_s[data.pair_commodity[loss.backup]] * data.pair_nodes_per_tok_s[loss.backup]
+    r = len(receiving)
+    lm.add_rows(
+        "fits", [str(j) for j in receiving.tolist()], row=np.concatenate([np.searchsorted(receiving, site), np.arange(r)]),
+        col=np.concatenate([z.cols, extra.cols]), value=np.concatenate([pair_peak, -np.ones(r)]),
+        upper=nodes[receiving] - busiest[receiving], size=r,
+    )  # fmt: skip
+    h = to_highspy(lm, new_highs(threads=options.threads))
+    h.run()
+    if h.modelStatusToString(h.getModelStatus()) != "Optimal":
+        return None
+    x = np.asarray(h.getSolution().col_value, dtype=float)
+    return np.clip(x[z.cols], 0.0, 1.0), np.maximum(x[extra.cols], 0.0)
+
+
+def _sequential(
+    data: PlacementInput, base: PlacementSolution, scenarios: list[Loss], blocks: _Blocks, x: FloatArray, options: SolverOptions
+) -> tuple[SolverReport, FloatArray] | None:
+    """Spare for one loss at a time, largest first: a feasible answer without the least-cost MILP.
+
+    Losses happen one at a time, so each only needs the spare it moves into; spare bought for one is free for
+    the next. The plan's own routing is tried first when protection serves as much as the plan without it; if
+    some loss cannot be covered on it inside the sites' power, the most-served LP's shares are used, on which
+    every loss's LP is feasible (that LP's re-routes fit). Extra nodes are rounded up, so every loss fits in
+    the end. Returns the column values in the layout of ``blocks``.
+    """
+    start = time.perf_counter()
+    most = np.zeros(len(data.pair_site))
+    most[blocks.support] = x[blocks.shares.cols]
+    attempts = [most]
+    if base.served_mean_tok_s(data) >= float(most @ data.mean_demand_tok_s[data.pair_commodity]) - 1e-6:
+        attempts.insert(0, base.pair_share)  # protection serves as much as the plan without it: try its routing
+    for shares in attempts:
+        answer = _spare_one_at_a_time(data, scenarios, blocks, shares, options)
+        if answer is not None:
+            nodes, is_open, moves = answer
+            out = x.copy()
+            for block, z in zip(blocks.moves, moves, strict=True):
+                out[block.cols] = z
+            out[blocks.nodes.cols] = nodes
+            out[blocks.opens.cols] = is_open.astype(float)
+            out[blocks.shares.cols] = shares[blocks.support]
+            cost = data.cost_usd_per_h(is_open, nodes, shares)
+            routing = "the plan's routing" if shares is base.pair_share else "the most-served LP's routing"
+            message = f"spare sized one loss at a time on {routing} ({len(scenarios)} LPs)"
+            runtime = time.perf_counter() - start
+            return SolverReport("highs", SolveStatus.FEASIBLE, cost, math.nan, math.nan, runtime, message, StopReason.OTHER), out
+    return None
+
+
+def _spare_one_at_a_time(
+    data: PlacementInput, scenarios: list[Loss], blocks: _Blocks, shares: FloatArray, options: SolverOptions
+) -> tuple[IntArray, BoolArray, list[FloatArray]] | None:
+    """Nodes, open sites and each loss's re-routes (in its backup order) on these shares; None if a loss cannot fit."""
+    busiest = data.site_slice_load(shares).max(axis=1, initial=0.0)
+    nodes = np.ceil(busiest - NODE_TOL).clip(min=0).astype(np.int64)
+    is_open = (nodes > 0) | data.site_locked
+    moves: list[FloatArray] = [np.zeros(len(loss.backup)) for loss in scenarios]
+    for i in sorted(range(len(scenarios)), key=lambda i: -float(scenarios[i].lost_share.sum())):
+        loss = scenarios[i]
+        failed = blocks.support[np.isin(data.pair_site[blocks.support], loss.failed_sites)]
+        failed = failed[np.isin(data.pair_commodity[failed], loss.commodities)]
+        position = np.searchsorted(loss.commodities, data.pair_commodity[failed])
+        lost = np.asarray(np.bincount(position, weights=shares[failed], minlength=len(loss.commodities)), dtype=float)
+        allowed = loss
+        if data.max_sites_open is not None and int(is_open.sum()) >= data.max_sites_open:
+            allowed = replace(loss, backup=loss.backup[is_open[data.pair_site[loss.backup]]])
+        answer = _scenario_spare(data, allowed, lost, (busiest, nodes, is_open), options)
+        if answer is None:
+            return None
+        z, extra = answer
+        receiving = np.unique(data.pair_site[allowed.backup])
+        nodes[receiving] += np.ceil(extra - NODE_TOL).clip(min=0).astype(np.int64)
+        is_open[receiving[extra > NODE_TOL]] = True
+        full = np.zeros(len(data.pair_site))
+        full[allowed.backup] = z
+        moves[i] = full[loss.backup]
+    return nodes, is_open, moves
 
 
 def _extract(

@@ -17,6 +17,7 @@ import pandas as pd
 
 from placement._errors import InputError, Problem
 from placement._paths import nearest_existing
+from placement.failover import ROW_COLUMNS, ROW_DIGITS
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments
 from placement.outputs.network_layer import links_frame, write_network
@@ -26,7 +27,7 @@ from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
-from placement.results import write_csv, write_json
+from placement.results import write_csv, write_csv_chunks, write_json
 
 MARKERS = ("summary.json", "compare.csv", "diff.json")
 
@@ -64,7 +65,7 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
     if tail_check is not None:
         write_csv(tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
     if plan.failover is not None:
-        write_csv(plan.failover.rows, folder / "failover.csv")
+        write_csv_chunks(plan.failover.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
         write_csv(plan.failover.sites, folder / "failover_sites.csv")
         write_csv(plan.failover.scenarios, folder / "failover_scenarios.csv")
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
