@@ -287,7 +287,7 @@ def protection_cost(
     *,
     class_costs: tuple[FloatArray, FloatArray],
     class_names: Sequence[str],
-    class_goodput_tok_s: Sequence[float],
+    pair_class: IntArray,
     node_mw: FloatArray,
 ) -> dict[str, Any]:
     """What protection costs: the plan with and without N+1, in $/h, $/M and per class, and the MW and nodes it adds.
@@ -302,8 +302,8 @@ def protection_cost(
         ``(with, without)`` each class's cost. [USD/h]
     class_names : sequence of str
         The classes.
-    class_goodput_tok_s : sequence of float
-        Each class's served goodput (the N+1 plan's). [tokens/s]
+    pair_class : numpy.ndarray of int
+        ``(p,)`` class of each pair (each plan's $/M is over the goodput it serves of the class).
     node_mw : numpy.ndarray
         ``(m,)`` facility power of one node. [MW]
 
@@ -316,12 +316,15 @@ def protection_cost(
     without_usd = without.objective_usd_per_h
     served_with, served_without = solution.served_mean_tok_s(data), without.served_mean_tok_s(data)
     extra = solution.nodes - without.nodes
+    n = len(class_names)
+    goodput_with = np.bincount(pair_class, weights=solution.pair_mean_flow_tok_s(data), minlength=n)
+    goodput_without = np.bincount(pair_class, weights=without.pair_mean_flow_tok_s(data), minlength=n)
     classes = {
         name: {
-            "usd_per_m_with": _usd_per_m(float(c_with), goodput),
-            "usd_per_m_without": _usd_per_m(float(c_without), goodput),
+            "usd_per_m_with": _usd_per_m(float(class_costs[0][k]), float(goodput_with[k])),
+            "usd_per_m_without": _usd_per_m(float(class_costs[1][k]), float(goodput_without[k])),
         }
-        for name, c_with, c_without, goodput in zip(class_names, *class_costs, class_goodput_tok_s, strict=True)
+        for k, name in enumerate(class_names)
     }
     return {
         "usd_per_h_with": with_usd,

@@ -445,9 +445,7 @@ def _class_summaries(
     return tuple(summaries)
 
 
-def _protection_figures(
-    instance: Instance, solution: PlacementSolution, assignments: pd.DataFrame, class_cost_usd_per_h: FloatArray
-) -> dict[str, Any]:
+def _protection_figures(instance: Instance, solution: PlacementSolution, class_cost_usd_per_h: FloatArray) -> dict[str, Any]:
     """``summary.json``'s N+1 figures: shares protected, unprotectable and unprotected, domains, the cost of 24x7."""
     data = instance.inputs
     if not data.fault_tolerant or solution.n_plus_one_dropped:
@@ -473,11 +471,10 @@ def _protection_figures(
         node_cost = instance.node_cost.total_usd_per_h
         site_cost = np.where(without.open, data.site_fixed_usd_per_h, 0.0) + without.nodes * node_cost
         base_cost = _class_costs(data, without, pair_class, len(instance.classes), site_cost)
-        goodput = assignments.groupby("class")["goodput_tok_s"].sum()
         names = [p.name for p in instance.profiles]
         figures["n_plus_one_cost"] = protection_cost(
             data, solution, without, class_costs=(class_cost_usd_per_h, base_cost), class_names=names,
-            class_goodput_tok_s=[float(goodput.get(n, 0.0)) for n in names], node_mw=data.site_node_mw,
+            pair_class=pair_class, node_mw=data.site_node_mw,
         )  # fmt: skip
     return figures
 
@@ -539,7 +536,7 @@ def summarise(
         fault_domain_coverage=fault_domain_coverage(instance.allowed, solution.open, instance.commodity_mean_demand_tok_s),
         n_plus_one=instance.inputs.fault_tolerant,
         n_plus_one_applied=instance.inputs.fault_tolerant and not solution.n_plus_one_dropped,
-        **_protection_figures(instance, solution, assignments, class_cost),
+        **_protection_figures(instance, solution, class_cost),
         unserved_share=unserved,
         time_slices=len(instance.slice_hours),
         rtt_quantile=instance.loaded.scenario.latency.quantile,
