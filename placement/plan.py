@@ -796,9 +796,11 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         elastic = diagnose_shortfall(instance.inputs, options)
         lines = _shortfall_message(instance, elastic)
         available, needed, _, _ = _power_totals(instance)
+        protected = " with every served population protected (N+1)" if instance.inputs.fault_tolerant else ""
         header = (
-            "the sites inside the latency budget do not have the power to serve all demand "
-            f"(all sites hold {mw_text(available)} MW; the demand needs at least {mw_text(needed)} MW)"
+            f"the sites inside the latency budget do not have the power to serve all demand{protected} "
+            f"(all sites hold {mw_text(available)} MW; the demand needs at least {mw_text(needed)} MW"
+            f"{' without N+1' if protected else ''})"
         )
         if policy.unreachable == "stop":
             raise InfeasibleError(

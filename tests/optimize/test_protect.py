@@ -114,3 +114,25 @@ def test_losses_list_only_scenarios_that_carry_protected_load() -> None:
     assert [loss.key for loss in found] == [0]
     assert found[0].commodities.tolist() == [0]
     assert found[0].backup.tolist() == [1]
+
+
+def test_spare_sized_one_loss_at_a_time_is_feasible_and_shares_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The path of models too large for the MILP. c0 and c1 (one node each) are served at A and B; both reach C
+    # ($10 per node, the cheapest backup) and D ($50). Losing A moves c0 to C, losing B moves c1 to C: losses
+    # come one at a time, so one spare node at C covers both. Cost: A 100 + 10, B 100 + 10, C 100 + 10 = 330.
+    from placement.optimize import protect
+
+    pairs = [(0, 0), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3)]
+    data = make_input([10_000, 10_000], pairs, 1e-4, [100] * 4, [10, 10, 10, 50], [0.01] * 4, [0.01, 0.01, 0.01, 0.01],
+                      fault_tolerant=True)  # fmt: skip
+    base = replace(
+        _base(data), open=np.array([True, True, False, False]), nodes=np.array([1, 1, 0, 0]),
+        pair_share=np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.0]),
+    )  # fmt: skip
+    monkeypatch.setattr(protect, "MILP_MAX_COLUMNS", 0)
+    solution = protect_plan(data, base, OPTIONS)
+    assert "one loss at a time" in solution.report.message
+    assert verify_solution(data, solution, optional=True) == []
+    assert solution.nodes.tolist() == [1, 1, 1, 0]
+    assert solution.objective_usd_per_h == pytest.approx(330.0)
+    assert solution.failover_share[0][1] == pytest.approx(1.0) and solution.failover_share[1][4] == pytest.approx(1.0)
