@@ -19,7 +19,9 @@ from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.economics import NodeCost, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
 from placement.instance import Instance, build_instance
+from placement.optimize import failover
 from placement.optimize.problem import PlacementInput, PlacementSolution
+from placement.optimize.protect import protect_plan
 from placement.optimize.ratio import solve_ratio
 from placement.optimize.rows import group_by
 from placement.optimize.shortfall import diagnose_shortfall
@@ -778,9 +780,18 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         f"time limit {options.time_limit_s} s as a safety net)"
     )
     if policy.serving == "optional":
-        solution = solve_ratio(instance.inputs, options, min_served_share=policy.min_served_share)
+        data = instance.inputs
+        large = data.fault_tolerant and failover.failover_variable_count(data) > failover.FULL_FAILOVER_MAX_VARIABLES
+        solution = solve_ratio(replace(data, fault_tolerant=False) if large else data, options,
+                               min_served_share=policy.min_served_share)  # fmt: skip
         if not solution.report.status.has_solution:
             raise InfeasibleError(f"the solver found no placement ({solution.report.message})")
+        if large:  # the exact N+1 ratio model is too large: the best ratio without N+1, then protected
+            solution = replace(protect_plan(data, solution, options), iterations=solution.iterations)
+            notes.append(
+                "serving optional with N+1: $/M goodput was minimised without N+1 (the exact N+1 model is too large), "
+                "then every served population protected on the pairs that plan uses"
+            )
         last = solution.iterations[-1] if solution.iterations else {}
         bound = _ratio_bound_per_million(solution)
         notes.append(

@@ -233,3 +233,18 @@ def test_n_plus_one_under_a_shortfall_is_applied_or_said_loudly(tmp_path: Path, 
     assert dropped.notes[0].startswith("N+1 NOT APPLIED: fault_tolerance.n_plus_one is set")
     assert dropped.failover is None
     assert summary_json_dict(dropped)["n_plus_one_applied"] is False
+
+
+def test_optional_serving_with_a_large_n_plus_one_model_is_protected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Serving optional: the best ratio without N+1, then protected, when the exact N+1 ratio model is too large."""
+    scenario = write_scenario(
+        tmp_path, policy={"unreachable": "report", "serving": "optional"}, fault_tolerance={"n_plus_one": True}
+    )
+    monkeypatch.setattr(failover, "FULL_FAILOVER_MAX_VARIABLES", 0)
+    plan = run(load_scenario(scenario))
+    assert plan.summary.n_plus_one_applied and plan.failover is not None
+    assert any(note.startswith("serving optional with N+1") for note in plan.notes)
+    assert plan.solution.iterations  # the Dinkelbach steps are kept
+    assert verify_solution(plan.instance.inputs, plan.solution, optional=True) == []
+    cost = plan.summary.n_plus_one_cost
+    assert cost is not None and cost["usd_per_h_with"] >= cost["usd_per_h_without"]
