@@ -97,3 +97,19 @@ def test_a_plan_without_n_plus_one_writes_no_failover_files(tmp_path: Path) -> N
     assert not list((tmp_path / "out").glob("failover*.csv"))
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["n_plus_one_protected_share"] is None and summary["n_plus_one_cost"] is None
+
+
+@pytest.mark.slow
+def test_world_24x7_is_protected_costs_more_than_the_default_and_checks_from_its_files(
+    world_results: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "w24"
+    assert main(["solve", str(ROOT / "data" / "scenarios" / "world-24x7.yaml"), "--out", str(out), "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    default = json.loads((world_results / "summary.json").read_text())
+    assert summary["n_plus_one_applied"] is True
+    assert summary["objective_usd_per_h"] > default["objective_usd_per_h"]
+    assert (out / "sites.csv").read_bytes() != (world_results / "sites.csv").read_bytes()
+    assert summary["n_plus_one_protected_share"] > 0.9
+    assert summary["n_plus_one_protected_share"] + summary["unprotectable_share"] == pytest.approx(1.0, abs=1e-6)
+    assert _checker().check(out) == []
