@@ -44,6 +44,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("country", required=False, may_be_absent=True),
     Column("continent", required=False, may_be_absent=True),
     Column("providers", required=False, may_be_absent=True),
+    Column("grid_region", required=False, help="sites that fail together with their grid region", may_be_absent=True),
+    Column("campus", required=False, help="sites that share a campus's substations and fibre", may_be_absent=True),
+    Column("corridor", required=False, help="sites whose routes share one subsea or terrestrial corridor", may_be_absent=True),
     Column("source", required=False, help="where each figure comes from", may_be_absent=True),
 )
 """The catalog's columns; a blank optional cell is '' (text), NaN (numbers) or false (``locked``)."""

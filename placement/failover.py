@@ -25,6 +25,7 @@ import pandas as pd
 
 from placement.economics import cost_per_million_tokens_usd
 from placement.optimize.problem import FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.protect import exposed
 from placement.optimize.rows import group_by
 
 if TYPE_CHECKING:
@@ -253,8 +254,8 @@ def failover_tables(instance: Instance, solution: PlacementSolution) -> Failover
 def protection_shares(data: PlacementInput, solution: PlacementSolution) -> tuple[float, float, float]:
     """Shares of served goodput protected against every loss, unprotectable, and unprotected for want of power.
 
-    A commodity with fewer than two sites in reach is unprotectable; of a protected one, the largest share any
-    single loss leaves without a backup counts as unprotected.
+    A commodity with fewer than two sites in reach, or with all of them in one fault domain, is unprotectable;
+    of a protected one, the largest share any single loss leaves without a backup counts as unprotected.
 
     Parameters
     ----------
@@ -273,7 +274,7 @@ def protection_shares(data: PlacementInput, solution: PlacementSolution) -> tupl
     total = float(served.sum())
     if total <= 0.0:
         return 0.0, 0.0, 0.0
-    protected = data.protected
+    protected = data.protected & ~exposed(data, solution.pair_share)
     worst = np.max(list(solution.unprotected_share.values()), axis=0) if solution.unprotected_share else np.zeros(len(mean))
     unprotected = float((np.minimum(worst * mean, served) * protected).sum()) / total
     unprotectable = float(served[~protected].sum()) / total

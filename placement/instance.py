@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +19,7 @@ from placement.catalog import load_catalog
 from placement.cities import load_cities
 from placement.demand import Populations, aggregate, demand_tok_s
 from placement.economics import NodeCost, node_cost_usd_per_h
+from placement.faults import FaultDomains, fault_domains
 from placement.network.latency import LatencyModel
 from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_network
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
@@ -856,6 +857,16 @@ def placement_input(
     )
 
 
+def _failure_domains(domains: FaultDomains | None, sites: pd.DataFrame) -> tuple[tuple[str, ...], tuple[IntArray, ...]]:
+    """The domains that fail more than one site (one site alone is already an N+1 loss): names and site indices."""
+    if domains is None:
+        return (), ()
+    index = {str(site): j for j, site in enumerate(sites["id"])}
+    kept = [(name, ids) for name, ids in zip(domains.names, domains.site_ids, strict=True) if len(ids) > 1]
+    names = tuple(name for name, _ in kept)
+    return names, tuple(np.asarray([index[i] for i in ids], dtype=np.int64) for _, ids in kept)
+
+
 def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Instance:
     """Turn a scenario into model arrays: the one place that hands the scenario's sections out.
 
@@ -915,6 +926,9 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         price_multiplier=price_multiplier,
         sections=sections,
     )
+    domains = fault_domains(scenario.fault_tolerance, sites, source=source)
+    names, failure_domains = _failure_domains(domains, sites)
+    inputs = replace(inputs, failure_domains=failure_domains)
     progress(
         f"model: {len(commodity_population)} commodities in {len(rows.modelled)} rows x {len(slice_hours)} slices, "
         f"{len(inputs.pair_site)} feasible pairs of {allowed.size}"
@@ -943,4 +957,6 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         commodity_slice_demand_tok_s=commodity_slices,
         commodity_mean_demand_tok_s=commodity_mean,
         latency=latency,
+        failure_domain_names=names,
+        failure_domain_grouping=None if domains is None else domains.grouping,
     )

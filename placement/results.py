@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 
 from placement import jsonio
 from placement._errors import InputError, Problem
@@ -107,13 +108,26 @@ def csv_text(table: pd.DataFrame, *, digits: int = FLOAT_DIGITS) -> str:
     return null_nonfinite(table).to_csv(index=False, float_format=f"%.{digits}g", lineterminator="\n")
 
 
+def significant(values: ArrayLike, digits: int) -> NDArray[np.float64]:
+    """``values`` rounded to ``digits`` significant digits (0 and non-finite values unchanged)."""
+    x = np.asarray(values, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        magnitude = np.where(np.isfinite(x) & (x != 0), np.floor(np.log10(np.abs(x))), 0.0)
+    scale = 10.0 ** (digits - 1 - magnitude)
+    return np.asarray(np.where(np.isfinite(x), np.round(x * scale) / scale, x), dtype=float)
+
+
 def write_csv_chunks(chunks: Iterable[pd.DataFrame], path: Path, *, columns: Sequence[str], digits: int = FLOAT_DIGITS) -> None:
-    """Write a table given in chunks as one CSV file (:func:`csv_text` of each), never holding it whole.
+    """Write a table given in chunks as one CSV file, never holding it whole (Arrow's CSV writer: C++ speed).
+
+    Floats are rounded to ``digits`` significant digits and written in their shortest form; booleans as
+    ``true``/``false``. Meant for tables of millions of rows (``failover.csv`` at full resolution), where
+    pandas' formatting costs a minute.
 
     Parameters
     ----------
     chunks : iterable of pandas.DataFrame
-        The table's rows in order, each chunk with ``columns``.
+        The table's rows in order, each chunk with ``columns`` (and the same dtypes).
     path : Path
         Destination file (inside a folder being written whole).
     columns : sequence of str
@@ -121,13 +135,25 @@ def write_csv_chunks(chunks: Iterable[pd.DataFrame], path: Path, *, columns: Seq
     digits : int, optional
         Significant digits of a float.
     """
-    with path.open("w", encoding="utf-8", newline="") as file:
-        file.write(",".join(columns) + "\n")
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    writer = None
+    try:
         for chunk in chunks:
-            text = null_nonfinite(chunk[list(columns)]).to_csv(
-                index=False, header=False, float_format=f"%.{digits}g", lineterminator="\n"
-            )
-            file.write(text)
+            frame = chunk[list(columns)].copy()
+            for column in frame.columns:
+                if pd.api.types.is_float_dtype(frame[column]):
+                    frame[column] = significant(frame[column].to_numpy(), digits)
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if writer is None:
+                writer = pacsv.CSVWriter(str(path), table.schema, write_options=pacsv.WriteOptions(quoting_style="needed"))
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        path.write_text(",".join(columns) + "\n", encoding="utf-8")
 
 
 def write_csv(table: pd.DataFrame, path: Path, *, digits: int = FLOAT_DIGITS) -> None:

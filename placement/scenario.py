@@ -320,6 +320,25 @@ class FaultToleranceSection(_Section):
     """24x7 fault domains."""
 
     n_plus_one: bool = Field(False, description="survive the loss of any one site inside every budget")
+    domains: str | dict[str, list[str]] | None = Field(
+        None,
+        description=(
+            "sites that fail together, survived as well as any one site: a catalog column (grid_region, campus, "
+            "corridor: sites sharing a value are one domain) or {name: [site ids]}"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _domains_need_n_plus_one(self) -> FaultToleranceSection:
+        if self.domains is not None and not self.n_plus_one:
+            raise ValueError("fault_tolerance.domains needs fault_tolerance.n_plus_one: true (set it, or drop domains)")
+        if isinstance(self.domains, str) and not self.domains.strip():
+            raise ValueError("fault_tolerance.domains is empty: name a catalog column (e.g. grid_region) or list domains")
+        if isinstance(self.domains, dict):
+            empty = [name for name, ids in self.domains.items() if not ids]
+            if empty:
+                raise ValueError(f"fault_tolerance.domains {', '.join(map(repr, empty))} list no sites: give site ids")
+        return self
 
 
 class Scenario(_Section):

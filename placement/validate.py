@@ -15,6 +15,7 @@ import pandas as pd
 from placement._errors import InputError, Problem, problems_of
 from placement.buildout.arrays import check_buildout_inputs
 from placement.catalog import load_catalog
+from placement.faults import fault_domains
 from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
 from placement.profiles import class_profiles
 from placement.scenario import LoadedScenario, Resolve, SitesSection, load_scenario
@@ -83,6 +84,8 @@ def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
         problems += problems_of(
             lambda: retrieval_extra_ms(scenario.classes, stores, build_latency_model(scenario.latency, resolve), source=source)
         )
+    if sites is not None:
+        problems += problems_of(lambda: fault_domains(scenario.fault_tolerance, sites, source=source))
     if scenario.is_buildout and sites is not None:
         problems += check_buildout_inputs(loaded, sites)  # accelerators on offer, model changes, fleet, power schedule
     if problems:

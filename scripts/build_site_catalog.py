@@ -45,6 +45,9 @@ OUTPUT_COLUMNS: tuple[str, ...] = (
     "carbon_intensity_g_per_kwh",
     "locked",
     "providers",
+    "grid_region",
+    "campus",
+    "corridor",
     "source",
 )
 
@@ -437,6 +440,31 @@ def build_rows(
     if stale:
         raise CatalogError(f"figure rows whose anchor is in no metro: {stale}")
     return sorted(rows, key=lambda r: r["id"])
+
+
+DOMAIN_COLUMNS: tuple[str, ...] = ("site_id", "grid_region", "campus", "corridor")
+
+
+def read_domains(path: Path) -> dict[str, dict[str, str]]:
+    """The hand-written fault-domain groups per site (``data/sites/fault_domains.csv``), by site id.
+
+    Raises
+    ------
+    CatalogError
+        If the header is not :data:`DOMAIN_COLUMNS` or a site is listed twice.
+    """
+    rows = _read_table(path, DOMAIN_COLUMNS)
+    by_id: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if row["site_id"] in by_id:
+            raise CatalogError(f"{path}: site {row['site_id']} listed twice")
+        by_id[row["site_id"]] = {k: row[k] for k in DOMAIN_COLUMNS[1:]}
+    return by_id
+
+
+def with_domains(rows: Sequence[dict[str, str]], domains: dict[str, dict[str, str]]) -> list[dict[str, str]]:
+    """The rows with their fault-domain columns (empty for a site the table does not list)."""
+    return [{**row, **domains.get(row["id"], dict.fromkeys(DOMAIN_COLUMNS[1:], ""))} for row in rows]
 
 
 def write_csv(rows: Sequence[dict[str, str]], path: Path) -> None:
@@ -845,6 +873,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prices", type=Path, default=sites / "power_prices.csv")
     parser.add_argument("--cities", type=Path, default=REPO_ROOT / "data" / "cities" / "geonames_cities15000.csv")
     parser.add_argument("--world-out", type=Path, default=sites / "world_sites.csv")
+    parser.add_argument("--domains", type=Path, default=sites / "fault_domains.csv")
     args = parser.parse_args(argv)
     try:
         regions = load_regions(args.shared)
@@ -853,6 +882,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = build_rows(clusters, read_figures(args.figures), carbon)
         added = build_additions(read_additions(args.additions), read_prices(args.prices), read_cities(args.cities), carbon)
         world = build_world(rows, added)
+        domains = read_domains(args.domains)
+        rows, world = with_domains(rows, domains), with_domains(world, domains)
     except CatalogError as exc:
         print(f"build_site_catalog: error: {exc}", file=sys.stderr)
         return 1

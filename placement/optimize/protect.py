@@ -99,8 +99,27 @@ def losses(data: PlacementInput, shares: FloatArray) -> list[Loss]:
         if len(commodities) == 0:
             continue
         backup = backup[np.isin(data.pair_commodity[backup], commodities)]
+        commodities = np.intersect1d(commodities, data.pair_commodity[backup])  # none in reach outside: exposed
+        if len(commodities) == 0:
+            continue
         found.append(Loss(key, failed_sites, commodities, np.asarray(lost[commodities], dtype=float), backup))
     return found
+
+
+def exposed(data: PlacementInput, shares: FloatArray) -> BoolArray:
+    """``(c,)`` protected commodities that some loss takes away whole: every site in their reach fails with it.
+
+    A single site in reach is not protected at all (``data.protected``); these have two or more, all in one fault
+    domain, so the domain's loss cannot be covered. They are served without a backup against that loss.
+    """
+    out = np.zeros(data.n_commodities, dtype=bool)
+    protected = data.protected
+    for _, failed_sites in data.failure_scenarios()[data.n_sites :]:
+        inside = np.isin(data.pair_site, failed_sites)
+        carried = np.bincount(data.pair_commodity, weights=shares * inside, minlength=data.n_commodities) > ABS_TOL
+        outside = np.bincount(data.pair_commodity, weights=(~inside).astype(float), minlength=data.n_commodities) > 0
+        out |= carried & ~outside & protected
+    return out
 
 
 @dataclass

@@ -599,7 +599,8 @@ def failover_pairs(
     Returns
     -------
     tuple of numpy.ndarray
-        The failed pairs and their backup pairs (each backup pair once).
+        The failed pairs of commodities with a backup pair, and their backup pairs (each once); a commodity
+        whose every pair is at a failed site is left out (that loss cannot be covered).
     """
     at_failed = np.concatenate([by_site[int(f)] for f in failed_sites.tolist()]) if len(failed_sites) else np.zeros(0, np.int64)
     failed = at_failed[protected[pair_commodity[at_failed]]].astype(np.int64)
@@ -607,7 +608,9 @@ def failover_pairs(
         return failed, failed
     commodities = np.unique(pair_commodity[failed])
     backup = np.concatenate([by_commodity[int(c)] for c in commodities.tolist()])
-    return failed, backup[~np.isin(pair_site[backup], failed_sites)].astype(np.int64)
+    backup = backup[~np.isin(pair_site[backup], failed_sites)].astype(np.int64)
+    # A commodity with nothing in reach outside the failed sites (a fault domain holding all of them) is exposed.
+    return failed[np.isin(pair_commodity[failed], pair_commodity[backup])], backup
 
 
 def failure_scenario(

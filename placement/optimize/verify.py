@@ -188,7 +188,9 @@ def _verify_failover(data: PlacementInput, solution: PlacementSolution, *, optio
     nodes = solution.nodes.astype(float)[:, None]
     for key, failed_sites in data.failure_scenarios():
         what = f"failure of site {key}" if key < data.n_sites else f"failure of domain {key - data.n_sites}"
-        at_failed = np.isin(data.pair_site, failed_sites) & protected[data.pair_commodity]
+        inside = np.isin(data.pair_site, failed_sites)
+        outside = np.bincount(data.pair_commodity, weights=(~inside).astype(float), minlength=data.n_commodities) > 0
+        at_failed = inside & (protected & outside)[data.pair_commodity]  # nothing in reach outside: exposed, exempt
         lost = np.bincount(data.pair_commodity[at_failed], weights=solution.pair_share[at_failed], minlength=data.n_commodities)
         if lost.max(initial=0.0) <= ABS_TOL:
             continue
