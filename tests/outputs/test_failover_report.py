@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -138,3 +140,16 @@ def test_if_lost_text_is_per_single_site_and_reaches_open_site_popups_only() -> 
     drawn = _sites(sites, if_lost=texts)
     assert drawn[0]["if_lost"] == texts["ashburn"] and "if_lost" not in drawn[1]
     assert all("if_lost" not in row for row in _sites(sites))
+
+
+def test_a_rebuilt_report_reads_the_folders_failover_scenarios(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from placement.outputs.failover_report import summary_protection
+
+    summary = SimpleNamespace(n_plus_one_protected_share=0.5, n_plus_one_cost=COST)
+    assert [b.text for b in summary_protection(summary, tmp_path)] == [NOT_PROTECTED]  # type: ignore[arg-type]
+    _scenarios().to_csv(tmp_path / "failover_scenarios.csv", index=False)
+    text = "\n".join(blocks_markdown(summary_protection(summary, tmp_path)))  # type: ignore[arg-type]
+    assert "50.0% of served goodput" in text and "| red-sea | domain | 5,000 | 4,000 | 1,000 | 40 | madrid (4,000) |" in text
+    assert "| chat | $11.000 | $10.000 | +10.0% |" in text
