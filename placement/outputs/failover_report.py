@@ -105,7 +105,7 @@ def _domain_text(fault_domains: Mapping[str, Any] | None, *, largest: int = 3) -
         return "Failure scenarios: every open site on its own (no fault domains configured)."
     domains: Mapping[str, list[str]] = fault_domains["domains"]
     biggest = sorted(domains.items(), key=lambda item: (-len(item[1]), item[0]))[:largest]
-    listed = ", ".join(f"{name} ({len(ids)} sites)" for name, ids in biggest)
+    listed = ", ".join(f"{name} ({len(ids)} site{'s' if len(ids) != 1 else ''})" for name, ids in biggest)
     return (
         f"Failure scenarios: every open site, and {len(domains):,} fault domains grouped by "
         f"`{fault_domains.get('grouping', '?')}` (largest: {listed})."
@@ -188,6 +188,7 @@ def protection_blocks(
     if failover is None:
         return [Block("text", NOT_PROTECTED)]
     table, more = scenario_table(failover.scenarios, limit=limit)
+    plural = "s" if more != 1 else ""
     blocks = [
         Block("heading", "24x7: what each loss moves where"),
         Block(
@@ -197,7 +198,7 @@ def protection_blocks(
         ),
         Block("text", _domain_text(fault_domains)),
         Block("table", table=table),
-        *([Block("text", f"... and {more:,} more failure scenarios (failover_scenarios.csv).")] if more else []),
+        *([Block("text", f"... and {more:,} more failure scenario{plural} (failover_scenarios.csv).")] if more else []),
     ]
     return blocks + (cost_blocks(n_plus_one_cost) if n_plus_one_cost else [])
 

@@ -73,7 +73,7 @@ def test_scenarios_are_listed_by_goodput_at_risk_with_top_three_destinations() -
     assert "| ashburn | site | 1,000 | 900 | 100 | 12 | columbus (500), boydton (300), quebec (60) |" in text
     assert "toronto" not in text  # the fourth destination is left off
     assert "90.0% of served goodput" in text and "unprotectable (no second site in reach): 2.5%" in text
-    assert "2 fault domains grouped by `corridor` (largest: red-sea (2 sites), atlantic (1 sites))" in text
+    assert "2 fault domains grouped by `corridor` (largest: red-sea (2 sites), atlantic (1 site))" in text
     assert "... and" not in text
 
 
