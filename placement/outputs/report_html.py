@@ -13,7 +13,7 @@ import html
 import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pandas as pd
 
 from placement.outputs.budget_chart import COMPONENT_LABELS, budget_rows, draw_ttft_budget
 from placement.outputs.cost_waterfall import cost_waterfall, draw_cost_waterfall
+from placement.outputs.failover_report import Block, plan_protection, protection_blocks, summary_protection
 from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
 from placement.plan import Plan, split_rules
 from placement.results import read_results_folder
@@ -72,6 +73,24 @@ def _table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = ()) -> str:
         for row in frame.itertuples(index=False)
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _inline(text: str) -> str:
+    """A paragraph's text as HTML, Markdown `code` spans as <code>."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{part}</code>" if index % 2 else part for index, part in enumerate(parts))
+
+
+def _blocks(blocks: Sequence[Block]) -> list[str]:
+    out: list[str] = []
+    for block in blocks:
+        if block.kind == "heading":
+            out.append(f"<h2>{html.escape(block.text)}</h2>")
+        elif block.kind == "table" and block.table is not None:
+            out.append(_table(block.table, numeric=tuple(c for c in block.table.columns if "tok/s" in c or "$" in c)))
+        else:
+            out.append(f"<p>{_inline(block.text)}</p>")
+    return out
 
 
 def _five_numbers(summary: PlanSummary) -> str:
@@ -226,6 +245,8 @@ def render_html(
     populations: pd.DataFrame,
     notes: list[str],
     folder: Path,
+    *,
+    protection: Sequence[Block] | None = None,
 ) -> str:
     """The report as one HTML document with the folder's PNGs embedded.
 
@@ -265,6 +286,7 @@ def render_html(
         "<h2>Cost breakdown</h2>",
         _costs(cost_breakdown(summary, sites)),
         waterfall,
+        *_blocks(protection_blocks(None) if protection is None else protection),
         "<h2>TTFT budget</h2>",
         budget,
         "<h2>Open sites</h2>",
@@ -343,7 +365,7 @@ def write_report_html(plan: Plan, folder: Path) -> Path:
     folder = Path(folder)
     draw_ttft_budget(plan.assignments, folder / "ttft_budget.png")
     draw_charts_of_tables(plan.summary, plan.sites, plan.assignments, folder)
-    text = render_html(plan.summary, plan.sites, plan.populations, plan.notes, folder)
+    text = render_html(plan.summary, plan.sites, plan.populations, plan.notes, folder, protection=plan_protection(plan))
     return _write_text(folder / "report.html", text)
 
 
@@ -385,6 +407,11 @@ def rerender_report(out_dir: str | Path) -> list[Path]:
         folder / "cost_waterfall.png",
         lambda target: draw_cost_waterfall(table, target, unserved_share=summary.unserved_share),
     )
-    markdown = _write_text(folder / "report.md", render_markdown(summary, results.sites, populations, notes))
-    report = _write_text(folder / "report.html", render_html(summary, results.sites, populations, notes, folder))
+    protection = summary_protection(summary, folder)
+    markdown = _write_text(
+        folder / "report.md", render_markdown(summary, results.sites, populations, notes, protection=protection)
+    )
+    report = _write_text(
+        folder / "report.html", render_html(summary, results.sites, populations, notes, folder, protection=protection)
+    )
     return [markdown, budget, waterfall, report]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from placement.outputs.failover_report import Block, protection_blocks
 from placement.plan import split_rules
 from placement.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
 from placement.textfmt import ms_text, mw_text
@@ -146,7 +148,38 @@ def _unserved_lines(populations: pd.DataFrame, *, limit: int = 15) -> list[str]:
     return ["## Populations not served inside their objective", "", _table(rows), ""]
 
 
-def render_markdown(summary: PlanSummary, sites: pd.DataFrame, populations: pd.DataFrame, notes: list[str]) -> str:
+def blocks_markdown(blocks: Sequence[Block]) -> list[str]:
+    """Report blocks (:mod:`placement.outputs.failover_report`) as Markdown lines.
+
+    Parameters
+    ----------
+    blocks : sequence of Block
+        Headings, paragraphs and tables.
+
+    Returns
+    -------
+    list of str
+        Lines, each block followed by an empty line.
+    """
+    lines: list[str] = []
+    for block in blocks:
+        if block.kind == "heading":
+            lines += [f"## {block.text}", ""]
+        elif block.kind == "table" and block.table is not None:
+            lines += [_table(block.table), ""]
+        else:
+            lines += [block.text, ""]
+    return lines
+
+
+def render_markdown(
+    summary: PlanSummary,
+    sites: pd.DataFrame,
+    populations: pd.DataFrame,
+    notes: list[str],
+    *,
+    protection: Sequence[Block] | None = None,
+) -> str:
     """The report as Markdown.
 
     Parameters
@@ -157,6 +190,9 @@ def render_markdown(summary: PlanSummary, sites: pd.DataFrame, populations: pd.D
         The plan's tables.
     notes : list of str
         Diagnoses to show.
+    protection : sequence of Block, optional
+        The 24x7 section (:func:`placement.outputs.failover_report.protection_blocks`); None: a plan
+        without N+1 (one line saying so).
 
     Returns
     -------
@@ -171,6 +207,7 @@ def render_markdown(summary: PlanSummary, sites: pd.DataFrame, populations: pd.D
         *_cost_lines(cost_breakdown(summary, sites)),
         "![$ per million goodput tokens by class, step by step](cost_waterfall.png)",
         "",
+        *blocks_markdown(protection_blocks(None) if protection is None else protection),
         "## TTFT budget",
         "",
         "![p99 TTFT budget by class: the median population and those with the least slack](ttft_budget.png)",

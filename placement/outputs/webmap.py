@@ -30,6 +30,7 @@ from matplotlib.colors import Normalize, to_hex
 from placement import jsonio
 from placement.budget import COMPONENTS
 from placement.outputs.classes import deadline_classes
+from placement.outputs.failover_report import if_lost_texts
 from placement.plan import Plan
 
 __all__ = ["VENDOR_DIR", "leaflet_assets", "render_webmap", "webmap_data", "write_webmap"]
@@ -121,7 +122,7 @@ def _site_colours(sites: pd.DataFrame) -> tuple[list[str], Normalize]:
     return [to_hex(cmap(norm(v))) if math.isfinite(v) else "#999999" for v in cost.tolist()], norm
 
 
-def _sites(sites: pd.DataFrame) -> list[dict[str, Any]]:
+def _sites(sites: pd.DataFrame, *, if_lost: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     colours, _ = _site_colours(sites)
     mw_max = max(float(sites["mw_used"].max()) if len(sites) else 0.0, 1e-9)
     rows = []
@@ -148,6 +149,8 @@ def _sites(sites: pd.DataFrame) -> list[dict[str, Any]]:
                 "radius": round(4.0 + 22.0 * math.sqrt(max(float(row["mw_used"]), 0.0) / mw_max), 2),
             }
         )
+        if if_lost is not None and bool(row["open"]) and str(row["site_id"]) in if_lost:
+            rows[-1]["if_lost"] = if_lost[str(row["site_id"])]  # N+1 plans only: the default map is unchanged
     return rows
 
 
@@ -291,6 +294,8 @@ def webmap_data(
     _, norm = _site_colours(plan.sites)
     cmap = matplotlib.colormaps[COST_CMAP]
     s = plan.summary
+    failover = plan.failover
+    if_lost = if_lost_texts(failover.scenarios) if failover is not None else None
     summary = {
         "scenario": s.scenario,
         "status": s.status,
@@ -306,7 +311,7 @@ def webmap_data(
     return {
         "summary": summary,
         "countries": countries_geojson(basemap),
-        "sites": _sites(plan.sites),
+        "sites": _sites(plan.sites, if_lost=if_lost),
         "populations": _populations(populations, assignments),
         "assignments": _assignment_lines(assignments),
         "catchments": _features(catchments, columns),
@@ -494,7 +499,8 @@ APP = r"""
       "<tr><td>goodput</td><td>" + fmt(s.goodput) + " tok/s</td></tr>" +
       "<tr><td>share of the plan's goodput</td><td>" + pct(s.share) + "</td></tr>" +
       "<tr><td>tokens/s per MW</td><td>" + fmt(s.tok_s_mw) + "</td></tr>" +
-      "<tr><td>power price</td><td>$" + fmt(s.price, 1) + "/MWh</td></tr></table></div>";
+      "<tr><td>power price</td><td>$" + fmt(s.price, 1) + "/MWh</td></tr></table>" +
+      (s.if_lost ? "<br>" + esc(s.if_lost) : "") + "</div>";
   };
   var rejected = L.layerGroup(), opened = L.layerGroup();
   D.sites.forEach(function (s) {

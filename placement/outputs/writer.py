@@ -20,6 +20,7 @@ from placement._paths import nearest_existing
 from placement.failover import ROW_COLUMNS, ROW_DIGITS
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments
+from placement.outputs.failover_report import plan_protection
 from placement.outputs.network_layer import links_frame, write_network
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import write_report_html
@@ -79,7 +80,8 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
     catchments = catchment_frame(plan)  # once: the GeoJSON, the maps and the web map draw the same
     if maps:
         draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title, catchments=catchments)
-    (folder / "report.md").write_text(render_markdown(plan.summary, plan.sites, plan.populations, plan.notes), encoding="utf-8")
+    report = render_markdown(plan.summary, plan.sites, plan.populations, plan.notes, protection=plan_protection(plan))
+    (folder / "report.md").write_text(report, encoding="utf-8")
     links = links_frame(plan.instance.latency)  # the network the plan's round trips were computed on
     write_catchments(catchments, folder)
     write_network(links, folder)

@@ -214,3 +214,17 @@ def test_ttft_on_demand_is_the_figure_the_budget_checked(plan_and_folder: tuple[
     assert float(instance.ttft_ms(int(pairs[0, 0]), int(pairs[0, 1]))) == table[pairs[0, 0], pairs[0, 1]]
     merged = plan.assignments.merge(plan.populations[["population_id"]], on="population_id")
     assert (merged["ttft_p99_ms"] <= merged["ttft_objective_ms"] + 1e-9).all()
+
+
+def test_a_plan_without_n_plus_one_says_so_in_its_report_and_not_on_its_map(
+    plan_and_folder: tuple[Plan, Path], tmp_path: Path
+) -> None:
+    from placement.outputs.failover_report import NOT_PROTECTED
+    from placement.outputs.writer import write_results
+
+    plan, out = plan_and_folder
+    assert '"if_lost"' not in (out / "map.html").read_text(encoding="utf-8")
+    folder = write_results(plan, tmp_path / "results", maps=False)
+    report = (folder / "report.md").read_text(encoding="utf-8")
+    assert report.count(NOT_PROTECTED) == 1 and "24x7: what each loss" not in report
+    assert "<code>placement failover RESULTS --site ID</code>" in (folder / "report.html").read_text(encoding="utf-8")
