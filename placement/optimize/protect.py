@@ -34,6 +34,9 @@ MILP_MAX_COLUMNS = 50_000
 """Protection models up to this many columns are solved as a MILP; larger ones by rounding their LP (HiGHS
 finds no integer answer to the full-resolution world's 290,000 columns in 10 minutes; its LP takes 2 s)."""
 
+NOISE = 1e-12
+"""Shares below this are solver noise and read as 0."""
+
 NODE_TOL = 1e-6
 """Node-equivalents within this of a whole number round down."""
 
@@ -535,14 +538,14 @@ def _extract(
     """The plan with the MILP's nodes, sites, shares and re-routes."""
     shares = np.zeros(len(data.pair_site))
     shares[blocks.support] = np.clip(x[blocks.shares.cols], 0.0, 1.0)
-    shares[shares < ABS_TOL] = 0.0
+    shares[shares < NOISE] = 0.0
     nodes = np.rint(x[blocks.nodes.cols]).astype(np.int64)
     is_open: BoolArray = x[blocks.opens.cols] > 0.5
     moved: dict[int, FloatArray] = {}
     for loss, z in zip(scenarios, blocks.moves, strict=True):
         share = np.zeros(len(data.pair_site))
         share[loss.backup] = np.clip(x[z.cols], 0.0, 1.0)
-        share[share < ABS_TOL] = 0.0
+        share[share < NOISE] = 0.0  # not ABS_TOL: dropping pieces below it left 1e-6 of a loss unmoved
         moved[loss.key] = share
     served = np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities)
     unserved = np.clip(1.0 - served, 0.0, 1.0)
