@@ -184,6 +184,24 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _failover(args: argparse.Namespace) -> int:
+    from placement.exposure import exposure_folder_name, failover_exposure, render_exposure
+    from placement.outputs.exposure_files import write_exposure
+
+    folder = Path(args.outdir)
+    exposure = failover_exposure(
+        folder, site_ids=args.site or (), domain=args.domain, progress=StderrProgress(show=not (args.quiet or args.json))
+    )
+    out = Path(args.out) if args.out else folder / exposure_folder_name(exposure.label)
+    written = write_exposure(exposure, out, plan_folder=folder)
+    if args.json:
+        print(jsonio.dumps({**exposure.headline, "folder": str(written)}))
+        return EXIT_OK
+    print(render_exposure(exposure))
+    print(f"failover_exposure.csv, failover_exposure_sites.csv and failover_exposure.json in {written}")
+    return EXIT_OK
+
+
 def _diff(args: argparse.Namespace) -> int:
     from placement.diff import diff_plans, render_diff
     from placement.outputs.diff_files import write_diff
@@ -467,6 +485,23 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--site", help="explain one site only")
     explain.add_argument("--quiet", action="store_true", help="no progress lines")
     explain.set_defaults(handler=_explain)
+    failover = commands.add_parser(
+        "failover", help="what a solved plan does if a site or fault domain is lost now: re-routed, unserved, TTFT"
+    )
+    failover.add_argument("outdir", metavar="RESULTS", help="a results folder written by 'solve'")
+    failover.add_argument(
+        "--site", action="append", metavar="ID", help="a site lost (repeat for several); its id as in sites.csv"
+    )
+    failover.add_argument(
+        "--domain",
+        metavar="NAME",
+        help="a fault domain lost: one of the scenario's fault_tolerance.domains, or a catalog grid_region, campus or "
+        "corridor value (column:value to choose)",
+    )
+    failover.add_argument("--out", help="folder for the failover_exposure files (default: RESULTS/failover-<what fails>/)")
+    failover.add_argument("--json", action="store_true", help="print the headline as JSON")
+    failover.add_argument("--quiet", action="store_true", help="no progress lines")
+    failover.set_defaults(handler=_failover)
     diff = commands.add_parser("diff", help="what changed between two results folders (A before, B after)")
     diff.add_argument(
         "outdir_a", metavar="OUTDIR_A", help="results folder of plan A (solve, a sweep scenario's run, a build-out year)"

@@ -21,7 +21,7 @@ from placement.failover import FailoverTables, failover_tables, protection_cost,
 from placement.instance import Instance, build_instance
 from placement.optimize import failover
 from placement.optimize.problem import PlacementInput, PlacementSolution
-from placement.optimize.protect import protect_plan
+from placement.optimize.protect import exposed, protect_plan
 from placement.optimize.ratio import solve_ratio
 from placement.optimize.rows import group_by
 from placement.optimize.shortfall import diagnose_shortfall
@@ -601,11 +601,12 @@ def _protection_notes(instance: Instance, solution: PlacementSolution, summary: 
     protected, unprotectable, unprotected = protection_shares(data, solution)
     lines = [
         f"N+1: {share_text(protected)} of served goodput is re-routed in full inside its objective on the loss of "
-        f"{losses} (failover*.csv); {share_text(unprotectable)} has a single site in reach"
+        f"{losses} (failover*.csv); {share_text(unprotectable)} has a single site in reach, or all its sites in one fault domain"
         + (f"; {share_text(unprotected)} has no spare power in reach:" if unprotected > 0 else "")
     ]
     if unprotected > 0:
         lines += [f"  - {line}" for line in _unprotected_lines(instance, solution, limit=limit)]
+    lines += _domain_exposed_lines(instance, solution, limit=limit)
     cost = summary.n_plus_one_cost
     if cost is not None and cost.get("usd_per_m_with") is not None and cost.get("usd_per_m_without") is not None:
         rise = cost["usd_per_m_with"] / cost["usd_per_m_without"] - 1 if cost["usd_per_m_without"] else float("nan")
@@ -614,6 +615,36 @@ def _protection_notes(instance: Instance, solution: PlacementSolution, summary: 
             f"${usd_per_m_text(cost['usd_per_m_without'])} without N+1 ({rise:+.1%}): {cost['extra_nodes']:,} spare nodes, "
             f"{mw_text(cost['extra_mw'])} MW, {cost['standby_sites']} standby sites"
         )
+    return lines
+
+
+def _domain_exposed_lines(instance: Instance, solution: PlacementSolution, *, limit: int) -> list[str]:
+    """The population-classes with two or more sites in reach, all inside one fault domain, largest first."""
+    data = instance.inputs
+    rows = np.flatnonzero(exposed(data, solution.pair_share)) if data.failure_domains else np.zeros(0, dtype=np.int64)
+    if not len(rows):
+        return []
+    row_share = np.bincount(data.pair_commodity, weights=solution.pair_share, minlength=data.n_commodities)
+    members = np.flatnonzero(np.isin(instance.row_of_commodity, rows))
+    served = row_share[instance.row_of_commodity[members]] * instance.commodity_mean_demand_tok_s[members]
+    members = members[np.argsort(-served, kind="stable")]
+    table = instance.populations.table
+    lines = [
+        f"{len(members):,} population-class pairs have every site in reach inside one fault domain, so its loss "
+        "cannot be covered; they are served without a backup against it:"
+    ]
+    for c in members[:limit].tolist():
+        i, k, r = int(instance.commodity_population[c]), int(instance.commodity_class[c]), int(instance.row_of_commodity[c])
+        reach = set(data.pair_site[data.pair_commodity == r].tolist())
+        domain = next(
+            name
+            for name, sites in zip(instance.failure_domain_names, data.failure_domains, strict=True)
+            if reach <= set(np.asarray(sites).tolist())
+        )
+        who = f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {instance.profiles[k].name}"
+        lines.append(f"  - {who}: every site in reach is in {domain}")
+    if len(members) > limit:
+        lines.append(f"  - ... and {len(members) - limit:,} more")
     return lines
 
 

@@ -13,7 +13,7 @@ numbers). The report rebuild, ``explain`` and ``diff`` all read through it.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,6 +29,7 @@ from placement.summary import PlanSummary
 __all__ = [
     "FLOAT_DIGITS",
     "TABLES",
+    "LazyTables",
     "ResultsFolder",
     "csv_text",
     "json_text",
@@ -281,6 +282,34 @@ def _buildout_problem(folder: Path, summary: Mapping[str, Any]) -> Problem:
     return Problem(str(folder), "", "", rule, fix)
 
 
+class LazyTables(Mapping[str, pd.DataFrame]):
+    """CSV files by name, each read (:func:`read_table`) the first time it is asked for.
+
+    A folder's other tables can be large (``failover.csv`` of a full-resolution N+1 plan holds ~11 M rows), and
+    most readers want none of them: listing them costs nothing, reading one costs only that one.
+
+    Parameters
+    ----------
+    paths : mapping of str to Path
+        The files, by name.
+    """
+
+    def __init__(self, paths: Mapping[str, Path]) -> None:
+        self._paths = dict(paths)
+        self._read: dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._read:
+            self._read[name] = read_table(self._paths[name])
+        return self._read[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
 @dataclass(frozen=True)
 class ResultsFolder:
     """A results folder read back: its summary and the plan's tables.
@@ -295,8 +324,9 @@ class ResultsFolder:
         ``sites.csv`` (``open`` as bool) and ``assignments.csv``.
     populations, members : pandas.DataFrame or None
         ``populations.csv`` and ``population_members.csv``; None in a build-out year's folder.
-    extras : dict
-        Every other CSV file of the folder (``tail_check.csv``, ...), by file name.
+    extras : mapping
+        Every other CSV file of the folder (``tail_check.csv``, ``failover.csv``, ...), by file name, read
+        when first asked for (:class:`LazyTables`).
     """
 
     folder: Path
@@ -305,7 +335,7 @@ class ResultsFolder:
     assignments: pd.DataFrame
     populations: pd.DataFrame | None = None
     members: pd.DataFrame | None = None
-    extras: dict[str, pd.DataFrame] = field(default_factory=dict)
+    extras: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def is_buildout_year(self) -> bool:
@@ -373,7 +403,7 @@ def read_results_folder(folder: str | Path, *, require: Collection[str] = ()) ->
         raise InputError([Problem(str(path), "", "", f"not a results folder: {', '.join(missing)} missing", _fix(path))])
     tables = {key: read_table(path / name) if (path / name).is_file() else None for key, name in TABLES.items()}
     known = set(TABLES.values())
-    extras = {p.name: read_table(p) for p in sorted(path.glob("*.csv")) if p.name not in known}
+    extras = LazyTables({p.name: p for p in sorted(path.glob("*.csv")) if p.name not in known})
     sites, assignments = tables.pop("sites"), tables.pop("assignments")
     assert sites is not None and assignments is not None  # REQUIRED
     return ResultsFolder(path, summary, sites, assignments, tables["populations"], tables["members"], extras)

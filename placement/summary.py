@@ -457,7 +457,8 @@ class PlanSummary:
     n_plus_one_protected_share : float or None
         N+1 plans: share of served goodput re-routed in full inside its objective on every loss.
     unprotectable_share : float or None
-        N+1 plans: share of served goodput with a single site in reach (no loss of it can be covered).
+        N+1 plans: share of served goodput with a single site in reach, or all its sites in one fault domain (some
+        loss of it cannot be covered).
     n_plus_one_unprotected_share : float or None
         N+1 plans: share of served goodput some loss leaves without a backup for want of spare power in reach.
     fault_domains : dict or None

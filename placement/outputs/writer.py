@@ -30,7 +30,7 @@ from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
 from placement.results import write_csv, write_csv_chunks, write_json
 
-MARKERS = ("summary.json", "compare.csv", "diff.json")
+MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json")
 
 MAP_FILES = ("map.png", "map_<region>.png", "map.html")
 """The files ``maps=False`` (``solve --no-maps``) leaves out; every other file is written."""
@@ -104,9 +104,9 @@ def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...]
     out_dir : str or Path
         The destination the user gave (``--out``).
     results_markers : tuple of str or None, optional
-        Files that mark an existing folder as results this program may replace (default
-        ``summary.json``, ``compare.csv`` or ``diff.json``); None leaves that check to the caller (a sweep
-        folder has its own marker).
+        Files that mark an existing folder as results this program may replace (default :data:`MARKERS`:
+        ``summary.json``, ``compare.csv``, ``diff.json`` or ``failover_exposure.json``); None leaves that check to
+        the caller (a sweep folder has its own marker).
 
     Returns
     -------
@@ -145,7 +145,7 @@ def write_folder(out_dir: str | Path, writer: Callable[[Path], None]) -> Path:
     ----------
     out_dir : str or Path
         Destination folder. It is replaced as a whole; an existing folder that does not hold
-        placement results (no ``summary.json``, ``compare.csv`` or ``diff.json``) is refused.
+        placement results (none of :data:`MARKERS`) is refused.
     writer : callable
         Writes every file into the folder it is given.
 

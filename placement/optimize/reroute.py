@@ -1,0 +1,168 @@
+"""A fixed plan loses sites: its load there re-routed to the capacity left, slice by slice, as LPs in HiGHS.
+
+With the plan's nodes fixed, the time slices do not interact, so each slice is its own LP. Its columns are the
+tok/s each affected commodity moves to each surviving open site it is allowed at (the instance's pairs: inside
+its objectives); its rows hold each commodity to what it lost and each surviving site to its nodes, its own load
+in the slice included. The objective is lexicographic: first the most goodput moved, then, with the moved total
+held at that optimum (to a relative 1e-9), the least goodput-weighted round trip. A second LP rather than a
+weighted tie-break, so no RTT weight can ever trade goodput for latency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from placement.optimize.linear import LinearModel, new_highs, to_highspy
+from placement.optimize.problem import FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.solver import SolverOptions
+
+MOVED_TOLERANCE = 1e-9
+"""Relative slack on the moved total when the second LP minimises the round trip."""
+
+
+@dataclass(frozen=True)
+class Reroute:
+    """What a plan does, slice by slice, when some of its sites are lost.
+
+    Parameters
+    ----------
+    failed_sites : numpy.ndarray of int
+        The sites lost.
+    lost_tok_s : numpy.ndarray
+        ``(c, T)`` goodput each commodity was served at the failed sites. [tokens/s]
+    moved_tok_s : numpy.ndarray
+        ``(c, m, T)`` goodput moved to each surviving site (0 at the failed ones). [tokens/s]
+    unserved_tok_s : numpy.ndarray
+        ``(c, T)`` lost goodput that no surviving site can take. [tokens/s]
+    site_load_nodes : numpy.ndarray
+        ``(m, T)`` node-equivalents each surviving site carries after the move (0 at the failed ones).
+    site_nodes : numpy.ndarray of int
+        ``(m,)`` nodes of the surviving sites (0 at the failed ones).
+    """
+
+    failed_sites: IntArray
+    lost_tok_s: FloatArray
+    moved_tok_s: FloatArray
+    unserved_tok_s: FloatArray
+    site_load_nodes: FloatArray
+    site_nodes: IntArray
+
+    @property
+    def moved_in_tok_s(self) -> FloatArray:
+        """``(m, T)`` goodput each site takes in. [tokens/s]"""
+        return np.asarray(self.moved_tok_s.sum(axis=0))
+
+
+def _slice_model(
+    data: PlacementInput, pairs: IntArray, lost: FloatArray, headroom: FloatArray, t: int
+) -> tuple[LinearModel, FloatArray]:
+    """The first LP of slice ``t``: the most goodput moved; returns it and each column's round trip."""
+    commodity, site = data.pair_commodity[pairs], data.pair_site[pairs]
+    lm = LinearModel(f"reroute_slice_{t}")
+    labels = [f"{c}_{j}" for c, j in zip(commodity.tolist(), site.tolist(), strict=True)]
+    block = lm.add_columns("move", labels, upper=lost[commodity], cost=-1.0)
+    takers, row_of = np.unique(commodity, return_inverse=True)
+    lm.add_rows(
+        "lost", [str(c) for c in takers.tolist()], row=row_of, col=block.cols, value=np.ones(len(pairs)), upper=lost[takers]
+    )
+    receivers, site_row = np.unique(site, return_inverse=True)
+    lm.add_rows(
+        "capacity",
+        [str(j) for j in receivers.tolist()],
+        row=site_row,
+        col=block.cols,
+        value=data.pair_nodes_per_tok_s[pairs],
+        upper=headroom[receivers],
+    )
+    return lm, data.pair_rtt_ms[pairs]
+
+
+def _solve_slice(lm: LinearModel, rtt_ms: FloatArray, *, options: SolverOptions) -> FloatArray:
+    """Both LPs of one slice: moved tok/s of every column."""
+    highs = to_highspy(lm, new_highs(threads=options.threads))
+    if options.time_limit_s is not None:
+        highs.setOptionValue("time_limit", float(options.time_limit_s))
+    highs.run()
+    status = highs.modelStatusToString(highs.getModelStatus())
+    if status != "Optimal":
+        raise RuntimeError(f"re-routing LP '{lm.name}': HiGHS reports {status}")
+    first = np.asarray(highs.getSolution().col_value, dtype=float)
+    best = float(first.sum())
+    if best <= 0.0:
+        return np.zeros(lm.n_cols)
+    # Second LP: the moved total held at its optimum, the least goodput-weighted round trip.
+    n = lm.n_cols
+    highs.addRow(best * (1.0 - MOVED_TOLERANCE), np.inf, n, np.arange(n, dtype=np.int32), np.ones(n))
+    highs.changeColsCost(n, np.arange(n, dtype=np.int32), rtt_ms.astype(float))
+    highs.run()
+    status = highs.modelStatusToString(highs.getModelStatus())
+    if status != "Optimal":
+        return first
+    return np.asarray(highs.getSolution().col_value, dtype=float)
+
+
+def reroute_on_capacity(
+    data: PlacementInput, solution: PlacementSolution, failed_sites: IntArray, *, options: SolverOptions
+) -> Reroute:
+    """Re-route the goodput a plan serves at failed sites onto the capacity its other open sites have left.
+
+    The plan's open sites and nodes are fixed; every commodity keeps its shares at the surviving sites, and what
+    it was served at the failed ones moves, inside its objectives (its allowed pairs), to surviving open sites
+    with spare nodes in that slice. Per slice: the most goodput moved, then, among moves of that total, the least
+    goodput-weighted round trip (a second LP, see the module docstring).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays the plan was solved on.
+    solution : PlacementSolution
+        The plan: ``open``, ``nodes`` and ``pair_share`` are read.
+    failed_sites : numpy.ndarray of int
+        Indices of the sites lost (closed ones lose nothing; empty: nothing moves).
+    options : SolverOptions
+        ``threads`` and ``time_limit_s`` (per LP) are used.
+
+    Returns
+    -------
+    Reroute
+        Per slice: lost, moved (per commodity and new site) and unserved tok/s; load and nodes per site.
+
+    Raises
+    ------
+    ValueError
+        A failed site index outside the instance.
+    RuntimeError
+        HiGHS does not report an optimum (the LP is always feasible: moving nothing is).
+    """
+    failed = np.unique(np.asarray(failed_sites, dtype=np.int64))
+    m, n_slices, n_c = data.n_sites, len(data.slice_hours), data.n_commodities
+    if len(failed) and (failed.min() < 0 or failed.max() >= m):
+        raise ValueError(f"failed site indices must be in 0..{m - 1}, got {failed.tolist()}")
+    is_failed = np.zeros(m, dtype=bool)
+    is_failed[failed] = True
+    shares = np.asarray(solution.pair_share, dtype=float)
+    at_failed = is_failed[data.pair_site]
+    demand = data.slice_demand_tok_s
+    lost = np.zeros((n_c, n_slices))
+    np.add.at(lost, data.pair_commodity[at_failed], shares[at_failed, None] * demand[data.pair_commodity[at_failed]])
+    kept = np.where(at_failed, 0.0, shares)
+    load = data.site_slice_load(kept)  # (m, T) each surviving site's own load
+    survives = np.asarray(solution.open, dtype=bool) & ~is_failed
+    nodes = np.where(survives, np.asarray(solution.nodes, dtype=np.int64), 0)
+    moved = np.zeros((n_c, m, n_slices))
+    affected = lost.max(axis=1) > 0 if n_slices else np.zeros(n_c, dtype=bool)
+    pairs = np.flatnonzero(survives[data.pair_site] & affected[data.pair_commodity])
+    for t in range(n_slices):
+        live = pairs[lost[data.pair_commodity[pairs], t] > 0]
+        if not len(live):
+            continue
+        headroom = np.maximum(nodes - load[:, t], 0.0)
+        lm, rtt = _slice_model(data, live, lost[:, t], headroom, t)
+        x = np.clip(_solve_slice(lm, rtt, options=options), 0.0, None)
+        np.add.at(moved[:, :, t], (data.pair_commodity[live], data.pair_site[live]), x)
+        np.add.at(load[:, t], data.pair_site[live], x * data.pair_nodes_per_tok_s[live])
+    unserved = np.maximum(lost - moved.sum(axis=1), 0.0)
+    load[~survives] = 0.0
+    return Reroute(failed, lost, moved, unserved, load, nodes)
