@@ -38,6 +38,7 @@ from placement.results import read_results_folder
 __all__ = [
     "FailoverExposure",
     "exposure_folder_name",
+    "exposure_tables",
     "failover_exposure",
     "plan_solution",
     "render_exposure",
@@ -274,20 +275,36 @@ def _commodity_table(
     served_there = served_there[served_there > 0]
     affected = served_there.index.to_numpy(np.int64)
     rows = instance.row_of_commodity[affected]
-    lost_mean = _hour_weighted(reroute.lost_tok_s[rows], hours)  # (a,) per row
-    moved_mean = np.einsum("rjt,t->rj", reroute.moved_tok_s[rows], hours) / hours.sum()  # (a, m)
-    moved_ratio = moved_mean / np.where(lost_mean > 0, lost_mean, 1.0)[:, None]
+    lost_mean = _hour_weighted(reroute.lost_tok_s, hours)  # (rows,) daily mean lost per model row
+    # Each row's daily-mean move to each site, as a share of what the row lost; every member moves the same share.
+    row_moves = (
+        pd.DataFrame(
+            {
+                "row": reroute.move_commodity,
+                "site": reroute.move_site,
+                "mean": reroute.move_tok_s * hours[reroute.move_slice] / hours.sum(),
+            }
+        )
+        .groupby(["row", "site"], as_index=False)["mean"]
+        .sum()
+    )
+    row_moves["ratio"] = row_moves["mean"] / np.where(lost_mean > 0, lost_mean, 1.0)[row_moves["row"].to_numpy(np.int64)]
     served = served_there.to_numpy(float)
-    moved = served[:, None] * moved_ratio  # (a, m) daily mean tok/s per commodity
-    moved[moved <= NOISE_SHARE * served[:, None]] = 0.0
-    a_idx, j_idx = np.nonzero(moved > 0)
-    moves = pd.DataFrame({"commodity": affected[a_idx], "site": j_idx, "goodput": moved[a_idx, j_idx]})
-    moves["ttft"] = instance.ttft_ms(moves["commodity"].to_numpy(np.int64), j_idx) if len(moves) else np.zeros(0)
+    members = pd.DataFrame({"a": np.arange(len(affected)), "commodity": affected, "row": rows, "served": served})
+    moves = members.merge(row_moves[["row", "site", "ratio"]], on="row")
+    moves["goodput"] = moves["served"] * moves["ratio"]
+    moves = moves[moves["goodput"] > NOISE_SHARE * moves["served"]].reset_index(drop=True)
+    moves["ttft"] = (
+        instance.ttft_ms(moves["commodity"].to_numpy(np.int64), moves["site"].to_numpy(np.int64)) if len(moves) else np.zeros(0)
+    )
+    moved_total = np.bincount(moves["a"].to_numpy(np.int64), weights=moves["goodput"].to_numpy(float), minlength=len(affected))
     before = _weighted_ttft(pairs[pairs["commodity"].isin(affected)])
-    after = _weighted_ttft(pd.concat([pairs[~failed & pairs["commodity"].isin(affected)], moves], ignore_index=True))
+    after = _weighted_ttft(
+        pd.concat([pairs[~failed & pairs["commodity"].isin(affected)], moves[list(pairs.columns)]], ignore_index=True)
+    )
     table = instance.populations.table
     pop = instance.commodity_population[affected]
-    short = served - moved.sum(axis=1)
+    short = served - moved_total
     unserved = np.where(short > NOISE_SHARE * served, short, 0.0)
     frame = pd.DataFrame(
         {
@@ -301,19 +318,20 @@ def _commodity_table(
             "ttft_p99_before_ms": before.reindex(affected).to_numpy(float),
             "ttft_p99_after_ms": after.reindex(affected).to_numpy(float),
             "ttft_objective_ms": [instance.classes[k].ttft_p99_ms for k in instance.commodity_class[affected].tolist()],
-            "to_sites": [
-                ";".join(
-                    f"{instance.sites['id'].iloc[j]}:{moved[a, j]:.6g}"
-                    for j in np.argsort(-moved[a], kind="stable")
-                    if moved[a, j] > 0
-                )
-                for a in range(len(affected))
-            ],
+            "to_sites": _to_sites(moves, instance.sites["id"].to_numpy(), len(affected)),
         }
     )
     frame["ttft_rise_ms"] = frame["ttft_p99_after_ms"] - frame["ttft_p99_before_ms"]
     frame = frame.sort_values(["served_there_tok_s", "population_id", "class"], ascending=[False, True, True])
     return frame.reset_index(drop=True), moves
+
+
+def _to_sites(moves: pd.DataFrame, site_ids: NDArray[np.object_], n_affected: int) -> list[str]:
+    """``site:tok_s`` of each affected commodity's moves, largest first, joined by ``;``."""
+    ordered = moves.sort_values(["a", "goodput", "site"], ascending=[True, False, True])
+    text = [f"{site_ids[j]}:{g:.6g}" for j, g in zip(ordered["site"].tolist(), ordered["goodput"].tolist(), strict=True)]
+    joined = pd.Series(text, index=ordered["a"].to_numpy(), dtype=object).groupby(level=0).agg(";".join)
+    return [str(joined.get(a, "")) for a in range(n_affected)]
 
 
 def _site_table(instance: Instance, solution: PlacementSolution, reroute: Reroute, moves: pd.DataFrame) -> pd.DataFrame:
@@ -362,6 +380,35 @@ def worst_ttft_rises(commodities: pd.DataFrame) -> pd.DataFrame:
         ["_against", "population_id", "class"], ascending=[False, True, True]
     )
     return order.drop(columns="_against")
+
+
+def exposure_tables(
+    instance: Instance, assignments: pd.DataFrame, solution: PlacementSolution, reroute: Reroute, *, source: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The two tables of a loss: per affected population and class, and per receiving site.
+
+    Parameters
+    ----------
+    instance : Instance
+        The rebuilt scenario.
+    assignments : pandas.DataFrame
+        The folder's ``assignments.csv``.
+    solution : PlacementSolution
+        The plan on the instance's arrays (:func:`plan_solution`).
+    reroute : Reroute
+        The re-routing of the loss.
+    source : str
+        The folder, for errors.
+
+    Returns
+    -------
+    tuple of pandas.DataFrame
+        ``failover_exposure.csv`` and ``failover_exposure_sites.csv``.
+    """
+    is_failed = np.zeros(instance.inputs.n_sites, dtype=bool)
+    is_failed[reroute.failed_sites] = True
+    commodities, moves = _commodity_table(instance, assignments, reroute, is_failed, source=source)
+    return commodities, _site_table(instance, solution, reroute, moves)
 
 
 def _headline(
@@ -452,10 +499,7 @@ def failover_exposure(
     failed = np.array(indices, dtype=np.int64)
     progress(f"re-routing the load of {len(failed)} site(s) over {len(instance.inputs.slice_hours)} slice(s)")
     reroute = reroute_on_capacity(instance.inputs, solution, failed, options=options or SolverOptions())
-    is_failed = np.zeros(instance.inputs.n_sites, dtype=bool)
-    is_failed[failed] = True
-    commodities, moves = _commodity_table(instance, rebuilt.results.assignments, reroute, is_failed, source=source)
-    site_table = _site_table(instance, solution, reroute, moves)
+    commodities, site_table = exposure_tables(instance, rebuilt.results.assignments, solution, reroute, source=source)
     failed_ids = tuple(known[j] for j in indices)
     closed = tuple(known[j] for j in indices if not solution.open[j])
     headline = _headline(label, kind, failed_ids, closed, commodities, site_table)

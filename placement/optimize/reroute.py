@@ -32,8 +32,11 @@ class Reroute:
         The sites lost.
     lost_tok_s : numpy.ndarray
         ``(c, T)`` goodput each commodity was served at the failed sites. [tokens/s]
-    moved_tok_s : numpy.ndarray
-        ``(c, m, T)`` goodput moved to each surviving site (0 at the failed ones). [tokens/s]
+    move_commodity, move_site, move_slice : numpy.ndarray of int
+        Each move: the commodity, the surviving site it moves to and the slice (a commodity-site-slice once).
+    move_tok_s : numpy.ndarray
+        Goodput of each move. [tokens/s] (Moves, not a ``(c, m, T)`` table: at full resolution that would
+        hold ~1.5 GB of zeros.)
     unserved_tok_s : numpy.ndarray
         ``(c, T)`` lost goodput that no surviving site can take. [tokens/s]
     site_load_nodes : numpy.ndarray
@@ -44,7 +47,10 @@ class Reroute:
 
     failed_sites: IntArray
     lost_tok_s: FloatArray
-    moved_tok_s: FloatArray
+    move_commodity: IntArray
+    move_site: IntArray
+    move_slice: IntArray
+    move_tok_s: FloatArray
     unserved_tok_s: FloatArray
     site_load_nodes: FloatArray
     site_nodes: IntArray
@@ -52,7 +58,23 @@ class Reroute:
     @property
     def moved_in_tok_s(self) -> FloatArray:
         """``(m, T)`` goodput each site takes in. [tokens/s]"""
-        return np.asarray(self.moved_tok_s.sum(axis=0))
+        moved_in = np.zeros_like(self.site_load_nodes)
+        np.add.at(moved_in, (self.move_site, self.move_slice), self.move_tok_s)
+        return moved_in
+
+    @property
+    def moved_by_commodity_tok_s(self) -> FloatArray:
+        """``(c, T)`` goodput each commodity moves, all sites together. [tokens/s]"""
+        moved = np.zeros_like(self.lost_tok_s)
+        np.add.at(moved, (self.move_commodity, self.move_slice), self.move_tok_s)
+        return moved
+
+    def moved_between(self, commodity: int, site: int) -> FloatArray:
+        """``(T,)`` goodput one commodity moves to one site, per slice. [tokens/s]"""
+        out = np.zeros(self.lost_tok_s.shape[1])
+        hit = (self.move_commodity == commodity) & (self.move_site == site)
+        np.add.at(out, self.move_slice[hit], self.move_tok_s[hit])
+        return out
 
 
 def _slice_model(
@@ -151,7 +173,7 @@ def reroute_on_capacity(
     load = data.site_slice_load(kept)  # (m, T) each surviving site's own load
     survives = np.asarray(solution.open, dtype=bool) & ~is_failed
     nodes = np.where(survives, np.asarray(solution.nodes, dtype=np.int64), 0)
-    moved = np.zeros((n_c, m, n_slices))
+    parts: list[tuple[IntArray, IntArray, int, FloatArray]] = []
     affected = lost.max(axis=1) > 0 if n_slices else np.zeros(n_c, dtype=bool)
     pairs = np.flatnonzero(survives[data.pair_site] & affected[data.pair_commodity])
     for t in range(n_slices):
@@ -161,8 +183,15 @@ def reroute_on_capacity(
         headroom = np.maximum(nodes - load[:, t], 0.0)
         lm, rtt = _slice_model(data, live, lost[:, t], headroom, t)
         x = np.clip(_solve_slice(lm, rtt, options=options), 0.0, None)
-        np.add.at(moved[:, :, t], (data.pair_commodity[live], data.pair_site[live]), x)
+        keep = x > 0.0
+        parts.append((data.pair_commodity[live][keep], data.pair_site[live][keep], t, x[keep]))
         np.add.at(load[:, t], data.pair_site[live], x * data.pair_nodes_per_tok_s[live])
-    unserved = np.maximum(lost - moved.sum(axis=1), 0.0)
+    commodity = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    site = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    slices = np.concatenate([np.full(len(p[3]), p[2], dtype=np.int64) for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    tok_s = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0)
+    moved = np.zeros((n_c, n_slices))
+    np.add.at(moved, (commodity, slices), tok_s)
+    unserved = np.maximum(lost - moved, 0.0)
     load[~survives] = 0.0
-    return Reroute(failed, lost, moved, unserved, load, nodes)
+    return Reroute(failed, lost, commodity, site, slices, tok_s, unserved, load, nodes)

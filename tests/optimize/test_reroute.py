@@ -45,7 +45,7 @@ def test_everything_fits_and_moves_to_the_spare_site() -> None:
     data = _instance([[100.0, 50.0]], [(0, 0), (0, 1)], npt=[0.1, 0.1], rtt=[10.0, 20.0], m=2)
     result = reroute_on_capacity(data, _plan([True, True], [10, 10], [1.0, 0.0]), np.array([0]), options=OPTIONS)
     np.testing.assert_allclose(result.lost_tok_s, [[100.0, 50.0]])
-    np.testing.assert_allclose(result.moved_tok_s[0, 1], [100.0, 50.0], rtol=1e-7)
+    np.testing.assert_allclose(result.moved_between(0, 1), [100.0, 50.0], rtol=1e-7)
     np.testing.assert_allclose(result.unserved_tok_s, 0.0, atol=1e-6)
     np.testing.assert_allclose(result.site_load_nodes[1], [10.0, 5.0], rtol=1e-7)
     assert result.site_nodes.tolist() == [0, 10]
@@ -55,10 +55,10 @@ def test_short_capacity_leaves_part_unserved_after_the_site_own_load() -> None:
     # Site 1 carries its own commodity 1 at 40 tok/s x 0.1 = 4 nodes of its 10: 6 nodes left = 60 tok/s of the 100.
     data = _instance([[100.0], [40.0]], [(0, 0), (0, 1), (1, 1)], npt=[0.1, 0.1, 0.1], rtt=[5.0, 9.0, 3.0], m=2)
     result = reroute_on_capacity(data, _plan([True, True], [10, 10], [1.0, 0.0, 1.0]), np.array([0]), options=OPTIONS)
-    np.testing.assert_allclose(result.moved_tok_s[0, 1, 0], 60.0, rtol=1e-7)
+    np.testing.assert_allclose(result.moved_between(0, 1)[0], 60.0, rtol=1e-7)
     np.testing.assert_allclose(result.unserved_tok_s[:, 0], [40.0, 0.0], atol=1e-6)
     np.testing.assert_allclose(result.site_load_nodes[1, 0], 10.0, rtol=1e-7)
-    np.testing.assert_allclose(result.lost_tok_s.sum(), result.moved_tok_s.sum() + result.unserved_tok_s.sum())
+    np.testing.assert_allclose(result.lost_tok_s.sum(), result.move_tok_s.sum() + result.unserved_tok_s.sum())
 
 
 def test_goodput_first_then_the_nearer_site() -> None:
@@ -66,7 +66,7 @@ def test_goodput_first_then_the_nearer_site() -> None:
     # 80 moves in all, 50 of it to the nearer site 2, 30 to site 1.
     data = _instance([[80.0]], [(0, 0), (0, 1), (0, 2)], npt=[0.1, 0.1, 0.1], rtt=[1.0, 50.0, 10.0], m=3)
     result = reroute_on_capacity(data, _plan([True, True, True], [8, 5, 5], [1.0, 0.0, 0.0]), np.array([0]), options=OPTIONS)
-    np.testing.assert_allclose(result.moved_tok_s[0, :, 0], [0.0, 30.0, 50.0], atol=1e-6)
+    np.testing.assert_allclose([result.moved_between(0, j)[0] for j in range(3)], [0.0, 30.0, 50.0], atol=1e-6)
     np.testing.assert_allclose(result.unserved_tok_s, 0.0, atol=1e-6)
 
 
@@ -82,7 +82,9 @@ def test_goodput_is_never_traded_for_latency() -> None:
     )
     plan = _plan([True, True, True], [10, 5, 5], [1.0, 1.0, 0.0, 0.0, 0.0])
     result = reroute_on_capacity(data, plan, np.array([0]), options=OPTIONS)
-    np.testing.assert_allclose(result.moved_tok_s[:, :, 0], [[0.0, 50.0, 0.0], [0.0, 0.0, 50.0]], atol=1e-6)
+    np.testing.assert_allclose(
+        [[result.moved_between(c, j)[0] for j in range(3)] for c in range(2)], [[0.0, 50.0, 0.0], [0.0, 0.0, 50.0]], atol=1e-6
+    )
     np.testing.assert_allclose(result.unserved_tok_s, 0.0, atol=1e-6)
 
 
@@ -90,7 +92,7 @@ def test_closed_sites_take_nothing_and_disallowed_pairs_are_not_used() -> None:
     # Site 1 is closed; site 2 is open but commodity 0 may not go there: all of it is unserved.
     data = _instance([[30.0], [1.0]], [(0, 0), (0, 1), (1, 2)], npt=[0.1] * 3, rtt=[1.0, 1.0, 1.0], m=3)
     result = reroute_on_capacity(data, _plan([True, False, True], [5, 0, 5], [1.0, 0.0, 1.0]), np.array([0]), options=OPTIONS)
-    np.testing.assert_allclose(result.moved_tok_s, 0.0)
+    np.testing.assert_allclose(result.move_tok_s, 0.0)
     np.testing.assert_allclose(result.unserved_tok_s[:, 0], [30.0, 0.0])
 
 
@@ -98,7 +100,7 @@ def test_an_empty_failure_moves_nothing() -> None:
     data = _instance([[100.0]], [(0, 0), (0, 1)], npt=[0.1, 0.1], rtt=[1.0, 2.0], m=2)
     plan = _plan([True, True], [10, 10], [0.5, 0.5])
     result = reroute_on_capacity(data, plan, np.zeros(0, dtype=np.int64), options=OPTIONS)
-    assert result.lost_tok_s.sum() == 0.0 and result.moved_tok_s.sum() == 0.0 and result.unserved_tok_s.sum() == 0.0
+    assert result.lost_tok_s.sum() == 0.0 and result.move_tok_s.sum() == 0.0 and result.unserved_tok_s.sum() == 0.0
     np.testing.assert_allclose(result.site_load_nodes[:, 0], [5.0, 5.0])
 
 
