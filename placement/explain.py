@@ -432,23 +432,41 @@ class RebuiltPlan:
         return self.results.sites
 
 
-def _refuse_buildout(folder: Path, summary: dict[str, Any]) -> None:
-    """A build-out folder, or one of its years, holds no scenario explain can re-solve: say what to do instead."""
+def refuse_buildout(folder: Path, summary: dict[str, Any], *, command: str = "explain") -> None:
+    """A build-out folder, or one of its years, holds no scenario a command can rebuild: say what to do instead.
+
+    Parameters
+    ----------
+    folder : Path
+        The folder given.
+    summary : dict
+        Its ``summary.json``.
+    command : str, optional
+        The command refusing it, named in the message (``explain``, ``failover``).
+
+    Raises
+    ------
+    PlacementError
+        The folder is a build-out or one of its years.
+    """
     if summary.get("kind") == "buildout":
+        years = summary.get("years") or [{"year": "?"}]
         raise PlacementError(
-            f"{folder} is a build-out (years {summary['years'][0]['year']}-{summary['years'][-1]['year']}): "
-            "explain reads one year's plan with its scenario; the years/<year>/ folders hold the plans, for "
-            f"'placement diff'. To explain one year, solve it on its own (e.g. 'placement solve' on a scenario "
+            f"{folder} is a build-out (years {years[0].get('year')}-{years[-1].get('year')}): "
+            f"{command} reads one year's plan with its scenario; the years/<year>/ folders hold the plans, for "
+            f"'placement diff'. To {command} one year, solve it on its own (e.g. 'placement solve' on a scenario "
             "without horizon)"
         )
     if "year" in summary and "demand_scenario" in summary:
         raise PlacementError(
             f"{folder} is year {summary['year']} of a build-out ({summary['demand_scenario']} demand): it holds the "
-            "plan's tables for 'placement diff', not a scenario explain can re-solve; explain a single-year plan"
+            f"plan's tables for 'placement diff', not a scenario {command} can rebuild; {command} a single-year plan"
         )
 
 
-def rebuild_plan(folder: str | Path, *, progress: Callable[[str], None] = lambda _: None) -> RebuiltPlan:
+def rebuild_plan(
+    folder: str | Path, *, progress: Callable[[str], None] = lambda _: None, command: str = "explain"
+) -> RebuiltPlan:
     """Read a results folder back and rebuild its scenario's instance.
 
     Parameters
@@ -457,6 +475,8 @@ def rebuild_plan(folder: str | Path, *, progress: Callable[[str], None] = lambda
         A folder written by ``solve``.
     progress : callable, optional
         Receives one line per step of the rebuild.
+    command : str, optional
+        The command asking, for the message that refuses a build-out.
 
     Returns
     -------
@@ -471,7 +491,7 @@ def rebuild_plan(folder: str | Path, *, progress: Callable[[str], None] = lambda
         The folder is a build-out or one of its years, or its ``sites.csv`` does not match the scenario's catalog.
     """
     folder = Path(folder)
-    _refuse_buildout(folder, read_summary(folder))
+    refuse_buildout(folder, read_summary(folder), command=command)
     results = read_results_folder(folder)
     scenario_path = results.scenario_path
     instance = build_instance(load_scenario(scenario_path), progress=progress)

@@ -27,13 +27,13 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, PlacementError, Problem
-from placement.explain import rebuild_plan
+from placement.explain import rebuild_plan, refuse_buildout
 from placement.faults import fault_domains, find_domain
 from placement.instance import Instance
 from placement.optimize.problem import FloatArray, IntArray, PlacementSolution
 from placement.optimize.reroute import Reroute, reroute_on_capacity
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus
-from placement.results import read_results_folder
+from placement.results import read_results_folder, read_summary
 
 __all__ = [
     "FailoverExposure",
@@ -484,9 +484,10 @@ def failover_exposure(
     """
     if not site_ids and domain is None:
         raise InputError([Problem("placement failover", "", "", "nothing fails", "give --site ID (repeatable) or --domain NAME")])
-    written = read_results_folder(folder)  # a build-out is refused here, pointing to years/<year>/
+    refuse_buildout(Path(folder), read_summary(folder), command="failover")
+    written = read_results_folder(folder)
     resolve_sites(site_ids, list(written.sites["site_id"].astype(str)))  # fail fast, before the rebuild
-    rebuilt = rebuild_plan(folder, progress=progress)
+    rebuilt = rebuild_plan(folder, progress=progress, command="failover")
     instance, sites, source = rebuilt.instance, rebuilt.sites, str(folder)
     known = list(sites["site_id"].astype(str))
     indices = resolve_sites(site_ids, known)

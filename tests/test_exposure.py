@@ -161,12 +161,17 @@ def test_out_may_not_be_the_plan_folder(plain_folder: Path, capsys: pytest.Captu
     assert (plain_folder / "sites.csv").read_bytes() == before
 
 
-def test_a_build_out_is_refused_with_the_years_to_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_build_out_and_its_years_are_refused_saying_what_to_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "bo"
-    folder.mkdir()
-    (folder / "summary.json").write_text(json.dumps({"kind": "buildout", "years": [2027, 2028]}))
+    (folder / "years" / "2027").mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"kind": "buildout", "years": [{"year": 2027}, {"year": 2028}]}))
     assert main(["failover", str(folder), "--site", "x"]) in (1, 2)
-    assert "years" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is a build-out (years 2027-2028)" in err and "To failover one year" in err and "Traceback" not in err
+    year = folder / "years" / "2027"
+    (year / "summary.json").write_text(json.dumps({"year": 2027, "demand_scenario": "base"}))
+    assert main(["failover", str(year), "--site", "x"]) in (1, 2)
+    assert "year 2027 of a build-out" in capsys.readouterr().err
 
 
 @pytest.mark.slow
