@@ -1,0 +1,167 @@
+"""Build ``data/serving/measured.csv`` from the MLPerf Llama-2-70B results in ``../shared/data/serving/``.
+
+Run by a developer when the shared file changes (the project never reads ``../shared`` at run time)::
+
+    .venv/bin/python scripts/build_measured.py [SHARED_CSV]
+
+Kept: closed-division Server and Interactive results of accelerators the catalog has (H100 SXM, H200 SXM, B200,
+GB200, MI300X, MI325X), on one node of the catalog's size. Dropped, with the reason printed: Offline (no latency
+limit, so not a goodput inside an objective), multi-node systems, single-GPU runs, parts the catalog lacks
+(H100 NVL/PCIe, H200 NVL, GH200, L40S, RTX PRO 6000, Arc), virtualised and CTS (confidential) variants,
+and the ``-99.9`` twin of a ``-99`` result of the same run (MLPerf reports one run twice; the SOURCES note).
+
+Precision: the file's ``weight_data_types``; v4.1 NVIDIA rows that say fp16 run FP8 (the SOURCES note), and
+v5.0 rows without a precision take the submitter's round default (NVIDIA Hopper FP8, AMD FP8, Blackwell FP4:
+the v5.0 B200 and GB200 submissions are FP4, as NVIDIA's v5.0 results brief states).
+
+Appended: DESIGN.md section 3's v5.0 Dell XE9680 H100 Interactive row (12,979 tok/s), which the shared file's
+partial v5.0 set lacks.
+
+Workload (DESIGN.md section 3): OpenOrca prompts mean 222, longest 1,021 tokens; generated tokens per sample as
+reported (else 290); Server p99 TTFT 2,000 ms / TPOT 200 ms, Interactive 450 / 40 ms.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "serving" / "mlperf_llama2_70b_results.csv"
+OUT = ROOT / "data" / "serving" / "measured.csv"
+
+#: Catalog id of each accelerator name in the file (only the parts the catalog has), and the catalog's node size.
+ACCELERATORS = {
+    "NVIDIA H100-SXM-80GB": ("h100-sxm", 8),
+    "NVIDIA H200-SXM-141GB": ("h200", 8),
+    "NVIDIA B200-SXM-180GB": ("b200", 8),
+    "NVIDIA GB200": ("gb200", 4),
+    "AMD Instinct MI300X-NPS1-SPX-192GB-750W": ("mi300x", 8),
+    "AMD Instinct MI300X 192GB HBM3": ("mi300x", 8),
+    "AMD MI300X-NPS1-SPX-192GB-750W": ("mi300x", 8),
+    "AMD Instinct MI325X 256GB HBM3E": ("mi325x", 8),
+    "AMD Instinct MI325X 256GB HBM3e": ("mi325x", 8),
+    "AMD Instinct MI325X (system name)": ("mi325x", 8),
+}
+LIMITS = {"Server": (2000.0, 200.0), "Interactive": (450.0, 40.0)}
+#: DESIGN.md section 3's calibration rows that the shared file lacks (its v5.0 set is partial), appended last.
+DESIGN_ROWS = [
+    {
+        "point_id": "design-v5.0-h100-interactive",
+        "round": "v5.0",
+        "submitter": "Dell",
+        "system": "Dell XE9680 (8x H100-SXM-80GB)",
+        "model": "llama-2-70b",
+        "accelerator": "h100-sxm",
+        "gpus": 8,
+        "precision": "fp8",
+        "software": "",
+        "scenario": "Interactive",
+        "input_tokens": 222,
+        "input_tokens_max": 1021,
+        "output_tokens": 290,
+        "ttft_p99_ms": 450.0,
+        "itl_p99_ms": 40.0,
+        "tok_s": 12979.0,
+        "source": "MLCommons MLPerf Inference v5.0 (Dell), llama2-70b-interactive, as quoted in DESIGN.md section 3",
+    }
+]
+COLUMNS = [
+    "point_id",
+    "round",
+    "submitter",
+    "system",
+    "model",
+    "accelerator",
+    "gpus",
+    "precision",
+    "software",
+    "scenario",
+    "input_tokens",
+    "input_tokens_max",
+    "output_tokens",
+    "ttft_p99_ms",
+    "itl_p99_ms",
+    "tok_s",
+    "source",
+]
+
+
+def _precision(row: pd.Series, accelerator: str) -> str:
+    stated = str(row["precision"]).lower() if isinstance(row["precision"], str) else ""
+    if stated == "fp4" or accelerator in ("b200", "gb200"):
+        return "fp4"
+    return "fp8"  # fp8 as stated; v4.1 "fp16" runs FP8; v5.0 blank rows of Hopper and AMD are FP8
+
+
+def _scenario(row: pd.Series) -> str:
+    # v5.0 reports the interactive benchmark as its own benchmark with scenario "Server".
+    return "Interactive" if "interactive" in str(row["benchmark"]) else str(row["scenario"])
+
+
+def build(shared: Path) -> pd.DataFrame:
+    """The measured points: one row per run kept."""
+    raw = pd.read_csv(shared)
+    kept, dropped = [], {}
+    for _, row in raw.iterrows():
+        scenario = _scenario(row)
+        name = str(row["accelerator"])
+        if scenario not in LIMITS:
+            dropped["Offline (no latency limit)"] = dropped.get("Offline (no latency limit)", 0) + 1
+            continue
+        if name not in ACCELERATORS:
+            dropped[f"not in the catalog: {name}"] = dropped.get(f"not in the catalog: {name}", 0) + 1
+            continue
+        accelerator, node = ACCELERATORS[name]
+        if int(row["accelerators"]) != node:
+            dropped["not one node of the catalog's size"] = dropped.get("not one node of the catalog's size", 0) + 1
+            continue
+        ttft, itl = LIMITS[scenario]
+        per_sample = row["tokens_per_sample"]
+        kept.append(
+            {
+                "round": row["round"],
+                "submitter": row["submitter"],
+                "system": row["system"],
+                "model": "llama-2-70b",
+                "accelerator": accelerator,
+                "gpus": node,
+                "precision": _precision(row, accelerator),
+                "software": row["software"] if isinstance(row["software"], str) else "",
+                "scenario": scenario,
+                "input_tokens": 222,
+                "input_tokens_max": 1021,
+                "output_tokens": round(float(per_sample)) if pd.notna(per_sample) else 290,
+                "ttft_p99_ms": ttft,
+                "itl_p99_ms": itl,
+                "tok_s": float(row["tokens_per_s"]),
+                "source": f"MLCommons MLPerf Inference {row['round']} ({row['submitter']}), {row['benchmark']}: "
+                + str(row["source"]),
+                "_accuracy": 0 if str(row["benchmark"]).endswith("-99") else 1,
+            }
+        )
+    frame = pd.DataFrame(kept)
+    # One run reported as -99 and -99.9: keep the -99 row (the same system, scenario and figure within 0.5 %).
+    frame = frame.sort_values(["round", "submitter", "system", "scenario", "_accuracy"], kind="stable")
+    twin = frame.duplicated(["round", "submitter", "system", "scenario"], keep="first")
+    dropped["-99.9 twin of a -99 result"] = int(twin.sum())
+    frame = frame[~twin].drop(columns="_accuracy").reset_index(drop=True)
+    frame.insert(0, "point_id", [f"mlperf-{r}-{k:03d}" for k, r in enumerate(frame["round"])])
+    frame = pd.concat([frame, pd.DataFrame(DESIGN_ROWS)], ignore_index=True)
+    for reason, n in sorted(dropped.items()):
+        print(f"dropped {n:4d}: {reason}")
+    return frame[COLUMNS]
+
+
+def main(argv: list[str]) -> None:
+    shared = Path(argv[0]) if argv else SHARED
+    frame = build(shared)
+    frame.to_csv(OUT, index=False)
+    print(f"{len(frame)} measured points in {OUT}")
+    print(frame.groupby(["accelerator", "precision", "scenario", "round"]).agg(n=("tok_s", "size"), median=("tok_s", "median")))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
