@@ -302,6 +302,13 @@ class _HiGHSWithStart(_HiGHS):
         super().callSolver(lp)
 
 
+UNSCALED_INFEASIBILITY = 1e-6
+"""Largest residual infeasibility accepted in a model HiGHS proved optimal: it solves a scaled model, and after
+unscaling a row can miss HiGHS' own 1e-7 tolerance by a hair (the bundled build-out's RP relaxation, objective
+~2.5e11 USD, came back Optimal with one row 1.3e-7 off once the calibrated goodput changed its coefficients);
+every caller then checks the solution against its rules with its own tolerance."""
+
+
 def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start: bool) -> SolverReport:
     import highspy
 
@@ -324,7 +331,9 @@ def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start:
     model_status = highs.getModelStatus()
     info = highs.getInfo()
     message = highs.modelStatusToString(model_status)
-    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    has_solution = info.primal_solution_status == 2 or (  # kSolutionStatusFeasible
+        model_status == highspy.HighsModelStatus.kOptimal and info.max_primal_infeasibility <= UNSCALED_INFEASIBILITY
+    )
     statuses = highspy.HighsModelStatus
     stopped_by = _highs_stop_reasons().get(model_status, StopReason.OTHER)
     if model_status in (statuses.kInfeasible, statuses.kUnboundedOrInfeasible):
