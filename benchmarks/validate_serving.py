@@ -1,18 +1,15 @@
-"""Serving model against published figures: the DESIGN.md calibration rows, then predictions it was never fitted on.
+"""Serving model against published figures: the DESIGN.md rows, then checks and predictions never fitted.
 
 Usage::
 
-    .venv/bin/python benchmarks/validate_serving.py          # fitted rows with residuals, then predictions
-    .venv/bin/python benchmarks/validate_serving.py --fit    # redo the one-parameter fit (step overhead)
+    .venv/bin/python benchmarks/validate_serving.py          # DESIGN.md rows with residuals, checks, predictions
+    .venv/bin/python benchmarks/validate_serving.py --fit    # the old one-parameter fit (step overhead), for reference
 
-Fitted on (DESIGN.md section 3) ONLY: MLPerf Inference v5.0 Llama-2-70B H100 Server 31,106, H100 Interactive 12,979,
-H200 Interactive 19,424 tok/s (8 GPUs, FP8), at MLPerf's measured workload (prompts mean 222, longest 1,021; ~290
-generated tokens). Printed beside them as checks, not fitted: the v4.1 H100 Server row (older software on the same
-box), the TensorRT-LLM v0.13 throughput table and the TensorRT-LLM v0.9 batch-1 TTFT figures; and, found after the
-fit, AMD's published vLLM throughput of 8 x MI300X on Llama-3.1-70B FP8 (a comparison, never fitted).
-
-Every efficiency except the per-step overhead is a cited mid-band catalog value (``data/serving/accelerators.csv``).
-The predictions below are for accelerators and scenarios the fit never saw; no published figure for them is used.
+Since issue 22 the model is calibrated on ``data/serving/measured.csv`` (``benchmarks/calibrate_serving.py``
+fits and cross-validates it; the DESIGN.md MLPerf v5.0 rows below are among its points). Printed as checks,
+never fitted: the v4.1 H100 Server row (older software on the same box), the TensorRT-LLM v0.13 throughput table,
+the TensorRT-LLM v0.9 batch-1 TTFT figures, and AMD's published vLLM throughput of 8 x MI300X on Llama-3.1-70B
+FP8. The predictions are for accelerators and scenarios with no published figure used.
 """
 
 from __future__ import annotations
@@ -170,10 +167,10 @@ def main() -> None:
     print(
         f"Catalog efficiencies (h100-sxm): HBM {h100.hbm_efficiency}, GEMM {h100.gemm_efficiency}, attention "
         f"{h100.attention_efficiency}, all-reduce {h100.allreduce_latency_us} us / {h100.scale_up_efficiency}, "
-        f"step overhead {h100.step_overhead_ms} ms (fitted)"
+        f"step overhead {h100.step_overhead_ms} ms (catalog priors; data/serving/calibration.csv overrides GEMM and overhead)"
     )
     print(f"MLPerf llama2-70b workload: prompts mean {IN}, longest {IN_MAX}; {OUT} generated tokens")
-    print_rows("FITTED ON (the only rows used to set a parameter):", FITTED)
+    print_rows("DESIGN.md MLPerf v5.0 rows (points of the calibration):", FITTED)
     print_rows("SOFTWARE VINTAGE (same box, older software; not fitted):", VINTAGE)
     print_rows("TensorRT-LLM v0.13 table (fixed lengths, no latency limit; check, not fitted):", TRTLLM)
     print_ttft()

@@ -333,6 +333,12 @@ def _goodput(args: argparse.Namespace) -> int:
         f"  goodput {report['goodput_tok_s']:,.0f} tok/s per node (batch {report['batch']}, TP {report['tp']}, "
         f"{report['replicas']} replicas; limited by {report['limit']})"
     )
+    band, calibration = report["band"], report["calibration"]
+    print(
+        f"  band p10-p90 {band['goodput_p10_tok_s']:,.0f}-{band['goodput_p90_tok_s']:,.0f} tok/s (log sigma "
+        f"{band['sigma_log']:.2f}: {'; '.join(band['reasons'])})"
+    )
+    print("  calibration: " + "; ".join(f"{name} {c['value']:g} ({c['basis']})" for name, c in calibration.items()))
     print(
         f"  p99 ITL {report['itl_ms']:.1f} ms (prefill chunk {report['chunk_tokens']} tokens per step, "
         f"{report['mixed_step_share']:.0%} of steps carry one)"

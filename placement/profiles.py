@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from placement._errors import InputError, Problem
 from placement.scenario import ServingSection, WorkloadClass
+from placement.serving.efficiency import goodput_band
 from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.request import ServingRequest, serve
 
@@ -41,7 +42,7 @@ class ClassProfile:
     cache_hit_rate : float
         Prefix-cache hit rate.
     source : str
-        ``"scenario"`` or ``"serving model"``.
+        ``"scenario"``, ``"serving model"`` or ``"serving model, p10 of its band"`` (``serving.goodput_quantile``).
     serving_load_share : float, optional
         Serving-model classes: the share of the node's capacity at its batch that ``goodput_tok_s_per_node``
         uses (the rest is the tail headroom keeping p99 TTFT inside its budget); 1 for given goodput.
@@ -144,6 +145,11 @@ def serving_request(serving: ServingSection, workload: WorkloadClass) -> Serving
 def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, source: str) -> ClassProfile | Problem:
     request = serving_request(serving, workload)
     result = serve(request)
+    accel = get_accelerator(serving.accelerator)
+    band = goodput_band(
+        accel, serving.precision, model=serving.model, input_tokens=request.input_tokens, output_tokens=request.output_tokens
+    )
+    quantile = band.factor(serving.goodput_quantile)  # 1 at p50: the modelled figure
     if result.goodput_tok_s <= 0:
         return Problem(
             source,
@@ -163,11 +169,11 @@ def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, sourc
         result.first_decode_ms,
         workload.retrieval_ms,
         workload.safety_tokenization_ms,
-        result.goodput_tok_s,
+        result.goodput_tok_s * quantile,
         1.0,
         result.itl_ms,
         workload.prefix_cache_hit_rate,
-        "serving model",
+        "serving model" if serving.goodput_quantile == "p50" else f"serving model, {serving.goodput_quantile} of its band",
         result.goodput_tok_s / result.capacity_tok_s if result.capacity_tok_s > 0 else 1.0,
     )
 

@@ -176,6 +176,11 @@ class ServingSection(_Section):
         description="fleet mix: the optimiser chooses among these accelerators per site and class (runs the build-out "
         "engine over one year unless a horizon is given)",
     )
+    goodput_quantile: Literal["p10", "p50", "p90"] = Field(
+        "p50",
+        description="plan on this quantile of the serving model's per-node goodput band (p10: the low end the "
+        "calibration's residuals allow; p50: the modelled figure)",
+    )
 
 
 GREAT_CIRCLE_ACCESS_MS = 8.0

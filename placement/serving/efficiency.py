@@ -1,15 +1,42 @@
-"""Achieved efficiencies of the serving model: the catalog's cited values, their overrides, and the calibration.
+"""Achieved efficiencies of the serving model: the catalog's cited values, the calibration, and overrides.
 
 Every efficiency the step times use (η_bw, η_c, η_a, all-reduce latency and bandwidth share, step overhead) is a
-column of ``data/serving/accelerators.csv`` with its source; :class:`ServingEfficiency` overrides any of them for a
-what-if or a fit, and :func:`achieved` resolves the two into the figures in force for one accelerator.
+column of ``data/serving/accelerators.csv`` with its source: the physics' prior. ``data/serving/calibration.csv``
+holds the figures fitted on measured points (``placement.serving.calibration``) per accelerator family: the
+GEMM fraction per precision (FP4 its own, never assumed to reach FP8's) and the per-step overhead of the family's
+serving software. :class:`ServingEfficiency` overrides any of them for a what-if or a fit, and :func:`achieved`
+resolves the three, override over calibration over catalog, into the figures in force for one accelerator.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
-from placement.serving.hardware import AcceleratorSpec
+from placement._errors import Problem
+from placement._validate import Column, choice, missing_columns, numbers, raise_if, read_table, text
+from placement.bundled import bundled_path
+from placement.serving.hardware import WEIGHT_BYTES, AcceleratorSpec
+
+CALIBRATION_CSV = bundled_path("serving") / "calibration.csv"
+"""The fitted efficiencies per family (``benchmarks/calibrate_serving.py`` writes it)."""
+CALIBRATED_PARAMETERS = ("gemm_efficiency", "step_overhead_ms", "log_sigma_fitted", "log_sigma_held_out")
+"""What the calibration records: the GEMM fraction of peak per precision, the per-step overhead (any precision), and
+per family the RMS log error of the goodput on the points it was fitted on and on accelerators left out."""
+P10_Z = 1.2816
+"""Standard normal quantile of 0.9: the band's p10 and p90 are ``exp(-/+ P10_Z * sigma)`` times the figure."""
+OTHER_MODEL_SIGMA = 0.15
+"""Log error added (in quadrature) for a model the measurements do not cover (they are all Llama-2-70B): an
+ASSUMPTION, not measured (no published figure of another model may be fitted or looked up)."""
+EXTRAPOLATED_SIGMA = 0.25
+"""Log error added for a GEMM fraction or overhead carried over from another family or precision (the calibration
+marks it ``extrapolated``): an ASSUMPTION, between the held-out error of a part within its family and that of a
+family predicted with another's figures (0.4-1.0 in ``benchmarks/calibrate_serving.py``)."""
+LENGTHS_SIGMA = 0.10
+"""Log error added when the mean prompt or answer is more than twice, or less than half, the measured workload's
+(222 and 290 tokens): an ASSUMPTION."""
 
 
 @dataclass(frozen=True)
@@ -52,10 +79,8 @@ class ServingEfficiency:
     service_cv2: float = 1.0
 
 
-#: The catalog's efficiencies as they stand (``benchmarks/validate_serving.py`` prints the fit): η_bw, η_c, η_a,
-#: all-reduce latency and bandwidth share are held at cited mid-band values per accelerator family; only the
-#: per-step overhead was fitted, on the DESIGN.md rows (MLPerf H100 Server / Interactive, H200 Interactive,
-#: TensorRT-LLM v0.13 table), with MLPerf's measured prompt distribution.
+#: No override: the calibration (``data/serving/calibration.csv``) where it has a figure, else the catalog's cited
+#: value (``benchmarks/calibrate_serving.py`` prints the fit and its cross-validation).
 CALIBRATED = ServingEfficiency()
 
 #: MLPerf llama2-70b (OpenOrca, 24,576 samples; DESIGN.md section 3): mean prompt. [tokens]
@@ -78,17 +103,208 @@ class Achieved:
     scale_up_efficiency: float
 
 
-def achieved(accel: AcceleratorSpec, eff: ServingEfficiency) -> Achieved:
-    """Resolve the efficiencies for ``accel``: each ``None`` in ``eff`` takes the catalog's cited value."""
+@dataclass(frozen=True)
+class CalibratedFigure:
+    """One fitted (or extrapolated) efficiency of ``data/serving/calibration.csv``.
+
+    Parameters
+    ----------
+    family : str
+        Accelerator family (the catalog's ``family``).
+    accelerator : str
+        The part a figure is for (blank: every part of the family without its own).
+    parameter : str
+        ``gemm_efficiency`` or ``step_overhead_ms``.
+    precision : str
+        The precision a GEMM fraction is for (blank for the overhead).
+    value : float
+        The figure in force.
+    basis : str
+        ``fitted`` (on measured points), ``extrapolated`` (from another family or precision) or ``prior``.
+    fitted_on : str
+        What it was fitted on, or how it was carried over.
+    """
+
+    family: str
+    accelerator: str
+    parameter: str
+    precision: str
+    value: float
+    basis: str
+    fitted_on: str
+
+
+_CALIBRATION_COLUMNS = (
+    Column("family"),
+    Column("accelerator", required=False),
+    Column("parameter"),
+    Column("precision", required=False),
+    Column("value", "number", low=0.0),
+    Column("basis"),
+    Column("fitted_on", required=False),
+)
+
+
+CalibrationKey = tuple[str, str, str, str]
+"""``(family, accelerator, parameter, precision)``; accelerator and precision may be blank."""
+
+
+def load_calibration(path: str | Path = CALIBRATION_CSV) -> dict[CalibrationKey, CalibratedFigure]:
+    """Read the calibration table: fitted efficiencies by (family, accelerator, parameter, precision).
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV with the columns of ``data/serving/calibration.csv``.
+
+    Returns
+    -------
+    dict
+        ``{(family, accelerator, parameter, precision): CalibratedFigure}`` (accelerator blank for the family's
+        figure, precision blank for the overhead).
+
+    Raises
+    ------
+    InputError
+        Every problem in the file: row, field, rule and fix.
+    """
+    path = Path(path)
+    table = read_table(path, fix="save it as UTF-8 CSV with a header row")
+    problems = missing_columns(table, _CALIBRATION_COLUMNS)
+    raise_if(problems)
+    parameter = choice(table, "parameter", CALIBRATED_PARAMETERS, problems, fix="fit only these")
+    precision = choice(table, "precision", (*WEIGHT_BYTES, ""), problems, fix="name a catalog precision, or leave it blank")
+    basis = choice(table, "basis", ("fitted", "extrapolated", "prior"), problems, fix="say how it was found")
+    value = numbers(table, _CALIBRATION_COLUMNS[4], problems)
+    family, accelerator = text(table, _CALIBRATION_COLUMNS[0], problems), text(table, _CALIBRATION_COLUMNS[1], problems)
+    fitted_on = text(table, _CALIBRATION_COLUMNS[6], problems)
+    out: dict[CalibrationKey, CalibratedFigure] = {}
+    for k in range(len(table.cells)):
+        key = (str(family.iloc[k]), str(accelerator.iloc[k]), str(parameter.iloc[k]), str(precision.iloc[k]))
+        if key[2] == "gemm_efficiency" and not (0.0 < float(value.iloc[k]) <= 1.0):
+            problems.append(Problem(str(path), table.where(k), "value", "a GEMM fraction must be in (0, 1]", "refit"))
+        if key in out:
+            problems.append(Problem(str(path), table.where(k), "parameter", f"{key} appears twice", "keep one row"))
+        out[key] = CalibratedFigure(*key, float(value.iloc[k]), str(basis.iloc[k]), str(fitted_on.iloc[k]))
+    raise_if(problems)
+    return out
+
+
+@lru_cache(maxsize=1)
+def bundled_calibration() -> dict[CalibrationKey, CalibratedFigure]:
+    """The bundled calibration (read once; empty when the file is absent)."""
+    return load_calibration(CALIBRATION_CSV) if CALIBRATION_CSV.is_file() else {}
+
+
+def calibrated_figure(accel: AcceleratorSpec, parameter: str, precision: str = "") -> CalibratedFigure | None:
+    """The calibration's figure for an accelerator (its own, else its family's), or None (the catalog's stands)."""
+    if not accel.family:
+        return None
+    table = bundled_calibration()
+    return table.get((accel.family, accel.id, parameter, precision)) or table.get((accel.family, "", parameter, precision))
+
+
+@dataclass(frozen=True)
+class GoodputBand:
+    """The uncertainty of a modelled goodput: a log-normal band from the calibration's residuals.
+
+    Parameters
+    ----------
+    sigma_log : float
+        Standard deviation of log(true / modelled goodput).
+    reasons : tuple of str
+        Where each part of it comes from, in words.
+    """
+
+    sigma_log: float
+    reasons: tuple[str, ...]
+
+    def factor(self, quantile: str) -> float:
+        """The multiplier of the modelled goodput at ``p10``, ``p50`` or ``p90``."""
+        z = {"p10": -P10_Z, "p50": 0.0, "p90": P10_Z}[quantile]
+        return float(math.exp(z * self.sigma_log))
+
+
+def goodput_band(accel: AcceleratorSpec, precision: str, *, model: str, input_tokens: float, output_tokens: float) -> GoodputBand:
+    """The band of a goodput the serving model gives for this part, precision, model and lengths.
+
+    A part with its own measured points carries its family's fitted error; a part of a measured family without
+    points its family's leave-one-accelerator-out error; a part of no calibrated family the largest held-out
+    error of any family. Extrapolations (another model, a carried-over figure, lengths far from the measured
+    workload's) add in quadrature (:data:`OTHER_MODEL_SIGMA`, :data:`EXTRAPOLATED_SIGMA`, :data:`LENGTHS_SIGMA`).
+
+    Parameters
+    ----------
+    accel : AcceleratorSpec
+        The accelerator.
+    precision : str
+        Its weights' precision.
+    model : str
+        The model id.
+    input_tokens, output_tokens : float
+        Mean prompt and answer. [tokens]
+
+    Returns
+    -------
+    GoodputBand
+        The log standard deviation and its reasons.
+    """
+    table = bundled_calibration()
+    family = accel.family
+
+    def sigma(kind: str) -> float | None:
+        figure = table.get((family, "", kind, "")) if family else None
+        return None if figure is None else figure.value
+
+    parts: list[tuple[float, str]] = []
+    own = family and (family, accel.id, "gemm_efficiency", precision) in table
+    if own and sigma("log_sigma_fitted") is not None:
+        parts.append((float(sigma("log_sigma_fitted") or 0.0), f"{accel.id} is measured: {family}'s fitted error"))
+    elif sigma("log_sigma_held_out") is not None:
+        parts.append((float(sigma("log_sigma_held_out") or 0.0), f"{accel.id} has no point: {family}'s held-out error"))
+    else:
+        held = [f.value for k, f in table.items() if k[2] == "log_sigma_held_out"]
+        worst = max(held) if held else EXTRAPOLATED_SIGMA
+        parts.append((worst, f"{accel.id} is in no calibrated family: the largest held-out error of any family"))
+    for parameter, key in (("gemm_efficiency", precision), ("step_overhead_ms", "")):
+        figure = calibrated_figure(accel, parameter, key)
+        if figure is not None and figure.basis == "extrapolated":
+            parts.append((EXTRAPOLATED_SIGMA, f"{parameter} extrapolated: {figure.fitted_on}"))
+    if model != "llama-2-70b":
+        parts.append((OTHER_MODEL_SIGMA, f"{model}: no measured point of this model (assumed)"))
+    if not (0.5 <= input_tokens / 222.0 <= 2.0 and 0.5 <= output_tokens / 290.0 <= 2.0):
+        parts.append((LENGTHS_SIGMA, "lengths far from the measured workload (222 in / 290 out; assumed)"))
+    return GoodputBand(float(math.sqrt(sum(v * v for v, _ in parts))), tuple(f"{why} ({v:.2f})" for v, why in parts))
+
+
+def achieved(accel: AcceleratorSpec, eff: ServingEfficiency, precision: str | None = None) -> Achieved:
+    """Resolve the efficiencies for ``accel``: an override, else the calibration, else the catalog's cited value.
+
+    Parameters
+    ----------
+    accel : AcceleratorSpec
+        The accelerator.
+    eff : ServingEfficiency
+        Overrides (each ``None`` falls through).
+    precision : str, optional
+        The GEMMs' precision: the calibrated GEMM fraction is per precision (without it, the catalog's).
+
+    Returns
+    -------
+    Achieved
+        The figures in force.
+    """
 
     def pick(value: float | None, default: float) -> float:
         return default if value is None else value
 
+    gemm = calibrated_figure(accel, "gemm_efficiency", precision) if precision else None
+    overhead = calibrated_figure(accel, "step_overhead_ms")
     return Achieved(
         hbm=pick(eff.hbm, accel.hbm_efficiency),
-        tensor=pick(eff.tensor, accel.gemm_efficiency),
+        tensor=pick(eff.tensor, accel.gemm_efficiency if gemm is None else gemm.value),
         attention=pick(eff.attention, accel.attention_efficiency),
-        step_overhead_ms=pick(eff.step_overhead_ms, accel.step_overhead_ms),
+        step_overhead_ms=pick(eff.step_overhead_ms, accel.step_overhead_ms if overhead is None else overhead.value),
         allreduce_latency_us=pick(eff.allreduce_latency_us, accel.allreduce_latency_us),
         scale_up_efficiency=pick(eff.scale_up_efficiency, accel.scale_up_efficiency),
     )

@@ -115,6 +115,9 @@ class AcceleratorSpec:
         Achieved fraction of scale-up bandwidth in all-reduce.
     step_overhead_ms : float
         Per-step scheduling, sampling and launch cost of the serving engine. [ms]
+    family : str
+        Silicon and software family the calibration fits together (``nvidia-hopper``, ``nvidia-blackwell``,
+        ``amd-cdna3``, ``amd-cdna4``; ``data/serving/calibration.csv``); blank: the catalog's cited figures only.
     """
 
     id: str
@@ -135,6 +138,7 @@ class AcceleratorSpec:
     allreduce_latency_us: float = 8.0
     scale_up_efficiency: float = 0.80
     step_overhead_ms: float = 3.0
+    family: str = ""
 
 
 _MODEL_NUMBERS = {
@@ -190,7 +194,10 @@ def _columns(texts: tuple[str, ...], figures: dict[str, tuple[bool, float]]) -> 
 
 
 _MODEL_COLUMNS = _columns(("id", "name", "attention", "precisions", "source"), _MODEL_NUMBERS)
-_ACCEL_COLUMNS = _columns(("id", "name", "source", "efficiency_source"), _ACCEL_NUMBERS)
+_ACCEL_COLUMNS = (
+    *_columns(("id", "name", "source", "efficiency_source"), _ACCEL_NUMBERS),
+    Column("family", required=False, may_be_absent=True, help="calibration family (e.g. nvidia-hopper)"),
+)
 
 
 def _read(path: Path, columns: tuple[Column, ...]) -> tuple[Table, pd.DataFrame]:
@@ -320,6 +327,7 @@ def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, Accelera
             allreduce_latency_us=float(n["allreduce_latency_us"]),
             scale_up_efficiency=float(n["scale_up_efficiency"]),
             step_overhead_ms=float(n["step_overhead_ms"]),
+            family=str(row.get("family", "") or "").strip(),
         )
     return out
 

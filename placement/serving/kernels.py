@@ -69,7 +69,7 @@ def kv_copies(model: ModelSpec, tp: int) -> float:
 
 def achieved_tflops(accel: AcceleratorSpec, precision: str, eff: ServingEfficiency) -> float:
     """Achieved GEMM throughput of one GPU: ``η_c · F``. [TFLOP/s]"""
-    return achieved(accel, eff).tensor * accel.tflops[precision]
+    return achieved(accel, eff, precision).tensor * accel.tflops[precision]
 
 
 def attention_tflops(accel: AcceleratorSpec, eff: ServingEfficiency) -> float:
@@ -180,7 +180,7 @@ def step_parts_ms(
     tuple of numpy.ndarray
         ``(memory_ms, compute_ms, attention_ms, comm_ms)``, broadcast to the steps' shape. [ms]
     """
-    ach = achieved(accel, eff)
+    ach = achieved(accel, eff, precision)
     bw = tp * ach.hbm * accel.hbm_tb_s * 1e12  # bytes/s of the replica
     tokens = np.asarray(batch + chunk_tokens, dtype=float)
     memory_ms = weight_bytes_read(model, precision, tokens) / bw * 1e3

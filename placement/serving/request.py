@@ -14,7 +14,7 @@ from typing import Any
 from placement._errors import InputError, Problem
 from placement.economics import cost_per_million_tokens_usd
 from placement.economics import tokens_per_s_per_mw as _yield_per_mw
-from placement.serving.efficiency import CALIBRATED, ServingEfficiency
+from placement.serving.efficiency import CALIBRATED, ServingEfficiency, calibrated_figure, goodput_band
 from placement.serving.hardware import (
     AcceleratorSpec,
     ModelSpec,
@@ -328,7 +328,9 @@ def goodput_report(request: ServingRequest) -> dict[str, Any]:
 
     Keys are the fields of :class:`ServingResult` (``goodput_tok_s`` per node, ``batch``, ``itl_ms``,
     ``ttft_ms`` and its components, ``node_kw``, ``tokens_per_s_per_mw``, ...);
-    ``cost_per_million_goodput_tokens_usd`` only when the request has a node cost.
+    ``cost_per_million_goodput_tokens_usd`` only when the request has a node cost; ``calibration`` (where the GEMM
+    fraction and the step overhead in force come from) and ``band`` (``goodput_p10_tok_s``, ``goodput_p90_tok_s``,
+    ``sigma_log`` and its ``reasons``: :func:`placement.serving.efficiency.goodput_band`).
 
     Parameters
     ----------
@@ -344,4 +346,45 @@ def goodput_report(request: ServingRequest) -> dict[str, Any]:
     report = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(result).items()}
     if request.node_cost_usd_h is None:
         report.pop("cost_per_million_goodput_tokens_usd")
+    accel = get_accelerator(request.accelerator)
+    report["calibration"] = calibration_report(accel, request.precision)
+    band = goodput_band(
+        accel, request.precision, model=request.model, input_tokens=request.input_tokens, output_tokens=request.output_tokens
+    )
+    report["band"] = {
+        "goodput_p10_tok_s": result.goodput_tok_s * band.factor("p10"),
+        "goodput_p90_tok_s": result.goodput_tok_s * band.factor("p90"),
+        "sigma_log": band.sigma_log,
+        "reasons": list(band.reasons),
+    }
     return report
+
+
+def calibration_report(accel: AcceleratorSpec, precision: str) -> dict[str, dict[str, Any]]:
+    """Where the two calibrated figures in force for an accelerator come from.
+
+    Parameters
+    ----------
+    accel : AcceleratorSpec
+        The accelerator.
+    precision : str
+        The GEMMs' precision.
+
+    Returns
+    -------
+    dict
+        ``{"gemm_efficiency": {...}, "step_overhead_ms": {...}}``, each with ``value``, ``basis`` (``fitted``,
+        ``extrapolated``, or ``catalog prior`` where the calibration has no figure) and ``on`` (what it was
+        fitted on, carried over from, or the catalog's source note).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for parameter, key, prior in (
+        ("gemm_efficiency", precision, accel.gemm_efficiency),
+        ("step_overhead_ms", "", accel.step_overhead_ms),
+    ):
+        figure = calibrated_figure(accel, parameter, key)
+        if figure is None:
+            out[parameter] = {"value": prior, "basis": "catalog prior", "on": "data/serving/accelerators.csv efficiency_source"}
+        else:
+            out[parameter] = {"value": figure.value, "basis": figure.basis, "on": figure.fitted_on}
+    return out

@@ -161,13 +161,14 @@ def test_analytic_itl_counts_the_steps_short_prompts_take_alone(load_factor: flo
     read 17.4 ms where the simulated node ran 26.9 ms against a 25 ms objective).
 
     Agreement reached (4,000 requests, seed 0): at the planned goodput the simulated p99 ITL is 0.97 x the analytic
-    one; at half of it 0.70 x (the tail has fallen back to the pure step).
+    one; at half of it 0.70 x (the tail has fallen back to the pure step), 0.58 x since the calibration (issue 22:
+    the fitted Hopper overhead, 10.2 ms, is a smaller share of the pure step than the 13 ms it replaced).
     """
     analytic = serve(AGENT_NODE)
     assert analytic.itl_ms <= AGENT_NODE.itl_p99_ms
     check = simulate_request(AGENT_NODE, load_factor=load_factor, analytic=analytic, requests=4000)
     assert check is not None
-    assert 0.6 * analytic.itl_ms <= check.simulated.itl_p99_ms <= 1.03 * AGENT_NODE.itl_p99_ms
+    assert 0.5 * analytic.itl_ms <= check.simulated.itl_p99_ms <= 1.03 * AGENT_NODE.itl_p99_ms
 
 
 def test_the_itl_chunk_policy_fills_the_step_up_to_the_objective() -> None:

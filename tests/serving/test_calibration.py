@@ -1,0 +1,175 @@
+"""Measured points as data and the calibration: the loader's errors, the fit on surfaces worked by hand, and
+which figure is in force (override over calibration over catalog)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from placement._errors import InputError
+from placement.serving import calibration as cal
+from placement.serving.efficiency import (
+    CALIBRATION_CSV,
+    ServingEfficiency,
+    achieved,
+    bundled_calibration,
+    load_calibration,
+)
+from placement.serving.hardware import bundled_accelerators, get_accelerator
+from placement.serving.measured import MEASURED_CSV, MeasuredPoint, load_measured, median_points
+
+HEADER = (
+    "point_id,model,accelerator,gpus,precision,input_tokens,input_tokens_max,output_tokens,ttft_p99_ms,itl_p99_ms,tok_s,source\n"
+)
+
+
+def _point(accelerator: str = "h200", tok_s: float = 1000.0, point_id: str = "p", **kw: object) -> MeasuredPoint:
+    base = MeasuredPoint(point_id, "llama-2-70b", accelerator, 8, "fp8", 222, 290, 1021, 2000.0, 200.0, tok_s)
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def test_the_bundled_points_load_and_name_only_catalog_parts() -> None:
+    points = load_measured()
+    assert len(points) == 87  # 86 from the shared MLPerf file, 1 from DESIGN.md
+    assert {p.accelerator for p in points} == {"h100-sxm", "h200", "b200", "gb200", "mi300x", "mi325x"}
+    assert {p.precision for p in points if p.accelerator in ("b200", "gb200")} == {"fp4"}
+    assert all(p.source.startswith("MLCommons MLPerf Inference") for p in points)
+    # One configuration, one median: B200 Server v5.1 is the median of its 12 systems.
+    b200 = [p for p in median_points(points) if p.accelerator == "b200" and p.scenario == "Server"]
+    assert len(b200) == 1 and b200[0].round == "v5.1"
+    runs = sorted(p.tok_s for p in points if p.accelerator == "b200" and p.scenario == "Server" and p.round == "v5.1")
+    assert b200[0].tok_s == pytest.approx(float(np.median(runs)))
+
+
+def test_a_bad_file_lists_every_problem_by_row_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "mine.csv"
+    path.write_text(
+        HEADER
+        + "a,llama-2-70b,h2OO,8,fp8,222,1021,290,2000,200,30000,me\n"
+        + "b,llama-2-70b,h100-sxm,8,fp4,222,1021,290,2000,200,30000,me\n"
+        + "c,llama-2-70b,h100-sxm,16,fp8,222,100,290,2000,200,30000,me\n"
+        + "c,llama-2-7b,h100-sxm,8,fp8,222,1021,290,2000,200,-5,me\n"
+    )
+    with pytest.raises(InputError) as caught:
+        load_measured(path)
+    text = str(caught.value)
+    assert "unknown accelerator 'h2OO'" in text
+    assert "h100-sxm has no 'fp4'" in text
+    assert "16 GPUs is more than one h100-sxm node (8)" in text
+    assert "is below input_tokens" in text
+    assert "unknown model 'llama-2-7b'" in text
+    assert "'c' appears twice" in text
+    assert "tok_s" in text and "line 5" in text
+
+
+def _synthetic(point: MeasuredPoint, gemm: float, overhead: float) -> cal.Surface:
+    """A surface worked by hand: goodput proportional to gemm and falling 2 % per ms of overhead."""
+    g, o = np.meshgrid(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, indexing="ij")
+    scale = point.tok_s / (gemm * np.exp(-0.02 * overhead))
+    return cal.Surface(point, np.log(scale * g * np.exp(-0.02 * o)))
+
+
+def test_the_fit_recovers_the_figures_a_surface_was_made_with() -> None:
+    # Two points, each exact at (0.42, 12 ms) but with a different dependence on overhead: the fit is identified.
+    a = _synthetic(_point(point_id="a", tok_s=30000.0), 0.42, 12.0)
+    g, o = np.meshgrid(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, indexing="ij")
+    b_point = _point(point_id="b", tok_s=20000.0, scenario="Interactive")
+    b = cal.Surface(b_point, np.log(20000.0 * (g / 0.42) ** 0.5 * np.exp(-0.08 * (o - 12.0))))
+    fit = cal.fit_family("x", [a, b], prior_gemm=0.65, prior_overhead_ms=13.0)
+    assert fit.gemm_efficiency == pytest.approx(0.42, abs=0.01)
+    assert fit.step_overhead_ms == pytest.approx(12.0, abs=0.5)
+    assert max(abs(e) for e in fit.log_errors) < 0.01
+
+
+def test_a_figure_the_points_cannot_identify_stays_near_its_prior() -> None:
+    # Goodput independent of overhead: the prior alone decides the overhead.
+    g, _ = np.meshgrid(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, indexing="ij")
+    flat = cal.Surface(_point(tok_s=1000.0), np.log(1000.0 * g / 0.3))
+    fit = cal.fit_family("x", [flat], prior_gemm=0.65, prior_overhead_ms=13.0)
+    assert fit.gemm_efficiency == pytest.approx(0.3, abs=0.01)
+    assert fit.step_overhead_ms == pytest.approx(13.0, abs=0.2)
+
+
+def test_leaving_an_accelerator_out_predicts_it_from_the_others() -> None:
+    # Both accelerators follow one law: the held-out points are predicted without error.
+    surfaces = [
+        _synthetic(_point("h100-sxm", 20000.0, "h1"), 0.5, 10.0),
+        cal.Surface(_point("h100-sxm", 9000.0, "h2"), np.log(9000.0 * np.ones((len(cal.GRID_GEMM), len(cal.GRID_OVERHEAD_MS))))),
+        _synthetic(_point("h200", 30000.0, "h3"), 0.5, 10.0),
+    ]
+    folds = cal.leave_one_accelerator_out("nvidia-hopper", surfaces)
+    assert [left for left, _, _ in folds] == ["h100-sxm", "h200"]
+    h200_fit, h200_errors = folds[1][1], folds[1][2]
+    assert h200_fit.points == ("h1", "h2")
+    assert h200_errors[0] == pytest.approx(0.0, abs=0.02)
+    with pytest.raises(ValueError, match="one precision at a time"):
+        cal.fit_family(
+            "x", [surfaces[0], replace(surfaces[2], point=_point(precision="fp4"))], prior_gemm=0.6, prior_overhead_ms=10
+        )
+
+
+def test_override_over_calibration_over_catalog() -> None:
+    h200 = get_accelerator("h200")
+    table = bundled_calibration()
+    fitted = table.get(("nvidia-hopper", "h200", "gemm_efficiency", "fp8"))
+    assert fitted is not None and fitted.basis == "fitted"
+    assert achieved(h200, ServingEfficiency(), "fp8").tensor == fitted.value
+    assert achieved(h200, ServingEfficiency(tensor=0.2), "fp8").tensor == 0.2
+    assert achieved(replace(h200, family=""), ServingEfficiency(), "fp8").tensor == h200.gemm_efficiency
+    # No precision: the catalog's (nothing is assumed about which precision the caller means).
+    assert achieved(h200, ServingEfficiency()).tensor == h200.gemm_efficiency
+    overhead = table[("nvidia-hopper", "", "step_overhead_ms", "")].value
+    assert achieved(h200, ServingEfficiency()).step_overhead_ms == overhead
+
+
+def test_the_bundled_calibration_says_how_each_figure_was_found() -> None:
+    table = load_calibration(CALIBRATION_CSV)
+    families = {a.family for a in bundled_accelerators().values()}
+    assert {key[0] for key in table} <= families
+    for figure in table.values():
+        assert figure.basis in {"fitted", "extrapolated"} and figure.fitted_on
+    # FP4 is its own precision: Blackwell's fitted FP4 fraction is not its FP8 one.
+    bw = {p: table[("nvidia-blackwell", "", "gemm_efficiency", p)].value for p in ("fp4", "fp8")}
+    assert bw["fp4"] != bw["fp8"]
+    assert table[("amd-cdna4", "", "gemm_efficiency", "fp8")].basis == "extrapolated"
+
+
+def test_a_bad_calibration_table_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.csv"
+    path.write_text(
+        "family,accelerator,parameter,precision,value,basis,fitted_on\n"
+        "x,,gemm_efficiency,fp8,1.4,fitted,me\n"
+        "x,,hbm_efficiency,,0.9,fitted,me\n"
+        "x,,step_overhead_ms,,5,guessed,me\n"
+    )
+    with pytest.raises(InputError) as caught:
+        load_calibration(path)
+    text = str(caught.value)
+    assert "a GEMM fraction must be in (0, 1]" in text
+    assert "must be one of gemm_efficiency, step_overhead_ms" in text
+    assert "must be one of fitted, extrapolated, prior" in text
+
+
+@pytest.mark.slow
+def test_the_calibrated_model_is_within_ten_percent_on_the_points_it_was_fitted_on() -> None:
+    points = median_points(load_measured(MEASURED_CSV))
+    errors = [cal.goodput_tok_s(p) / p.tok_s - 1 for p in points]
+    assert float(np.mean(np.abs(errors))) <= 0.10, [
+        f"{p.accelerator} {p.scenario} {e:+.1%}" for p, e in zip(points, errors, strict=True)
+    ]
+
+
+def test_goodput_says_where_each_calibrated_figure_comes_from() -> None:
+    from placement.serving.request import calibration_report
+
+    h100 = calibration_report(get_accelerator("h100-sxm"), "fp8")
+    assert h100["gemm_efficiency"]["basis"] == "fitted" and "MLPerf" in h100["gemm_efficiency"]["on"]
+    # B300 has no point: the Blackwell family's figure, fitted on B200 and GB200.
+    b300 = calibration_report(get_accelerator("b300"), "fp4")
+    assert b300["gemm_efficiency"]["basis"] == "fitted" and "geometric mean" in b300["gemm_efficiency"]["on"]
+    assert calibration_report(get_accelerator("mi355x"), "fp4")["gemm_efficiency"]["basis"] == "extrapolated"
+    # A precision the calibration has no figure for keeps the catalog's prior, and says so.
+    assert calibration_report(get_accelerator("h100-sxm"), "bf16")["gemm_efficiency"]["basis"] == "catalog prior"
