@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from placement.plan import Plan
+    from placement.serving.calibration import PartFit
     from placement.serving.request import ServingRequest
 
 DEFAULT_SCENARIO = default_scenario_path()
@@ -308,13 +309,20 @@ def _plot_path(text: str) -> Path:
 
 def _goodput(args: argparse.Namespace) -> int:
 
+    from dataclasses import asdict
+
     from placement.outputs.pareto_chart import plot_pareto
+    from placement.serving.efficiency import ServingEfficiency
     from placement.serving.pareto import pareto_curve
     from placement.serving.request import goodput_report
 
     plot = _plot_path(args.plot) if args.plot else None
     request = _serving_request(args)
-    report = goodput_report(request)
+    fits = _part_fits(args.measurements, quiet=args.json) if args.measurements else []
+    refit = next((f for f in fits if (f.accelerator, f.precision) == (request.accelerator, request.precision)), None)
+    report = goodput_report(request, efficiency=ServingEfficiency(tensor=None if refit is None else refit.gemm_efficiency))
+    if args.measurements:
+        report["measurements"] = [asdict(f) for f in fits]
     simulated = _simulated(request, args) if args.simulate else None
     if plot is not None:
         plot_pareto(pareto_curve(request), plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
@@ -357,6 +365,33 @@ def _goodput(args: argparse.Namespace) -> int:
         _print_simulated(report, simulated)
     if args.plot:
         print(f"  Pareto curve in {args.plot}")
+    if fits:
+        from placement.serving.calibration import render_part_fits
+
+        used = "refitted on them" if refit is not None else f"not refitted: no point of {request.accelerator} {request.precision}"
+        print(f"your measurements ({args.measurements}; {used}):")
+        print(render_part_fits(fits))
+    return EXIT_OK
+
+
+def _part_fits(path: str, *, quiet: bool) -> list[PartFit]:
+    from placement.serving.calibration import fit_parts
+    from placement.serving.measured import load_measured
+
+    return fit_parts(load_measured(path), progress=StderrProgress(show=not quiet))
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from placement.serving.calibration import render_part_fits
+
+    fits = _part_fits(args.file, quiet=args.json or args.quiet)
+    if args.json:
+        print(jsonio.dumps([asdict(f) for f in fits]))
+        return EXIT_OK
+    print(f"{args.file}: each part's GEMM fraction refitted on its points (the overhead as calibrated)")
+    print(render_part_fits(fits))
     return EXIT_OK
 
 
@@ -559,7 +594,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     goodput.add_argument("--sim-requests", type=_sim_requests, default=3000, help="--simulate: requests to simulate")
     goodput.add_argument("--seed", type=int, default=0, help="--simulate: random seed")
+    goodput.add_argument(
+        "--measurements",
+        metavar="FILE",
+        help="your measured goodput (the columns of data/serving/measured.csv): the part's GEMM fraction is refitted on it",
+    )
     goodput.set_defaults(handler=_goodput)
+    calibrate = commands.add_parser(
+        "calibrate", help="refit the serving model on your measured goodput: fitted vs measured, and the held-out error"
+    )
+    calibrate.add_argument("file", metavar="FILE", help="a CSV with the columns of data/serving/measured.csv")
+    calibrate.add_argument("--json", action="store_true", help="print the fits as JSON")
+    calibrate.add_argument("--quiet", action="store_true", help="no progress lines")
+    calibrate.set_defaults(handler=_calibrate)
     report = commands.add_parser("report", help="rebuild report.md and report.html of a results folder (no re-solve)")
     report.add_argument("outdir", help="a results folder written by 'solve'")
     report.set_defaults(handler=_report)

@@ -9,11 +9,15 @@ tail, inside the part of the TTFT objective the node may spend (``serving_ttft_b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 from placement._errors import InputError, Problem
 from placement.scenario import ServingSection, WorkloadClass
-from placement.serving.efficiency import goodput_band
+from placement.serving.calibration import fit_parts
+from placement.serving.efficiency import ServingEfficiency, goodput_band
 from placement.serving.hardware import get_accelerator, get_model
+from placement.serving.measured import load_measured
 from placement.serving.request import ServingRequest, serve
 
 
@@ -142,9 +146,47 @@ def serving_request(serving: ServingSection, workload: WorkloadClass) -> Serving
     )
 
 
+@lru_cache(maxsize=8)
+def _refitted(path: Path, modified_ns: int) -> dict[tuple[str, str], float]:
+    """Each part's GEMM fraction refitted on a planner's measurements (read once per file version)."""
+    del modified_ns  # part of the cache key: an edited file is refitted
+    return {(f.accelerator, f.precision): f.gemm_efficiency for f in fit_parts(load_measured(path))}
+
+
+def measured_gemm(serving: ServingSection, *, source: str) -> dict[tuple[str, str], float]:
+    """The GEMM fractions ``serving.measurements`` refits, by (accelerator, precision); empty without it.
+
+    Parameters
+    ----------
+    serving : ServingSection
+        The scenario's ``serving`` section.
+    source : str
+        The scenario file (a relative ``measurements`` path starts from its folder).
+
+    Returns
+    -------
+    dict
+        ``{(accelerator, precision): gemm_efficiency}``.
+
+    Raises
+    ------
+    InputError
+        The file does not exist, or a row is wrong (row, field, rule, fix).
+    """
+    if serving.measurements is None:
+        return {}
+    path = Path(serving.measurements)
+    path = path if path.is_absolute() else (Path(source).parent / path).resolve()
+    if not path.is_file():
+        fix = "give a CSV with the columns of data/serving/measured.csv (a path relative to the scenario file)"
+        raise InputError([Problem(source, "serving.measurements", "", f"no such file: {path}", fix)])
+    return _refitted(path, path.stat().st_mtime_ns)
+
+
 def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, source: str) -> ClassProfile | Problem:
     request = serving_request(serving, workload)
-    result = serve(request)
+    refit = measured_gemm(serving, source=source).get((serving.accelerator, serving.precision))
+    result = serve(request, efficiency=ServingEfficiency(tensor=refit))
     accel = get_accelerator(serving.accelerator)
     band = goodput_band(
         accel, serving.precision, model=serving.model, input_tokens=request.input_tokens, output_tokens=request.output_tokens
@@ -173,9 +215,14 @@ def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, sourc
         1.0,
         result.itl_ms,
         workload.prefix_cache_hit_rate,
-        "serving model" if serving.goodput_quantile == "p50" else f"serving model, {serving.goodput_quantile} of its band",
+        _source_label(serving, refit),
         result.goodput_tok_s / result.capacity_tok_s if result.capacity_tok_s > 0 else 1.0,
     )
+
+
+def _source_label(serving: ServingSection, refit: float | None) -> str:
+    label = "serving model" + (", refitted on serving.measurements" if refit is not None else "")
+    return label if serving.goodput_quantile == "p50" else f"{label}, {serving.goodput_quantile} of its band"
 
 
 def class_profiles(

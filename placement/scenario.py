@@ -176,6 +176,11 @@ class ServingSection(_Section):
         description="fleet mix: the optimiser chooses among these accelerators per site and class (runs the build-out "
         "engine over one year unless a horizon is given)",
     )
+    measurements: str | None = Field(
+        None,
+        description="a CSV of your own measured goodput (the columns of data/serving/measured.csv): each part's GEMM "
+        "fraction is refitted on it for this scenario (placement calibrate FILE shows the fit and its held-out error)",
+    )
     goodput_quantile: Literal["p10", "p50", "p90"] = Field(
         "p50",
         description="plan on this quantile of the serving model's per-node goodput band (p10: the low end the "

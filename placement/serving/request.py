@@ -323,7 +323,7 @@ def serve(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED
     return _result(request, a, best)
 
 
-def goodput_report(request: ServingRequest) -> dict[str, Any]:
+def goodput_report(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED) -> dict[str, Any]:
     """The CLI's ``goodput`` report: :func:`serve` as a JSON-ready dict.
 
     Keys are the fields of :class:`ServingResult` (``goodput_tok_s`` per node, ``batch``, ``itl_ms``,
@@ -336,18 +336,23 @@ def goodput_report(request: ServingRequest) -> dict[str, Any]:
     ----------
     request : ServingRequest
         As in :func:`serve`.
+    efficiency : ServingEfficiency, optional
+        Overrides (a GEMM fraction refitted on a planner's measurements: ``goodput --measurements``).
 
     Returns
     -------
     dict
         The report; floats that are not finite become ``None``.
     """
-    result = serve(request)
+    result = serve(request, efficiency=efficiency)
     report = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(result).items()}
     if request.node_cost_usd_h is None:
         report.pop("cost_per_million_goodput_tokens_usd")
     accel = get_accelerator(request.accelerator)
-    report["calibration"] = calibration_report(accel, request.precision)
+    calibration = calibration_report(accel, request.precision)
+    if efficiency.tensor is not None:
+        calibration["gemm_efficiency"] = {"value": efficiency.tensor, "basis": "refitted", "on": "your measurements"}
+    report["calibration"] = calibration
     band = goodput_band(
         accel, request.precision, model=request.model, input_tokens=request.input_tokens, output_tokens=request.output_tokens
     )
