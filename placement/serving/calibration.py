@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.interpolate import RegularGridInterpolator
 
 from placement.serving.efficiency import ServingEfficiency
 from placement.serving.hardware import get_accelerator
@@ -44,6 +43,7 @@ __all__ = [
     "FamilyFit",
     "PartFit",
     "Surface",
+    "bilinear",
     "family_of",
     "fit_family",
     "fit_parts",
@@ -85,13 +85,30 @@ class Surface:
 
     def at(self, gemm: NDArray[np.float64], overhead_ms: NDArray[np.float64]) -> NDArray[np.float64]:
         """Interpolated log goodput at (η_c, overhead) pairs (broadcast)."""
-        interp = RegularGridInterpolator((GRID_GEMM, GRID_OVERHEAD_MS), self.log_goodput, bounds_error=False, fill_value=None)
         g, o = np.broadcast_arrays(np.asarray(gemm, dtype=float), np.asarray(overhead_ms, dtype=float))
-        return np.asarray(interp(np.stack([g.ravel(), o.ravel()], axis=-1)).reshape(g.shape))
+        return bilinear(GRID_GEMM, GRID_OVERHEAD_MS, self.log_goodput, g, o)
 
     def log_error(self, gemm: NDArray[np.float64], overhead_ms: NDArray[np.float64]) -> NDArray[np.float64]:
         """log(model / measured) at (η_c, overhead)."""
         return np.asarray(self.at(gemm, overhead_ms) - np.log(self.point.tok_s), dtype=float)
+
+
+def bilinear(
+    xs: NDArray[np.float64], ys: NDArray[np.float64], values: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Bilinear interpolation of ``values[i, j]`` (on the regular grid ``xs`` x ``ys``) at ``(x, y)``, clipped to it.
+
+    Numpy only: the installed package carries no SciPy.
+    """
+    x = np.clip(x, xs[0], xs[-1])
+    y = np.clip(y, ys[0], ys[-1])
+    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
+    j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, len(ys) - 2)
+    tx = (x - xs[i]) / (xs[i + 1] - xs[i])
+    ty = (y - ys[j]) / (ys[j + 1] - ys[j])
+    low = values[i, j] * (1 - tx) + values[i + 1, j] * tx
+    high = values[i, j + 1] * (1 - tx) + values[i + 1, j + 1] * tx
+    return np.asarray(low * (1 - ty) + high * ty, dtype=float)
 
 
 def goodput_tok_s(point: MeasuredPoint, gemm: float | None = None, overhead_ms: float | None = None) -> float:

@@ -173,3 +173,23 @@ def test_goodput_says_where_each_calibrated_figure_comes_from() -> None:
     assert calibration_report(get_accelerator("mi355x"), "fp4")["gemm_efficiency"]["basis"] == "extrapolated"
     # A precision the calibration has no figure for keeps the catalog's prior, and says so.
     assert calibration_report(get_accelerator("h100-sxm"), "bf16")["gemm_efficiency"]["basis"] == "catalog prior"
+
+
+def test_the_surface_interpolation_is_bilinear_and_needs_no_scipy() -> None:
+    from scipy.interpolate import RegularGridInterpolator  # dev only: the reference, not what the package uses
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(len(cal.GRID_GEMM), len(cal.GRID_OVERHEAD_MS)))
+    x = rng.uniform(cal.GRID_GEMM[0], cal.GRID_GEMM[-1], 500)
+    y = rng.uniform(cal.GRID_OVERHEAD_MS[0], cal.GRID_OVERHEAD_MS[-1], 500)
+    reference = RegularGridInterpolator((cal.GRID_GEMM, cal.GRID_OVERHEAD_MS), values)(np.stack([x, y], axis=-1))
+    np.testing.assert_allclose(cal.bilinear(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, values, x, y), reference, atol=1e-12)
+    # At a node it is the node's value; outside the grid, the edge's.
+    assert cal.bilinear(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, values, np.array(0.4), np.array(8.0)) == pytest.approx(
+        values[int(np.argmin(abs(cal.GRID_GEMM - 0.4))), 2]
+    )
+    edge = cal.bilinear(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, values, np.array(5.0), np.array(2.0))
+    assert edge == pytest.approx(values[-1, 0])
+    import placement.serving.calibration as module
+
+    assert "scipy" not in module.__dict__
