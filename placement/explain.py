@@ -492,11 +492,33 @@ def rebuild_plan(
     """
     folder = Path(folder)
     refuse_buildout(folder, read_summary(folder), command=command)
-    results = read_results_folder(folder)
+    return rebuild_instance(read_results_folder(folder), progress=progress)
+
+
+def rebuild_instance(results: ResultsFolder, *, progress: Callable[[str], None] = lambda _: None) -> RebuiltPlan:
+    """Rebuild the instance of a results folder already read (:func:`rebuild_plan` without reading it again).
+
+    Parameters
+    ----------
+    results : ResultsFolder
+        The folder read (not a build-out: :func:`refuse_buildout` first).
+    progress : callable, optional
+        Receives one line per step of the rebuild.
+
+    Returns
+    -------
+    RebuiltPlan
+        The folder's tables and the instance.
+
+    Raises
+    ------
+    PlacementError
+        Its ``sites.csv`` does not match the scenario's catalog.
+    """
     scenario_path = results.scenario_path
     instance = build_instance(load_scenario(scenario_path), progress=progress)
     if list(results.sites["site_id"]) != list(instance.sites["id"]):
-        raise PlacementError(f"{folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
+        raise PlacementError(f"{results.folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
     return RebuiltPlan(results, instance)
 
 

@@ -1,6 +1,6 @@
 """A written plan's exposure to losing some of its sites, or a fault domain, now: ``placement failover``.
 
-A results folder is read back (:func:`placement.explain.rebuild_plan`: its scenario rebuilt, the catalog
+A results folder is read back (:func:`placement.explain.rebuild_instance`: its scenario rebuilt, the catalog
 checked), its ``sites.csv`` (open, nodes) and ``assignments.csv`` (shares) are mapped onto the instance's model
 rows and pairs, and :func:`placement.optimize.reroute.reroute_on_capacity` moves what the failed sites served to
 the capacity the other open sites have left, inside every commodity's objectives. The answer is tabulated per
@@ -27,7 +27,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, PlacementError, Problem
-from placement.explain import rebuild_plan, refuse_buildout
+from placement.explain import rebuild_instance, refuse_buildout
 from placement.faults import fault_domains, find_domain
 from placement.instance import Instance
 from placement.optimize.problem import FloatArray, IntArray, PlacementSolution
@@ -486,11 +486,10 @@ def failover_exposure(
         raise InputError([Problem("placement failover", "", "", "nothing fails", "give --site ID (repeatable) or --domain NAME")])
     refuse_buildout(Path(folder), read_summary(folder), command="failover")
     written = read_results_folder(folder)
-    resolve_sites(site_ids, list(written.sites["site_id"].astype(str)))  # fail fast, before the rebuild
-    rebuilt = rebuild_plan(folder, progress=progress, command="failover")
+    known = list(written.sites["site_id"].astype(str))
+    indices = resolve_sites(site_ids, known)  # fail fast, before the rebuild
+    rebuilt = rebuild_instance(written, progress=progress)
     instance, sites, source = rebuilt.instance, rebuilt.sites, str(folder)
-    known = list(sites["site_id"].astype(str))
-    indices = resolve_sites(site_ids, known)
     label, kind = "+".join(dict.fromkeys(site_ids)), "site"
     if domain is not None:
         domain_label, domain_ids = domain_sites(domain, instance)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from placement.serving.efficiency import ServingEfficiency
+from placement.serving.efficiency import ServingEfficiency, achieved
 from placement.serving.hardware import get_accelerator
 from placement.serving.measured import MeasuredPoint
 from placement.serving.request import serve
@@ -363,8 +363,6 @@ def fit_parts(points: Sequence[MeasuredPoint], *, progress: Callable[[str], None
     list of PartFit
         One per (accelerator, precision), in the order first seen.
     """
-    from placement.serving.efficiency import achieved
-
     groups: dict[tuple[str, str], list[MeasuredPoint]] = {}
     for p in points:
         groups.setdefault((p.accelerator, p.precision), []).append(p)
