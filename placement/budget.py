@@ -1,6 +1,6 @@
 """The p99 time-to-first-token budget of every (population, site) pair, component by component.
 
-``TTFT = round trips x RTT + queue + retrieval + prefill + safety/tokenization + first decode``,
+``TTFT = round trips x RTT + queue + decode-slot wait + retrieval + prefill + safety/tokenization + first decode``,
 where retrieval adds the round trip from the serving site to a remote retrieval store when the
 class has one. Distance is spent before compute starts: a pair whose TTFT exceeds its class's
 objective may not carry that class's traffic, and gets no variable in the model.
@@ -13,7 +13,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from placement.profiles import ClassProfile
 
-COMPONENTS = ("network_ms", "queue_ms", "retrieval_ms", "prefill_ms", "safety_tokenization_ms", "first_decode_ms")
+COMPONENTS = (
+    "network_ms",
+    "queue_ms",
+    "slot_wait_ms",
+    "retrieval_ms",
+    "prefill_ms",
+    "safety_tokenization_ms",
+    "first_decode_ms",
+)
 """TTFT components, in the order they are spent."""
 
 
@@ -40,6 +48,7 @@ def ttft_components_ms(
     shape = np.shape(rtt_ms)
     fixed = {
         "queue_ms": profile.queue_ms,
+        "slot_wait_ms": profile.slot_wait_ms,
         "prefill_ms": profile.prefill_ms,
         "safety_tokenization_ms": profile.safety_tokenization_ms,
         "first_decode_ms": profile.first_decode_ms,

@@ -352,8 +352,9 @@ def _goodput(args: argparse.Namespace) -> int:
         f"{report['mixed_step_share']:.0%} of steps carry one)"
     )
     print(
-        f"  p99 TTFT {report['ttft_ms']:.1f} ms = queue {report['queue_p99_ms']:.1f} + prefill {report['prefill_ms']:.1f} + "
-        f"KV transfer {report['kv_transfer_ms']:.1f} + first decode {report['first_decode_ms']:.1f}"
+        f"  p99 TTFT {report['ttft_ms']:.1f} ms = queue {report['queue_p99_ms']:.1f} + decode-slot wait "
+        f"{report['slot_wait_p99_ms']:.1f} + prefill {report['prefill_ms']:.1f} + KV transfer "
+        f"{report['kv_transfer_ms']:.1f} + first decode step {report['first_decode_ms']:.1f}"
     )
     print(
         f"  node {report['node_kw']:.1f} kW; {report['tokens_per_s_per_mw']:,.0f} tok/s per MW; "

@@ -34,7 +34,8 @@ class ClassProfile:
     round_trips : float
         Client-site round trips before the first token.
     queue_ms, prefill_ms, first_decode_ms : float
-        Node-side TTFT components (prefill includes any KV transfer). [ms]
+        Node-side TTFT components: the prefill queue's p99 wait, the longest prompt's prefill (with any KV
+        transfer) and the decode step before the first token (0 when the last prefill chunk emits it). [ms]
     retrieval_ms, safety_tokenization_ms : float
         Other fixed TTFT components. [ms]
     goodput_tok_s_per_node : float
@@ -50,6 +51,8 @@ class ClassProfile:
     serving_load_share : float, optional
         Serving-model classes: the share of the node's capacity at its batch that ``goodput_tok_s_per_node``
         uses (the rest is the tail headroom keeping p99 TTFT inside its budget); 1 for given goodput.
+    slot_wait_ms : float, optional
+        Node-side TTFT component: the p99 wait for a decode slot. [ms]
     """
 
     name: str
@@ -67,11 +70,17 @@ class ClassProfile:
     cache_hit_rate: float
     source: str
     serving_load_share: float = 1.0
+    slot_wait_ms: float = 0.0
+
+    @property
+    def node_ttft_ms(self) -> float:
+        """The node's part of the p99 TTFT: queue, decode-slot wait, prefill and first decode step. [ms]"""
+        return self.queue_ms + self.slot_wait_ms + self.prefill_ms + self.first_decode_ms
 
     @property
     def fixed_ttft_ms(self) -> float:
         """Every TTFT component that does not depend on the network. [ms]"""
-        return self.queue_ms + self.retrieval_ms + self.prefill_ms + self.safety_tokenization_ms + self.first_decode_ms
+        return self.node_ttft_ms + self.retrieval_ms + self.safety_tokenization_ms
 
     @property
     def nodes_per_tok_s(self) -> float:
@@ -111,6 +120,7 @@ def _given(workload: WorkloadClass, headroom: float) -> ClassProfile:
         workload.itl_p99_ms,
         workload.prefix_cache_hit_rate,
         "scenario",
+        slot_wait_ms=workload.slot_wait_ms,
     )
 
 
@@ -217,6 +227,7 @@ def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, sourc
         workload.prefix_cache_hit_rate,
         _source_label(serving, refit),
         result.goodput_tok_s / result.capacity_tok_s if result.capacity_tok_s > 0 else 1.0,
+        slot_wait_ms=result.slot_wait_p99_ms,
     )
 
 

@@ -94,6 +94,7 @@ class WorkloadClass(_Section):
     retrieval_store_site: str | None = Field(None, description="site id of a remote retrieval store (adds its RTT)")
     safety_tokenization_ms: float = Field(0.0, ge=0)
     queue_ms: float | None = Field(None, ge=0, description="given-goodput classes: queue and admission")
+    slot_wait_ms: float = Field(0.0, ge=0, description="given-goodput classes: p99 wait for a decode slot")
     prefill_ms: float | None = Field(None, ge=0, description="given-goodput classes: prefill")
     first_decode_ms: float | None = Field(None, ge=0, description="given-goodput classes: first decode step")
     goodput_tok_s_per_node: float | None = Field(None, gt=0, description="given goodput (null: serving model)")
@@ -108,7 +109,9 @@ class WorkloadClass(_Section):
     prefix_cache_hit_rate: float = Field(0.0, ge=0, lt=1)
     min_tok_s_per_user: float = Field(0.0, ge=0, description="serving model: interactivity floor")
     serving_ttft_budget_ms: float | None = Field(
-        None, gt=0, description="serving model: p99 TTFT the node may spend (queue, prefill, KV transfer, first decode)"
+        None,
+        gt=0,
+        description="serving model: p99 TTFT the node may spend (queues, prefill, KV transfer, first decode)",
     )
     time_shiftable: bool = Field(False, description="deadline in hours: demand is spread flat over the day")
 
@@ -142,6 +145,7 @@ class WorkloadClass(_Section):
             fixed = (
                 self.retrieval_ms
                 + self.safety_tokenization_ms
+                + self.slot_wait_ms
                 + sum(getattr(self, k) for k in ("queue_ms", "prefill_ms", "first_decode_ms"))
             )
         else:

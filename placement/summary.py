@@ -213,8 +213,8 @@ class ClassSummary:
         Per-node goodput inside the objectives. [tokens/s]
     utilisation_cap : float or None
         Share of a node's goodput the plan may use.
-    node_queue_ms, node_prefill_ms, node_first_decode_ms : float or None
-        The node's part of the p99 TTFT (JSON ``node_ttft_ms``: ``queue, prefill, first_decode``). [ms]
+    node_queue_ms, node_slot_wait_ms, node_prefill_ms, node_first_decode_ms : float or None
+        The node's part of the p99 TTFT (JSON ``node_ttft_ms``: ``queue, slot_wait, prefill, first_decode``). [ms]
     cache_hit_rate : float or None
         Prefix-cache hit rate.
     goodput_from : str or None
@@ -234,6 +234,7 @@ class ClassSummary:
     goodput_tok_s_per_node: float | None = None
     utilisation_cap: float | None = None
     node_queue_ms: float | None = None
+    node_slot_wait_ms: float | None = None
     node_prefill_ms: float | None = None
     node_first_decode_ms: float | None = None
     cache_hit_rate: float | None = None
@@ -273,6 +274,7 @@ class ClassSummary:
             goodput_tok_s_per_node=profile.goodput_tok_s_per_node,
             utilisation_cap=profile.utilisation_cap,
             node_queue_ms=profile.queue_ms,
+            node_slot_wait_ms=profile.slot_wait_ms,
             node_prefill_ms=profile.prefill_ms,
             node_first_decode_ms=profile.first_decode_ms,
             cache_hit_rate=profile.cache_hit_rate,
@@ -295,6 +297,7 @@ class ClassSummary:
             "utilisation_cap": self.utilisation_cap,
             "node_ttft_ms": {
                 "queue": self.node_queue_ms,
+                "slot_wait": self.node_slot_wait_ms,
                 "prefill": self.node_prefill_ms,
                 "first_decode": self.node_first_decode_ms,
             },
@@ -320,6 +323,7 @@ class ClassSummary:
             goodput_tok_s_per_node=_optional_float(data.get("goodput_tok_s_per_node")),
             utilisation_cap=_optional_float(data.get("utilisation_cap")),
             node_queue_ms=_optional_float(node.get("queue")),
+            node_slot_wait_ms=_optional_float(node.get("slot_wait")),
             node_prefill_ms=_optional_float(node.get("prefill")),
             node_first_decode_ms=_optional_float(node.get("first_decode")),
             cache_hit_rate=_optional_float(data.get("cache_hit_rate")),

@@ -125,7 +125,7 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
             if check is None:
                 continue
             site_id = str(plan.sites["site_id"].iat[j])
-            node_part = profile.queue_ms + profile.prefill_ms + profile.first_decode_ms
+            node_part = profile.node_ttft_ms
             allowed = node_part + float(slack.get((site_id, workload.name), 0.0))
             sim = check.simulated
             broken = [

@@ -79,7 +79,7 @@ def test_default_run_respects_every_constraint(world: Path) -> None:
     # Latency: every assignment inside its objective.
     assert (assignments["ttft_p99_ms"] <= assignments["ttft_objective_ms"] + 1e-6).all()
     components = assignments[
-        ["network_ms", "queue_ms", "retrieval_ms", "prefill_ms", "safety_tokenization_ms", "first_decode_ms"]
+        ["network_ms", "queue_ms", "slot_wait_ms", "retrieval_ms", "prefill_ms", "safety_tokenization_ms", "first_decode_ms"]
     ]
     np.testing.assert_allclose(components.sum(axis=1), assignments["ttft_p99_ms"], rtol=1e-6)
     # Power: nodes x kW x PUE within MW available, zero when closed.

@@ -140,7 +140,7 @@ def test_summary_json_keys_are_pinned(world_summary: dict[str, Any]) -> None:
     assert set(world_summary) == SUMMARY_JSON_KEYS
     for klass in world_summary["classes"]:
         assert set(klass) == CLASS_KEYS
-        assert set(klass["node_ttft_ms"]) == {"queue", "prefill", "first_decode"}
+        assert set(klass["node_ttft_ms"]) == {"queue", "slot_wait", "prefill", "first_decode"}
     assert list(world_summary["cost_breakdown_usd_per_h"]) == BREAKDOWN_KEYS
 
 

@@ -25,14 +25,15 @@ __all__ = ["COMPONENT_COLOURS", "COMPONENT_LABELS", "budget_rows", "draw_ttft_bu
 
 COMPONENT_LABELS = {
     "network_ms": "network (round trips x RTT)",
-    "queue_ms": "queue and admission",
+    "queue_ms": "prefill queue",
+    "slot_wait_ms": "decode-slot wait",
     "retrieval_ms": "retrieval",
-    "prefill_ms": "prefill",
+    "prefill_ms": "prefill (every chunk step)",
     "safety_tokenization_ms": "safety and tokenization",
     "first_decode_ms": "first decode step",
 }
 """TTFT components in the order they are spent, with the words the report uses."""
-COMPONENT_COLOURS = ("#4a78b5", "#e3a33b", "#8c6bb1", "#d1495b", "#66a182", "#7f7f7f")
+COMPONENT_COLOURS = ("#4a78b5", "#e3a33b", "#c9784a", "#8c6bb1", "#d1495b", "#66a182", "#7f7f7f")
 MS_PER_HOUR = 3_600_000.0
 
 

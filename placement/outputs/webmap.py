@@ -460,7 +460,8 @@ APP = r"""
       .addTo(lines[a[10]]);
   });
 
-  var names = {network_ms: "network (round trips x RTT)", queue_ms: "queue", retrieval_ms: "retrieval", prefill_ms: "prefill",
+  var names = {network_ms: "network (round trips x RTT)", queue_ms: "prefill queue", slot_wait_ms: "decode-slot wait",
+               retrieval_ms: "retrieval", prefill_ms: "prefill",
                safety_tokenization_ms: "safety/tokenization", first_decode_ms: "first decode"};
   var populationPopup = function (p) {
     var h = '<div class="popup"><b>' + esc(p.name) + " (" + esc(p.cc) + ")</b>" +

@@ -112,10 +112,21 @@ class ServingResult:
         p99 inter-token latency: the mixed (chunk-carrying) step once more than 1 % of steps carry a chunk,
         else the pure decode step. [ms]
     ttft_ms : float
-        p99 time to first token of the longest prompt: queue + prefill + KV transfer + the step that emits
-        the first token (colocated: the step carrying the prompt's last chunk). [ms]
-    prefill_ms, kv_transfer_ms, queue_p99_ms, first_decode_ms : float
-        Components of ``ttft_ms``. [ms]
+        p99 time to first token of the longest prompt: queue + decode-slot wait + prefill + KV transfer +
+        first decode step. [ms]
+    queue_p99_ms : float
+        p99 wait for the prefill (colocated: the replica's chunk pipeline; disaggregated: the prefill pool). [ms]
+    slot_wait_p99_ms : float
+        p99 wait for one of the ``replicas x batch`` decode slots to free (colocated; 0 when disaggregated,
+        whose decode pool is sized to its load). [ms]
+    prefill_ms : float
+        The longest prompt's prefill: colocated, every step carrying one of its chunks, the last of which
+        samples the first token; disaggregated, its prefill on the prefill pool. [ms]
+    kv_transfer_ms : float
+        The prompt's KV from the prefill to the decode pool over the scale-out NIC (disaggregated). [ms]
+    first_decode_ms : float
+        The decode step before the first token: one decode step of the decode pool (disaggregated, or a
+        prompt fully served by the prefix cache); 0 colocated, where the last chunk step emits it. [ms]
     utilisation_cap : float
         Load / capacity that keeps p99 TTFT inside the objective (headroom = 1 − cap).
     prefill_gpu_share : float
@@ -152,6 +163,7 @@ class ServingResult:
     prefill_ms: float
     kv_transfer_ms: float
     queue_p99_ms: float
+    slot_wait_p99_ms: float
     first_decode_ms: float
     utilisation_cap: float
     prefill_gpu_share: float
@@ -272,10 +284,11 @@ def _result(request: ServingRequest, a: AcceleratorSpec, best: Candidate) -> Ser
         tp=best.tp,
         replicas=best.replicas,
         itl_ms=best.itl_ms,
-        ttft_ms=best.queue_p99_ms + best.prefill_ms + best.kv_transfer_ms + best.first_decode_ms,
+        ttft_ms=best.queue_p99_ms + best.slot_wait_p99_ms + best.prefill_ms + best.kv_transfer_ms + best.first_decode_ms,
         prefill_ms=best.prefill_ms,
         kv_transfer_ms=best.kv_transfer_ms,
         queue_p99_ms=best.queue_p99_ms,
+        slot_wait_p99_ms=best.slot_wait_p99_ms,
         first_decode_ms=best.first_decode_ms,
         utilisation_cap=best.utilisation_cap,
         prefill_gpu_share=best.prefill_gpu_share,

@@ -124,8 +124,8 @@ class Candidate:
     """One (batch, tensor-parallel degree, chunk budget) the search evaluated, with its figures.
 
     The fields mean what those of :class:`placement.serving.request.ServingResult` of the same name mean
-    (``ttft_ms`` is the sum of ``queue_p99_ms``, ``prefill_ms``, ``kv_transfer_ms`` and ``first_decode_ms``);
-    ``limit`` is ``""`` until the search says what stopped the batch growing.
+    (``ttft_ms`` is the sum of ``queue_p99_ms``, ``slot_wait_p99_ms``, ``prefill_ms``, ``kv_transfer_ms`` and
+    ``first_decode_ms``); ``limit`` is ``""`` until the search says what stopped the batch growing.
     """
 
     goodput_tok_s: float
@@ -143,6 +143,7 @@ class Candidate:
     chunk_tokens: int
     mixed_step_share: float
     limit: str
+    slot_wait_p99_ms: float = 0.0
 
 
 def tp_options(accel: AcceleratorSpec, gpus: int) -> list[int]:
@@ -456,8 +457,10 @@ def chunked_candidate(
     best found so far).
 
     Each replica's chunk pipeline is a server: a mean prompt occupies it ``new / K`` mixed steps; the longest
-    prompt takes ``ceil(new_max / K)`` mixed steps, the last of which emits the first token. The p99 wait and
-    the longest prompt's prefill are added (conservative: two tails at once).
+    prompt takes ``ceil(new_max / K)`` mixed steps, the last of which emits the first token (so prefill is
+    every chunk step and ``first_decode_ms`` is 0). A request then also waits for one of the ``replicas x batch``
+    decode slots (``slot_wait_p99_ms``). The p99 waits and the longest prompt's prefill are added
+    (conservative: tails at once).
 
     Parameters
     ----------
@@ -505,7 +508,9 @@ def chunked_candidate(
             limit="",
         )
     steps_longest = max(1, math.ceil(w.new_tokens_max / k))
-    prefill, first = (steps_longest - 1) * mixed, mixed
+    # every chunk of the longest prompt is a mixed step, and the last of them samples the first token:
+    # prefill is all of them and no separate decode step precedes the first token
+    prefill, first = steps_longest * mixed, 0.0
     service = w.new_tokens / k * mixed  # mean time a prompt holds its replica's chunk pipeline [ms]
     rho_full = b / (w.output_tokens * mean) * service  # that pipeline's utilisation at full batch
     floor_load = floor_tok_s / capacity  # the share of capacity this candidate must serve to beat the best
@@ -536,9 +541,8 @@ def chunked_candidate(
     cap = min(cap, utilisation_cap(slots, hold_ms, slot_budget_ms, cs2=eff.service_cv2))
     if cap <= 0:
         return None
-    queue = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2) + queue_wait_p99_ms(
-        slots, hold_ms, cap, cs2=eff.service_cv2
-    )
+    queue = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2)
+    slot_wait = queue_wait_p99_ms(slots, hold_ms, cap, cs2=eff.service_cv2)
     itl = steps.itl_cell_ms(ki, bi, cap)
     step_share = min(1.0, cap * float(steps.chunk_step_share[ki, bi]))
     return Candidate(
@@ -557,6 +561,7 @@ def chunked_candidate(
         chunk_tokens=int(k),
         mixed_step_share=step_share,
         limit=limit,
+        slot_wait_p99_ms=slot_wait,
     )
 
 
@@ -774,4 +779,5 @@ def best_candidate(
         chunk_tokens=0,
         mixed_step_share=0.0,
         limit=reason,
+        slot_wait_p99_ms=math.nan,
     )

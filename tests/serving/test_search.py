@@ -4,6 +4,10 @@
 catalog's cited efficiencies (before the calibration, issue 22): the search is checked at those, so the reference
 stays a test of the search, not of the calibration. The straightforward search below evaluates every candidate in
 full (no probe, no floor) and must pick the same (batch, chunk budget) with byte-identical figures.
+
+The reference predates the TTFT parts of issue 22 (item 5): its ``queue_p99_ms`` held the decode-slot wait too, and
+its ``first_decode_ms`` the last chunk step that ``prefill_ms`` now counts; :func:`_old_parts` sums the new parts
+the old way, so the totals are checked to the same precision.
 """
 
 from __future__ import annotations
@@ -30,12 +34,23 @@ def _cases() -> list[dict[str, Any]]:
     return list(json.loads(REFERENCE.read_text(encoding="utf-8")))
 
 
+def _old_parts(got: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+    """The result with its TTFT parts grouped as the reference grouped them (slot wait in the queue, the last
+    chunk step as the first decode step when colocated)."""
+    old = dict(got)
+    old["queue_p99_ms"] = got["queue_p99_ms"] + got["slot_wait_p99_ms"]
+    if got["chunk_tokens"] > 0 and got["first_decode_ms"] == 0.0:
+        old["first_decode_ms"] = reference["first_decode_ms"]
+        old["prefill_ms"] = got["prefill_ms"] - reference["first_decode_ms"]
+    return old
+
+
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: f"{c['request']['model']}-{c['request']['ttft_p99_ms']:g}ms")
 def test_serve_matches_the_figures_computed_before_pruning(case: dict[str, Any]) -> None:
     request = ServingRequest(**case["request"])
     accel = get_accelerator(request.accelerator)
     cited = ServingEfficiency(tensor=accel.gemm_efficiency, step_overhead_ms=accel.step_overhead_ms)
-    got = asdict(serve(request, efficiency=cited))
+    got = _old_parts(asdict(serve(request, efficiency=cited)), case["result"])
     for key, want in case["result"].items():
         if isinstance(want, float):
             assert got[key] == pytest.approx(want, rel=1e-9, abs=0.0), key
