@@ -26,6 +26,7 @@ from placement.serving.efficiency import (
 )
 from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.kernels import prefill_ms
+from placement.serving.measured import MeasuredPoint, load_measured
 from placement.serving.request import ServingRequest, serve
 
 SERVER = (2000.0, 200.0)  # llama2-70b Server: p99 TTFT, p99 TPOT [ms]
@@ -71,27 +72,19 @@ FITTED = [
 ]
 VINTAGE = [Row("MLPerf v4.1 DGX H100 Server (older sw)", "h100-sxm", 8, "fp8", SERVER, 21606)]
 
-_TRTLLM = {  # TensorRT-LLM v0.13 performance overview, Llama-2-70B FP8, total output tok/s (DESIGN.md section 3)
-    (128, 128): (16385, 17060, 6433, 3969),
-    (128, 2048): (17715, 19220, 5775, 3743),
-    (2048, 128): (2010, 2061, 742, 459),
-    (2048, 2048): (8016, 10349, 2551, 1911),
-    (500, 2000): (15260, 16789, 4463, 3019),
-}
-TRTLLM = [
-    Row(f"TRT-LLM v0.13 {acc} TP{gpus} {n_in}/{n_out}", acc, gpus, "fp8", UNLIMITED, figures[k], n_in, None, n_out, gpus)
-    for (n_in, n_out), figures in _TRTLLM.items()
-    for k, (acc, gpus) in enumerate((("h100-sxm", 8), ("h200", 8), ("h100-sxm", 2), ("h200", 1)))
-]
 
-#: AMD's published vLLM throughput, 8 x MI300X, Llama-3.1-70B FP8 (KV FP8), TP8, every prompt submitted at once
-#: (rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605; amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html,
-#: read 2026-12). A comparison found after the fit, on a system the fit never saw: never fitted.
-_AMD_VLLM = {(128, 2048): 16581.5, (128, 4096): 13667.3, (500, 2000): 13367.1, (2048, 2048): 8352.6}
-AMD_VLLM = [
-    Row(f"AMD vLLM 0.9 mi300x TP8 {n_in}/{n_out}", "mi300x", 8, "fp8", UNLIMITED, tok_s, n_in, None, n_out, 8, "llama-3.1-70b")
-    for (n_in, n_out), tok_s in _AMD_VLLM.items()
-]
+def _check_row(point: MeasuredPoint) -> Row:
+    slo = (point.ttft_p99_ms, point.itl_p99_ms)
+    n_in, n_out = round(point.input_tokens), round(point.output_tokens)
+    label = f"{point.software} {point.accelerator} TP{point.tp} {n_in}/{n_out}"
+    return Row(label, point.accelerator, point.gpus, point.precision, slo, point.tok_s, n_in, None, n_out, point.tp, point.model)
+
+
+#: The published throughput tables of data/serving/measured.csv (``use`` = ``check``): every prompt submitted at
+#: once, no latency limit; never fitted. AMD's vLLM table (8 x MI300X, Llama-3.1-70B FP8) was found after the fit.
+CHECKS = [_check_row(p) for p in load_measured(use="check")]
+TRTLLM = [r for r in CHECKS if r.label.startswith("TensorRT-LLM")]
+AMD_VLLM = [r for r in CHECKS if not r.label.startswith("TensorRT-LLM")]
 
 PREDICTIONS = [
     Row(f"{acc} x{gpus} {precision} {name}", acc, gpus, precision, slo)

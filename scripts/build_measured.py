@@ -68,6 +68,85 @@ DESIGN_ROWS = [
         "source": "MLCommons MLPerf Inference v5.0 (Dell), llama2-70b-interactive, as quoted in DESIGN.md section 3",
     }
 ]
+#: Published throughput tables the serving model is checked on but never fitted on (``use`` = ``check``): every
+#: prompt submitted at once, no latency limit (``NO_LIMIT_MS``), fixed lengths, the stated TP.
+NO_LIMIT_MS = 1e9
+TRTLLM_V013 = {  # DESIGN.md section 3: TensorRT-LLM v0.13 performance overview, Llama-2-70B FP8, output tok/s
+    (128, 128): (16385, 17060, 6433, 3969),
+    (128, 2048): (17715, 19220, 5775, 3743),
+    (2048, 128): (2010, 2061, 742, 459),
+    (2048, 2048): (8016, 10349, 2551, 1911),
+    (500, 2000): (15260, 16789, 4463, 3019),
+}
+TRTLLM_NODES = (("h100-sxm", 8), ("h200", 8), ("h100-sxm", 2), ("h200", 1))
+AMD_VLLM = {(128, 2048): 16581.5, (128, 4096): 13667.3, (500, 2000): 13367.1, (2048, 2048): 8352.6}
+AMD_VLLM_SOURCE = (
+    "AMD ROCm performance results, vLLM throughput 8 x MI300X, Llama-3.1-70B FP8 (KV FP8), TP8 "
+    "(rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605; amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html, "
+    "read 2026-12)"
+)
+
+
+def _check(point_id: str, accelerator: str, gpus: int, model: str, lengths: tuple[int, int], tok_s: float, **what: str) -> dict:
+    n_in, n_out = lengths
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(
+        point_id=point_id,
+        model=model,
+        accelerator=accelerator,
+        gpus=gpus,
+        precision="fp8",
+        scenario="Offline (no limit)",
+        input_tokens=n_in,
+        input_tokens_max=n_in,
+        output_tokens=n_out,
+        ttft_p99_ms=NO_LIMIT_MS,
+        itl_p99_ms=NO_LIMIT_MS,
+        tok_s=tok_s,
+        tp=gpus,
+        use="check",
+        **what,
+    )
+    return row
+
+
+def check_rows() -> list[dict]:
+    """The TensorRT-LLM v0.13 and AMD vLLM throughput tables as ``check`` rows."""
+    rows = [
+        _check(
+            f"trtllm-v0.13-{acc}-x{gpus}-{n_in}-{n_out}",
+            acc,
+            gpus,
+            "llama-2-70b",
+            (n_in, n_out),
+            figures[k],
+            submitter="NVIDIA",
+            system=f"{gpus}x {acc}",
+            software="TensorRT-LLM v0.13",
+            source="NVIDIA TensorRT-LLM v0.13 performance overview (in-flight batching, max throughput), "
+            "as quoted in DESIGN.md section 3",
+        )
+        for (n_in, n_out), figures in TRTLLM_V013.items()
+        for k, (acc, gpus) in enumerate(TRTLLM_NODES)
+    ]
+    rows += [
+        _check(
+            f"amd-vllm-0.9-mi300x-x8-{n_in}-{n_out}",
+            "mi300x",
+            8,
+            "llama-3.1-70b",
+            (n_in, n_out),
+            tok_s,
+            submitter="AMD",
+            system="8x MI300X",
+            software="vLLM 0.9.0.1, ROCm 6.4.1",
+            source=AMD_VLLM_SOURCE,
+        )
+        for (n_in, n_out), tok_s in AMD_VLLM.items()
+    ]
+    return rows
+
+
 COLUMNS = [
     "point_id",
     "round",
@@ -86,6 +165,8 @@ COLUMNS = [
     "itl_p99_ms",
     "tok_s",
     "source",
+    "tp",
+    "use",
 ]
 
 
@@ -149,7 +230,8 @@ def build(shared: Path) -> pd.DataFrame:
     dropped["-99.9 twin of a -99 result"] = int(twin.sum())
     frame = frame[~twin].drop(columns="_accuracy").reset_index(drop=True)
     frame.insert(0, "point_id", [f"mlperf-{r}-{k:03d}" for k, r in enumerate(frame["round"])])
-    frame = pd.concat([frame, pd.DataFrame(DESIGN_ROWS)], ignore_index=True)
+    frame = pd.concat([frame, pd.DataFrame(DESIGN_ROWS)], ignore_index=True).assign(tp="", use="fit")
+    frame = pd.concat([frame, pd.DataFrame(check_rows())], ignore_index=True)
     for reason, n in sorted(dropped.items()):
         print(f"dropped {n:4d}: {reason}")
     return frame[COLUMNS]

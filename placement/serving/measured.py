@@ -6,6 +6,11 @@ tokens per second it completed. The bundled file, ``data/serving/measured.csv``,
 Llama-2-70B Server and Interactive results of the accelerators the catalog has (``scripts/build_measured.py``
 builds it, each row with its source); a planner's own file has the same columns (``serving.measurements``,
 ``placement calibrate FILE``). Every problem in a file is gathered (row, field, rule, fix).
+
+A row's ``use`` is ``fit`` (the default: the calibration fits it) or ``check`` (published, but not a goodput
+inside latency limits of the benchmark the fit is for: the TensorRT-LLM and AMD throughput tables, run with every
+prompt submitted at once and no limit; ``benchmarks/validate_serving.py`` reports them, nothing fits them).
+``tp`` is the tensor-parallel degree the run used where the source states it (blank: the model searches).
 """
 
 from __future__ import annotations
@@ -44,7 +49,11 @@ _COLUMNS = (
     Column("system", required=False, may_be_absent=True),
     Column("software", required=False, may_be_absent=True),
     Column("scenario", required=False, may_be_absent=True),
+    Column("tp", "number", required=False, low=1, whole=True, may_be_absent=True, help="tensor-parallel degree used"),
+    Column("use", required=False, may_be_absent=True, help="fit (default) or check"),
 )
+USES = ("fit", "check")
+"""What a row is for: fitted by the calibration, or a published check that nothing fits."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,8 @@ class MeasuredPoint:
     software: str = ""
     scenario: str = ""
     source: str = ""
+    tp: int | None = None
+    use: str = "fit"
 
     def request(self) -> ServingRequest:
         """The serving model's question for this run: the same node, workload and limits."""
@@ -102,17 +113,20 @@ class MeasuredPoint:
             self.ttft_p99_ms,
             self.itl_p99_ms,
             input_tokens_max=None if self.input_tokens_max is None else round(self.input_tokens_max),
+            tp=self.tp,
         )
 
 
-def load_measured(path: str | Path = MEASURED_CSV) -> list[MeasuredPoint]:
+def load_measured(path: str | Path = MEASURED_CSV, *, use: str = "fit") -> list[MeasuredPoint]:
     """Read and check a file of measured points.
 
     Parameters
     ----------
     path : str or Path
         CSV with the columns of ``data/serving/measured.csv`` (``round``, ``submitter``, ``system``,
-        ``software``, ``scenario`` and ``input_tokens_max`` may be left out).
+        ``software``, ``scenario``, ``input_tokens_max``, ``tp`` and ``use`` may be left out).
+    use : {"fit", "check"}
+        Which rows to return: those to fit (the default), or the published checks. Every row is checked either way.
 
     Returns
     -------
@@ -150,6 +164,9 @@ def load_measured(path: str | Path = MEASURED_CSV) -> list[MeasuredPoint]:
             if pd.notna(gpus) and gpus > spec.gpus_per_node:
                 rule = f"{int(gpus)} GPUs is more than one {accel} node ({spec.gpus_per_node})"
                 problems.append(Problem(source, where, "gpus", rule, "give one node's figure (divide a cluster's by its nodes)"))
+        row_use = str(cells["use"].iloc[k]).strip()
+        if row_use not in ("", *USES):
+            problems.append(Problem(source, where, "use", f"unknown use {row_use!r}", "give fit, check or leave it blank (fit)"))
         longest, mean = cells["input_tokens_max"].iloc[k], cells["input_tokens"].iloc[k]
         if pd.notna(longest) and pd.notna(mean) and longest < mean:
             rule = "is below input_tokens (the mean)"
@@ -159,14 +176,14 @@ def load_measured(path: str | Path = MEASURED_CSV) -> list[MeasuredPoint]:
         rule = f"{ids.iloc[k]!r} appears twice"
         problems.append(Problem(source, table.where(k), "point_id", rule, "give every row its own id"))
     raise_if(problems)
-    return [_point(cells, k) for k in range(len(table.cells))]
+    return [point for k in range(len(table.cells)) if (point := _point(cells, k)).use == use]
 
 
 def _point(cells: dict[str, pd.Series], k: int) -> MeasuredPoint:
     def word(name: str) -> str:
         return str(cells[name].iloc[k]).strip()
 
-    longest = cells["input_tokens_max"].iloc[k]
+    longest, tp = cells["input_tokens_max"].iloc[k], cells["tp"].iloc[k]
     return MeasuredPoint(
         point_id=word("point_id"),
         model=word("model"),
@@ -184,6 +201,8 @@ def _point(cells: dict[str, pd.Series], k: int) -> MeasuredPoint:
         software=word("software"),
         scenario=word("scenario"),
         source=word("source"),
+        tp=None if pd.isna(tp) else int(tp),
+        use=word("use") or "fit",
     )
 
 

@@ -42,6 +42,11 @@ def test_the_bundled_points_load_and_name_only_catalog_parts() -> None:
     assert len(b200) == 1 and b200[0].round == "v5.1"
     runs = sorted(p.tok_s for p in points if p.accelerator == "b200" and p.scenario == "Server" and p.round == "v5.1")
     assert b200[0].tok_s == pytest.approx(float(np.median(runs)))
+    # The throughput tables (no latency limit) are published checks, never fitted: 20 TensorRT-LLM, 4 AMD vLLM.
+    checks = load_measured(use="check")
+    assert len(checks) == 24 and all(p.use == "check" and p.tp == p.gpus for p in checks)
+    assert {p.software for p in checks} == {"TensorRT-LLM v0.13", "vLLM 0.9.0.1, ROCm 6.4.1"}
+    assert not {p.point_id for p in checks} & {p.point_id for p in points}
 
 
 def test_a_bad_file_lists_every_problem_by_row_and_field(tmp_path: Path) -> None:
@@ -63,6 +68,19 @@ def test_a_bad_file_lists_every_problem_by_row_and_field(tmp_path: Path) -> None
     assert "unknown model 'llama-2-7b'" in text
     assert "'c' appears twice" in text
     assert "tok_s" in text and "line 5" in text
+
+
+def test_a_row_is_fitted_or_a_check_and_nothing_else(tmp_path: Path) -> None:
+    path = tmp_path / "mine.csv"
+    row = "llama-2-70b,h100-sxm,8,fp8,222,1021,290,2000,200,30000,me"
+    path.write_text(HEADER.replace("source", "source,tp,use") + f"a,{row},8,\nb,{row},,check\nc,{row},4,fitt\n")
+    with pytest.raises(InputError) as caught:
+        load_measured(path)
+    assert "unknown use 'fitt'" in str(caught.value) and "line 4" in str(caught.value)
+    path.write_text(HEADER.replace("source", "source,tp,use") + f"a,{row},8,\nb,{row},,check\n")
+    (fitted,), (check,) = load_measured(path), load_measured(path, use="check")
+    assert (fitted.point_id, fitted.tp, fitted.request().tp) == ("a", 8, 8)
+    assert (check.point_id, check.tp, check.use) == ("b", None, "check")
 
 
 def _synthetic(point: MeasuredPoint, gemm: float, overhead: float) -> cal.Surface:
