@@ -44,6 +44,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("country", required=False, may_be_absent=True),
     Column("continent", required=False, may_be_absent=True),
     Column("providers", required=False, may_be_absent=True),
+    Column(
+        "network",
+        required=False,
+        help="who carries the site's packets: backbone (a cloud region on its provider's backbone) or transit "
+        "(colocation, greenfield); blank: backbone where providers names a cloud region, else transit",
+        may_be_absent=True,
+    ),
     Column("grid_region", required=False, help="sites that fail together with their grid region", may_be_absent=True),
     Column("campus", required=False, help="sites that share a campus's substations and fibre", may_be_absent=True),
     Column("corridor", required=False, help="sites whose routes share one subsea or terrestrial corridor", may_be_absent=True),
@@ -139,6 +146,28 @@ def load_catalog(path: str | Path) -> pd.DataFrame:
         problems.append(Problem(source, "", "", "the catalog has no sites", "add one row per candidate site"))
     raise_if(problems)
     table = pd.DataFrame({c.name: _check_column(raw, c, problems) for c in COLUMNS})
+    table["network"] = _site_network(raw, table, problems)
     unique(raw, "id", problems, what="id", fix="give every site a unique id")
     raise_if(problems)
     return table.reset_index(drop=True)
+
+
+SITE_NETWORKS = ("backbone", "transit")
+"""What a site's ``network`` may say (:mod:`placement.network.paths`: the path class of its round trips)."""
+
+
+def _site_network(raw: Table, table: pd.DataFrame, problems: list[Problem]) -> pd.Series:
+    """Each site's connectivity: as written, else backbone for a cloud region (``providers``) and transit otherwise."""
+    written = table["network"].str.strip().str.lower()
+    bad = ~written.isin([*SITE_NETWORKS, ""])
+    problems.extend(
+        raw.problem(
+            int(k),
+            "network",
+            f"must be backbone or transit, got {table['network'].iloc[k]!r}",
+            "write backbone or transit, or leave it blank",
+        )
+        for k in bad.to_numpy().nonzero()[0]
+    )
+    by_kind = table["providers"].str.strip().ne("").map({True: "backbone", False: "transit"})
+    return written.where(written.ne(""), by_kind)

@@ -268,6 +268,7 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             "continent": sites["continent"],
             "lat": sites["lat"],
             "lon": sites["lon"],
+            "network": sites["network"] if "network" in sites.columns else "backbone",
             "open": solution.open,
             "locked": sites["locked"],
             "nodes": solution.nodes,

@@ -45,6 +45,7 @@ OUTPUT_COLUMNS: tuple[str, ...] = (
     "carbon_intensity_g_per_kwh",
     "locked",
     "providers",
+    "network",
     "grid_region",
     "campus",
     "corridor",
@@ -431,6 +432,7 @@ def build_rows(
                 "carbon_intensity_g_per_kwh": f"{intensity:.1f}",
                 "locked": "false",
                 "providers": ";".join(keys),
+                "network": "backbone",  # a cloud region: its provider's backbone carries the packets
                 "source": source,
             }
         )
@@ -829,6 +831,7 @@ def build_additions(
                 "carbon_intensity_g_per_kwh": f"{intensity:.1f}",
                 "locked": "false",
                 "providers": a["providers"],
+                "network": "backbone" if a["kind"] == "cloud-region" else "transit",  # colocation, greenfield: transit
                 "source": "; ".join(p for p in parts if p),
             }
         )
