@@ -223,6 +223,10 @@ _RTT_LEGS = {
     "access": "users at FROM to a site at TO, their last mile included (what the plan budgets)",
     "backbone": "data center to data center over one provider's private backbone (not used by the plan)",
 }
+_SITE_NETWORKS = {
+    "transit": "sites on commodity transit (colocation, greenfield, hosting)",
+    "backbone": "cloud regions on their provider's backbone",
+}
 
 
 def _rtt(args: argparse.Namespace) -> int:
@@ -230,8 +234,14 @@ def _rtt(args: argparse.Namespace) -> int:
     from placement.network.places import rtt_report
 
     # The rtt command reads no scenario: the bundled network and calibrated parameters, as the bundled scenarios.
+    if args.measurements:
+        return _rtt_measurements(args)
+    if args.origin is None or args.destination is None:
+        raise InputError([Problem("rtt", "FROM TO", "", "two places are needed", "give FROM and TO, or --measurements FILE")])
     path = PathType.ACCESS if args.access else PathType(args.path)
-    report = rtt_report(args.origin, args.destination, path=path, round_trips=default_round_trips())
+    report = rtt_report(
+        args.origin, args.destination, path=path, site_network=args.site_network, round_trips=default_round_trips()
+    )
     if args.json:
         print(jsonio.dumps(report, ensure_ascii=False))
         return EXIT_OK
@@ -239,6 +249,8 @@ def _rtt(args: argparse.Namespace) -> int:
     print(
         f"{origin['name']} ({origin['country_code']}) -> {destination['name']} ({destination['country_code']}): {_RTT_LEGS[path]}"
     )
+    if path is not PathType.BACKBONE:
+        print(f"  {_SITE_NETWORKS[args.site_network]}")
     print(
         f"  RTT {report['rtt_ms']:.1f} ms (p90 {report['rtt_p90_ms']:.1f} ms); "
         f"physics bound {report['bound_ms']:.1f} ms (great circle in fiber)"
@@ -246,6 +258,25 @@ def _rtt(args: argparse.Namespace) -> int:
     print(f"  path: {' > '.join(report['path'])}")
     for note in report.get("notes", []):
         print(f"  note: {note}")
+    return EXIT_OK
+
+
+def _rtt_measurements(args: argparse.Namespace) -> int:
+    from placement.network.measurements import calibrate, format_report, load_measurements
+    from placement.network.paths import default_round_trips
+
+    report = calibrate(load_measurements(args.measurements), default_round_trips())
+    if args.json:
+        payload = {
+            "measurements": args.measurements,
+            "table": report.table.to_dict(orient="records"),
+            "p50_factor": dict(report.corrections.p50_factor),
+            "p90_spread_factor": dict(report.corrections.p90_spread_factor),
+        }
+        print(jsonio.dumps(payload, ensure_ascii=False))
+        return EXIT_OK
+    for line in format_report(report, args.measurements):
+        print(line)
     return EXIT_OK
 
 
@@ -553,8 +584,14 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--json", action="store_true", help="print diff.json instead of the table")
     diff.set_defaults(handler=_diff)
     rtt = commands.add_parser("rtt", help="round trip between two places (names or 'lat,lon')")
-    rtt.add_argument("origin", metavar="FROM", help='a city name ("Chicago", "Sao Paulo") or "lat,lon"')
-    rtt.add_argument("destination", metavar="TO", help="a city name or lat,lon")
+    rtt.add_argument("origin", metavar="FROM", nargs="?", help='a city name ("Chicago", "Sao Paulo") or "lat,lon"')
+    rtt.add_argument("destination", metavar="TO", nargs="?", help="a city name or lat,lon")
+    rtt.add_argument(
+        "--measurements",
+        metavar="FILE",
+        help="your measured round trips (CSV: from, to, rtt_ms[, rtt_p90_ms, samples, path]): the model's error on them "
+        "before and after the corrections they make, with a held-out split",
+    )
     rtt.add_argument(
         "--access", action="store_true", help="users at FROM to a site at TO: exactly the round trip a plan budgets for them"
     )
@@ -563,6 +600,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["internet", "backbone"],
         default="internet",
         help="data center to data center over the public internet (default; the plan's) or a provider's backbone",
+    )
+    rtt.add_argument(
+        "--site-network",
+        choices=["transit", "backbone"],
+        default="transit",
+        help="who carries the data centers' packets: transit (default: colocation, greenfield, hosting) or backbone "
+        "(cloud regions, reached at the provider's nearest edge)",
     )
     rtt.add_argument("--json", action="store_true", help="print JSON (rtt_ms, rtt_p90_ms, path, bound_ms, ...)")
     rtt.set_defaults(handler=_rtt)
@@ -630,7 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_RTT_VALUE_OPTIONS = ("--path",)
+_RTT_VALUE_OPTIONS = ("--path", "--site-network", "--measurements")
 
 
 def _places_as_positionals(argv: list[str]) -> list[str]:

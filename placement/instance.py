@@ -22,6 +22,7 @@ from placement.economics import NodeCost, node_cost_usd_per_h
 from placement.faults import FaultDomains, fault_domains
 from placement.network.latency import LatencyModel
 from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_network
+from placement.network.measurements import calibrate, load_measurements
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
@@ -194,7 +195,9 @@ class Instance:
         return np.asarray(~self.allowed.any(axis=1))
 
 
-def build_latency_model(spec: LatencySection, resolve: Resolve) -> LatencyModel:
+def build_latency_model(
+    spec: LatencySection, resolve: Resolve, *, sites: pd.DataFrame | None = None, source: str = "scenario"
+) -> LatencyModel:
     """The scenario's latency model, built once: its network, parameters and shortest paths.
 
     Parameters
@@ -203,31 +206,46 @@ def build_latency_model(spec: LatencySection, resolve: Resolve) -> LatencyModel:
         The scenario's ``latency`` section.
     resolve : callable
         Turns a path written in the scenario into a file (relative to the scenario's folder).
+    sites : pandas.DataFrame, optional
+        The catalog, so that ``latency.measurements`` may name sites by id.
+    source : str, optional
+        The scenario file, for error messages.
 
     Returns
     -------
     LatencyModel
         The great-circle model, or the graph over the scenario's ``latency.hubs``/``links``
-        (the bundled files where the scenario names none) with the calibrated parameters and
-        the users' last mile (the per-country priors, or the scenario's ``access_ms``).
+        (the bundled files where the scenario names none) with the calibrated parameters, the
+        users' last mile (the per-country priors, or the scenario's ``access_ms``) and the
+        corrections of the planner's ``latency.measurements`` (with their before/after report).
 
     Raises
     ------
     InputError
-        Every problem in the hubs and links files.
+        Every problem in the hubs, links and measurement files.
     """
     if spec.model == "great_circle":
+        if spec.measurements is not None:
+            rule = "corrects the graph model; the great_circle model has no paths to correct"
+            raise InputError([Problem(source, "latency.measurements", "", rule, "set latency.model: graph, or remove it")])
         return LatencyModel.from_great_circle(spec.params())
     if spec.hubs is None and spec.links is None:
         network = default_network()
     else:
         network = load_network(resolve(spec.hubs) if spec.hubs else HUBS_CSV, resolve(spec.links) if spec.links else LINKS_CSV)
-    return LatencyModel.from_graph(round_trips(network, last_mile_override_ms=spec.access_ms))
+    trips = round_trips(network, last_mile_override_ms=spec.access_ms)
+    if spec.measurements is None:
+        return LatencyModel.from_graph(trips)
+    report = calibrate(load_measurements(resolve(spec.measurements), sites=sites), trips)
+    return LatencyModel.from_graph(replace(trips, corrections=report.corrections), calibration=report)
 
 
 def endpoints(frame: pd.DataFrame) -> Endpoints:
-    """Points of a city or site table (``lat``, ``lon``, ``country_code``)."""
-    return Endpoints.of(frame["lat"].to_numpy(float), frame["lon"].to_numpy(float), frame["country_code"].to_numpy(str))
+    """Points of a city or site table (``lat``, ``lon``, ``country_code``; a site's ``network``: transit or backbone)."""
+    on_transit = frame["network"].eq("transit").to_numpy(bool) if "network" in frame.columns else False
+    return Endpoints.of(
+        frame["lat"].to_numpy(float), frame["lon"].to_numpy(float), frame["country_code"].to_numpy(str), on_transit
+    )
 
 
 def worst_member_rtt_ms(cities: pd.DataFrame, sites: pd.DataFrame, latency: LatencyModel) -> RoundTripQuantiles:
@@ -894,7 +912,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")
     pop_slices, slice_hours = slice_demand(scenario.time, populations, resolve, peak_factor=scenario.demand.peak_factor)
     pop_mean = populations.table["demand_tok_s"].to_numpy(float)
-    latency = build_latency_model(scenario.latency, resolve)
+    latency = build_latency_model(scenario.latency, resolve, sites=sites, source=source)
     quantiles = worst_member_rtt_ms(populations.cities, sites, latency)
     quantile = Quantile(scenario.latency.quantile)
     rtt = quantiles.p90_ms if quantile is Quantile.P90 else quantiles.p50_ms

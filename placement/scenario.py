@@ -224,6 +224,11 @@ class LatencySection(_Section):
         "p90",
         description="which round trip the TTFT budget uses: p50 (median path) or p90 (the model's 90th percentile)",
     )
+    measurements: str | None = Field(
+        None,
+        description="a CSV of your own measured round trips (from, to, rtt_ms[, rtt_p90_ms, samples, path]) that "
+        "corrects the graph model by world-region pair (graph model only)",
+    )
 
     def params(self) -> LatencyParams:
         """As :class:`placement.network.great_circle.LatencyParams` (the great-circle model)."""
@@ -521,6 +526,7 @@ def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
         ("time.power_price_profile", loaded.scenario.time.power_price_profile),
         ("latency.hubs", loaded.scenario.latency.hubs),
         ("latency.links", loaded.scenario.latency.links),
+        ("latency.measurements", loaded.scenario.latency.measurements),
         ("horizon.power_schedule", loaded.scenario.horizon.power_schedule if loaded.scenario.horizon else None),
     ):
         if relative is not None:

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from placement.network import great_circle as gc
 from placement.network.load import GraphLatencyParams, Network
+from placement.network.measurements import CalibrationReport
 from placement.network.paths import Endpoints, PathType, RoundTripQuantiles, RoundTrips
 
 FloatArray = NDArray[np.float64]
@@ -46,6 +47,8 @@ class LatencyModel:
         The public-internet and access round trips over ``network`` (graph model only).
     great_circle_params : LatencyParams or None
         Route factor, fixed delay and access (great-circle model only).
+    calibration : CalibrationReport or None
+        The scenario's ``latency.measurements`` report (graph model only).
     """
 
     kind: Literal["graph", "great_circle"]
@@ -53,22 +56,32 @@ class LatencyModel:
     graph_params: GraphLatencyParams | None = None
     round_trips: RoundTrips | None = None
     great_circle_params: gc.LatencyParams | None = None
+    calibration: CalibrationReport | None = None
 
     @classmethod
-    def from_graph(cls, round_trips: RoundTrips) -> LatencyModel:
+    def from_graph(cls, round_trips: RoundTrips, *, calibration: CalibrationReport | None = None) -> LatencyModel:
         """The graph model; its hub-to-hub round trips are computed here, once.
 
         Parameters
         ----------
         round_trips : RoundTrips
-            Network, backbone and internet parameters, last-mile priors (or the scenario's override).
+            Network, backbone and internet parameters, last-mile priors (or the scenario's override),
+            transit excess and any corrections from the planner's measurements.
+        calibration : CalibrationReport, optional
+            The before/after report of those measurements (``latency_measurements.csv``).
 
         Returns
         -------
         LatencyModel
             The model, with its shortest paths computed.
         """
-        model = cls("graph", network=round_trips.network, graph_params=round_trips.backbone, round_trips=round_trips)
+        model = cls(
+            "graph",
+            network=round_trips.network,
+            graph_params=round_trips.backbone,
+            round_trips=round_trips,
+            calibration=calibration,
+        )
         model.hub_rtt_ms  # noqa: B018 -- build the graph and its shortest paths now, not inside a later step
         return model
 

@@ -7,14 +7,19 @@ Three path types (:class:`PathType`):
     reaches the graph at its nearest hubs, whatever their country; no firewall. Shown by
     ``placement rtt A B --path backbone``; the plan does not use it.
 ``internet``
-    Data center to data center over the public internet (hosting data centers, transit and
-    peering), the default of ``placement rtt A B`` and what the plan uses between its sites
-    (retrieval stores): a planner's sites in different metros are leased halls reached over
-    transit, not one provider's backbone. Fitted on public-internet measurements.
+    Data center to data center over the public internet, what the plan uses between its sites
+    (retrieval stores) and ``placement rtt A B`` prints. Who carries the packets is the ends'
+    connectivity (:attr:`Endpoints.on_transit`, a site's ``network`` column): between two cloud
+    regions (``backbone`` sites) the provider's network carries them to its edge nearest the
+    other end, the graph fitted on the cloud tables (AWS, GCP, IBM public IPs); if either end is
+    on ``transit`` (colocation, greenfield, a hosting server) the path is that times the transit
+    inflation of :mod:`placement.network.transit`, fitted on RIPE Atlas pings.
 ``access``
-    A population's users to a site: the ``internet`` path plus the users' last mile (a
-    per-country prior from RIPE Atlas) at the user end only. This is what the plan budgets
-    (``assignments.csv`` ``rtt_ms``) and what ``placement rtt A B --access`` prints.
+    A population's users to a site: the ``internet`` path from the users' point, with the site's
+    connectivity, plus the users' last mile (a per-country prior from RIPE Atlas) at the user end
+    only. Users reach a backbone site at the provider's nearest edge and a transit site over the
+    public internet. This is what the plan budgets (``assignments.csv`` ``rtt_ms``) and what
+    ``placement rtt A B --access`` prints.
 
 Access legs follow connectivity, not the great circle: on ``internet`` and ``access`` paths a
 point enters the graph at one of the :data:`~placement.network.graph.ACCESS_HUBS` nearest hubs
@@ -24,8 +29,11 @@ penalty. A point farther than ``off_hub_km`` from its hub pays the detour to its
 regional network that backhauls a city not on a long-haul hub). Links that cross into a country
 behind a national firewall carry ``firewall_ms`` (graph parameter).
 
-Every pair has a median (p50) and a p90 round trip: the p90 is the p50 times the band's fitted
-ratio of the 90th to the 50th percentile of measured over modelled round trips.
+Every pair has a median (p50) and a p90 round trip: the p90 is the p50 times its path class's ratio
+for the distance band, the 90th percentile of held-out measured over modelled round trips (so about
+nine measured paths in ten are at or below it). A planner's own measurements
+(:mod:`placement.network.measurements`) correct both by world-region pair
+(:class:`~placement.network.corrections.RegionCorrections`).
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from placement.geodesy import great_circle_km, pairwise_km, unit_vectors
+from placement.network.corrections import RegionCorrections
 from placement.network.graph import (
     ACCESS_HUBS,
     access_rtt_ms,
@@ -61,6 +70,8 @@ from placement.network.load import (
     default_params,
     global_network,
 )
+from placement.network.transit import TransitParams, load_transit
+from placement.network.world_regions import region_index
 
 FloatArray = NDArray[np.float64]
 
@@ -93,19 +104,30 @@ class Endpoints:
         Coordinates (``n``). [degrees]
     country_code : numpy.ndarray of str
         ISO 3166-1 alpha-2 code of each point ('' if unknown: treated as a country with no hub).
+    on_transit : numpy.ndarray of bool
+        True where the point is a data center on commodity transit (colocation, greenfield, a
+        hosting server), False where it is on a provider's backbone (a cloud region). Users are
+        rows of ``access`` paths, where it is not read.
     """
 
     lat_deg: FloatArray
     lon_deg: FloatArray
     country_code: NDArray[np.str_]
+    on_transit: NDArray[np.bool_]
 
     @classmethod
-    def of(cls, lat_deg: ArrayLike, lon_deg: ArrayLike, country_code: ArrayLike) -> Endpoints:
-        """Build from array-likes (scalars allowed)."""
+    def of(cls, lat_deg: ArrayLike, lon_deg: ArrayLike, country_code: ArrayLike, on_transit: ArrayLike = False) -> Endpoints:
+        """Build from array-likes (scalars allowed; ``on_transit`` default: every point on a backbone)."""
         lat = np.atleast_1d(np.asarray(lat_deg, dtype=float))
         lon = np.atleast_1d(np.asarray(lon_deg, dtype=float))
         codes = np.atleast_1d(np.asarray(country_code, dtype=str))
-        return cls(lat, lon, np.broadcast_to(codes, lat.shape).astype(str))
+        transit = np.broadcast_to(np.atleast_1d(np.asarray(on_transit, dtype=bool)), lat.shape).copy()
+        return cls(lat, lon, np.broadcast_to(codes, lat.shape).astype(str), transit)
+
+    @property
+    def region(self) -> NDArray[np.intp]:
+        """World-region index of each point (:mod:`placement.network.world_regions`)."""
+        return region_index(self.lat_deg, self.lon_deg)
 
     def __len__(self) -> int:
         """Number of points."""
@@ -130,7 +152,8 @@ class PathExtras:
     last_mile_by_country : tuple of (str, float)
         Users' last mile per ISO alpha-2 country (RIPE Atlas prior). [ms]
     p90_ratio_by_band : tuple of float
-        p90 over p50 round trip in each distance band (one more than :data:`BAND_EDGES_KM`).
+        p90 over p50 round trip of a backbone path in each distance band (one more than
+        :data:`BAND_EDGES_KM`).
     """
 
     detour_ms: float = 2.0
@@ -148,9 +171,14 @@ class PathExtras:
         return np.array([table.get(str(c), self.last_mile_default_ms) for c in country_code], dtype=float)
 
     def p90_ratio(self, distance_km: ArrayLike) -> FloatArray:
-        """p90 over p50 ratio for each great-circle distance."""
-        band = np.searchsorted(np.asarray(BAND_EDGES_KM), np.asarray(distance_km, dtype=float), side="right")
-        return np.asarray(np.asarray(self.p90_ratio_by_band, dtype=float)[band])
+        """p90 over p50 ratio of a backbone path for each great-circle distance."""
+        return band_ratio(self.p90_ratio_by_band, distance_km)
+
+
+def band_ratio(ratio_by_band: tuple[float, ...], distance_km: ArrayLike) -> FloatArray:
+    """The figure of each distance's band (:data:`BAND_EDGES_KM`) from one figure per band."""
+    band = np.searchsorted(np.asarray(BAND_EDGES_KM), np.asarray(distance_km, dtype=float), side="right")
+    return np.asarray(np.asarray(ratio_by_band, dtype=float)[band])
 
 
 class Entries(NamedTuple):
@@ -238,6 +266,10 @@ class RoundTrips:
         Detour, border, last-mile priors and p90 ratios.
     last_mile_override_ms : float or None
         One last mile for every country (a scenario's ``latency.access_ms``); None: the priors. [ms]
+    transit : TransitParams
+        How much longer a transit path is than a backbone one, and its spread (:mod:`placement.network.transit`).
+    corrections : RegionCorrections
+        A planner's measured corrections by world-region pair (none: the calibrated model).
     """
 
     network: Network
@@ -245,6 +277,8 @@ class RoundTrips:
     internet: GraphLatencyParams
     extras: PathExtras = field(default_factory=PathExtras)
     last_mile_override_ms: float | None = None
+    transit: TransitParams = field(default_factory=TransitParams)
+    corrections: RegionCorrections = field(default_factory=RegionCorrections)
 
     @cached_property
     def internet_hub_rtt_ms(self) -> FloatArray:
@@ -344,16 +378,32 @@ class RoundTrips:
             ``p50_ms`` and ``p90_ms``, both never below the physics bound over the great circle. [ms]
         """
         km = pairwise_km(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg)
+        bound = physics_bound_rtt_ms(km)
         if path is PathType.BACKBONE:
             backbone = global_network(self.network)  # a provider's backbone does not take the regional corridors
             p50 = backbone_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, self.backbone, network=backbone)
-        else:
-            p50 = self._public_p50_ms(a, b)
-            if path is PathType.ACCESS:
-                p50 = p50 + self.extras.last_mile_ms(a.country_code, self.last_mile_override_ms)[:, None]
-        bound = physics_bound_rtt_ms(km)
+            p50 = np.maximum(p50, bound)
+            return RoundTripQuantiles(np.asarray(p50), np.asarray(p50 * self.extras.p90_ratio(km)))
+        p50 = self._public_p50_ms(a, b)
+        on_transit = b.on_transit[None, :] if path is PathType.ACCESS else a.on_transit[:, None] | b.on_transit[None, :]
+        on_transit = np.broadcast_to(on_transit, p50.shape)
+        backbone_ratio = self.extras.p90_ratio(km)
+        ratio = backbone_ratio
+        if on_transit.any():
+            p50 = np.where(on_transit, p50 * self.transit.inflation(km, a.region[:, None], b.region[None, :]), p50)
+            ratio = np.where(on_transit, band_ratio(self.transit.p90_ratio_by_band, km), ratio)
+        if path is PathType.ACCESS:
+            # The transit spread was measured between RIPE probes and already holds their access networks'
+            # spread; the users' last mile keeps the spread it had, so only the network part takes it.
+            last_mile = np.broadcast_to(self.extras.last_mile_ms(a.country_code, self.last_mile_override_ms)[:, None], p50.shape)
+            ratio = (p50 * ratio + last_mile * backbone_ratio) / np.maximum(p50 + last_mile, 1e-9)
+            p50 = p50 + last_mile
+        if self.corrections:
+            region_a, region_b = a.region[:, None], b.region[None, :]
+            p50 = p50 * self.corrections.p50(region_a, region_b)
+            ratio = np.maximum(ratio * self.corrections.spread(region_a, region_b), 1.0)
         p50 = np.maximum(p50, bound)
-        return RoundTripQuantiles(np.asarray(p50), np.asarray(p50 * self.extras.p90_ratio(km)))
+        return RoundTripQuantiles(np.asarray(p50), np.asarray(p50 * ratio))
 
     def pair(self, a: Endpoints, b: Endpoints, path: PathType) -> PairPath:
         """One pair's round trips (exactly :meth:`rtt_ms`) and the hub names along its median path.
@@ -449,7 +499,13 @@ def round_trips(network: Network, *, last_mile_override_ms: float | None = None)
         _calibrated_internet(),
         _calibrated_extras(),
         last_mile_override_ms=last_mile_override_ms,
+        transit=_calibrated_transit(),
     )
+
+
+@lru_cache(maxsize=1)
+def _calibrated_transit() -> TransitParams:
+    return load_transit(CALIBRATED_JSON) if CALIBRATED_JSON.exists() else TransitParams()
 
 
 @lru_cache(maxsize=1)

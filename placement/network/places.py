@@ -174,6 +174,7 @@ def rtt_report(
     to_text: str,
     *,
     path: PathType = PathType.INTERNET,
+    site_network: str = "transit",
     cities: pd.DataFrame | None = None,
     round_trips: RoundTrips,
 ) -> dict[str, Any]:
@@ -191,6 +192,9 @@ def rtt_report(
         City names or ``lat,lon`` (see :func:`resolve_place`).
     path : PathType, optional
         ``internet`` (default), ``access`` (users at FROM, their last mile included) or ``backbone``.
+    site_network : {"transit", "backbone"}, optional
+        Who carries the data centers' packets (both ends of ``internet``, TO of ``access``):
+        ``transit`` (default: a colocation or hosting site) or ``backbone`` (cloud regions).
     cities : pandas.DataFrame, optional
         City table; default the bundled GeoNames file.
     round_trips : RoundTrips
@@ -200,7 +204,7 @@ def rtt_report(
     -------
     dict
         ``from``, ``to`` (each ``name, country_code, lat, lon, note``), ``path_type``, ``access``,
-        ``rtt_ms`` (p50), ``rtt_p90_ms``, ``bound_ms``, ``path`` (hub names) and ``notes``.
+        ``site_network``, ``rtt_ms`` (p50), ``rtt_p90_ms``, ``bound_ms``, ``path`` (hub names) and ``notes``.
 
     Raises
     ------
@@ -217,12 +221,14 @@ def rtt_report(
     if problems:
         raise InputError(problems)
     a, b = places
-    result = round_trips.pair(place_endpoints(a), place_endpoints(b), path)
+    on_transit = site_network == "transit"
+    result = round_trips.pair(place_endpoints(a, on_transit), place_endpoints(b, on_transit), path)
     return {
         "from": _place_dict(a),
         "to": _place_dict(b),
         "path_type": str(path),
         "access": path is PathType.ACCESS,
+        "site_network": "backbone" if path is PathType.BACKBONE else site_network,
         "rtt_ms": round(result.rtt_ms, 2),
         "rtt_p90_ms": round(result.rtt_p90_ms, 2),
         "bound_ms": round(result.bound_ms, 2),
@@ -231,9 +237,9 @@ def rtt_report(
     }
 
 
-def place_endpoints(place: Place) -> Endpoints:
-    """A resolved place as one endpoint with its country."""
-    return Endpoints.of(place.lat, place.lon, place.country_code)
+def place_endpoints(place: Place, on_transit: bool = False) -> Endpoints:
+    """A resolved place as one endpoint with its country (a data center on transit or on a backbone)."""
+    return Endpoints.of(place.lat, place.lon, place.country_code, on_transit)
 
 
 def _place_dict(place: Place) -> dict[str, Any]:

@@ -65,6 +65,9 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
     write_csv(members.assign(population_id=ids).drop(columns=["population_index"]), folder / "population_members.csv")
     if tail_check is not None:
         write_csv(tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
+    calibration = plan.instance.latency.calibration
+    if calibration is not None:  # the scenario's latency.measurements: before/after error on the planner's own pings
+        write_csv(calibration.table, folder / "latency_measurements.csv")
     if plan.failover is not None:
         write_csv_chunks(plan.failover.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
         write_csv(plan.failover.sites, folder / "failover_sites.csv")

@@ -41,7 +41,8 @@ def test_rtt_access_equals_every_assignment_for_every_member_city(plan: Plan) ->
     assert members.groupby("population_id").size().max() > 1  # the worst-member rule is exercised
     for row in plan.assignments.itertuples(index=False):
         group = members[members["population_id"] == row.population_id]
-        site = place_endpoints(_site_place(plan, row.site_id))
+        on_transit = plan.instance.sites.set_index("id").loc[row.site_id, "network"] == "transit"
+        site = place_endpoints(_site_place(plan, row.site_id), bool(on_transit))
         per_member = [
             trips.pair(Endpoints.of(m.lat, m.lon, m.country_code), site, PathType.ACCESS) for m in group.itertuples(index=False)
         ]
@@ -60,7 +61,8 @@ def test_one_cli_invocation_prints_the_plans_round_trip(plan: Plan, capsys: pyte
     site = plan.instance.sites.set_index("id").loc[row["site_id"]]
     worst = None
     for m in group.itertuples(index=False):
-        assert main(["rtt", f"{m.lat},{m.lon}", f"{site['lat']},{site['lon']}", "--access", "--json"]) == 0
+        place_args = [f"{m.lat},{m.lon}", f"{site['lat']},{site['lon']}", "--site-network", site["network"]]
+        assert main(["rtt", *place_args, "--access", "--json"]) == 0
         report = json.loads(capsys.readouterr().out)
         assert report["from"]["country_code"] == m.country_code and report["to"]["country_code"] == site["country_code"]
         worst = report["rtt_ms"] if worst is None else max(worst, report["rtt_ms"])
@@ -70,5 +72,13 @@ def test_one_cli_invocation_prints_the_plans_round_trip(plan: Plan, capsys: pyte
 def test_rtt_report_by_name_is_the_same_function(plan: Plan) -> None:
     report = rtt_report("Frankfurt am Main", "Paris", path=PathType.ACCESS, round_trips=default_round_trips())
     a, b = resolve_place("Frankfurt am Main"), resolve_place("Paris")
-    direct = default_round_trips().pair(place_endpoints(a), place_endpoints(b), PathType.ACCESS)
+    direct = default_round_trips().pair(place_endpoints(a), place_endpoints(b, True), PathType.ACCESS)
+    assert report["site_network"] == "transit"  # rtt's default: a colocation or hosting site
     assert report["rtt_ms"] == pytest.approx(direct.rtt_ms, abs=0.01)
+    backbone = rtt_report(
+        "Frankfurt am Main", "Paris", path=PathType.ACCESS, site_network="backbone", round_trips=default_round_trips()
+    )
+    assert backbone["rtt_ms"] == pytest.approx(
+        default_round_trips().pair(place_endpoints(a), place_endpoints(b), PathType.ACCESS).rtt_ms, abs=0.01
+    )
+    assert backbone["rtt_ms"] < report["rtt_ms"]  # transit is the longer path

@@ -244,9 +244,10 @@ def _plan(folder: Path, workload: dict, adoption: float) -> Plan:
 
 
 def test_check_tail_lists_nothing_at_low_load(tmp_path: Path) -> None:
-    # 100 ms more objective than the node budget leaves the populations slack for the step a new request waits
-    # out (the analytic TTFT leaves it out: simulated 193 ms against 170 ms at 20 % load, issue 11's open point)
-    plan = _plan(tmp_path, _serving_class("chat", 400, 170, 50, (1024, 290), prefix_cache_hit_rate=0.2), 0.0002)
+    # 150 ms more objective than the node budget leaves the populations slack for the step a new request waits
+    # out (the analytic TTFT leaves it out: simulated ~200 ms against 170 ms at 20 % load, issue 11's open point);
+    # 100 ms did until the small catalog's sites went on transit (issue 23: longer round trips, less slack)
+    plan = _plan(tmp_path, _serving_class("chat", 450, 170, 50, (1024, 290), prefix_cache_hit_rate=0.2), 0.0002)
     table = check_tail(plan, requests=800)
     assert list(table.columns) == COLUMNS
     assert len(table) == int(plan.sites["open"].sum()) >= 1
