@@ -328,6 +328,15 @@ class ResidencySection(_Section):
     )
 
 
+class AvailabilitySection(_Section):
+    """Which accelerators may be installed where (export controls): the fleet mix and the build-out obey it."""
+
+    file: str | None = Field(
+        None, description="rules CSV relative to the scenario file (null: the bundled data/rules/accelerator_availability.csv)"
+    )
+    enforce: bool = Field(True, description="false: buy any part anywhere (to see what the rules cost)")
+
+
 class SitesOpenSection(_Section):
     """Bounds on the number of open sites."""
 
@@ -375,6 +384,7 @@ class Scenario(_Section):
     policy: PolicySection = PolicySection()
     time: TimeSection = TimeSection()
     residency: ResidencySection = ResidencySection()
+    availability: AvailabilitySection = AvailabilitySection()
     sites_open: SitesOpenSection = SitesOpenSection()
     fault_tolerance: FaultToleranceSection = FaultToleranceSection()
     horizon: HorizonSection | None = Field(None, description="plan a multi-year build-out (see the README)")
@@ -527,6 +537,7 @@ def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
         ("latency.hubs", loaded.scenario.latency.hubs),
         ("latency.links", loaded.scenario.latency.links),
         ("latency.measurements", loaded.scenario.latency.measurements),
+        ("availability.file", loaded.scenario.availability.file),
         ("horizon.power_schedule", loaded.scenario.horizon.power_schedule if loaded.scenario.horizon else None),
     ):
         if relative is not None:
