@@ -28,6 +28,9 @@ class AcceleratorOffer(_Section):
         0.0, gt=-1, lt=1, description="relative change of the node price per year after first_year (-0.1: 10 % cheaper)"
     )
     node_kw: float | None = Field(None, gt=0, description="IT power of one node [kW] (null: the catalog's)")
+    precision: str | None = Field(
+        None, description="weight precision it serves at (null: serving.precision), e.g. bf16 for a part without FP8"
+    )
 
     @model_validator(mode="after")
     def _years_are_ordered(self) -> AcceleratorOffer:

@@ -264,30 +264,65 @@ def class_profiles(
     """
     problems: list[Problem] = []
     if not all(workload.given for workload in classes):
-        for key, value, lookup in (
-            ("serving.model", serving.model, get_model),
-            (accelerator_key, serving.accelerator, get_accelerator),
-        ):
-            try:
-                lookup(value)
-            except InputError as exc:
-                problems += [Problem(source, key, "", p.rule, p.fix) for p in exc.problems]
+        problems = node_problems(serving, source=source, accelerator_key=accelerator_key)
         if problems:
             raise InputError(problems)
-    profiles: list[ClassProfile] = []
-    for k, workload in enumerate(classes):
-        if workload.given:
-            profiles.append(_given(workload, serving.headroom))
-            continue
-        try:
-            outcome = _computed(serving, k, workload, source=source)
-        except InputError as exc:
-            problems += exc.problems
-            continue
-        if isinstance(outcome, Problem):
-            problems.append(outcome)
-        else:
-            profiles.append(outcome)
+    profiles, unserved = served_class_profiles(classes, serving, source=source)
+    problems += [problem for problem in unserved if problem is not None]
     if problems:
         raise InputError(problems)
-    return profiles
+    return [profile for profile in profiles if profile is not None]
+
+
+def node_problems(serving: ServingSection, *, source: str, accelerator_key: str = "serving.accelerator") -> list[Problem]:
+    """An unknown model or accelerator of the node, at the key it was written."""
+    problems: list[Problem] = []
+    for key, value, lookup in (
+        ("serving.model", serving.model, get_model),
+        (accelerator_key, serving.accelerator, get_accelerator),
+    ):
+        try:
+            lookup(value)
+        except InputError as exc:
+            problems += [Problem(source, key, "", p.rule, p.fix) for p in exc.problems]
+    return problems
+
+
+def served_class_profiles(
+    classes: list[WorkloadClass], serving: ServingSection, *, source: str
+) -> tuple[list[ClassProfile | None], list[Problem | None]]:
+    """Each class's profile on the node, or why the node cannot serve it inside its objectives.
+
+    Parameters
+    ----------
+    classes : list of WorkloadClass
+        The scenario's ``classes``.
+    serving : ServingSection
+        The node (model and accelerator known: :func:`class_profiles` checks them).
+    source : str
+        The scenario file, for error messages.
+
+    Returns
+    -------
+    tuple of list
+        Per class, its profile or None, and None or the problem that says why it cannot be served.
+
+    Raises
+    ------
+    InputError
+        For a bad number in a class (not for a class the node cannot serve).
+    """
+    profiles: list[ClassProfile | None] = []
+    problems: list[Problem | None] = []
+    errors: list[Problem] = []
+    for k, workload in enumerate(classes):
+        try:
+            outcome = _given(workload, serving.headroom) if workload.given else _computed(serving, k, workload, source=source)
+        except InputError as exc:
+            errors += exc.problems
+            continue
+        profiles.append(None if isinstance(outcome, Problem) else outcome)
+        problems.append(outcome if isinstance(outcome, Problem) else None)
+    if errors:
+        raise InputError(errors)
+    return profiles, problems

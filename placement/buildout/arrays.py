@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem, problems_of
 from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
+from placement.availability import AvailabilityRule, availability_rules, barred_mask
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.horizon import AcceleratorOffer, DemandScenario, HorizonSection
@@ -56,6 +57,10 @@ class Buildout:
         ``(c,)`` model row of each commodity (-1: none).
     commodity_demand_tok_s : numpy.ndarray
         ``(c, Y, S)`` daily mean demand of each commodity. [tokens/s]
+    rules : list of AvailabilityRule
+        The availability rules the fleet obeyed (:mod:`placement.availability`; empty: not enforced).
+    site_parts : numpy.ndarray of bool
+        ``(M, A)`` accelerators each site may ever run (the pairs suit the slowest of them).
     """
 
     loaded: LoadedScenario
@@ -68,6 +73,8 @@ class Buildout:
     allowed: NDArray[np.bool_]
     row_of_commodity: IntArray
     commodity_demand_tok_s: FloatArray
+    rules: list[AvailabilityRule]
+    site_parts: NDArray[np.bool_]
 
     @property
     def sites(self) -> pd.DataFrame:
@@ -247,12 +254,25 @@ def _existing(horizon: HorizonSection, sites: pd.DataFrame, fleet: Fleet, years:
     return nodes
 
 
-def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray) -> NDArray[np.bool_]:
-    """Pairs inside the objective on every accelerator of the fleet, permitted by residency, at a site with power some year."""
+def site_parts(fleet: Fleet, barred: NDArray[np.bool_], existing: FloatArray) -> NDArray[np.bool_]:
+    """``(M, A)`` parts a site may ever run: on offer and not barred there in some year, or installed before."""
+    return np.asarray((fleet.offered[None, :, :] & ~barred).any(axis=2) | (existing.sum(axis=2) > 0))
+
+
+def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Pairs inside the objective on every part the site may run, permitted by residency, at a site with power some year."""
     loaded = instance.loaded
-    within = commodity_within_budget(
-        instance.rtt_ms, fleet.worst_profiles(), instance.retrieval_extra_ms, instance.commodity_class
-    )
+    within = np.zeros((len(instance.commodity_class), parts.shape[0]), dtype=bool)
+    for key in np.unique(parts, axis=0):
+        if not key.any():
+            continue  # a site that may run no part serves nobody
+        columns = np.flatnonzero((parts == key).all(axis=1))
+        within[:, columns] = commodity_within_budget(
+            instance.rtt_ms[:, columns],
+            fleet.worst_profiles(key),
+            instance.retrieval_extra_ms[:, columns],
+            instance.commodity_class,
+        )
     permitted = residency_mask(
         instance.populations.table["country_code"].to_numpy(str),
         instance.sites["country_code"].to_numpy(str),
@@ -382,11 +402,16 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     instance = build_instance(aggregated(loaded, horizon), progress=progress)
     fleet = build_fleet(scenario.classes, scenario.serving, scenario.horizon, years, source=str(loaded.path))
     progress(f"fleet: {', '.join(fleet.ids)}; goodput per node by class: {np.round(fleet.goodput_tok_s).astype(int).tolist()}")
+    for line in fleet.cannot_serve:
+        progress(f"fleet: {line}")
     sites = instance.sites
     mw = power_schedule(loaded, horizon, sites, years)
     life = horizon.node_life_years or math.ceil(scenario.economics.node_life_years)
     existing = _existing(horizon, sites, fleet, years, life, str(loaded.path))
-    allowed = _allowed(instance, fleet, mw)
+    rules = availability_rules(loaded)
+    barred = barred_mask(rules, sites["country_code"].fillna("").astype(str).tolist(), fleet.ids, years)
+    parts = site_parts(fleet, barred, existing)
+    allowed = _allowed(instance, fleet, mw, parts)
     scenarios = horizon.demand_scenarios
     country = instance.populations.table["country_code"].to_numpy(str)[instance.commodity_population]
     growth = growth_multipliers(scenarios, country, years)  # (c, Y, S)
@@ -440,11 +465,23 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         integer_nodes=horizon.integer_nodes,
         power_margin_mw=margin,
         row_mean_demand_tok_s=row_mean,
+        barred=barred if barred.any() else None,
     )
     progress(
         f"build-out: {len(years)} years x {len(scenarios)} scenarios, {len(modelled)} demand rows, {len(pair_row)} pairs, "
         f"{int((mw.max(axis=1) > 0).sum())} sites with power, {len(fleet.ids)} accelerators"
     )
     return Buildout(
-        loaded, horizon, instance, fleet, data, years, [s.name for s in scenarios], allowed, row_of_commodity, commodity_demand
+        loaded,
+        horizon,
+        instance,
+        fleet,
+        data,
+        years,
+        [s.name for s in scenarios],
+        allowed,
+        row_of_commodity,
+        commodity_demand,
+        rules,
+        parts,
     )

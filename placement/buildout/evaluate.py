@@ -175,6 +175,8 @@ def violations(data: BuildoutInput, solution: BuildoutSolution, *, tol: float = 
     out += _count((first.mw_reserved > tol) & ~first.open, "site-years reserve MW at a closed site")
     out += _count(solution.buy < -tol, "negative purchases")
     out += _count((solution.buy > tol) & ~data.offered[None, :, :, None], "purchases of an accelerator not on offer")
+    if data.barred is not None:
+        out += _count((solution.buy > tol) & data.barred[:, :, :, None], "purchases of an accelerator barred at the site")
     dark = first.open[:, :, None] & (nodes.sum(axis=1) < 1 - tol)
     out += _count(dark, "site-year-scenarios open with no node running")
     drawn = np.einsum("mays,ma->mys", nodes, data.node_mw)

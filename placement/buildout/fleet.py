@@ -7,14 +7,22 @@ node power and price come from the accelerator catalog unless the horizon gives 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
 from placement.horizon import AcceleratorOffer, HorizonSection
-from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw, serving_request
+from placement.profiles import (
+    ClassProfile,
+    catalog_node_capex_usd,
+    node_kw,
+    node_problems,
+    served_class_profiles,
+    serving_request,
+)
 from placement.scenario import ServingSection, WorkloadClass
 from placement.serving.hardware import get_model
 from placement.serving.request import serve
@@ -38,6 +46,8 @@ class Fleet:
         ``(A, Y)`` node price in each year (nan where not on offer). [USD]
     offered : numpy.ndarray of bool
         ``(A, Y)`` whether it can be bought in each year.
+    cannot_serve : list of str
+        Each accelerator-class pair it cannot serve inside the class's objectives, and why (goodput 0 there).
     """
 
     ids: list[str]
@@ -45,16 +55,29 @@ class Fleet:
     node_kw: FloatArray
     node_capex_usd: FloatArray
     offered: NDArray[np.bool_]
+    cannot_serve: tuple[str, ...] | list[str] = ()
 
     @property
     def goodput_tok_s(self) -> FloatArray:
         """``(K, A)`` goodput of one node per class, utilisation cap applied. [tokens/s]"""
         return np.array([[p.goodput_tok_s_per_node * p.utilisation_cap for p in per_class] for per_class in self.profiles]).T
 
-    def worst_profiles(self) -> list[ClassProfile]:
-        """Per class, the accelerator's profile with the longest node-side TTFT (pairs must suit every accelerator)."""
-        n_classes = len(self.profiles[0])
-        return [max((per_class[k] for per_class in self.profiles), key=lambda p: p.fixed_ttft_ms) for k in range(n_classes)]
+    def worst_profiles(self, among: NDArray[np.bool_] | None = None) -> list[ClassProfile]:
+        """Per class, the longest node-side TTFT of the parts that serve it (pairs must suit every one a site may run).
+
+        Parameters
+        ----------
+        among : numpy.ndarray of bool, optional
+            ``(A,)`` the accelerators to take the worst of (None: all).
+        """
+        chosen = [p for a, p in enumerate(self.profiles) if among is None or bool(among[a])]
+        worst = []
+        for k in range(len(self.profiles[0])):
+            serving = [per_class[k] for per_class in chosen if per_class[k].goodput_tok_s_per_node > 0]
+            # none of them serves the class: its (infinite) node TTFT allows no pair
+            candidates = serving or [per_class[k] for per_class in chosen]
+            worst.append(max(candidates, key=lambda p: p.fixed_ttft_ms))
+        return worst
 
 
 def with_model(serving: ServingSection, model: str) -> ServingSection:
@@ -94,7 +117,10 @@ def offers(horizon: HorizonSection | None, serving: ServingSection) -> list[Acce
 
 def with_accelerator(serving: ServingSection, offer: AcceleratorOffer) -> ServingSection:
     """The ``serving`` section with its node replaced by the offered accelerator (the catalog's kW unless the offer gives it)."""
-    return serving.model_copy(update={"accelerator": offer.id, "node_kw": offer.node_kw})
+    update: dict[str, object] = {"accelerator": offer.id, "node_kw": offer.node_kw}
+    if offer.precision is not None:
+        update["precision"] = offer.precision
+    return serving.model_copy(update=update)
 
 
 def _price_path(offer: AcceleratorOffer, years: list[int], catalog_usd: float) -> tuple[FloatArray, NDArray[np.bool_]]:
@@ -177,18 +203,66 @@ def build_fleet(
     offered = offers(horizon, serving)
     _check_years(horizon, offered, years, source)
     problems = _repeated_offers(horizon, serving, offered, source)
-    profiles, kws, prices, ons = [], [], [], []
+    served: list[list[ClassProfile | None]] = []
+    why: list[list[Problem | None]] = []
+    kws, prices, ons = [], [], []
     for a, offer in enumerate(offered):
         variant = with_accelerator(serving, offer)
-        try:
-            profiles.append(class_profiles(classes, variant, source=source, accelerator_key=_offer_key(horizon, serving, a)))
-        except InputError as exc:
-            problems += [Problem(p.source, p.where, p.field, f"accelerator {offer.id}: {p.rule}", p.fix) for p in exc.problems]
+        unknown = node_problems(variant, source=source, accelerator_key=_offer_key(horizon, serving, a))
+        if unknown and not all(workload.given for workload in classes):
+            problems += [_about(offer, p) for p in unknown]
             continue
+        try:
+            per_class, reasons = served_class_profiles(classes, variant, source=source)
+        except InputError as exc:
+            problems += [_about(offer, p) for p in exc.problems]
+            continue
+        served.append(per_class)
+        why.append(reasons)
         kws.append(node_kw(variant))
         price, on = _price_path(offer, years, catalog_node_capex_usd(variant))
         prices.append(price)
         ons.append(on)
     if problems:
         raise InputError(problems)
-    return Fleet([o.id for o in offered], profiles, np.array(kws), np.array(prices), np.array(ons))
+    profiles = _fill_unserved(served, why, offered)
+    cannot = [
+        f"{offer.id} cannot serve {classes[k].name}: {reason.rule}"
+        for offer, reasons in zip(offered, why, strict=True)
+        for k, reason in enumerate(reasons)
+        if reason is not None
+    ]
+    return Fleet([o.id for o in offered], profiles, np.array(kws), np.array(prices), np.array(ons), cannot)
+
+
+def _about(offer: AcceleratorOffer, problem: Problem) -> Problem:
+    return Problem(problem.source, problem.where, problem.field, f"accelerator {offer.id}: {problem.rule}", problem.fix)
+
+
+def _fill_unserved(
+    served: list[list[ClassProfile | None]], why: list[list[Problem | None]], offered: list[AcceleratorOffer]
+) -> list[list[ClassProfile]]:
+    """A class an accelerator cannot serve gets goodput 0 there (and no say in which pairs are allowed).
+
+    Raises
+    ------
+    InputError
+        For a class no accelerator of the fleet can serve, with each accelerator's reason.
+    """
+    problems: list[Problem] = []
+    out = [list(per_class) for per_class in served]
+    for k in range(len(served[0]) if served else 0):
+        serving = [profile for per_class in served if (profile := per_class[k]) is not None]
+        if not serving:
+            for offer, reasons in zip(offered, why, strict=True):
+                reason = reasons[k]
+                if reason is not None:
+                    problems.append(_about(offer, reason))
+            continue
+        stand_in = serving[0]
+        for per_class in out:
+            if per_class[k] is None:
+                per_class[k] = replace(stand_in, goodput_tok_s_per_node=0.0, prefill_ms=math.inf)
+    if problems:
+        raise InputError(problems)
+    return [[p for p in per_class if p is not None] for per_class in out]

@@ -268,7 +268,7 @@ def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progres
     options = solver_options(buildout, msg=msg)
     plans = solve_plans(buildout.data, options, progress=progress)
     timings = dict(plans.timings_s)
-    regret, notes = None, list(plans.notes)
+    regret, notes = None, [*plans.notes, *(f"goodput 0: {line}" for line in buildout.fleet.cannot_serve)]
     if buildout.horizon.regret:
         start = time.perf_counter()
         try:

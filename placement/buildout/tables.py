@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from placement._errors import SolverError
+from placement.availability import rules_at
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
@@ -206,7 +207,11 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
     c, p_idx = np.array(commodity, dtype=np.int64), np.array(pair, dtype=np.int64)
     pop, site = instance.commodity_population[c], data.pair_site[p_idx]
     table, sites = instance.populations.table, b.sites
-    ttft = instance.ttft_ms(c, site, profiles=b.fleet.worst_profiles())  # the slowest node's, as the pairs were allowed
+    ttft = np.zeros(len(c))
+    for key in np.unique(b.site_parts, axis=0):  # the slowest node the site may run, as the pairs were allowed
+        here = np.flatnonzero((b.site_parts[site] == key).all(axis=1))
+        if len(here):
+            ttft[here] = instance.ttft_ms(c[here], site[here], profiles=b.fleet.worst_profiles(key))
     objective = np.array([k.ttft_p99_ms for k in instance.classes])[instance.commodity_class]
     if (ttft > objective[c] + 1e-9).any():  # the model only routes allowed pairs: a breach is a bug
         raise SolverError(f"{b.years[y]}: an assignment breaks its TTFT objective")
@@ -298,6 +303,8 @@ def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any
         "min_max_regret": result.regret,
         "accelerators_offered": b.fleet.ids,
         "accelerators_used": accelerators_used,
+        "availability_rules": rules_summary(result),
+        "nodes_bought_by_country": _bought_by_country(result),
         "discount_rate": b.horizon.discount_rate,
         "node_life_years": b.data.life_years,
         "unserved_penalty_usd_per_million_tokens": b.horizon.unserved_penalty_usd_per_million_tokens,
@@ -306,6 +313,88 @@ def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any
         "notes": list(result.notes),
         "scenario_path": str(b.scenario_path),
     }
+
+
+def rules_table(result: StochasticResult) -> pd.DataFrame:
+    """One row per availability rule and site it shaped: the parts it barred there (or that need a licence).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``rule_id, name, effect, site_id, country_code, accelerators, years, nodes_bought, simplification,
+        source``; ``accelerators`` and ``years`` are where a part on offer met the rule, ``nodes_bought`` the
+        nodes of those parts bought there in those years (0 for a bar), over every demand scenario's mean.
+    """
+    b = result.buildout
+    sites = b.sites
+    codes = sites["country_code"].fillna("").astype(str).tolist()
+    buy = result.plan.buy  # (M, A, Y, S)
+    weights = b.data.probability
+    rows = []
+    for rule in b.rules:
+        for m, code in enumerate(codes):
+            if not code or not rule.covers(code):
+                continue
+            met = [
+                (a, y)
+                for a, part in enumerate(b.fleet.ids)
+                for y, year in enumerate(b.years)
+                if b.fleet.offered[a, y] and rule in rules_at(b.rules, code, part, year, rule.effect)
+            ]
+            if not met:
+                continue
+            bought = float(sum((buy[m, a, y, :] * weights).sum() for a, y in met))
+            rows.append(
+                {
+                    "rule_id": rule.rule_id,
+                    "name": rule.name,
+                    "effect": rule.effect,
+                    "site_id": str(sites["id"].iloc[m]),
+                    "country_code": code,
+                    "accelerators": " ".join(sorted({b.fleet.ids[a] for a, _ in met})),
+                    "years": " ".join(str(b.years[y]) for y in sorted({y for _, y in met})),
+                    "nodes_bought": round(bought, 3),
+                    "simplification": rule.simplification,
+                    "source": rule.source,
+                }
+            )
+    columns = ["rule_id", "name", "effect", "site_id", "country_code", "accelerators", "years", "nodes_bought"]
+    return pd.DataFrame(rows, columns=[*columns, "simplification", "source"])
+
+
+def _bought_by_country(result: StochasticResult) -> dict[str, dict[str, float]]:
+    """Nodes bought over the horizon per site country and accelerator (probability-weighted over scenarios)."""
+    b = result.buildout
+    bought = np.einsum("mays,s->ma", result.plan.buy, b.data.probability)
+    codes = b.sites["country_code"].fillna("").astype(str).to_numpy()
+    out: dict[str, dict[str, float]] = {}
+    for code in sorted(set(codes)):
+        here = bought[codes == code].sum(axis=0)
+        parts = {b.fleet.ids[a]: round(float(v), 3) for a, v in enumerate(here) if v > 1e-6}
+        if parts:
+            out[code or "unknown"] = parts
+    return out
+
+
+def rules_summary(result: StochasticResult) -> list[dict[str, Any]]:
+    """Per rule that shaped the fleet: its effect, the sites and parts, and the nodes bought under it."""
+    table = rules_table(result)
+    out = []
+    for rule_id, part in table.groupby("rule_id", sort=False):
+        out.append(
+            {
+                "rule_id": str(rule_id),
+                "name": str(part["name"].iloc[0]),
+                "effect": str(part["effect"].iloc[0]),
+                "sites": part["site_id"].tolist(),
+                "countries": sorted(set(part["country_code"])),
+                "accelerators": sorted({a for cell in part["accelerators"] for a in cell.split()}),
+                "nodes_bought": float(part["nodes_bought"].sum()),
+                "simplification": str(part["simplification"].iloc[0]),
+                "source": str(part["source"].iloc[0]),
+            }
+        )
+    return out
 
 
 def aggregation(result: StochasticResult) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from placement.buildout.solve import StochasticResult
 from placement.buildout.tables import (
     buildout_table,
     class_accelerator_table,
+    rules_table,
     scenario_table,
     summary_dict,
     year_assignments,
@@ -263,6 +264,23 @@ def _money(value: float) -> str:
     return f"${value / 1e9:,.2f} B"
 
 
+def _rules_lines(summary: dict[str, Any]) -> list[str]:
+    """The availability rules that shaped the fleet: what each barred (or licensed) where."""
+    rules = summary.get("availability_rules", [])
+    if not rules:
+        return []
+    lines = ["", "## Rules that shaped the fleet", ""]
+    for rule in rules:
+        verb = "barred" if rule["effect"] == "barred" else "needs a licence for"
+        bought = "" if rule["effect"] == "barred" else f"; {rule['nodes_bought']:,.0f} nodes bought under it"
+        lines.append(
+            f"- **{rule['rule_id']}** ({rule['name']}) {verb} {', '.join(rule['accelerators'])} at "
+            f"{len(rule['sites'])} sites in {', '.join(rule['countries'])} ({', '.join(rule['sites'])}){bought}. "
+            f"Simplified: {rule['simplification']}. Source: {rule['source']}."
+        )
+    return lines
+
+
 def render_report(result: StochasticResult, summary: dict[str, Any]) -> str:
     """``report.md``: the year table, the scenario table, expected cost and VSS, and the notes."""
     b = result.buildout
@@ -318,6 +336,7 @@ def render_report(result: StochasticResult, summary: dict[str, Any]) -> str:
             f"{r['demand_tok_s_last_year']:,.0f} | {r['unserved_share_last_year']:.1%} | "
             f"{r['cost_per_million_goodput_tokens_usd_last_year']:.3f} |"
         )
+    lines += _rules_lines(summary)
     agg = summary["aggregation"]
     lines += [
         "",
@@ -357,6 +376,7 @@ def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s:
     write_csv(year_table(result, b.base_index), folder / "years.csv")
     write_csv(class_accelerator_table(result, b.base_index), folder / "class_accelerators.csv")
     write_csv(scenario_table(result), folder / "scenarios.csv")
+    write_csv(rules_table(result), folder / "availability_rules.csv")
     geo.write_geojson(sites_by_year_frame(result, base), folder / "sites_by_year.geojson")
     colours = _colour(result)
     energized = pd.DataFrame(b.data.site_mw_available, index=b.sites["id"].to_numpy(), columns=list(b.years))

@@ -61,6 +61,8 @@ class BuildoutInput:
         [USD/h per token/s]
     offered : numpy.ndarray of bool
         ``(A, Y)`` accelerators that can be bought in each year.
+    barred : numpy.ndarray of bool, optional
+        ``(M, A, Y)`` accelerators a rule keeps out of a site in a year (export controls); None: none.
     node_capex_usd : numpy.ndarray
         ``(A, Y)`` price of one node bought in each year. [USD]
     node_annuity_usd_per_h : numpy.ndarray
@@ -108,6 +110,14 @@ class BuildoutInput:
     integer_nodes: bool = False
     power_margin_mw: FloatArray | None = None
     row_mean_demand_tok_s: FloatArray | None = None
+    barred: BoolArray | None = None
+
+    @property
+    def buyable_at_site(self) -> BoolArray:
+        """``(M, A, Y)`` on offer and not barred at the site."""
+        m = self.node_mw.shape[0]
+        offered = np.broadcast_to(self.offered[None, :, :], (m, *self.offered.shape))
+        return np.asarray(offered if self.barred is None else offered & ~self.barred)
 
     @property
     def shape(self) -> tuple[int, int, int, int, int, int]:

@@ -116,11 +116,11 @@ def _reservable_mw(data: BuildoutInput) -> FloatArray:
 
 
 def _buyable(data: BuildoutInput) -> BoolArray:
-    """``(M, A, Y)`` purchases worth a variable: offered, at a site with power in some later year of the node's life."""
+    """``(M, A, Y)`` purchases worth a variable: offered, not barred there, at a site with power in a later year of its life."""
     powered = np.asarray(data.site_mw_available > 0)
     alive = data.alive
     later = np.asarray((alive[None, :, :] & powered[:, None, :]).any(axis=2))  # (M, V)
-    return np.asarray(data.offered[None, :, :] & later[:, None, :])
+    return np.asarray(data.buyable_at_site & later[:, None, :])
 
 
 def _sequential_sum(terms: FloatArray) -> FloatArray:
