@@ -15,6 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InfeasibleError, SolverError
+from placement.availability import availability_rules, standing_bars
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.economics import NodeCost, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
@@ -701,6 +702,7 @@ def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
             f"residency barred {int(barred[demanded].sum()):,} (population-class, site) pairs inside their TTFT objective"
         )
     open_sites = sites[sites["open"]]
+    lines += _availability_notes(instance, open_sites)
     node_mw = instance.node_kw * open_sites["pue"] / 1e3
     full = open_sites[open_sites["mw_available"] - open_sites["mw_used"] < node_mw]
     if len(full):
@@ -709,6 +711,22 @@ def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
         )
         lines.append(f"power binds at {len(full)} of {len(open_sites)} open sites (no room for one more node): {names}")
     return [RULES_HEADER, *[f"  - {line}" for line in lines]] if lines else []
+
+
+def _availability_notes(instance: Instance, open_sites: pd.DataFrame) -> list[str]:
+    """A one-accelerator plan at sites where a standing rule bars that part: said, not silently planned."""
+    accelerator = instance.loaded.scenario.serving.accelerator
+    codes = open_sites["country_code"].fillna("").astype(str)
+    notes = []
+    for rule_id, countries in standing_bars(availability_rules(instance.loaded), accelerator, codes.tolist()).items():
+        ids = open_sites.loc[codes.isin(countries), "site_id"].tolist()
+        notes.append(
+            f"availability: {rule_id} bars {accelerator} in {', '.join(countries)}, where {len(ids)} open site"
+            f"{'' if len(ids) == 1 else 's'} "
+            f"({', '.join(ids)}) plan on it; a one-accelerator plan stands them for capacity the rule allows there "
+            "at its goodput (an estimate); a fleet mix or a horizon buys only what may go there"
+        )
+    return notes
 
 
 RULES_HEADER = "Rules that shaped the plan:"
