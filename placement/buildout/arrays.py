@@ -259,14 +259,27 @@ def site_parts(fleet: Fleet, barred: NDArray[np.bool_], existing: FloatArray) ->
     return np.asarray((fleet.offered[None, :, :] & ~barred).any(axis=2) | (existing.sum(axis=2) > 0))
 
 
+def part_groups(parts: NDArray[np.bool_]) -> list[tuple[IntArray, NDArray[np.bool_]]]:
+    """Sites that may run the same set of parts, with that set (a site that may run none serves nobody: left out).
+
+    Parameters
+    ----------
+    parts : numpy.ndarray of bool
+        ``(M, A)`` from :func:`site_parts`.
+
+    Returns
+    -------
+    list of tuple
+        ``(site indices, (A,) parts)`` per distinct set.
+    """
+    return [(np.flatnonzero((parts == key).all(axis=1)), key) for key in np.unique(parts, axis=0) if key.any()]
+
+
 def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """Pairs inside the objective on every part the site may run, permitted by residency, at a site with power some year."""
     loaded = instance.loaded
     within = np.zeros((len(instance.commodity_class), parts.shape[0]), dtype=bool)
-    for key in np.unique(parts, axis=0):
-        if not key.any():
-            continue  # a site that may run no part serves nobody
-        columns = np.flatnonzero((parts == key).all(axis=1))
+    for columns, key in part_groups(parts):
         within[:, columns] = commodity_within_budget(
             instance.rtt_ms[:, columns],
             fleet.worst_profiles(key),

@@ -55,7 +55,7 @@ class Fleet:
     node_kw: FloatArray
     node_capex_usd: FloatArray
     offered: NDArray[np.bool_]
-    cannot_serve: tuple[str, ...] | list[str] = ()
+    cannot_serve: tuple[str, ...] = ()
 
     @property
     def goodput_tok_s(self) -> FloatArray:
@@ -232,7 +232,7 @@ def build_fleet(
         for k, reason in enumerate(reasons)
         if reason is not None
     ]
-    return Fleet([o.id for o in offered], profiles, np.array(kws), np.array(prices), np.array(ons), cannot)
+    return Fleet([o.id for o in offered], profiles, np.array(kws), np.array(prices), np.array(ons), tuple(cannot))
 
 
 def _about(offer: AcceleratorOffer, problem: Problem) -> Problem:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from placement._errors import SolverError
-from placement.availability import rules_at
+from placement.buildout.arrays import part_groups
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
@@ -208,8 +208,8 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
     pop, site = instance.commodity_population[c], data.pair_site[p_idx]
     table, sites = instance.populations.table, b.sites
     ttft = np.zeros(len(c))
-    for key in np.unique(b.site_parts, axis=0):  # the slowest node the site may run, as the pairs were allowed
-        here = np.flatnonzero((b.site_parts[site] == key).all(axis=1))
+    for columns, key in part_groups(b.site_parts):  # the slowest node the site may run, as the pairs were allowed
+        here = np.flatnonzero(np.isin(site, columns))
         if len(here):
             ttft[here] = instance.ttft_ms(c[here], site[here], profiles=b.fleet.worst_profiles(key))
     objective = np.array([k.ttft_p99_ms for k in instance.classes])[instance.commodity_class]
@@ -339,7 +339,7 @@ def rules_table(result: StochasticResult) -> pd.DataFrame:
                 (a, y)
                 for a, part in enumerate(b.fleet.ids)
                 for y, year in enumerate(b.years)
-                if b.fleet.offered[a, y] and rule in rules_at(b.rules, code, part, year, rule.effect)
+                if b.fleet.offered[a, y] and part in rule.accelerators and rule.in_force(year)
             ]
             if not met:
                 continue

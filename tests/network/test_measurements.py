@@ -17,7 +17,7 @@ from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import resolve_place
 from placement.plan import run
 from placement.scenario import load_scenario
-from tests.conftest import CATALOG_HEADER, write_scenario
+from tests.conftest import CATALOG_HEADER, scenario_dict, write_scenario
 
 EUROPE = ["Lisbon", "Madrid", "Paris", "Berlin", "Rome", "Warsaw", "Amsterdam", "Vienna", "Stockholm", "Prague"]
 NORTH_AMERICA = ["New York City", "Chicago", "Dallas", "Toronto", "Atlanta", "Denver"]
@@ -110,21 +110,9 @@ def _two_region_scenario(folder: Path, budget_ms: float, measurements: Path | No
     latency = {"model": "graph", "quantile": "p90"}
     if measurements is not None:
         latency["measurements"] = str(measurements)
-    classes = [
-        {
-            "name": "chat",
-            "share": 1.0,
-            "ttft_p99_ms": 190 + 2 * budget_ms,
-            "itl_p99_ms": 50,
-            "network_round_trips": 2,
-            "queue_ms": 40,
-            "retrieval_ms": 20,
-            "prefill_ms": 90,
-            "safety_tokenization_ms": 15,
-            "first_decode_ms": 25,
-            "goodput_tok_s_per_node": 10000,
-        }
-    ]
+    # The small scenario's given-goodput chat class (190 ms of node-side TTFT, 2 round trips) with room for
+    # exactly budget_ms of round trip.
+    classes = [{**scenario_dict()["classes"][0], "ttft_p99_ms": 190 + 2 * budget_ms}]
     return write_scenario(folder, catalog=catalog, cities=cities, latency=latency, classes=classes)
 
 
