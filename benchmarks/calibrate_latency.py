@@ -100,7 +100,7 @@ from placement.network.paths import (  # noqa: E402
     load_extras,
 )
 from placement.network.transit import TransitParams  # noqa: E402
-from placement.network.world_regions import WORLD_REGIONS, world_region  # noqa: E402
+from placement.network.world_regions import WORLD_REGIONS, region_index, world_region  # noqa: E402
 
 OLD_PARAMS = GraphLatencyParams(
     route_factor_terrestrial=1.3209,
@@ -121,6 +121,8 @@ UPPER = np.array([3.0, 2.0, 5.0, 15.0])
 START = np.array([1.5, 1.2, 1.0, 2.0])
 BACKBONE_START = np.array([1.5, 1.15, 0.5, 1.0])  # the start of the Azure-only fit on main, kept so it refits alike
 HELD_BELOW = 1
+SPREAD_FROM_BAND = 2
+"""Transit's region spreads apply from 1,500 km (``transit_fit.fit_spread``: too few short pairs outside Europe)."""
 """Transit's p90 ratio under 500 km is the 0.5-1.5k band's (``transit_fit.p90_ratios``: too few, too noisy pairs)."""
 PUBLIC = ("aws_gcp", "cloudping", "ibm")
 BAND_NAMES = ("<0.5k", "0.5-1.5k", "1.5-4k", "4-8k", "8-12k", ">12k")
@@ -345,8 +347,12 @@ def main() -> None:
     ripe_held_region, ripe_fold_region = transit_fit.cross_validate_transit(ripe, by="region")
     transit, constant_ms = transit_fit.fit_transit(ripe, np.ones(len(ripe.pairs), dtype=bool))
     floor = extras.p90_ratio_by_band  # a transit path is no less spread than a backbone one
+    ripe_ra, ripe_rb = ripe.pair_regions
+    band_q, region_spread = transit_fit.fit_spread(
+        ripe_measured, ripe_held, ripe_band, ripe_ra, ripe_rb, n_bands, floor, HELD_BELOW, SPREAD_FROM_BAND
+    )
     transit = replace(
-        transit, p90_ratio_by_band=transit_fit.p90_ratios(ripe_measured, ripe_held, ripe_band, n_bands, floor, HELD_BELOW)
+        transit, p90_ratio_by_band=band_q, region_log_spread=region_spread, spread_from_km=BAND_EDGES_KM[SPREAD_FROM_BAND - 1]
     )
     trips = RoundTrips(network, backbone, internet, extras, transit=transit)
     ripe_fitted = ripe.predict(transit, constant_ms)
@@ -388,15 +394,14 @@ def main() -> None:
     print_table(table)
 
     # 5. does the p90 cover? Held-out predictions times the ratios fitted on the other folds.
+    public_covered = transit_fit.held_out_coverage(public_measured, held_out, public_band, public_fold, n_bands)
+    band_only_covered = transit_fit.held_out_coverage(ripe_measured, ripe_held, ripe_band, ripe_fold, n_bands, floor, HELD_BELOW)
+    ripe_covered = transit_fit.held_out_spread_coverage(
+        ripe_measured, ripe_held, ripe_band, ripe_ra, ripe_rb, ripe_fold, n_bands, floor, HELD_BELOW, SPREAD_FROM_BAND
+    )
     coverage = pd.concat(
         [
-            coverage_rows(
-                "public (cloud)",
-                "new internet",
-                public_measured,
-                public_band,
-                transit_fit.held_out_coverage(public_measured, held_out, public_band, public_fold, n_bands),
-            ),
+            coverage_rows("public (cloud)", "new internet", public_measured, public_band, public_covered),
             coverage_rows(
                 "ripe",
                 "old internet",
@@ -404,20 +409,24 @@ def main() -> None:
                 ripe_band,
                 ripe_measured <= main_internet * band_ratio(before.p90_ratio_by_band, ripe.pairs["km"]),
             ),
-            coverage_rows(
-                "ripe",
-                "new transit",
-                ripe_measured,
-                ripe_band,
-                transit_fit.held_out_coverage(ripe_measured, ripe_held, ripe_band, ripe_fold, n_bands, floor, HELD_BELOW),
-            ),
+            coverage_rows("ripe", "band only", ripe_measured, ripe_band, band_only_covered),
+            coverage_rows("ripe", "new transit", ripe_measured, ripe_band, ripe_covered),
             coverage_rows(
                 "ripe",
                 "new transit, region folds",
                 ripe_measured,
                 ripe_band,
-                transit_fit.held_out_coverage(
-                    ripe_measured, ripe_held_region, ripe_band, ripe_fold_region, n_bands, floor, HELD_BELOW
+                transit_fit.held_out_spread_coverage(
+                    ripe_measured,
+                    ripe_held_region,
+                    ripe_band,
+                    ripe_ra,
+                    ripe_rb,
+                    ripe_fold_region,
+                    n_bands,
+                    floor,
+                    HELD_BELOW,
+                    SPREAD_FROM_BAND,
                 ),
             ),
         ],
@@ -425,6 +434,15 @@ def main() -> None:
     )
     print("\nshare of measured round trips at or below the p90 (held out: each fold's ratios fitted on the other folds)")
     print(coverage.to_string(index=False))
+    by_region = region_coverage(
+        {
+            "ripe, band only": (band_only_covered, ripe_ra, ripe_rb),
+            "ripe, band and region": (ripe_covered, ripe_ra, ripe_rb),
+            "public (cloud), backbone p90": (public_covered, *public_regions(public)),
+        }
+    )
+    print("\nheld-out coverage by world region (pairs with an end there) [%]")
+    print(by_region.to_string(index=False))
     spread = pd.DataFrame({"band": np.asarray(BAND_NAMES)[ripe_band], "cv": ripe.pairs["rtt_std"] / ripe_measured})
     print("\nRIPE within-pair spread (rtt_std / rtt_avg, median per band; pings, not pairs):")
     print(spread.groupby("band", sort=False)["cv"].median().round(3).to_string())
@@ -432,6 +450,7 @@ def main() -> None:
     print(f"\nnothing below the physics bound: {bound_ok}")
     print(f"p90/p50 ratio by band, backbone: {dict(zip(BAND_NAMES, extras.p90_ratio_by_band, strict=True))}")
     print(f"p90/p50 ratio by band, transit: {dict(zip(BAND_NAMES, transit.p90_ratio_by_band, strict=True))}")
+    print(f"region spreads, transit p90: {dict(zip(WORLD_REGIONS, np.round(np.exp(transit.region_log_spread), 3), strict=True))}")
     print(f"region factors, transit: {dict(zip(WORLD_REGIONS, np.round(np.exp(transit.region_log_factor), 3), strict=True))}")
     print(f"last-mile prior: median {prior_median} ms over {len(prior)} countries; RIPE fit {prior_fit}")
     moscow_beijing = trips.pair(Endpoints.of(55.7558, 37.6173, "RU"), Endpoints.of(39.9042, 116.4074, "CN"), PathType.INTERNET)
@@ -469,6 +488,8 @@ def main() -> None:
                 "log_inflation": [round(v, 4) for v in transit.log_inflation],
                 "region_log_factor": {r: round(v, 4) for r, v in zip(WORLD_REGIONS, transit.region_log_factor, strict=True)},
                 "p90_ratio_by_band": list(transit.p90_ratio_by_band),
+                "region_log_spread": {r: v for r, v in zip(WORLD_REGIONS, transit.region_log_spread, strict=True)},
+                "spread_from_km": transit.spread_from_km,
                 "country_pair_constant_ms": round(constant_ms, 2),
             },
             "extras": {
@@ -483,10 +504,29 @@ def main() -> None:
                 "graph": backbone_metrics,
                 "bands": table.round(2).to_dict(orient="records"),
                 "coverage": coverage.round(3).to_dict(orient="records"),
+                "coverage_by_region": by_region.round(3).to_dict(orient="records"),
             },
         }
         CALIBRATED_JSON.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         print(f"\nwrote {CALIBRATED_JSON.relative_to(REPO)}")
+
+
+def public_regions(public: pd.DataFrame) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Indices into :data:`WORLD_REGIONS` of each cloud pair's two ends."""
+    return region_index(public["a_lat"], public["a_lon"]), region_index(public["b_lat"], public["b_lon"])
+
+
+def region_coverage(covered: dict[str, tuple[NDArray[np.bool_], NDArray[np.intp], NDArray[np.intp]]]) -> pd.DataFrame:
+    """Per model and world region: pairs with an end in the region and the share covered by the p90. [%]"""
+    rows = []
+    for model, (hit, region_a, region_b) in covered.items():
+        for k, region in enumerate(WORLD_REGIONS):
+            touches = (region_a == k) | (region_b == k)
+            if touches.any():
+                rows.append(
+                    {"model": model, "region": region, "n": int(touches.sum()), "covered_pct": 100.0 * float(hit[touches].mean())}
+                )
+    return pd.DataFrame(rows)
 
 
 def coverage_rows(

@@ -31,7 +31,8 @@ behind a national firewall carry ``firewall_ms`` (graph parameter).
 
 Every pair has a median (p50) and a p90 round trip: the p90 is the p50 times its path class's ratio
 for the distance band, the 90th percentile of held-out measured over modelled round trips (so about
-nine measured paths in ten are at or below it). A planner's own measurements
+nine measured paths in ten are at or below it); a transit path's ratio also carries a spread per world
+region (:meth:`~placement.network.transit.TransitParams.p90_ratio`). A planner's own measurements
 (:mod:`placement.network.measurements`) correct both by world-region pair
 (:class:`~placement.network.corrections.RegionCorrections`).
 """
@@ -391,7 +392,10 @@ class RoundTrips:
         ratio = backbone_ratio
         if on_transit.any():
             p50 = np.where(on_transit, p50 * self.transit.inflation(km, a.region[:, None], b.region[None, :]), p50)
-            ratio = np.where(on_transit, band_ratio(self.transit.p90_ratio_by_band, km), ratio)
+            transit_ratio = self.transit.p90_ratio(
+                band_ratio(self.transit.p90_ratio_by_band, km), km, a.region[:, None], b.region[None, :]
+            )
+            ratio = np.where(on_transit, np.maximum(transit_ratio, backbone_ratio), ratio)
         if path is PathType.ACCESS:
             # The transit spread was measured between RIPE probes and already holds their access networks'
             # spread; the users' last mile keeps the spread it had, so only the network part takes it.

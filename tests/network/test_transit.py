@@ -55,7 +55,12 @@ def test_a_transit_path_is_the_backbone_path_times_its_inflation(
     assert one_end.p50_ms[0, 0] == pytest.approx(transit.p50_ms[0, 0]), "one end on transit puts the path on transit"
     assert transit.p50_ms[0, 0] >= backbone.p50_ms[0, 0]
     band = int(np.searchsorted(BAND_EDGES_KM, km, side="right"))
-    assert transit.p90_ms[0, 0] == pytest.approx(transit.p50_ms[0, 0] * trips.transit.p90_ratio_by_band[band])
+    spread = np.asarray(trips.transit.region_log_spread)
+    log_spread = (
+        spread[region_index(a[0], a[1])[0]] + spread[region_index(b[0], b[1])[0]] if km >= trips.transit.spread_from_km else 0.0
+    )
+    ratio = max(trips.transit.p90_ratio_by_band[band] * np.exp(log_spread), trips.extras.p90_ratio_by_band[band])
+    assert transit.p90_ms[0, 0] == pytest.approx(transit.p50_ms[0, 0] * ratio)
 
 
 def test_users_reach_a_transit_site_over_the_public_internet() -> None:
@@ -130,6 +135,28 @@ def test_the_p90_ratios_are_held_out_quantiles_that_cover() -> None:
     assert coverage[("ripe", "new transit", "all")] > coverage[("ripe", "old internet", "all")]
     transit, backbone = record["transit"]["p90_ratio_by_band"], record["extras"]["p90_ratio_by_band"]
     assert all(t >= b for t, b in zip(transit, backbone, strict=True)), "a transit path is no less spread than a backbone one"
+
+
+def test_the_transit_p90_covers_every_region_alike() -> None:
+    """The region spreads bring each region's held-out coverage near 90 %, where a ratio per band alone left 84-95 %."""
+    record = json.loads(CALIBRATED_JSON.read_text())
+    rows = record["metrics"]["coverage_by_region"]
+    band_only = {r["region"]: r["covered_pct"] for r in rows if r["model"] == "ripe, band only"}
+    regional = {r["region"]: r["covered_pct"] for r in rows if r["model"] == "ripe, band and region"}
+    assert set(regional) == set(WORLD_REGIONS)
+    assert min(regional.values()) >= 87.0
+    assert min(regional.values()) > min(band_only.values()), "the worst-covered region gained"
+    spread = record["transit"]["region_log_spread"]
+    assert spread["europe"] < 0 < spread["asia"], "Europe's dense exchanges spread less than Asia's paths"
+
+
+def test_a_region_spread_applies_from_its_distance() -> None:
+    transit = TransitParams(region_log_spread=(0.1, 0.0, -0.1, 0.0, 0.2, 0.0), spread_from_km=1500.0)
+    europe, asia = WORLD_REGIONS.index("europe"), WORLD_REGIONS.index("asia")
+    ratio = transit.p90_ratio(
+        np.array([2.0, 1.5, 1.2]), np.array([800.0, 9000.0, 9000.0]), europe, np.array([europe, asia, europe])
+    )
+    assert ratio.tolist() == pytest.approx([2.0, 1.5 * np.exp(0.1), 1.0]), "short paths take the band's; never below 1"
 
 
 def test_world_regions_cover_the_map() -> None:
