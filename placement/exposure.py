@@ -186,10 +186,13 @@ def assignment_commodities(instance: Instance, assignments: pd.DataFrame, *, sou
     site = assignments["site_id"].astype(str).map(site_index)
     if pops.isna().any() or klass.isna().any() or site.isna().any():
         raise PlacementError(f"{source}/assignments.csv names populations, classes or sites the scenario lacks: solve again")
-    n_classes = len(instance.classes)
-    key = instance.commodity_population * n_classes + instance.commodity_class
+    n_classes, n_parts = len(instance.classes), len(instance.regimes) + 1
+    key = (instance.commodity_population * n_classes + instance.commodity_class) * n_parts + instance.split().regime + 1
     order = np.argsort(key, kind="stable")
-    wanted = pops.to_numpy(np.int64) * n_classes + klass.to_numpy(np.int64)
+    regime_index = {r.regime_id: k for k, r in enumerate(instance.regimes)}
+    written = assignments["regime"].fillna("").astype(str) if "regime" in assignments else pd.Series([""] * len(assignments))
+    part = written.map(lambda r: regime_index.get(r, -1) if r else -1).to_numpy(np.int64) + 1
+    wanted = (pops.to_numpy(np.int64) * n_classes + klass.to_numpy(np.int64)) * n_parts + part
     at = np.clip(np.searchsorted(key[order], wanted), 0, max(len(order) - 1, 0))
     commodity = order[at] if len(order) else np.zeros(0, dtype=np.int64)
     if len(wanted) and (key[commodity] != wanted).any():

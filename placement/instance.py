@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +28,14 @@ from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
 from placement.progress import Progress, quiet
 from placement.regions import region_values
-from placement.residency import residency_mask
+from placement.residency import FREE, CommoditySplit, Regime, regime_mask, residency_mask, scenario_regimes, split_commodities
 from placement.scenario import (
     DemandSection,
     EconomicsSection,
     FaultToleranceSection,
     LatencySection,
     LoadedScenario,
+    ResidencySection,
     Resolve,
     ServingSection,
     SitesOpenSection,
@@ -114,6 +115,11 @@ class Instance:
         Name of each of ``inputs.failure_domains`` (``fault_tolerance.domains``).
     failure_domain_grouping : str or None
         The catalog column the domains come from, ``listed``, or None without domains.
+    regimes : list of Regime
+        The residency regimes the scenario picks (``residency.regimes``).
+    commodity_regime : numpy.ndarray of int or None
+        ``(c,)`` regime whose in-bloc share a commodity is (index into ``regimes``), ``-1`` for the
+        rest; None: every commodity is one whole (population, class).
     """
 
     loaded: LoadedScenario
@@ -141,6 +147,21 @@ class Instance:
     latency: LatencyModel
     failure_domain_names: tuple[str, ...] = ()
     failure_domain_grouping: str | None = None
+    regimes: list[Regime] = field(default_factory=list)
+    commodity_regime: IntArray | None = None
+
+    def split(self) -> CommoditySplit:
+        """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""
+        n = len(self.commodity_population)
+        regime = np.full(n, FREE, dtype=np.int64) if self.commodity_regime is None else self.commodity_regime
+        return CommoditySplit(self.commodity_population, self.commodity_class, regime, np.ones(n))
+
+    def regime_of(self, commodity: IntArray) -> list[str]:
+        """The regime id of each commodity's regulated part ('' for a free or whole commodity)."""
+        if self.commodity_regime is None:
+            return [""] * len(commodity)
+        ids = [r.regime_id for r in self.regimes]
+        return [ids[r] if r != FREE else "" for r in self.commodity_regime[commodity].tolist()]
 
     @property
     def classes(self) -> list[WorkloadClass]:
@@ -603,7 +624,11 @@ def commodities(n_populations: int, n_classes: int) -> tuple[IntArray, IntArray]
 
 
 def commodity_within_budget(
-    rtt_ms: FloatArray, profiles: list[ClassProfile], retrieval_extra: FloatArray, commodity_class: IntArray
+    rtt_ms: FloatArray,
+    profiles: list[ClassProfile],
+    retrieval_extra: FloatArray,
+    commodity_class: IntArray,
+    commodity_population: IntArray,
 ) -> NDArray[np.bool_]:
     """Whether each commodity meets its class's p99 TTFT objective at each site.
 
@@ -617,8 +642,8 @@ def commodity_within_budget(
         Node-side TTFT, round trips and objective of each class.
     retrieval_extra : numpy.ndarray
         ``(k, m)`` remote retrieval round trip per class and site. [ms]
-    commodity_class : numpy.ndarray of int
-        Class of each commodity (from :func:`commodities`, population-major).
+    commodity_class, commodity_population : numpy.ndarray of int
+        Class and population of each commodity (:func:`commodities`, then the residency regimes' split).
 
     Returns
     -------
@@ -628,7 +653,8 @@ def commodity_within_budget(
     within = np.empty((len(commodity_class), rtt_ms.shape[1]), dtype=bool)
     for k, profile in enumerate(profiles):
         ttft = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
-        within[commodity_class == k] = ttft <= profile.ttft_objective_ms
+        of_class = commodity_class == k
+        within[of_class] = (ttft <= profile.ttft_objective_ms)[commodity_population[of_class]]
     return within
 
 
@@ -885,6 +911,20 @@ def _failure_domains(domains: FaultDomains | None, sites: pd.DataFrame) -> tuple
     return names, tuple(np.asarray([index[i] for i in ids], dtype=np.int64) for _, ids in kept)
 
 
+def commodity_permitted(
+    population_country: NDArray[np.str_],
+    site_country: NDArray[np.str_],
+    residency: ResidencySection,
+    split: CommoditySplit,
+    regimes: list[Regime],
+) -> NDArray[np.bool_]:
+    """``(c, m)`` commodity-site pairs residency permits: the whole-country rules and the regimes."""
+    permitted = residency_mask(population_country, site_country, residency)[split.population]
+    if regimes:
+        permitted &= regime_mask(population_country, site_country, split, regimes)
+    return permitted
+
+
 def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Instance:
     """Turn a scenario into model arrays: the one place that hands the scenario's sections out.
 
@@ -917,14 +957,17 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     quantile = Quantile(scenario.latency.quantile)
     rtt = quantiles.p90_ms if quantile is Quantile.P90 else quantiles.p50_ms
     commodity_population, commodity_class = commodities(len(populations.table), len(classes))
+    population_country = populations.table["country_code"].to_numpy(str)
+    regimes = scenario_regimes(loaded)
+    split = split_commodities(population_country, commodity_population, commodity_class, regimes)
+    commodity_population, commodity_class = split.population, split.workload
     profiles = class_profiles(classes, scenario.serving, source=source)
     retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=source, quantile=quantile)
-    within_budget = commodity_within_budget(rtt, profiles, retrieval_extra, commodity_class)
-    permitted = residency_mask(
-        populations.table["country_code"].to_numpy(str), sites["country_code"].to_numpy(str), scenario.residency
-    )[commodity_population]
+    within_budget = commodity_within_budget(rtt, profiles, retrieval_extra, commodity_class, commodity_population)
+    permitted = commodity_permitted(population_country, sites["country_code"].to_numpy(str), scenario.residency, split, regimes)
     allowed = within_budget & permitted & (sites["mw_available"].to_numpy(float) > 0)[None, :]
     commodity_slices, commodity_mean = commodity_demand(pop_slices, pop_mean, classes, commodity_population, commodity_class)
+    commodity_slices, commodity_mean = commodity_slices * split.demand_factor[:, None], commodity_mean * split.demand_factor
     kw = node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, len(slice_hours), resolve)
     node_cost = site_node_cost(scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier)
@@ -977,4 +1020,6 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         latency=latency,
         failure_domain_names=names,
         failure_domain_grouping=None if domains is None else domains.grouping,
+        regimes=regimes,
+        commodity_regime=split.regime if regimes else None,
     )

@@ -30,6 +30,7 @@ from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolveStatus
 from placement.profiles import ClassProfile
 from placement.progress import Progress, quiet
+from placement.residency import Regime
 from placement.scenario import LoadedScenario, ResidencySection, ServingSection, WorkloadClass
 from placement.summary import (
     ClassSummary,
@@ -180,6 +181,10 @@ class Plan:
         Diagnoses the user should read (unreachable populations, shortfalls, time limits).
     failover : FailoverTables or None
         What each loss moves where (N+1 plans): ``failover*.csv``.
+    rule_prices : pandas.DataFrame or None
+        What each residency rule costs, per continent (``solve --price-rules``): ``rule_prices.csv``.
+    rule_price_headlines : list of dict or None
+        The same per rule, whole plan: ``summary.json``'s ``rule_prices``.
 
     The writers read what was solved through the properties below, not through the instance's
     scenario.
@@ -193,6 +198,8 @@ class Plan:
     summary: PlanSummary
     notes: list[str] = field(default_factory=list)
     failover: FailoverTables | None = None
+    rule_prices: pd.DataFrame | None = None
+    rule_price_headlines: list[dict[str, Any]] | None = None
 
     @property
     def scenario_name(self) -> str:
@@ -352,6 +359,8 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
         }
     )
     frame["ttft_slack_ms"] = frame["ttft_objective_ms"] - frame["ttft_p99_ms"]
+    if instance.regimes:  # which regime's in-bloc part a row serves ('' for the rest)
+        frame.insert(list(frame.columns).index("class") + 1, "regime", instance.regime_of(commodity))
     for name in COMPONENTS:
         frame[name] = 0.0
     for k, profile in enumerate(instance.profiles):
@@ -695,6 +704,7 @@ def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
     ]
     if residency.domestic_only_sites:
         lines.append(f"residency: sites in {', '.join(residency.domestic_only_sites)} serve only their own country")
+    lines += [regime_note(regime, instance.classes) for regime in instance.regimes]
     demanded = instance.commodity_mean_demand_tok_s > 0
     barred = instance.within_budget & ~instance.allowed & (instance.sites["mw_available"].to_numpy(float) > 0)[None, :]
     if lines:
@@ -711,6 +721,28 @@ def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
         )
         lines.append(f"power binds at {len(full)} of {len(open_sites)} open sites (no room for one more node): {names}")
     return [RULES_HEADER, *[f"  - {line}" for line in lines]] if lines else []
+
+
+def regime_note(regime: Regime, classes: list[WorkloadClass]) -> str:
+    """One regime in words: whose demand, which share of each class, where, and whether its sites serve others."""
+    shares = {f"{share:g}" for share in regime.share_by_class}
+    if len(shares) == 1:
+        share_text = f"share {shares.pop()} of every class"
+    else:
+        share_text = ", ".join(f"{c.name} {share:g}" for c, share in zip(classes, regime.share_by_class, strict=True))
+    members = ", ".join(sorted(regime.members)) if len(regime.members) <= 6 else f"{len(regime.members)} countries"
+    if len(regime.sites) <= 6:
+        sites = ", ".join(sorted(regime.sites))
+    else:
+        sites = (
+            f"the {len(regime.sites)} member countries" if regime.sites == regime.members else f"{len(regime.sites)} countries"
+        )
+    outsiders = "" if regime.serve_outsiders else "; sites there serve no one else"
+    estimate = " (shares from the scenario)" if regime.share_from == "scenario" else ""
+    return (
+        f"residency: {regime.regime_id} ({regime.name}): demand of {members}, {share_text}{estimate}, "
+        f"served only at sites in {sites}{outsiders}"
+    )
 
 
 def _availability_notes(instance: Instance, open_sites: pd.DataFrame) -> list[str]:

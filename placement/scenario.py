@@ -318,6 +318,16 @@ class ResidencyRule(_Section):
     sites: list[str] = Field(min_length=1, description="ISO alpha-2 codes or group names")
 
 
+class RegimeChoice(_Section):
+    """A residency regime of the table, with the planner's own figures where given."""
+
+    id: str = Field(min_length=1, description="a regime_id of the regimes table (data/rules/residency_regimes.csv)")
+    share: float | dict[str, float] | None = Field(
+        None, description="share of demand served in-bloc: one figure for every class, or {class: share} (null: the table's)"
+    )
+    serve_outsiders: bool | None = Field(None, description="whether in-bloc sites may serve other countries (null: the table's)")
+
+
 class ResidencySection(_Section):
     """Data residency: where each population's traffic may be served."""
 
@@ -325,6 +335,12 @@ class ResidencySection(_Section):
     rules: list[ResidencyRule] = Field(default_factory=list)
     domestic_only_sites: list[str] = Field(
         default_factory=list, description="sites in these countries serve only their own country's populations"
+    )
+    regimes: list[str | RegimeChoice] = Field(
+        default_factory=list, description="residency regimes of the regimes table, by id or {id, share, serve_outsiders}"
+    )
+    regimes_file: str | None = Field(
+        None, description="regimes CSV relative to the scenario file (null: the bundled data/rules/residency_regimes.csv)"
     )
 
 

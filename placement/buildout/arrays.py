@@ -20,11 +20,10 @@ from placement.availability import AvailabilityRule, availability_rules, barred_
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.horizon import AcceleratorOffer, DemandScenario, HorizonSection
-from placement.instance import Instance, build_instance, commodity_within_budget, merge_commodities
+from placement.instance import Instance, build_instance, commodity_permitted, commodity_within_budget, merge_commodities
 from placement.optimize.buildout.input import BuildoutInput
 from placement.progress import Progress, quiet
 from placement.regions import region_values
-from placement.residency import residency_mask
 from placement.scenario import EconomicsSection, LoadedScenario, ServingSection, WorkloadClass
 
 FloatArray = NDArray[np.float64]
@@ -285,12 +284,16 @@ def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np
             fleet.worst_profiles(key),
             instance.retrieval_extra_ms[:, columns],
             instance.commodity_class,
+            instance.commodity_population,
         )
-    permitted = residency_mask(
+    # The instance's residency, whole-country rules and regimes alike (its allowed pairs are for one part).
+    permitted = commodity_permitted(
         instance.populations.table["country_code"].to_numpy(str),
         instance.sites["country_code"].to_numpy(str),
         loaded.scenario.residency,
-    )[instance.commodity_population]
+        instance.split(),
+        instance.regimes,
+    )
     return np.asarray(within & permitted & (mw.max(axis=1) > 0)[None, :])
 
 

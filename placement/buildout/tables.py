@@ -237,6 +237,8 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
             "site_lon": sites["lon"].to_numpy()[site],
         }
     )
+    if instance.regimes:  # which regime's in-bloc part a row serves ('' for the rest), as a single-year plan says
+        frame.insert(4, "regime", instance.regime_of(c))
     return frame[frame["goodput_tok_s"] > 0].sort_values(
         ["population_id", "class", "goodput_tok_s"], ascending=[True, True, False]
     )
