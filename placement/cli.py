@@ -56,8 +56,15 @@ def _solve(args: argparse.Namespace) -> int:
     loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
     progress(f"scenario {loaded.scenario.name} ({args.scenario})")
     if loaded.scenario.is_buildout:
+        if args.price_rules:
+            fix = "price the build-out's availability rules by solving again with availability: {enforce: false}"
+            raise InputError(
+                [Problem(str(args.scenario), "", "--price-rules", "prices a single-year plan's residency rules", fix)]
+            )
         return _solve_buildout(args, loaded, progress)
     plan = run(loaded, msg=args.verbose, progress=progress)
+    if args.price_rules:
+        plan = _price_rules(loaded, plan, progress)
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table)
@@ -127,6 +134,17 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
         print(note)
     print(f"results in {out}")
     return EXIT_OK
+
+
+def _price_rules(loaded: LoadedScenario, plan: Plan, progress: StderrProgress) -> Plan:
+    """The plan with what each residency rule costs: ``rule_prices.csv``, ``summary.json`` and the rules block."""
+    import dataclasses
+
+    from placement.rule_price import price_lines, price_rules, with_price_lines
+
+    table, headlines = price_rules(loaded, plan, progress=progress)
+    notes = with_price_lines(plan.notes, price_lines(headlines))
+    return dataclasses.replace(plan, notes=notes, rule_prices=table, rule_price_headlines=headlines)
 
 
 def _check_tail(plan: Plan, progress: StderrProgress) -> tuple[pd.DataFrame, list[str]]:
@@ -542,6 +560,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--check-tail",
         action="store_true",
         help="simulate every open site's busiest hour; list the sites whose simulated p99 breaks an objective",
+    )
+    solve.add_argument(
+        "--price-rules",
+        action="store_true",
+        help="solve again without each residency rule: what each costs ($/M, MW, per continent) in rule_prices.csv, the report",
     )
     solve.set_defaults(handler=_solve)
     compare = commands.add_parser("compare", help="the optimum versus nearest-metro, cheapest-power and single-region")

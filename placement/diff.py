@@ -30,6 +30,7 @@ __all__ = [
     "headline",
     "main_sites",
     "populations_moved",
+    "region_costs",
     "render_diff",
     "site_changes",
 ]
@@ -257,6 +258,10 @@ class PlanDiff:
         :func:`populations_moved`.
     notes : list of str
         What could not be compared.
+    regions : pandas.DataFrame
+        :func:`region_costs` (empty when a plan's sites carry no continent).
+    rule_prices : dict
+        ``a`` and ``b``: each plan's ``rule_prices`` (``solve --price-rules``; empty lists without).
     """
 
     folder_a: Path
@@ -266,18 +271,47 @@ class PlanDiff:
     sites: pd.DataFrame
     moved: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    regions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rule_prices: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """What ``diff.json`` holds: ``a``, ``b``, ``headline``, ``classes``, ``sites``, ``populations_moved``, ``notes``."""
+        """What ``diff.json`` holds: headline, classes, regions, rule_prices, sites, populations_moved, notes; ``a``, ``b``."""
         return {
             "a": str(self.folder_a),
             "b": str(self.folder_b),
             "headline": self.headline,
             "classes": self.classes,
+            "regions": _records(self.regions),
+            "rule_prices": self.rule_prices,
             "sites": _records(self.sites),
             "populations_moved": _records(self.moved),
             "notes": list(self.notes),
         }
+
+
+def region_costs(sites_a: pd.DataFrame, sites_b: pd.DataFrame) -> pd.DataFrame:
+    """Per continent of the open sites: MW, $/h, goodput and $/M goodput in A and B.
+
+    Diffing a plan with a rule against the same scenario without it shows what the rule costs where.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``region``, ``mw_used_a``/``_b``, ``cost_usd_per_h_a``/``_b``, ``goodput_tok_s_a``/``_b``, ``usd_per_m_a``/``_b``
+        (None where a region serves nothing); empty when either plan's sites carry no ``continent``.
+    """
+    if "continent" not in sites_a.columns or "continent" not in sites_b.columns:
+        return pd.DataFrame()
+    figures = ["mw_used", "cost_usd_per_h", "goodput_tok_s"]
+    tables = []
+    for sites in (sites_a, sites_b):
+        open_sites = sites[sites["open"].astype(bool)]
+        tables.append(open_sites.groupby(open_sites["continent"].fillna("unknown").astype(str))[figures].sum())
+    table = tables[0].merge(tables[1], how="outer", left_index=True, right_index=True, suffixes=("_a", "_b")).fillna(0.0)
+    for side in ("a", "b"):
+        served = table[f"goodput_tok_s_{side}"]
+        table[f"usd_per_m_{side}"] = (table[f"cost_usd_per_h_{side}"] / (served * 3600.0) * 1e6).where(served > 0)
+    return table.rename_axis("region").reset_index()
 
 
 def _missing(value: Any) -> bool:
@@ -333,6 +367,8 @@ def diff_plans(folder_a: str | Path, folder_b: str | Path) -> PlanDiff:
         sites=site_changes(a.sites, b.sites),
         moved=moved,
         notes=notes + moved_notes,
+        regions=region_costs(a.sites, b.sites),
+        rule_prices={"a": list(a.summary.get("rule_prices") or []), "b": list(b.summary.get("rule_prices") or [])},
     )
 
 
@@ -405,6 +441,21 @@ def render_diff(diff: PlanDiff, *, rows: int = 15) -> str:
         spec = "{:,.3f}"
         cells = f"{_cell(row['a'], spec):>14}{_cell(row['b'], spec):>14}{_cell(row['delta'], spec, signed=True):>14}"
         lines.append(f"  {row['class']:<22}{cells}")
+    if len(diff.regions):
+        lines.append("by continent of the sites: MW A -> B, $/M goodput A -> B")
+        for r in diff.regions.to_dict("records"):
+            lines.append(
+                f"  {r['region']:<22}MW {mw_text(r['mw_used_a'])} -> {mw_text(r['mw_used_b'])}, "
+                f"$/M {_cell(_number(r['usd_per_m_a']), '{:,.3f}')} -> {_cell(_number(r['usd_per_m_b']), '{:,.3f}')}"
+            )
+    for side in ("a", "b"):
+        for price in diff.rule_prices.get(side, []):
+            with_m, without_m = _number(price.get("usd_per_m_with")), _number(price.get("usd_per_m_without"))
+            lines.append(
+                f"rule {price['rule_id']} in {side.upper()}: $/M {_cell(with_m, '{:,.3f}')} with it, "
+                f"{_cell(without_m, '{:,.3f}')} without; "
+                f"MW {mw_text(price['mw_with'])} with, {mw_text(price['mw_without'])} without"
+            )
     counts = diff.sites["change"].value_counts()
     summary = ", ".join(f"{int(counts[k])} {k}" for k in ("opened", "closed", "resized", "repriced") if k in counts)
     lines.append(f"sites changed: {len(diff.sites)}" + (f" ({summary})" if summary else ""))

@@ -35,6 +35,7 @@ from placement.optimize.ranging import Resolve
 from placement.optimize.solver import SolverOptions
 from placement.optimize.whatif import WhatIfs, fixed_design_lp
 from placement.results import ResultsFolder, read_results_folder, read_summary
+from placement.rule_binds import rule_binds
 from placement.scenario import load_scenario
 
 EXTRA_MW = 10.0
@@ -327,15 +328,19 @@ class Explanation:
         ``more_power``, ``nearest_to_entering``, ``short_of_power`` and ``out_of_reach`` (unserved pairs).
     phases_s : dict
         Seconds per phase. [s]
+    rules : list of dict
+        Per residency rule, the pairs it bars and the populations it keeps from open sites
+        (:func:`placement.rule_binds.rule_binds`).
     """
 
     sites: list[dict[str, Any]]
     what_would_pay: dict[str, list[dict[str, Any]]]
     phases_s: dict[str, float]
+    rules: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """What ``explain.json`` holds: ``sites``, ``what_would_pay``, ``phases_s``."""
-        return {"sites": self.sites, "what_would_pay": self.what_would_pay, "phases_s": self.phases_s}
+        """What ``explain.json`` holds: ``sites``, ``what_would_pay``, ``rules`` (whom each rule binds), ``phases_s``."""
+        return {"sites": self.sites, "what_would_pay": self.what_would_pay, "rules": self.rules, "phases_s": self.phases_s}
 
 
 def _context(instance: Instance, sites: pd.DataFrame, lp: WhatIfs, is_open: NDArray[np.bool_]) -> _PlanContext:
@@ -408,7 +413,7 @@ def explain(
         "out_of_reach": _unserved(ctx, reachable=False),
     }
     phases["what_would_pay_s"] = time.perf_counter() - clock
-    return Explanation(records, pay, phases)
+    return Explanation(records, pay, phases, rule_binds(instance, is_open))
 
 
 @dataclass(frozen=True)
@@ -639,4 +644,24 @@ def render_table(explanation: Explanation) -> str:
     str
         Text (MW to 0.1, ms to 0.1).
     """
-    return "\n".join([_site_line(r) for r in explanation.sites] + _pay_lines(explanation.what_would_pay))
+    return "\n".join(
+        [_site_line(r) for r in explanation.sites] + _pay_lines(explanation.what_would_pay) + _rule_lines(explanation.rules)
+    )
+
+
+def _rule_lines(rules: list[dict[str, Any]]) -> list[str]:
+    """Whom each residency rule binds: its barred pairs, and the largest populations it keeps from open sites."""
+    if not rules:
+        return []
+    lines = ["whom the rules bind:"]
+    for r in rules:
+        lines.append(
+            f"  {r['rule_id']} ({r['text']}): bars {r['pairs_barred']:,} (population-class, site) pairs inside their "
+            f"objective: {r['populations_barred']:,} populations, {r['sites_barred']:,} sites"
+        )
+        for b in r["binds_at_open_sites"]:
+            lines.append(
+                f"    {b['population']} ({b['country_code']}) {b['class']}, {b['demand_tok_s']:,.0f} tok/s: kept from open "
+                f"{', '.join(b['open_sites_barred'])}"
+            )
+    return lines

@@ -51,7 +51,10 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     dict
         JSON-ready (through :func:`placement.results.write_json`).
     """
-    return {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.scenario_path)}
+    record = {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.scenario_path)}
+    if plan.rule_price_headlines is not None:
+        record["rule_prices"] = plan.rule_price_headlines
+    return record
 
 
 def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame | None) -> None:
@@ -65,6 +68,8 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
     write_csv(members.assign(population_id=ids).drop(columns=["population_index"]), folder / "population_members.csv")
     if tail_check is not None:
         write_csv(tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
+    if plan.rule_prices is not None:
+        write_csv(plan.rule_prices, folder / "rule_prices.csv")
     calibration = plan.instance.latency.calibration
     if calibration is not None:  # the scenario's latency.measurements: before/after error on the planner's own pings
         write_csv(calibration.table, folder / "latency_measurements.csv")
