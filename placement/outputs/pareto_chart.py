@@ -35,10 +35,21 @@ def plot_pareto(curve: pd.DataFrame, path: str | Path, *, title: str | None = No
         The file written.
     """
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for tp, group in curve.groupby("tp"):
-        ax.plot(group["tok_s_per_user"], group["tok_s_per_gpu"], lw=1, alpha=0.6, label=f"TP{tp}")
-    front = curve[curve["on_frontier"].astype(bool)].sort_values("tok_s_per_user")
-    ax.plot(front["tok_s_per_user"], front["tok_s_per_gpu"], "k-", lw=2, label="frontier")
+    methods = curve["speculative"].unique().tolist() if "speculative" in curve else [""]
+    for method in methods:
+        own = curve[curve["speculative"] == method] if "speculative" in curve else curve
+        suffix = f", {method}" if method else ""
+        for tp, group in own.groupby("tp"):
+            ax.plot(
+                group["tok_s_per_user"],
+                group["tok_s_per_gpu"],
+                lw=1,
+                alpha=0.6,
+                ls="-" if not method else ":",
+                label=f"TP{tp}{suffix}",
+            )
+        front = own[own["on_frontier"].astype(bool)].sort_values("tok_s_per_user")
+        ax.plot(front["tok_s_per_user"], front["tok_s_per_gpu"], "k-" if not method else "r-", lw=2, label=f"frontier{suffix}")
     if itl_p99_ms:
         ax.axvline(1e3 / itl_p99_ms, color="grey", ls="--", label=f"ITL {itl_p99_ms:g} ms")
     ax.set_xscale("log")

@@ -155,6 +155,7 @@ def step_parts_ms(
     chunk_tokens: NDArray[np.float64],
     chunk_attention_flop: NDArray[np.float64],
     eff: ServingEfficiency,
+    verify_tokens: float = 1.0,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Weight-read, GEMM, attention and communication time of steps (vectorised over any broadcastable shape).
 
@@ -174,6 +175,9 @@ def step_parts_ms(
         Attention work of those prompt tokens. [FLOP]
     eff : ServingEfficiency
         Overrides of the catalog's efficiencies.
+    verify_tokens : float
+        Tokens each decoding sequence carries through the step (speculative decoding: the drafts and the
+        next token; 1 without). The weights and each sequence's KV are still read once.
 
     Returns
     -------
@@ -182,12 +186,12 @@ def step_parts_ms(
     """
     ach = achieved(accel, eff, precision)
     bw = tp * ach.hbm * accel.hbm_tb_s * 1e12  # bytes/s of the replica
-    tokens = np.asarray(batch + chunk_tokens, dtype=float)
+    tokens = np.asarray(batch * verify_tokens + chunk_tokens, dtype=float)
     memory_ms = weight_bytes_read(model, precision, tokens) / bw * 1e3
     compute_ms = 2.0 * model.params_active_b * 1e9 * tokens / (tp * ach.tensor * accel.tflops[precision] * 1e12) * 1e3
     attn_rate = tp * attention_tflops(accel, eff) * 1e12
     kv_ms = context_total * kv_bytes_per_token(model, precision) * kv_copies(model, tp) / bw * 1e3
-    decode_attn_ms = np.maximum(kv_ms, decode_attention_flops(model, 1.0) * context_total / attn_rate * 1e3)
+    decode_attn_ms = np.maximum(kv_ms, decode_attention_flops(model, 1.0) * verify_tokens * context_total / attn_rate * 1e3)
     attention_ms = decode_attn_ms + chunk_attention_flop / attn_rate * 1e3
     comm_ms = allreduce_ms(accel, tp, tokens, model.hidden, model.layers, eff)
     return (

@@ -1,7 +1,8 @@
 """The Pareto curve of a node: throughput per GPU against speed per user over batches and tensor-parallel degrees.
 
 Colocated serving with chunked prefill at full load and no queueing tail (:mod:`placement.serving.search`);
-:func:`placement.outputs.pareto_chart.plot_pareto` draws it.
+:func:`placement.outputs.pareto_chart.plot_pareto` draws it. A request with speculative decoding gets two
+curves, with and without it (column ``speculative``), so the batch where speculation stops paying shows.
 """
 
 from __future__ import annotations
@@ -32,13 +33,21 @@ def pareto_curve(request: ServingRequest, *, efficiency: ServingEfficiency = CAL
     Returns
     -------
     pandas.DataFrame
-        One row per (tp, batch): ``tp``, ``batch``, ``itl_ms``, ``tok_s_per_user`` [tokens/s],
-        ``tok_s_per_gpu`` [tokens/s], ``on_frontier`` (not dominated on both axes).
+        One row per (speculative, tp, batch): ``speculative`` (the method, ``""`` for plain decoding),
+        ``tp``, ``batch``, ``itl_ms`` (per output token), ``tok_s_per_user`` [tokens/s], ``tok_s_per_gpu``
+        [tokens/s], ``on_frontier`` (not dominated on both axes within its curve).
     """
     unbounded = replace(request, ttft_p99_ms=math.inf, itl_p99_ms=math.inf, min_tok_s_per_user=0.0)
     m, a = check_request(unbounded)
-    w = unbounded.workload
-    frames = [_pareto_rows(m, a, request.precision, tp, w, efficiency) for tp in tp_options(a, request.gpus)]
+    speculative = unbounded.workload
+    workloads = [replace(speculative, speculation=None)] + ([speculative] if speculative.speculation is not None else [])
+    curves = [_curve(m, a, request, w, efficiency) for w in workloads]
+    return pd.concat(curves, ignore_index=True)
+
+
+def _curve(m: ModelSpec, a: AcceleratorSpec, request: ServingRequest, w: Workload, eff: ServingEfficiency) -> pd.DataFrame:
+    """One workload's curve over every tensor-parallel degree, its frontier marked."""
+    frames = [_pareto_rows(m, a, request.precision, tp, w, eff) for tp in tp_options(a, request.gpus)]
     curve = (
         pd.concat([f for f in frames if f is not None], ignore_index=True)
         if any(f is not None for f in frames)
@@ -47,6 +56,7 @@ def pareto_curve(request: ServingRequest, *, efficiency: ServingEfficiency = CAL
     ordered = curve.sort_values("tok_s_per_user", ascending=False)
     best_gpu = ordered["tok_s_per_gpu"].cummax().shift(fill_value=-np.inf)
     curve["on_frontier"] = (ordered["tok_s_per_gpu"] > best_gpu).reindex(curve.index)
+    curve.insert(0, "speculative", "" if w.speculation is None else w.speculation.method)
     return curve
 
 
@@ -70,6 +80,6 @@ def _pareto_rows(
             "batch": batch.astype(int),
             "itl_ms": itl_ms,
             "tok_s_per_user": 1e3 / itl_ms,
-            "tok_s_per_gpu": batch / mean_ms * 1e3 / tp,
+            "tok_s_per_gpu": batch * w.tokens_per_step / mean_ms * 1e3 / tp,
         }
     )

@@ -8,7 +8,7 @@ node's power, its yield per MW and, with a node cost, the cost per million goodp
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from placement._errors import InputError, Problem
@@ -23,6 +23,7 @@ from placement.serving.hardware import (
     get_model,
 )
 from placement.serving.search import Candidate, Workload, best_candidate, tp_options
+from placement.serving.speculative import AUTO, speculation_for
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class ServingRequest:
         All-in cost of the node; gives ``cost_per_million_goodput_tokens_usd``. [USD/h]
     pue : float
         Facility PUE for ``tokens_per_s_per_mw``; 1.0 gives the node-level (IT power) figure.
+    speculative : str, optional
+        Speculative decoding: a method of ``data/serving/speculative.csv`` for the model (``eagle3``,
+        ``mtp``), or ``auto`` (the model's method, kept only where it gives more goodput); None: off.
     """
 
     model: str
@@ -73,6 +77,7 @@ class ServingRequest:
     tp: int | None = None
     node_cost_usd_h: float | None = None
     pue: float = 1.0
+    speculative: str | None = None
 
     @property
     def label(self) -> str:
@@ -91,6 +96,7 @@ class ServingRequest:
             itl_p99_ms=self.itl_p99_ms,
             min_tok_s_per_user=self.min_tok_s_per_user,
             hit_rate=self.prefix_cache_hit_rate,
+            speculation=speculation_for(self.model, self.speculative),
         )
 
 
@@ -146,6 +152,11 @@ class ServingResult:
     limit : str
         What stopped the batch growing: ``itl``, ``kv_capacity``, ``tok_s_per_user``, ``ttft``,
         ``max_batch``, or why nothing fits.
+    speculative : str
+        The speculative-decoding method the result runs (``""``: none).
+    tokens_per_step : float
+        Mean tokens a decode step emits per sequence (1 without speculation; ``itl_ms`` is then the step
+        over it, the time per output token).
     """
 
     model: str
@@ -174,6 +185,8 @@ class ServingResult:
     chunk_tokens: int
     mixed_step_share: float
     limit: str
+    speculative: str = ""
+    tokens_per_step: float = 1.0
 
 
 def _precision_problems(request: ServingRequest, m: ModelSpec | None, a: AcceleratorSpec | None) -> list[Problem]:
@@ -267,7 +280,7 @@ def check_request(request: ServingRequest) -> tuple[ModelSpec, AcceleratorSpec]:
     return m, a
 
 
-def _result(request: ServingRequest, a: AcceleratorSpec, best: Candidate) -> ServingResult:
+def _result(request: ServingRequest, a: AcceleratorSpec, best: Candidate, workload: Workload) -> ServingResult:
     """The node's figures: TTFT from its parts, power, yield per MW and, with a node cost, $/M goodput."""
     node_kw = a.node_kw * request.gpus / a.gpus_per_node
     cost = request.node_cost_usd_h
@@ -299,6 +312,8 @@ def _result(request: ServingRequest, a: AcceleratorSpec, best: Candidate) -> Ser
         chunk_tokens=best.chunk_tokens,
         mixed_step_share=best.mixed_step_share,
         limit=best.limit,
+        speculative="" if workload.speculation is None else workload.speculation.method,
+        tokens_per_step=workload.tokens_per_step,
     )
 
 
@@ -323,17 +338,29 @@ def serve(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED
         Unknown model or accelerator (with the known ids), unsupported precision, or a bad number.
     """
     m, a = check_request(request)
-    best = best_candidate(
-        m,
-        a,
-        request.precision,
-        gpus=request.gpus,
-        tp=request.tp,
-        disaggregated=request.disaggregated,
-        workload=request.workload,
-        eff=efficiency,
-    )
-    return _result(request, a, best)
+    workloads = [request.workload]
+    if request.speculative == AUTO and workloads[0].speculation is not None:
+        # speculation is kept only where it pays: on a tie (both nothing) the plain decode is reported
+        workloads.insert(0, replace(workloads[0], speculation=None))
+    results = [
+        _result(
+            request,
+            a,
+            best_candidate(
+                m,
+                a,
+                request.precision,
+                gpus=request.gpus,
+                tp=request.tp,
+                disaggregated=request.disaggregated,
+                workload=w,
+                eff=efficiency,
+            ),
+            w,
+        )
+        for w in workloads
+    ]
+    return max(results, key=lambda r: r.goodput_tok_s)
 
 
 def goodput_report(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED) -> dict[str, Any]:

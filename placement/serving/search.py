@@ -45,6 +45,7 @@ from placement.serving.kernels import (
 )
 from placement.serving.lengths import LengthDistribution
 from placement.serving.queueing import queue_wait_p99_ms, utilisation_cap
+from placement.serving.speculative import Speculation
 
 #: Share of steps above which a quantile of the ITL is set by the mixed (chunk-carrying) steps: p99 → 1 %.
 MIXED_STEP_TAIL_SHARE = 0.01
@@ -81,6 +82,8 @@ class Workload:
         Interactivity floor: decode speed per user. [tokens/s]
     hit_rate : float
         Share of prompt tokens served from the prefix cache.
+    speculation : Speculation or None
+        Speculative decoding (:mod:`placement.serving.speculative`); None decodes one token per step.
     """
 
     input_tokens: float
@@ -90,6 +93,27 @@ class Workload:
     itl_p99_ms: float
     min_tok_s_per_user: float
     hit_rate: float
+    speculation: Speculation | None = None
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Mean tokens a decode step emits per sequence (1 without speculation)."""
+        return 1.0 if self.speculation is None else self.speculation.tokens_per_step
+
+    @property
+    def verify_tokens(self) -> float:
+        """Tokens each decoding sequence carries through a step's GEMMs (1 without speculation)."""
+        return 1.0 if self.speculation is None else float(self.speculation.verify_tokens)
+
+    @property
+    def step_factor(self) -> float:
+        """A decode step with its draft passes over the same step without them (1 without speculation)."""
+        return 1.0 if self.speculation is None else self.speculation.step_factor
+
+    @property
+    def answer_steps(self) -> float:
+        """Decode steps a mean answer takes. [steps]"""
+        return self.output_tokens / self.tokens_per_step
 
     @property
     def new_tokens(self) -> float:
@@ -262,6 +286,7 @@ class ChunkedSteps:
     chunk_step_share: NDArray[np.float64]  # share of steps carrying a chunk at full load (capped at 1)
     sizes: ChunkSizes
     step_at: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]  # (sequences, chunk) -> ms
+    tokens_per_step: float = 1.0  # tokens a step emits per sequence (speculative decoding: above 1)
 
     @cached_property
     def mean_ms(self) -> NDArray[np.float64]:
@@ -291,7 +316,8 @@ class ChunkedSteps:
         batch = self.batch[cols]
         mixed = self.step_at(batch + P99_Z * np.sqrt(batch), tokens)
         pure = self.pure_p99_ms[ki, cols]
-        return np.asarray(np.where(steps > MIXED_STEP_TAIL_SHARE, np.maximum(mixed, pure), pure))
+        step = np.where(steps > MIXED_STEP_TAIL_SHARE, np.maximum(mixed, pure), pure)
+        return np.asarray(step / self.tokens_per_step)  # per output token: a step emits tokens_per_step of them
 
 
 def chunked_steps(
@@ -333,7 +359,7 @@ def chunked_steps(
     shape = (len(chunk), len(batch))
     per_token = _attention_per_token(model, w)
 
-    def step_ms(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
+    def parts_ms(seqs: NDArray[np.float64], k: NDArray[np.float64], verify: float) -> NDArray[np.float64]:
         memory, compute, attention, comm = step_parts_ms(
             model,
             accel,
@@ -344,16 +370,24 @@ def chunked_steps(
             chunk_tokens=k,
             chunk_attention_flop=k * per_token,
             eff=eff,
+            verify_tokens=verify,
         )
         return np.asarray(np.maximum(memory, compute) + attention + comm + overhead)
+
+    def step_ms(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
+        if w.speculation is None:
+            return parts_ms(seqs, k, 1.0)
+        # the draft passes cost a share of a plain decode step of the same batch; the chunk does not go through them
+        draft = (w.step_factor - 1.0) * parts_ms(seqs, np.zeros_like(k), 1.0)
+        return np.asarray(parts_ms(seqs, k, w.verify_tokens) + draft)
 
     def total(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(np.broadcast_to(step_ms(seqs, k), shape))
 
     zero, full = np.zeros_like(chunk), np.broadcast_to(chunk, shape).copy()
     sizes = ChunkSizes.of(w.new_token_quantiles, chunk[:, 0])
-    share = b * w.new_tokens / (w.output_tokens * chunk) * np.ones(shape)
-    step_share = np.minimum(b / w.output_tokens * sizes.steps_per_prompt[:, None], 1.0) * np.ones(shape)
+    share = b * w.new_tokens / (w.answer_steps * chunk) * np.ones(shape)
+    step_share = np.minimum(b / w.answer_steps * sizes.steps_per_prompt[:, None], 1.0) * np.ones(shape)
     return ChunkedSteps(
         chunk=chunk[:, 0],
         batch=batch,
@@ -364,6 +398,7 @@ def chunked_steps(
         chunk_step_share=np.asarray(step_share),
         sizes=sizes,
         step_at=step_ms,
+        tokens_per_step=w.tokens_per_step,
     )
 
 
@@ -410,10 +445,11 @@ def colocated_candidate(
     if batch.size == 0:
         return None
     steps = chunked_steps(model, accel, precision, tp=tp, batch=batch, workload=w, eff=eff)
-    mean, itl = steps.mean_ms, steps.pure_p99_ms  # chunk steps add to the tail with load: capped per candidate
+    # chunk steps add to the tail with load: capped per candidate; a step emits tokens_per_step per sequence
+    mean, itl = steps.mean_ms, steps.pure_p99_ms / w.tokens_per_step
     itl_ok = itl <= w.itl_p99_ms
     ok = itl_ok & (1e3 / itl >= w.min_tok_s_per_user)
-    capacity = replicas * batch[None, :] / mean * 1e3
+    capacity = replicas * batch[None, :] * w.tokens_per_step / mean * 1e3
     best: Candidate | None = None
     for flat in np.argsort(-np.where(ok, capacity, -1.0), axis=None):
         ki, bi = np.unravel_index(flat, capacity.shape)
@@ -496,7 +532,7 @@ def chunked_candidate(
             batch=int(b),
             tp=tp,
             replicas=replicas,
-            itl_ms=first,
+            itl_ms=first / w.tokens_per_step,
             prefill_ms=0.0,
             kv_transfer_ms=0.0,
             queue_p99_ms=0.0,
@@ -512,7 +548,7 @@ def chunked_candidate(
     # prefill is all of them and no separate decode step precedes the first token
     prefill, first = steps_longest * mixed, 0.0
     service = w.new_tokens / k * mixed  # mean time a prompt holds its replica's chunk pipeline [ms]
-    rho_full = b / (w.output_tokens * mean) * service  # that pipeline's utilisation at full batch
+    rho_full = b / (w.answer_steps * mean) * service  # that pipeline's utilisation at full batch
     floor_load = floor_tok_s / capacity  # the share of capacity this candidate must serve to beat the best
     chunk_budget_ms = w.ttft_p99_ms - prefill - first
     itl_target_ms = min(w.itl_p99_ms, 1e3 / max(w.min_tok_s_per_user, 1e-9))
@@ -533,7 +569,7 @@ def chunked_candidate(
     # A request also waits for a decode slot: replicas x batch slots, each held for the prompt's chunks and
     # every answer token. At capacity all slots are busy, so the load must stay below it by the margin
     # the p99 slot wait allows inside what the objective leaves (this is what keeps goodput off the knee).
-    slots, hold_ms = replicas * int(b), service + w.output_tokens * mean
+    slots, hold_ms = replicas * int(b), service + w.answer_steps * mean
     chunk_wait = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2)
     slot_budget_ms = chunk_budget_ms - chunk_wait
     if queue_misses(slots, hold_ms, slot_budget_ms, floor_load, eff=eff):
@@ -643,10 +679,27 @@ def disaggregated_candidate(
         chunk_tokens=zeros,
         chunk_attention_flop=zeros,
         eff=eff,
+        verify_tokens=w.verify_tokens,
     )
     step = np.maximum(memory, compute) + attention + comm + achieved(accel, eff).step_overhead_ms
-    itl_ok = step <= w.itl_p99_ms
-    ok = itl_ok & (1e3 / step >= w.min_tok_s_per_user)
+    if w.speculation is not None:  # the draft passes: a share of a plain decode step of the same batch
+        plain = step_parts_ms(
+            model,
+            accel,
+            precision,
+            tp,
+            batch=batch,
+            context_total=batch * w.context_tokens,
+            chunk_tokens=zeros,
+            chunk_attention_flop=zeros,
+            eff=eff,
+        )
+        step = step + (w.step_factor - 1.0) * (
+            np.maximum(plain[0], plain[1]) + plain[2] + plain[3] + achieved(accel, eff).step_overhead_ms
+        )
+    per_token = step / w.tokens_per_step  # the ITL: a step emits tokens_per_step per sequence
+    itl_ok = per_token <= w.itl_p99_ms
+    ok = itl_ok & (1e3 / per_token >= w.min_tok_s_per_user)
     pre = prefill_ms(model, accel, precision, tp=tp, tokens=w.input_tokens_max, prefix_cache_hit_rate=w.hit_rate, eff=eff)
     pre_mean = prefill_ms(model, accel, precision, tp=tp, tokens=w.input_tokens, prefix_cache_hit_rate=w.hit_rate, eff=eff)
     per_nic = kv_bytes_per_token(model, precision) * kv_copies(model, tp) / tp
@@ -656,7 +709,7 @@ def disaggregated_candidate(
         i = int(b) - 1
         if not ok[i]:
             continue
-        decode_rate = b / (float(step[i]) / 1e3 * w.output_tokens * tp)  # requests/s per decode GPU
+        decode_rate = b / (float(step[i]) / 1e3 * w.answer_steps * tp)  # requests/s per decode GPU
         budget = w.ttft_p99_ms - pre - transfer - float(step[i])
         cap, share, servers = float(budget >= 0), 0.0, 1
         prefill_rate = math.inf
@@ -684,7 +737,7 @@ def disaggregated_candidate(
                 batch=int(b),
                 tp=tp,
                 replicas=gpus // tp,
-                itl_ms=float(step[i]),
+                itl_ms=float(per_token[i]),
                 prefill_ms=pre,
                 kv_transfer_ms=transfer,
                 queue_p99_ms=queue,

@@ -583,11 +583,11 @@ def simulate_request(
     Returns
     -------
     TailCheck or None
-        None when the analytic model finds no goodput (nothing to simulate).
+        None when the analytic model finds no goodput, or serves disaggregated or speculatively (nothing to simulate).
     """
     result = analytic if analytic is not None else serve(request, efficiency=efficiency)
-    if result.goodput_tok_s <= 0 or result.disaggregated:
-        return None
+    if result.goodput_tok_s <= 0 or result.disaggregated or result.speculative:
+        return None  # the event simulation runs one token per step on one colocated node
     node = node_config(request, result, efficiency=efficiency, chunk=chunk)
     prompt, output = request_lengths(request)
     rate = load_factor * result.goodput_tok_s / output.mean
