@@ -48,6 +48,7 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
+    from placement.arrangement import arrangement_options, with_arrangement
     from placement.outputs.writer import check_output_folder, write_results
     from placement.plan import run
 
@@ -65,6 +66,8 @@ def _solve(args: argparse.Namespace) -> int:
     plan = run(loaded, msg=args.verbose, progress=progress)
     if args.price_rules:
         plan = _price_rules(loaded, plan, progress)
+    if arrangement_options(loaded.scenario.serving):
+        plan = with_arrangement(loaded, plan, progress=progress, waterfall=_waterfall)
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table)
@@ -134,6 +137,13 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
         print(note)
     print(f"results in {out}")
     return EXIT_OK
+
+
+def _waterfall(plan: Plan) -> pd.DataFrame:
+    """A plan's cost waterfall from its tables, as ``cost_waterfall.png`` draws it."""
+    from placement.outputs.cost_waterfall import cost_waterfall
+
+    return cost_waterfall(plan.summary.classes, plan.sites, plan.assignments)
 
 
 def _price_rules(loaded: LoadedScenario, plan: Plan, progress: StderrProgress) -> Plan:
@@ -316,6 +326,7 @@ def _serving_request(args: argparse.Namespace) -> ServingRequest:
         input_tokens_max=args.input_tokens_max,
         node_cost_usd_h=args.node_cost_usd_h,
         pue=args.pue,
+        speculative=args.speculative,
     )
 
 
@@ -390,6 +401,13 @@ def _goodput(args: argparse.Namespace) -> int:
         f"  goodput {report['goodput_tok_s']:,.0f} tok/s per node (batch {report['batch']}, TP {report['tp']}, "
         f"{report['replicas']} replicas; limited by {report['limit']})"
     )
+    if args.speculative:
+        used = report["speculative"]
+        print(
+            f"  speculative decoding: {used}, {report['tokens_per_step']:.2f} tokens per step (ITL per output token)"
+            if used
+            else "  speculative decoding: not used (plain decoding gives more goodput here)"
+        )
     band, calibration = report["band"], report["calibration"]
     print(
         f"  band p10-p90 {band['goodput_p10_tok_s']:,.0f}-{band['goodput_p90_tok_s']:,.0f} tok/s (log sigma "
@@ -650,6 +668,11 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_argument("--node-cost-usd-h", type=float, help="all-in node cost, for $/M goodput tokens")
     goodput.add_argument("--prefix-cache-hit-rate", type=float, default=0.0)
     goodput.add_argument("--disaggregated", action="store_true", help="separate prefill and decode pools")
+    goodput.add_argument(
+        "--speculative",
+        metavar="METHOD",
+        help="speculative decoding: eagle3, mtp (data/serving/speculative.csv) or auto (kept only where it gives more goodput)",
+    )
     goodput.add_argument("--min-tok-s-per-user", type=float, default=0.0)
     goodput.add_argument("--pue", type=float, default=1.0, help="for tokens/s per facility MW (1: IT power)")
     goodput.add_argument("--plot", help="write the throughput-interactivity Pareto curve to this PNG")

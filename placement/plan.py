@@ -185,6 +185,8 @@ class Plan:
         What each residency rule costs, per continent (``solve --price-rules``): ``rule_prices.csv``.
     rule_price_headlines : list of dict or None
         The same per rule, whole plan: ``summary.json``'s ``rule_prices``.
+    arrangement : dict or None
+        The plan against the fixed arrangement (:mod:`placement.arrangement`): ``summary.json``'s ``arrangement``.
 
     The writers read what was solved through the properties below, not through the instance's
     scenario.
@@ -200,6 +202,7 @@ class Plan:
     failover: FailoverTables | None = None
     rule_prices: pd.DataFrame | None = None
     rule_price_headlines: list[dict[str, Any]] | None = None
+    arrangement: dict[str, Any] | None = None
 
     @property
     def scenario_name(self) -> str:

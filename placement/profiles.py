@@ -8,7 +8,7 @@ tail, inside the part of the TTFT objective the node may spend (``serving_ttft_b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -53,6 +53,10 @@ class ClassProfile:
         uses (the rest is the tail headroom keeping p99 TTFT inside its budget); 1 for given goodput.
     slot_wait_ms : float, optional
         Node-side TTFT component: the p99 wait for a decode slot. [ms]
+    speculative : str, optional
+        The speculative-decoding method the serving model runs for the class (``""``: none).
+    serving_mode : str, optional
+        ``aggregated`` (chunked prefill on every node) or ``disaggregated`` (prefill and decode pools).
     """
 
     name: str
@@ -71,6 +75,8 @@ class ClassProfile:
     source: str
     serving_load_share: float = 1.0
     slot_wait_ms: float = 0.0
+    speculative: str = ""
+    serving_mode: str = "aggregated"
 
     @property
     def node_ttft_ms(self) -> float:
@@ -151,8 +157,9 @@ def serving_request(serving: ServingSection, workload: WorkloadClass) -> Serving
         workload.itl_p99_ms,
         prefix_cache_hit_rate=workload.prefix_cache_hit_rate,
         input_tokens_max=workload.input_tokens_max,
-        disaggregated=serving.disaggregated,
+        disaggregated=serving.disaggregated is True,
         min_tok_s_per_user=workload.min_tok_s_per_user,
+        speculative=serving.speculative,
     )
 
 
@@ -196,7 +203,10 @@ def measured_gemm(serving: ServingSection, *, source: str) -> dict[tuple[str, st
 def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, source: str) -> ClassProfile | Problem:
     request = serving_request(serving, workload)
     refit = measured_gemm(serving, source=source).get((serving.accelerator, serving.precision))
-    result = serve(request, efficiency=ServingEfficiency(tensor=refit))
+    # disaggregated: auto: the pools that give the class more goodput (colocated on a tie)
+    pools = [False, True] if serving.disaggregated == "auto" else [serving.disaggregated is True]
+    results = [serve(replace(request, disaggregated=d), efficiency=ServingEfficiency(tensor=refit)) for d in pools]
+    result = max(results, key=lambda r: r.goodput_tok_s)
     accel = get_accelerator(serving.accelerator)
     band = goodput_band(
         accel, serving.precision, model=serving.model, input_tokens=request.input_tokens, output_tokens=request.output_tokens
@@ -228,6 +238,8 @@ def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, sourc
         _source_label(serving, refit),
         result.goodput_tok_s / result.capacity_tok_s if result.capacity_tok_s > 0 else 1.0,
         slot_wait_ms=result.slot_wait_p99_ms,
+        speculative=result.speculative,
+        serving_mode="disaggregated" if result.disaggregated else "aggregated",
     )
 
 

@@ -170,7 +170,14 @@ class ServingSection(_Section):
     accelerator: str = "h100-sxm"
     gpus_per_node: int = Field(8, ge=1)
     precision: str = "fp8"
-    disaggregated: bool = Field(False, description="separate prefill and decode pools")
+    disaggregated: bool | Literal["auto"] = Field(
+        False, description="separate prefill and decode pools; auto: per class, whichever gives more goodput"
+    )
+    speculative: str | None = Field(
+        None,
+        description="speculative decoding: a method of data/serving/speculative.csv for the model (eagle3, mtp), "
+        "auto (the model's method, for the classes where it gives more goodput), or null (off)",
+    )
     node_kw: float | None = Field(None, gt=0, description="IT power of one node [kW] (null: accelerator catalog)")
     headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail (given-goodput classes)")
     idle_power_share: float = Field(1.0, ge=0, le=1, description="share of node power drawn at zero load")

@@ -221,6 +221,8 @@ class ClassSummary:
         Where the per-node goodput comes from (``scenario`` or ``serving model``).
     serving_load_share : float or None
         Serving-model classes: the share of the node's capacity its goodput uses (1 - tail headroom).
+    speculative : str or None
+        Serving-model classes: the speculative-decoding method its nodes run (``""``: none).
     """
 
     name: str
@@ -240,6 +242,7 @@ class ClassSummary:
     cache_hit_rate: float | None = None
     goodput_from: str | None = None
     serving_load_share: float | None = None
+    speculative: str | None = None
 
     @classmethod
     def of_profile(
@@ -280,6 +283,7 @@ class ClassSummary:
             cache_hit_rate=profile.cache_hit_rate,
             goodput_from=profile.source,
             serving_load_share=profile.serving_load_share,
+            speculative=profile.speculative if profile.source != "scenario" else None,
         )
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -304,6 +308,7 @@ class ClassSummary:
             "cache_hit_rate": self.cache_hit_rate,
             "goodput_from": self.goodput_from,
             "serving_load_share": self.serving_load_share,
+            "speculative": self.speculative,
         }
 
     @classmethod
@@ -329,6 +334,7 @@ class ClassSummary:
             cache_hit_rate=_optional_float(data.get("cache_hit_rate")),
             goodput_from=None if goodput_from is None else str(goodput_from),
             serving_load_share=_optional_float(data.get("serving_load_share")),
+            speculative=None if data.get("speculative") is None else str(data.get("speculative")),
         )
 
 

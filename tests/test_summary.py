@@ -86,6 +86,7 @@ CLASS_KEYS = {
     "cache_hit_rate",
     "goodput_from",
     "serving_load_share",
+    "speculative",
 }
 BREAKDOWN_KEYS = ["node_capex", "facility_capex", "idle_power", "load_energy", "opex", "site_fixed", "total"]
 BREAKDOWN_LABELS = {

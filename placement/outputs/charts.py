@@ -27,7 +27,7 @@ def draw_comparison(rows: list[dict[str, Any]], path: Path, *, title: str) -> No
         Figure title.
     """
     names = [r["placement"] for r in rows]
-    colours = ["#1b9e77" if n == "optimal" else "#9e9e9e" for n in names]
+    colours = ["#1b9e77" if n == "optimal" else "#7fc9b1" if n.startswith("optimal") else "#9e9e9e" for n in names]
     panels = [
         ("cost_per_million_goodput_tokens_usd", "$ per million goodput tokens", "{:.2f}"),
         ("served_share", "share of demand served inside SLO", "{:.0%}"),

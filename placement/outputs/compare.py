@@ -12,20 +12,21 @@ from typing import Any
 
 import pandas as pd
 
+from placement.arrangement import arrangement_options, fixed_arrangement
 from placement.baselines import all_baselines
 from placement.instance import build_instance
 from placement.outputs.charts import draw_comparison
 from placement.outputs.writer import write_folder
-from placement.plan import Plan, solve_instance
+from placement.plan import Plan, run, solve_instance
 from placement.results import write_csv
 from placement.scenario import LoadedScenario
 
 
-def optimal_row(plan: Plan) -> dict[str, Any]:
+def optimal_row(plan: Plan, name: str = "optimal") -> dict[str, Any]:
     """The optimal plan's figures, with the same keys as :meth:`placement.baselines.Baseline.as_dict`."""
     s = plan.summary
     return {
-        "placement": "optimal",
+        "placement": name,
         "cost_per_million_goodput_tokens_usd": s.cost_per_million_goodput_tokens_usd,
         "served_share": 1.0 - s.unserved_share,
         "tokens_per_s_per_mw": s.tokens_per_s_per_mw,
@@ -51,11 +52,17 @@ def compare_placements(loaded: LoadedScenario, *, progress: Callable[[str], None
     list of dict
         ``optimal``, ``nearest-metro``, ``cheapest-power``, ``single-region``, each with
         ``cost_per_million_goodput_tokens_usd``, ``served_share``, ``tokens_per_s_per_mw``,
-        ``mw_used``, ``cost_usd_per_h``, ``goodput_tok_s``, ``sites_open``.
+        ``mw_used``, ``cost_usd_per_h``, ``goodput_tok_s``, ``sites_open``; a scenario with arrangement
+        options on (:func:`placement.arrangement.arrangement_options`) adds ``optimal, fixed arrangement``:
+        the same world solved with aggregated serving and no speculation.
     """
     instance = build_instance(loaded, progress=progress)
     plan = solve_instance(instance, progress=progress)
-    return [optimal_row(plan), *(b.as_dict() for b in all_baselines(instance))]
+    rows = [optimal_row(plan)]
+    if arrangement_options(loaded.scenario.serving):
+        progress("solving the same world with the fixed arrangement")
+        rows.append(optimal_row(run(fixed_arrangement(loaded)), "optimal, fixed arrangement"))
+    return [*rows, *(b.as_dict() for b in all_baselines(instance))]
 
 
 def write_comparison(rows: list[dict[str, Any]], out_dir: str | Path, *, title: str) -> Path:

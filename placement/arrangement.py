@@ -1,0 +1,199 @@
+"""What the arrangement is worth: the plan with its serving options against the same world with the fixed arrangement.
+
+The arrangement options a scenario may turn on are ``serving.speculative`` (speculative decoding where it gives
+more goodput) and ``serving.disaggregated: auto`` (prefill and decode pools where they give more goodput); the
+serving model chooses per class (:mod:`placement.profiles`). The fixed arrangement is the bundled default:
+aggregated serving with chunked prefill, no speculation. The comparison solves the same scenario (the same
+candidate sites, silicon, demand and objectives) again with the options off and sets the two side by side per
+class: $/M goodput and goodput per node (the denominator every step of the cost waterfall divides by).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from placement.plan import Plan, run
+from placement.scenario import LoadedScenario, ServingSection
+
+
+def arrangement_options(serving: ServingSection) -> dict[str, Any]:
+    """The arrangement options a scenario turns on (empty: the fixed arrangement)."""
+    options: dict[str, Any] = {}
+    if serving.speculative is not None:
+        options["speculative"] = serving.speculative
+    if serving.disaggregated == "auto":
+        options["disaggregated"] = "auto"
+    return options
+
+
+def fixed_arrangement(loaded: LoadedScenario) -> LoadedScenario:
+    """The scenario with every arrangement option off: aggregated serving, no speculation."""
+    serving = loaded.scenario.serving.model_copy(update={"speculative": None, "disaggregated": False})
+    return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
+
+
+def class_modes(plan: Plan) -> dict[str, str]:
+    """The serving mode of each class: ``aggregated`` or ``disaggregated``, ``+method`` with speculation."""
+    modes = {}
+    for profile in plan.instance.profiles:
+        mode = profile.serving_mode if profile.source != "scenario" else "given"
+        modes[profile.name] = mode + (f"+{profile.speculative}" if profile.speculative else "")
+    return modes
+
+
+def modes_by_site(plan: Plan) -> dict[str, dict[str, str]]:
+    """Open site -> class -> mode, for the classes each site serves."""
+    modes = class_modes(plan)
+    served = plan.assignments[plan.assignments["goodput_tok_s"] > 0]
+    out: dict[str, dict[str, str]] = {}
+    for site_id, klass in served[["site_id", "class"]].drop_duplicates().itertuples(index=False):
+        out.setdefault(str(site_id), {})[str(klass)] = modes[str(klass)]
+    return {site: dict(sorted(classes.items())) for site, classes in sorted(out.items())}
+
+
+def site_columns(plan: Plan) -> pd.DataFrame:
+    """The plan's site table with ``serving_mode_<class>`` and ``prefix_hit_rate_<class>`` of the classes each serves."""
+    sites = plan.sites.copy()
+    by_site = modes_by_site(plan)
+    ids = sites["site_id"].astype(str).tolist()
+    for profile in plan.instance.profiles:
+        name = profile.name
+        mode = [by_site.get(i, {}).get(name, "") for i in ids]
+        sites[f"serving_mode_{name}"] = mode
+        sites[f"prefix_hit_rate_{name}"] = np.where([m != "" for m in mode], profile.cache_hit_rate, np.nan)
+    return sites
+
+
+def _class_figures(plan: Plan) -> dict[str, dict[str, float | None]]:
+    return {
+        c.name: {"usd_per_m": c.cost_per_million_goodput_tokens_usd, "goodput_tok_s_per_node": c.goodput_tok_s_per_node}
+        for c in plan.summary.classes
+    }
+
+
+Waterfall = Callable[[Plan], pd.DataFrame]
+"""A plan's cost waterfall: one row per class (``class``, a column per step in $/M goodput); the writer's."""
+
+
+def _steps(table: pd.DataFrame) -> dict[str, dict[str, float]]:
+    steps = [c for c in table.columns if c not in ("class", "goodput_tok_s", "total")]
+    return {str(r["class"]): {k: float(r[k]) for k in steps} for r in table.to_dict("records")}
+
+
+def waterfall_moves(plan: Plan, fixed: Plan, waterfall: Waterfall) -> dict[str, dict[str, Any]]:
+    """Per class, each waterfall step with the arrangement and fixed ($/M), and the step that moved most."""
+    mine, theirs = _steps(waterfall(plan)), _steps(waterfall(fixed))
+    out: dict[str, dict[str, Any]] = {}
+    for name, steps in mine.items():
+        other = theirs.get(name, {})
+        delta = {k: v - other.get(k, 0.0) for k, v in steps.items()}
+        moved = min(delta, key=lambda k: delta[k]) if delta else None
+        out[name] = {
+            "steps": steps,
+            "steps_fixed_arrangement": other,
+            "moved_most": moved,
+            "moved_most_usd_per_m": delta.get(moved or "", 0.0),
+        }
+    return out
+
+
+def compare_arrangement(
+    loaded: LoadedScenario,
+    plan: Plan,
+    *,
+    progress: Callable[[str], None] = lambda _: None,
+    waterfall: Waterfall | None = None,
+) -> dict[str, Any]:
+    """``summary.json``'s ``arrangement``: the plan against the same scenario with the fixed arrangement.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario the plan was solved from (with arrangement options on).
+    plan : Plan
+        Its plan.
+    progress : callable, optional
+        Receives a line for the second solve.
+    waterfall : callable, optional
+        The cost waterfall of a plan (:func:`placement.outputs.cost_waterfall.cost_waterfall` on its tables):
+        each class then also gets its ``waterfall`` steps both ways and the step that moved most.
+
+    Returns
+    -------
+    dict
+        ``options`` (what was on), ``classes`` (per class: ``serving_mode``,
+        ``usd_per_million_goodput_tokens``, ``usd_per_million_goodput_tokens_fixed_arrangement``,
+        ``goodput_tok_s_per_node`` and ``goodput_tok_s_per_node_fixed_arrangement``), the whole plan's
+        ``usd_per_million_goodput_tokens`` and ``..._fixed_arrangement``, and ``modes_by_site``.
+    """
+    progress("arrangement: solving the same world with the fixed arrangement (aggregated, no speculation)")
+    fixed = run(fixed_arrangement(loaded))
+    mine, theirs = _class_figures(plan), _class_figures(fixed)
+    modes = class_modes(plan)
+    classes: dict[str, dict[str, Any]] = {
+        name: {
+            "serving_mode": modes.get(name, ""),
+            "usd_per_million_goodput_tokens": mine[name]["usd_per_m"],
+            "usd_per_million_goodput_tokens_fixed_arrangement": theirs.get(name, {}).get("usd_per_m"),
+            "goodput_tok_s_per_node": mine[name]["goodput_tok_s_per_node"],
+            "goodput_tok_s_per_node_fixed_arrangement": theirs.get(name, {}).get("goodput_tok_s_per_node"),
+        }
+        for name in mine
+    }
+    if waterfall is not None:
+        for name, moves in waterfall_moves(plan, fixed, waterfall).items():
+            if name in classes:
+                classes[name]["waterfall"] = moves
+    return {
+        "options": arrangement_options(loaded.scenario.serving),
+        "fixed_arrangement": {"disaggregated": False, "speculative": None},
+        "usd_per_million_goodput_tokens": plan.summary.cost_per_million_goodput_tokens_usd,
+        "usd_per_million_goodput_tokens_fixed_arrangement": fixed.summary.cost_per_million_goodput_tokens_usd,
+        "classes": classes,
+        "modes_by_site": modes_by_site(plan),
+    }
+
+
+def arrangement_lines(arrangement: dict[str, Any]) -> list[str]:
+    """The comparison in words, one line per class, for the plan's notes (and so the report)."""
+    lines = ["What the arrangement is worth (the same world solved again with the fixed arrangement):"]
+    for name, c in arrangement["classes"].items():
+        with_m, fixed_m = c["usd_per_million_goodput_tokens"], c["usd_per_million_goodput_tokens_fixed_arrangement"]
+        if with_m is None or fixed_m is None:
+            lines.append(f"  - {name} ({c['serving_mode']}): no goodput served in one of the plans")
+            continue
+        moved = c.get("waterfall", {})
+        step = (
+            f"; the step that moved most: {moved['moved_most']} {moved['moved_most_usd_per_m']:+.3f} $/M"
+            if moved.get("moved_most") and abs(moved["moved_most_usd_per_m"]) > 5e-4
+            else ""
+        )
+        lines.append(
+            f"  - {name} ({c['serving_mode']}): ${with_m:.3f}/M against ${fixed_m:.3f}/M fixed ({with_m / fixed_m - 1:+.1%}); "
+            f"{c['goodput_tok_s_per_node']:,.0f} tok/s per node against "
+            f"{c['goodput_tok_s_per_node_fixed_arrangement']:,.0f}{step}"
+        )
+    total, fixed_total = (
+        arrangement["usd_per_million_goodput_tokens"],
+        arrangement["usd_per_million_goodput_tokens_fixed_arrangement"],
+    )
+    if total is not None and fixed_total is not None:
+        lines.append(f"  - the plan: ${total:.3f}/M against ${fixed_total:.3f}/M fixed ({total / fixed_total - 1:+.1%})")
+    return lines
+
+
+def with_arrangement(
+    loaded: LoadedScenario,
+    plan: Plan,
+    *,
+    progress: Callable[[str], None] = lambda _: None,
+    waterfall: Waterfall | None = None,
+) -> Plan:
+    """The plan with its arrangement compared (``summary.json`` ``arrangement``, the notes) and the sites' mode columns."""
+    arrangement = compare_arrangement(loaded, plan, progress=progress, waterfall=waterfall)
+    return replace(plan, sites=site_columns(plan), notes=[*plan.notes, *arrangement_lines(arrangement)], arrangement=arrangement)

@@ -1,0 +1,98 @@
+"""The arrangement as a choice the serving model makes per class, and what it is worth against the fixed arrangement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from placement.arrangement import arrangement_options, fixed_arrangement
+from placement.bundled import scenario_file
+from placement.cli import main
+from placement.profiles import class_profiles
+from placement.scenario import ServingSection, WorkloadClass, load_scenario
+
+
+def _class(name: str, **lengths: float) -> WorkloadClass:
+    return WorkloadClass(name=name, share=0.5, serving_ttft_budget_ms=lengths.pop("budget"), **lengths)  # type: ignore[arg-type]
+
+
+def test_disaggregated_auto_splits_the_pools_only_where_they_give_more_goodput() -> None:
+    """Long prompts with a tight ITL: chunks of an 8,000-token prompt in every step break the ITL, pools do not."""
+    long_prompts = _class("rag", ttft_p99_ms=3000, itl_p99_ms=30, input_tokens=8000, output_tokens=100, budget=2000)
+    chat = _class(
+        "chat",
+        ttft_p99_ms=300,
+        itl_p99_ms=50,
+        input_tokens=1155,
+        input_tokens_max=4142,
+        output_tokens=211,
+        prefix_cache_hit_rate=0.5,
+        budget=170,
+    )
+    fixed, auto = ServingSection(), ServingSection(disaggregated="auto")
+    plain = {p.name: p for p in class_profiles([long_prompts, chat], fixed, source="test")}
+    chosen = {p.name: p for p in class_profiles([long_prompts, chat], auto, source="test")}
+    assert chosen["rag"].serving_mode == "disaggregated" and plain["rag"].serving_mode == "aggregated"
+    assert chosen["rag"].goodput_tok_s_per_node > 2 * plain["rag"].goodput_tok_s_per_node
+    assert chosen["chat"].serving_mode == "aggregated"
+    assert chosen["chat"].goodput_tok_s_per_node == plain["chat"].goodput_tok_s_per_node
+
+
+def test_the_options_and_the_fixed_arrangement() -> None:
+    loaded = load_scenario(scenario_file("world-arrangement"))
+    assert arrangement_options(loaded.scenario.serving) == {"speculative": "auto", "disaggregated": "auto"}
+    fixed = fixed_arrangement(loaded).scenario.serving
+    assert fixed.speculative is None and fixed.disaggregated is False and arrangement_options(fixed) == {}
+    default = load_scenario(scenario_file("default"))
+    assert arrangement_options(default.scenario.serving) == {}, "the bundled default keeps the fixed arrangement"
+
+
+@pytest.mark.slow
+def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["solve", "world-arrangement", "--out", str(out), "--quiet", "--no-maps"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    arrangement = summary["arrangement"]
+    classes = arrangement["classes"]
+    assert set(classes) == {"chat", "agent", "batch"}
+    chat = classes["chat"]
+    assert chat["serving_mode"] == "aggregated+eagle3", "at chat's 50 ms ITL speculation pays"
+    assert chat["goodput_tok_s_per_node"] > chat["goodput_tok_s_per_node_fixed_arrangement"]
+    assert chat["usd_per_million_goodput_tokens"] < chat["usd_per_million_goodput_tokens_fixed_arrangement"]
+    steps = chat["waterfall"]
+    # the waterfall is read from the tables as cost_waterfall.png draws it: it adds up to the class's $/M
+    assert sum(steps["steps"].values()) == pytest.approx(chat["usd_per_million_goodput_tokens"], rel=1e-3)
+    assert sum(steps["steps_fixed_arrangement"].values()) == pytest.approx(
+        chat["usd_per_million_goodput_tokens_fixed_arrangement"], rel=1e-3
+    )
+    assert steps["moved_most_usd_per_m"] < 0, "more goodput per node shrinks a step of chat's waterfall"
+    agent = classes["agent"]
+    assert agent["serving_mode"] == "aggregated", "agent's 110 ms node TTFT binds: speculation would cost it goodput"
+    assert agent["goodput_tok_s_per_node"] == agent["goodput_tok_s_per_node_fixed_arrangement"]
+    assert arrangement["usd_per_million_goodput_tokens"] < arrangement["usd_per_million_goodput_tokens_fixed_arrangement"]
+    assert summary["cost_per_million_goodput_tokens_usd"] == pytest.approx(arrangement["usd_per_million_goodput_tokens"])
+    # modes by site are the classes each open site serves, and sites.csv says the same
+    sites = pd.read_csv(out / "sites.csv", keep_default_na=False)
+    assignments = pd.read_csv(out / "assignments.csv")
+    served = assignments[assignments["goodput_tok_s"] > 0].groupby("site_id")["class"].agg(set).to_dict()
+    by_site = arrangement["modes_by_site"]
+    assert {s: set(c) for s, c in by_site.items()} == served
+    row = sites.set_index("site_id").loc[next(iter(by_site))]
+    for name, mode in by_site[next(iter(by_site))].items():
+        assert row[f"serving_mode_{name}"] == mode
+    assert "What the arrangement is worth" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_compare_shows_the_fixed_arrangement_beside_the_optimum() -> None:
+    from placement.outputs.compare import compare_placements
+
+    rows = {r["placement"]: r for r in compare_placements(load_scenario(scenario_file("world-arrangement")))}
+    assert list(rows)[:2] == ["optimal", "optimal, fixed arrangement"]
+    assert {"nearest-metro", "cheapest-power", "single-region"} <= set(rows)
+    mine, fixed = rows["optimal"], rows["optimal, fixed arrangement"]
+    assert mine["cost_per_million_goodput_tokens_usd"] < fixed["cost_per_million_goodput_tokens_usd"]
+    assert mine["tokens_per_s_per_mw"] > fixed["tokens_per_s_per_mw"], "same silicon, more goodput per MW"
