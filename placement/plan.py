@@ -66,6 +66,10 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
             names = ", ".join(str(instance.sites["name"].iat[j]) for j in inside[:6]) + (" ..." if len(inside) > 6 else "")
             unpowered = (instance.sites["mw_available"].to_numpy(float)[inside] <= 0).all()
             why = "have no power (0 MW available)" if unpowered else "are barred by residency rules or have no power"
+            regime = instance.regime_of(np.array([c]))[0]
+            if regime and not unpowered:
+                where += f" (its {regime} part, in-bloc sites only)"
+                why = f"are outside {regime}'s in-bloc sites or have no power"
             lines.append(f"{where}: the sites inside its budget ({names}) {why}")
             continue
         lines.append(

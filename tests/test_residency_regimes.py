@@ -295,3 +295,16 @@ def test_the_buildout_keeps_a_regulated_share_in_bloc(tmp_path: Path) -> None:
     german_chat = a[(a["country_code"] == "DE") & (a["class"] == "chat")]["goodput_tok_s"].sum()
     assert regulated["goodput_tok_s"].sum() == pytest.approx(0.5 * german_chat, rel=1e-6)
     assert set(regulated["class"]) == {"chat"}
+
+
+def test_a_regulated_part_with_no_in_bloc_site_in_reach_is_diagnosed(tmp_path: Path) -> None:
+    """US users whose half must be served in Germany: no German site is inside their 300 ms objective."""
+    from placement._errors import InfeasibleError
+
+    (tmp_path / "regimes.csv").write_text(HEADER + "us-in-de,US data in Germany,US,DE,*=0.5,true,test,test\n")
+    path = write_scenario(tmp_path, residency={"regimes": ["us-in-de"], "regimes_file": "regimes.csv"})
+    with pytest.raises(InfeasibleError) as caught:
+        run(load_scenario(path))
+    text = str(caught.value)
+    assert "New York (US), class chat (its us-in-de part, in-bloc sites only)" in text
+    assert "Berlin" not in text, "German users are not restricted"
