@@ -19,6 +19,7 @@ from placement.serving.efficiency import ServingEfficiency, goodput_band
 from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.measured import load_measured
 from placement.serving.request import ServingRequest, serve
+from placement.serving.speculative import speculation_for
 
 
 @dataclass(frozen=True)
@@ -287,7 +288,7 @@ def class_profiles(
 
 
 def node_problems(serving: ServingSection, *, source: str, accelerator_key: str = "serving.accelerator") -> list[Problem]:
-    """An unknown model or accelerator of the node, at the key it was written."""
+    """An unknown model or accelerator of the node, or a speculation method the model lacks, at the key it was written."""
     problems: list[Problem] = []
     for key, value, lookup in (
         ("serving.model", serving.model, get_model),
@@ -297,6 +298,11 @@ def node_problems(serving: ServingSection, *, source: str, accelerator_key: str 
             lookup(value)
         except InputError as exc:
             problems += [Problem(source, key, "", p.rule, p.fix) for p in exc.problems]
+    if not problems and serving.speculative is not None:
+        try:
+            speculation_for(serving.model, serving.speculative)
+        except InputError as exc:
+            problems += [Problem(source, "serving.speculative", "", p.rule, p.fix) for p in exc.problems]
     return problems
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placement.instance import Instance
-from placement.residency import regime_mask, residency_mask
+from placement.residency import FREE, CommoditySplit, regime_mask, residency_mask
 from placement.scenario import ResidencySection
 
 LISTED = 5
@@ -74,7 +74,7 @@ def rule_mask(instance: Instance, rule: ScenarioRule) -> NDArray[np.bool_]:
     if rule.rule_id in ids:
         split = instance.split()
         k = ids.index(rule.rule_id)
-        own = type(split)(split.population, split.workload, np.where(split.regime == k, 0, -1), split.demand_factor)
+        own = CommoditySplit(split.population, split.workload, np.where(split.regime == k, 0, FREE), split.demand_factor)
         return regime_mask(population_country, site_country, own, [instance.regimes[k]])
     if rule.rule_id == "domestic_only_sites":
         only = ResidencySection(groups=residency.groups, domestic_only_sites=residency.domestic_only_sites)

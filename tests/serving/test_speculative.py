@@ -85,3 +85,17 @@ def test_a_scenario_plans_on_speculation_where_it_pays() -> None:
     assert fast["chat"].speculative == "eagle3" and fast["chat"].goodput_tok_s_per_node > plain["chat"].goodput_tok_s_per_node
     assert fast["agent"].speculative == "" and fast["agent"].goodput_tok_s_per_node == plain["agent"].goodput_tok_s_per_node
     assert all(p.speculative == "" for p in plain.values())
+
+
+def test_a_scenario_naming_a_method_its_model_lacks_is_one_clear_error() -> None:
+    from placement.profiles import class_profiles
+    from placement.scenario import load_scenario
+    from tests.conftest import DEFAULT_SCENARIO
+
+    loaded = load_scenario(DEFAULT_SCENARIO)
+    serving = loaded.scenario.serving.model_copy(update={"speculative": "mtp"})
+    with pytest.raises(InputError) as caught:
+        class_profiles(loaded.scenario.classes, serving, source="scenario.yaml")
+    assert len(caught.value.problems) == 1, "said once, not once per class"
+    problem = caught.value.problems[0]
+    assert problem.source == "scenario.yaml" and "serving.speculative" in str(problem) and "eagle3" in problem.fix
