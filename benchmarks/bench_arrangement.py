@@ -31,9 +31,8 @@ def solve_s(key: str) -> tuple[float, float]:
     """Wall seconds and peak memory (GB) of one solve in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, str(REPO / "cli.py"), "solve", key, "--out", f"{tmp}/out", "--no-maps", "--quiet"], check=True
-        )
+        command = [sys.executable, str(REPO / "cli.py"), "solve", key, "--out", f"{tmp}/out", "--no-maps", "--quiet"]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - start
     return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6
 
