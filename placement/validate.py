@@ -13,11 +13,13 @@ from pathlib import Path
 import pandas as pd
 
 from placement._errors import InputError, Problem, problems_of
+from placement.availability import availability_rules
 from placement.buildout.arrays import check_buildout_inputs
 from placement.catalog import load_catalog
 from placement.faults import fault_domains
 from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
 from placement.profiles import class_profiles
+from placement.residency import scenario_regimes
 from placement.scenario import LoadedScenario, Resolve, SitesSection, load_scenario
 
 SCENARIO_SUFFIXES = frozenset({".yaml", ".yml"})
@@ -53,7 +55,7 @@ def _retrieval_catalog(spec: SitesSection, resolve: Resolve, sites: pd.DataFrame
 
 
 def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
-    """Everything a solve reads besides the YAML: catalog and exclusions, filtered cities, classes, latency network, stores.
+    """Everything a solve reads besides the YAML: catalog, cities, classes, latency network, stores, rule tables.
 
     Parameters
     ----------
@@ -86,6 +88,8 @@ def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
         )
     if sites is not None:
         problems += problems_of(lambda: fault_domains(scenario.fault_tolerance, sites, source=source))
+    problems += problems_of(lambda: scenario_regimes(loaded))  # the residency regimes and their table
+    problems += problems_of(lambda: availability_rules(loaded))  # the availability table
     if scenario.is_buildout and sites is not None:
         problems += check_buildout_inputs(loaded, sites)  # accelerators on offer, model changes, fleet, power schedule
     if problems:

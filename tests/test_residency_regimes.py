@@ -308,3 +308,14 @@ def test_a_regulated_part_with_no_in_bloc_site_in_reach_is_diagnosed(tmp_path: P
     text = str(caught.value)
     assert "New York (US), class chat (its us-in-de part, in-bloc sites only)" in text
     assert "Berlin" not in text, "German users are not restricted"
+
+
+def test_validate_checks_the_regimes_without_solving(tmp_path: Path) -> None:
+    from placement.validate import validate_file
+
+    (tmp_path / "regimes.csv").write_text(BLOC_REGIMES)
+    path = write_scenario(
+        tmp_path, catalog=TWO_BLOCS, residency={"regimes": ["bloc-a", "nowhere"], "regimes_file": "regimes.csv"}
+    )
+    with pytest.raises(InputError, match="unknown regime 'nowhere'"):
+        validate_file(path)
