@@ -32,18 +32,23 @@ class ScenarioRule:
         A regime's id, ``residency.rules[k]`` or ``domestic_only_sites``.
     text : str
         What it says, in words.
+    kind : {"regime", "rule", "domestic"}
+        A regime of ``residency.regimes``, an entry of ``residency.rules`` or ``domestic_only_sites``.
+    index : int
+        Its position: in the instance's regimes, or in ``residency.rules`` (0 for ``domestic``).
     """
 
     rule_id: str
     text: str
+    kind: str
+    index: int = 0
 
     def without(self, residency: ResidencySection) -> ResidencySection:
         """The residency section with this rule alone dropped."""
-        if self.rule_id == "domestic_only_sites":
+        if self.kind == "domestic":
             return residency.model_copy(update={"domestic_only_sites": []})
-        if self.rule_id.startswith("residency.rules["):
-            k = int(self.rule_id.removeprefix("residency.rules[").removesuffix("]"))
-            return residency.model_copy(update={"rules": [r for i, r in enumerate(residency.rules) if i != k]})
+        if self.kind == "rule":
+            return residency.model_copy(update={"rules": [r for i, r in enumerate(residency.rules) if i != self.index]})
         kept = [r for r in residency.regimes if (r if isinstance(r, str) else r.id) != self.rule_id]
         return residency.model_copy(update={"regimes": kept})
 
@@ -51,15 +56,19 @@ class ScenarioRule:
 def scenario_rules(instance: Instance) -> list[ScenarioRule]:
     """The rules of a scenario's residency, each droppable on its own."""
     residency = instance.loaded.scenario.residency
-    rules = [ScenarioRule(r.regime_id, r.name) for r in instance.regimes]
+    rules = [ScenarioRule(r.regime_id, r.name, "regime", k) for k, r in enumerate(instance.regimes)]
     rules += [
-        ScenarioRule(f"residency.rules[{k}]", f"populations in {', '.join(r.populations)} only at sites in {', '.join(r.sites)}")
+        ScenarioRule(
+            f"residency.rules[{k}]", f"populations in {', '.join(r.populations)} only at sites in {', '.join(r.sites)}", "rule", k
+        )
         for k, r in enumerate(residency.rules)
     ]
     if residency.domestic_only_sites:
         rules.append(
             ScenarioRule(
-                "domestic_only_sites", f"sites in {', '.join(residency.domestic_only_sites)} serve only their own country"
+                "domestic_only_sites",
+                f"sites in {', '.join(residency.domestic_only_sites)} serve only their own country",
+                "domestic",
             )
         )
     return rules
@@ -70,17 +79,14 @@ def rule_mask(instance: Instance, rule: ScenarioRule) -> NDArray[np.bool_]:
     population_country = instance.populations.table["country_code"].to_numpy(str)
     site_country = instance.sites["country_code"].to_numpy(str)
     residency = instance.loaded.scenario.residency
-    ids = [r.regime_id for r in instance.regimes]
-    if rule.rule_id in ids:
+    if rule.kind == "regime":
         split = instance.split()
-        k = ids.index(rule.rule_id)
-        own = CommoditySplit(split.population, split.workload, np.where(split.regime == k, 0, FREE), split.demand_factor)
-        return regime_mask(population_country, site_country, own, [instance.regimes[k]])
-    if rule.rule_id == "domestic_only_sites":
+        own = CommoditySplit(split.population, split.workload, np.where(split.regime == rule.index, 0, FREE), split.demand_factor)
+        return regime_mask(population_country, site_country, own, [instance.regimes[rule.index]])
+    if rule.kind == "domestic":
         only = ResidencySection(groups=residency.groups, domestic_only_sites=residency.domestic_only_sites)
     else:
-        k = int(rule.rule_id.removeprefix("residency.rules[").removesuffix("]"))
-        only = ResidencySection(groups=residency.groups, rules=[residency.rules[k]])
+        only = ResidencySection(groups=residency.groups, rules=[residency.rules[rule.index]])
     return residency_mask(population_country, site_country, only)[instance.commodity_population]
 
 

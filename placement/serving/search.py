@@ -320,6 +320,49 @@ class ChunkedSteps:
         return np.asarray(step / self.tokens_per_step)  # per output token: a step emits tokens_per_step of them
 
 
+def speculative_step_ms(
+    model: ModelSpec,
+    accel: AcceleratorSpec,
+    precision: str,
+    tp: int,
+    *,
+    batch: NDArray[np.float64],
+    chunk_tokens: NDArray[np.float64],
+    chunk_attention_flop: NDArray[np.float64],
+    workload: Workload,
+    eff: ServingEfficiency,
+) -> NDArray[np.float64]:
+    """Step time of a decode batch (with any prefill chunk), speculative decoding's verify tokens and drafts included. [ms]
+
+    Without speculation it is the plain step. With it each sequence carries its verify tokens through the step,
+    and the draft passes add ``step_factor - 1`` of a plain decode step of the same batch (the chunk's prompt
+    tokens do not go through them).
+    """
+    w = workload
+    overhead = achieved(accel, eff).step_overhead_ms
+
+    def plain_ms(chunk: NDArray[np.float64], attention_flop: NDArray[np.float64], verify: float) -> NDArray[np.float64]:
+        memory, compute, attention, comm = step_parts_ms(
+            model,
+            accel,
+            precision,
+            tp,
+            batch=batch,
+            context_total=batch * w.context_tokens,
+            chunk_tokens=chunk,
+            chunk_attention_flop=attention_flop,
+            eff=eff,
+            verify_tokens=verify,
+        )
+        return np.asarray(np.maximum(memory, compute) + attention + comm + overhead)
+
+    if w.speculation is None:
+        return plain_ms(chunk_tokens, chunk_attention_flop, 1.0)
+    no_chunk = np.zeros_like(chunk_tokens)
+    draft = (w.step_factor - 1.0) * plain_ms(no_chunk, no_chunk, 1.0)
+    return np.asarray(plain_ms(chunk_tokens, chunk_attention_flop, w.verify_tokens) + draft)
+
+
 def chunked_steps(
     model: ModelSpec,
     accel: AcceleratorSpec,
@@ -355,31 +398,13 @@ def chunked_steps(
     w = workload
     chunk = np.array(CHUNK_TOKENS, dtype=float)[:, None]  # a chunk may carry several prompts
     b = batch[None, :]
-    overhead = achieved(accel, eff).step_overhead_ms
     shape = (len(chunk), len(batch))
     per_token = _attention_per_token(model, w)
 
-    def parts_ms(seqs: NDArray[np.float64], k: NDArray[np.float64], verify: float) -> NDArray[np.float64]:
-        memory, compute, attention, comm = step_parts_ms(
-            model,
-            accel,
-            precision,
-            tp,
-            batch=seqs,
-            context_total=seqs * w.context_tokens,
-            chunk_tokens=k,
-            chunk_attention_flop=k * per_token,
-            eff=eff,
-            verify_tokens=verify,
-        )
-        return np.asarray(np.maximum(memory, compute) + attention + comm + overhead)
-
     def step_ms(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
-        if w.speculation is None:
-            return parts_ms(seqs, k, 1.0)
-        # the draft passes cost a share of a plain decode step of the same batch; the chunk does not go through them
-        draft = (w.step_factor - 1.0) * parts_ms(seqs, np.zeros_like(k), 1.0)
-        return np.asarray(parts_ms(seqs, k, w.verify_tokens) + draft)
+        return speculative_step_ms(
+            model, accel, precision, tp, batch=seqs, chunk_tokens=k, chunk_attention_flop=k * per_token, workload=w, eff=eff
+        )
 
     def total(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(np.broadcast_to(step_ms(seqs, k), shape))
@@ -669,34 +694,9 @@ def disaggregated_candidate(
         return None
     batch = np.arange(1, b_max + 1, dtype=float)
     zeros = np.zeros_like(batch)
-    memory, compute, attention, comm = step_parts_ms(
-        model,
-        accel,
-        precision,
-        tp,
-        batch=batch,
-        context_total=batch * w.context_tokens,
-        chunk_tokens=zeros,
-        chunk_attention_flop=zeros,
-        eff=eff,
-        verify_tokens=w.verify_tokens,
+    step = speculative_step_ms(
+        model, accel, precision, tp, batch=batch, chunk_tokens=zeros, chunk_attention_flop=zeros, workload=w, eff=eff
     )
-    step = np.maximum(memory, compute) + attention + comm + achieved(accel, eff).step_overhead_ms
-    if w.speculation is not None:  # the draft passes: a share of a plain decode step of the same batch
-        plain = step_parts_ms(
-            model,
-            accel,
-            precision,
-            tp,
-            batch=batch,
-            context_total=batch * w.context_tokens,
-            chunk_tokens=zeros,
-            chunk_attention_flop=zeros,
-            eff=eff,
-        )
-        step = step + (w.step_factor - 1.0) * (
-            np.maximum(plain[0], plain[1]) + plain[2] + plain[3] + achieved(accel, eff).step_overhead_ms
-        )
     per_token = step / w.tokens_per_step  # the ITL: a step emits tokens_per_step per sequence
     itl_ok = per_token <= w.itl_p99_ms
     ok = itl_ok & (1e3 / per_token >= w.min_tok_s_per_user)
