@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from placement.cache_hits import class_hit_rates, site_hit_rates
 from placement.plan import Plan, run
+from placement.profiles import ClassProfile
 from placement.scenario import LoadedScenario, ServingSection
 
 
@@ -28,12 +30,14 @@ def arrangement_options(serving: ServingSection) -> dict[str, Any]:
         options["speculative"] = serving.speculative
     if serving.disaggregated == "auto":
         options["disaggregated"] = "auto"
+    if serving.kv_cache is not None:
+        options["kv_cache"] = serving.kv_cache.tier
     return options
 
 
 def fixed_arrangement(loaded: LoadedScenario) -> LoadedScenario:
-    """The scenario with every arrangement option off: aggregated serving, no speculation."""
-    serving = loaded.scenario.serving.model_copy(update={"speculative": None, "disaggregated": False})
+    """The scenario with every arrangement option off: aggregated serving, no speculation, fixed hit rates."""
+    serving = loaded.scenario.serving.model_copy(update={"speculative": None, "disaggregated": False, "kv_cache": None})
     return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
 
 
@@ -56,17 +60,44 @@ def modes_by_site(plan: Plan) -> dict[str, dict[str, str]]:
     return {site: dict(sorted(classes.items())) for site, classes in sorted(out.items())}
 
 
+def hit_rates_by_site(plan: Plan) -> dict[str, dict[str, float]]:
+    """Open site -> class -> prefix-cache hit rate, for the classes each site serves (:mod:`placement.cache_hits`)."""
+    table = site_hit_rates(plan.instance.profiles, plan.assignments)
+    out: dict[str, dict[str, float]] = {}
+    for site_id, klass, hit in table[["site_id", "class", "prefix_hit_rate"]].itertuples(index=False):
+        out.setdefault(str(site_id), {})[str(klass)] = float(hit)
+    return out
+
+
 def site_columns(plan: Plan) -> pd.DataFrame:
     """The plan's site table with ``serving_mode_<class>`` and ``prefix_hit_rate_<class>`` of the classes each serves."""
     sites = plan.sites.copy()
-    by_site = modes_by_site(plan)
+    by_site, hits = modes_by_site(plan), hits_or_empty(plan)
     ids = sites["site_id"].astype(str).tolist()
     for profile in plan.instance.profiles:
         name = profile.name
         mode = [by_site.get(i, {}).get(name, "") for i in ids]
         sites[f"serving_mode_{name}"] = mode
-        sites[f"prefix_hit_rate_{name}"] = np.where([m != "" for m in mode], profile.cache_hit_rate, np.nan)
+        sites[f"prefix_hit_rate_{name}"] = [
+            hits.get(i, {}).get(name, np.nan) if m != "" else np.nan for i, m in zip(ids, mode, strict=True)
+        ]
     return sites
+
+
+def hits_or_empty(plan: Plan) -> dict[str, dict[str, float]]:
+    """:func:`hit_rates_by_site`, or nothing for a plan that serves nothing."""
+    return hit_rates_by_site(plan) if len(plan.assignments) else {}
+
+
+def cache_value_usd_per_m(profile: ClassProfile, usd_per_m: float | None) -> float | None:
+    """What the prefix cache saves a class per million goodput tokens, at the plan's cost per node of the class.
+
+    The class's nodes scale with ``1 / goodput per node``, so without a cache it would cost ``usd_per_m x g / g0``;
+    None without the cache model, or when the node serves nothing of the class without a cache (it is needed).
+    """
+    if profile.cache is None or usd_per_m is None or profile.cache.goodput_no_cache_tok_s_per_node <= 0:
+        return None
+    return usd_per_m * (profile.goodput_tok_s_per_node / profile.cache.goodput_no_cache_tok_s_per_node - 1.0)
 
 
 def _class_figures(plan: Plan) -> dict[str, dict[str, float | None]]:
@@ -135,6 +166,8 @@ def compare_arrangement(
     fixed = run(fixed_arrangement(loaded))
     mine, theirs = _class_figures(plan), _class_figures(fixed)
     modes = class_modes(plan)
+    hits = class_hit_rates(plan.instance.profiles, plan.assignments)
+    fixed_hits = class_hit_rates(fixed.instance.profiles, fixed.assignments)
     classes: dict[str, dict[str, Any]] = {
         name: {
             "serving_mode": modes.get(name, ""),
@@ -142,20 +175,38 @@ def compare_arrangement(
             "usd_per_million_goodput_tokens_fixed_arrangement": theirs.get(name, {}).get("usd_per_m"),
             "goodput_tok_s_per_node": mine[name]["goodput_tok_s_per_node"],
             "goodput_tok_s_per_node_fixed_arrangement": theirs.get(name, {}).get("goodput_tok_s_per_node"),
+            "prefix_hit_rate": hits.get(name),
+            "prefix_hit_rate_fixed_arrangement": fixed_hits.get(name),
         }
         for name in mine
     }
+    for profile in plan.instance.profiles:
+        if profile.cache is not None and profile.name in classes:
+            entry = classes[profile.name]
+            entry["kv_cache"] = {
+                "tier": profile.cache.tier,
+                "reuse_profile": profile.cache.reuse.profile,
+                "hit_rate_limit": profile.cache_hit_rate,
+                "retention_s": profile.cache.retention_s,
+                "cache_gb_per_node": profile.cache.cache_gb_per_node,
+                "hit_load_ms": profile.cache.hit_load_ms,
+                "warmup_nodes_per_site": profile.cache.warmup_nodes,
+                "goodput_tok_s_per_node_without_cache": profile.cache.goodput_no_cache_tok_s_per_node,
+                "value_usd_per_million_goodput_tokens": cache_value_usd_per_m(profile, entry["usd_per_million_goodput_tokens"]),
+            }
     if waterfall is not None:
         for name, moves in waterfall_moves(plan, fixed, waterfall).items():
             if name in classes:
                 classes[name]["waterfall"] = moves
     return {
         "options": arrangement_options(loaded.scenario.serving),
-        "fixed_arrangement": {"disaggregated": False, "speculative": None},
+        "fixed_arrangement": {"disaggregated": False, "speculative": None, "kv_cache": None},
         "usd_per_million_goodput_tokens": plan.summary.cost_per_million_goodput_tokens_usd,
         "usd_per_million_goodput_tokens_fixed_arrangement": fixed.summary.cost_per_million_goodput_tokens_usd,
         "classes": classes,
         "modes_by_site": modes_by_site(plan),
+        "hit_rates_by_site": hits_or_empty(plan),
+        "cache_warmup_nodes_per_site": plan.instance.cache_warmup_nodes,
     }
 
 
@@ -176,7 +227,7 @@ def arrangement_lines(arrangement: dict[str, Any]) -> list[str]:
         lines.append(
             f"  - {name} ({c['serving_mode']}): ${with_m:.3f}/M against ${fixed_m:.3f}/M fixed ({with_m / fixed_m - 1:+.1%}); "
             f"{c['goodput_tok_s_per_node']:,.0f} tok/s per node against "
-            f"{c['goodput_tok_s_per_node_fixed_arrangement']:,.0f}{step}"
+            f"{c['goodput_tok_s_per_node_fixed_arrangement']:,.0f}{step}{_hit_text(c)}"
         )
     total, fixed_total = (
         arrangement["usd_per_million_goodput_tokens"],
@@ -185,6 +236,21 @@ def arrangement_lines(arrangement: dict[str, Any]) -> list[str]:
     if total is not None and fixed_total is not None:
         lines.append(f"  - the plan: ${total:.3f}/M against ${fixed_total:.3f}/M fixed ({total / fixed_total - 1:+.1%})")
     return lines
+
+
+def _hit_text(c: dict[str, Any]) -> str:
+    """``; prefix hits 54 % (fixed 50 %), worth $1.234/M`` for a class with the cache model."""
+    cache = c.get("kv_cache")
+    if cache is None or c.get("prefix_hit_rate") is None:
+        return ""
+    value = cache["value_usd_per_million_goodput_tokens"]
+    worth = f", worth ${value:.3f}/M" if value is not None else ", without which the node cannot meet its TTFT"
+    fixed = c.get("prefix_hit_rate_fixed_arrangement")
+    return (
+        f"; prefix hits {c['prefix_hit_rate']:.1%} ({cache['tier']} tier"
+        + (f"; fixed {fixed:.0%})" if fixed is not None else ")")
+        + worth
+    )
 
 
 def with_arrangement(

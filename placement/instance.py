@@ -120,6 +120,9 @@ class Instance:
     commodity_regime : numpy.ndarray of int or None
         ``(c,)`` regime whose in-bloc share a commodity is (index into ``regimes``), ``-1`` for the
         rest; None: every commodity is one whole (population, class).
+    cache_warmup_nodes : int
+        Nodes every open site holds for prefilling the shared prefixes its cache misses (``serving.kv_cache``;
+        :func:`with_cache_warmup`): in the site's fixed cost and off its power.
     """
 
     loaded: LoadedScenario
@@ -149,6 +152,7 @@ class Instance:
     failure_domain_grouping: str | None = None
     regimes: list[Regime] = field(default_factory=list)
     commodity_regime: IntArray | None = None
+    cache_warmup_nodes: int = 0
 
     def split(self) -> CommoditySplit:
         """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""
@@ -901,6 +905,27 @@ def placement_input(
     )
 
 
+def cache_warmup_nodes(profiles: list[ClassProfile]) -> int:
+    """Whole nodes an open site holds for the shared prefixes it misses: the classes' peak miss work, rounded up."""
+    return int(np.ceil(sum(p.warmup_nodes for p in profiles) - 1e-9))
+
+
+def with_cache_warmup(inputs: PlacementInput, node_usd_per_h: FloatArray, nodes: int) -> PlacementInput:
+    """The model arrays with ``nodes`` held at every open site: their cost in the site's fixed cost, their power off its MW.
+
+    The miss work of a site peaks at a level of traffic and falls as its shared prefixes get hot
+    (:func:`placement.serving.prefix_cache.miss_peak`), so charging the peak to every open site never under-counts
+    its nodes, and makes each further site pay for its cold cache: the consolidation the cache rewards.
+    """
+    if nodes <= 0:
+        return inputs
+    return replace(
+        inputs,
+        site_fixed_usd_per_h=inputs.site_fixed_usd_per_h + nodes * node_usd_per_h,
+        site_mw_available=np.maximum(inputs.site_mw_available - nodes * inputs.site_node_mw, 0.0),
+    )
+
+
 def _failure_domains(domains: FaultDomains | None, sites: pd.DataFrame) -> tuple[tuple[str, ...], tuple[IntArray, ...]]:
     """The domains that fail more than one site (one site alone is already an N+1 loss): names and site indices."""
     if domains is None:
@@ -989,7 +1014,8 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     )
     domains = fault_domains(scenario.fault_tolerance, sites, source=source)
     names, failure_domains = _failure_domains(domains, sites)
-    inputs = replace(inputs, failure_domains=failure_domains)
+    warmup = cache_warmup_nodes(profiles)
+    inputs = with_cache_warmup(replace(inputs, failure_domains=failure_domains), node_cost.total_usd_per_h, warmup)
     progress(
         f"model: {len(commodity_population)} commodities in {len(rows.modelled)} rows x {len(slice_hours)} slices, "
         f"{len(inputs.pair_site)} feasible pairs of {allowed.size}"
@@ -1022,4 +1048,5 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         failure_domain_grouping=None if domains is None else domains.grouping,
         regimes=regimes,
         commodity_regime=split.regime if regimes else None,
+        cache_warmup_nodes=warmup,
     )

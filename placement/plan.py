@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from placement._errors import InfeasibleError, SolverError
 from placement.availability import availability_rules, standing_bars
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
+from placement.cache_hits import class_hit_rates
 from placement.economics import NodeCost, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
 from placement.instance import Instance, build_instance
@@ -255,7 +256,8 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
     served, peak_load, energy = _site_loads(instance, solution)
     node_cost = instance.node_cost.total_usd_per_h
     cost = np.where(solution.open, data.site_fixed_usd_per_h, 0.0) + solution.nodes * node_cost + energy
-    mw_used = solution.nodes * data.site_node_mw
+    warmup = np.where(solution.open, instance.cache_warmup_nodes, 0)  # in the fixed cost already
+    mw_used = (solution.nodes + warmup) * data.site_node_mw
     reachable = instance.within_budget.any(axis=0)
     permitted = instance.allowed.any(axis=0)
     reason = np.where(
@@ -287,6 +289,7 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             "open": solution.open,
             "locked": sites["locked"],
             "nodes": solution.nodes,
+            **({"cache_warmup_nodes": warmup} if instance.cache_warmup_nodes else {}),
             "mw_used": mw_used,
             "mw_available": sites["mw_available"],
             "power_price_usd_per_mwh": sites["power_price_usd_per_mwh"],
@@ -437,6 +440,13 @@ def _interactive_names(classes: list[WorkloadClass]) -> list[str]:
     return [c.name for c in classes if not c.time_shiftable] or [c.name for c in classes]
 
 
+def _hit_rates(profiles: list[ClassProfile], assignments: pd.DataFrame) -> dict[str, float]:
+    """Each class's hit rate: its sites' own with the cache model (``serving.kv_cache``), else its fixed figure."""
+    if any(p.cache is not None for p in profiles):
+        return class_hit_rates(profiles, assignments)
+    return {p.name: p.cache_hit_rate for p in profiles}
+
+
 def _plan_cost_breakdown(data: PlacementInput, node_cost: NodeCost, solution: PlacementSolution) -> CostBreakdown:
     """The solution's cost by component: the MILP's cost terms, summed per term. [USD/h]"""
     energy = np.bincount(data.pair_site, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=data.n_sites)
@@ -551,7 +561,7 @@ def summarise(
         p99_ttft_ms_max=ttft_max,
         p99_ttft_ms_mean=ttft_mean,
         p99_itl_ms=max(p.itl_ms for p in instance.profiles if p.name in interactive_names),
-        cache_hit_rate=weighted_hit_rate(served_by_class, {p.name: p.cache_hit_rate for p in instance.profiles}),
+        cache_hit_rate=weighted_hit_rate(served_by_class, _hit_rates(instance.profiles, assignments)),
         node_kw=instance.node_kw,
         fault_domain_coverage=fault_domain_coverage(instance.allowed, solution.open, instance.commodity_mean_demand_tok_s),
         n_plus_one=instance.inputs.fault_tolerant,

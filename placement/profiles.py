@@ -16,9 +16,20 @@ from placement._errors import InputError, Problem
 from placement.scenario import ServingSection, WorkloadClass
 from placement.serving.calibration import fit_parts
 from placement.serving.efficiency import ServingEfficiency, goodput_band
-from placement.serving.hardware import get_accelerator, get_model
+from placement.serving.hardware import get_accelerator, get_model, kv_bytes_per_token
+from placement.serving.kernels import kv_capacity_bytes, kv_copies, prefill_ms
 from placement.serving.measured import load_measured
-from placement.serving.request import ServingRequest, serve
+from placement.serving.prefix_cache import (
+    CacheFigures,
+    PrefixReuse,
+    hit_rate_limit,
+    load_tiers,
+    miss_peak,
+    retention_s,
+    reuse_for,
+    tier_stack,
+)
+from placement.serving.request import ServingRequest, ServingResult, serve
 from placement.serving.speculative import speculation_for
 
 
@@ -58,6 +69,9 @@ class ClassProfile:
         The speculative-decoding method the serving model runs for the class (``""``: none).
     serving_mode : str, optional
         ``aggregated`` (chunked prefill on every node) or ``disaggregated`` (prefill and decode pools).
+    cache : CacheFigures, optional
+        With ``serving.kv_cache`` and a ``prefix_reuse`` profile: the cache model (``cache_hit_rate`` is then its
+        limit, the per-token figure; each site's own hit rate follows from the share of the class it serves).
     """
 
     name: str
@@ -78,6 +92,12 @@ class ClassProfile:
     slot_wait_ms: float = 0.0
     speculative: str = ""
     serving_mode: str = "aggregated"
+    cache: CacheFigures | None = None
+
+    @property
+    def warmup_nodes(self) -> float:
+        """Node-equivalents an open site spends on the shared prefixes it misses (0 without the cache model)."""
+        return 0.0 if self.cache is None else self.cache.warmup_nodes
 
     @property
     def node_ttft_ms(self) -> float:
@@ -201,13 +221,77 @@ def measured_gemm(serving: ServingSection, *, source: str) -> dict[tuple[str, st
     return _refitted(path, path.stat().st_mtime_ns)
 
 
+def _best(serving: ServingSection, request: ServingRequest, refit: float | None) -> ServingResult:
+    """The node's result; with ``disaggregated: auto`` the pools that give more goodput (colocated on a tie)."""
+    pools = [False, True] if serving.disaggregated == "auto" else [serving.disaggregated is True]
+    results = [serve(replace(request, disaggregated=d), efficiency=ServingEfficiency(tensor=refit)) for d in pools]
+    return max(results, key=lambda r: r.goodput_tok_s)
+
+
+CACHE_ITERATIONS = 8
+"""Most rounds of the cache fixed point (hit rate -> goodput -> KV written per second -> retention -> hit rate)."""
+
+
+def _cached(
+    serving: ServingSection, request: ServingRequest, reuse: PrefixReuse, refit: float | None
+) -> tuple[ServingRequest, ServingResult, CacheFigures]:
+    """The node at the hit rate its cache sustains: a fixed point of hit rate, goodput and retention.
+
+    Each round serves the class at hit rate ``h`` inside the node's TTFT budget less the time to load the longest
+    prompt's cached KV from the tier, then recomputes the retention from the KV the node writes at that goodput (the
+    free HBM after its batch, plus the tiers) and ``h`` as the limit of :func:`hit_rate_limit`.
+    """
+    assert serving.kv_cache is not None
+    model, accel = get_model(serving.model), get_accelerator(serving.accelerator)
+    stack = tier_stack(serving.kv_cache.tier, load_tiers())
+    bandwidth_gb_s = min(t.load_gb_s_per_node for t in stack)
+    kv_b = kv_bytes_per_token(model, serving.precision)
+    longest = float(request.input_tokens_max or request.input_tokens)
+    hit = reuse.session_share + reuse.shared_share
+    for _ in range(CACHE_ITERATIONS):
+        load_ms = longest * hit * kv_b / (bandwidth_gb_s * 1e9) * 1e3 if bandwidth_gb_s < float("inf") else 0.0
+        trial = replace(request, prefix_cache_hit_rate=min(hit, 0.99), ttft_p99_ms=max(request.ttft_p99_ms - load_ms, 1.0))
+        result = _best(serving, trial, refit)
+        batch_kv = result.batch * (request.input_tokens + request.output_tokens) * kv_b * kv_copies(model, result.tp)
+        free = result.replicas * max(
+            kv_capacity_bytes(model, accel, serving.precision, result.tp, ServingEfficiency()) - batch_kv, 0.0
+        )
+        cache_bytes = free + sum(t.adds_cache_gb_per_node for t in stack) * 1e9
+        requests_per_s = result.capacity_tok_s / request.output_tokens
+        written = requests_per_s * (request.input_tokens * (1.0 - hit) + request.output_tokens) * kv_b
+        keep_s = retention_s(cache_bytes, written)
+        new_hit = hit_rate_limit(reuse, keep_s)
+        if abs(new_hit - hit) < 1e-4:
+            break
+        hit = new_hit
+    shared_tokens = reuse.shared_share * request.input_tokens
+    node_s_per_miss = (
+        prefill_ms(model, accel, serving.precision, tp=result.tp, tokens=shared_tokens) / 1e3 / max(result.replicas, 1)
+    )
+    warmup = miss_peak(reuse) / keep_s * node_s_per_miss if shared_tokens > 0 and keep_s < float("inf") else 0.0
+    figures = CacheFigures(
+        reuse,
+        serving.kv_cache.tier,
+        cache_bytes / 1e9,
+        keep_s,
+        trial.prefix_cache_hit_rate,
+        load_ms,
+        warmup,
+        1.0 / request.output_tokens,
+        _best(serving, replace(request, prefix_cache_hit_rate=0.0), refit).goodput_tok_s,
+    )
+    return trial, result, figures
+
+
 def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, source: str) -> ClassProfile | Problem:
     request = serving_request(serving, workload)
     refit = measured_gemm(serving, source=source).get((serving.accelerator, serving.precision))
-    # disaggregated: auto: the pools that give the class more goodput (colocated on a tie)
-    pools = [False, True] if serving.disaggregated == "auto" else [serving.disaggregated is True]
-    results = [serve(replace(request, disaggregated=d), efficiency=ServingEfficiency(tensor=refit)) for d in pools]
-    result = max(results, key=lambda r: r.goodput_tok_s)
+    cache = None
+    if serving.kv_cache is not None and workload.prefix_reuse is not None:
+        reuse = reuse_for(workload.prefix_reuse, source=source, key=f"classes[{k}].prefix_reuse")
+        request, result, cache = _cached(serving, request, reuse, refit)
+    else:
+        result = _best(serving, request, refit)
     accel = get_accelerator(serving.accelerator)
     band = goodput_band(
         accel, serving.precision, model=serving.model, input_tokens=request.input_tokens, output_tokens=request.output_tokens
@@ -228,19 +312,20 @@ def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, sourc
         workload.itl_p99_ms,
         workload.round_trips,
         result.queue_p99_ms,
-        result.prefill_ms + result.kv_transfer_ms,
+        result.prefill_ms + result.kv_transfer_ms + (0.0 if cache is None else cache.hit_load_ms),
         result.first_decode_ms,
         workload.retrieval_ms,
         workload.safety_tokenization_ms,
         result.goodput_tok_s * quantile,
         1.0,
         result.itl_ms,
-        workload.prefix_cache_hit_rate,
+        request.prefix_cache_hit_rate,
         _source_label(serving, refit),
         result.goodput_tok_s / result.capacity_tok_s if result.capacity_tok_s > 0 else 1.0,
         slot_wait_ms=result.slot_wait_p99_ms,
         speculative=result.speculative,
         serving_mode="disaggregated" if result.disaggregated else "aggregated",
+        cache=cache,
     )
 
 

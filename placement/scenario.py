@@ -107,6 +107,11 @@ class WorkloadClass(_Section):
     )
     output_tokens: int = Field(290, ge=1, description="serving model: MEAN answer length")
     prefix_cache_hit_rate: float = Field(0.0, ge=0, lt=1)
+    prefix_reuse: str | None = Field(
+        None,
+        description="with serving.kv_cache: a profile of data/serving/prefix_reuse.csv (chat, agent); the hit rate then "
+        "comes from the cache model per site instead of prefix_cache_hit_rate",
+    )
     min_tok_s_per_user: float = Field(0.0, ge=0, description="serving model: interactivity floor")
     serving_ttft_budget_ms: float | None = Field(
         None,
@@ -163,6 +168,14 @@ class WorkloadClass(_Section):
         return self
 
 
+class KvCacheSection(_Section):
+    """The KV cache as infrastructure (``serving.kv_cache``): the tier a node keeps prompt prefixes in."""
+
+    tier: Literal["hbm", "dram", "nvme"] = Field(
+        "dram", description="hbm: HBM only; dram: + host DRAM; nvme: + host DRAM and local NVMe (data/serving/kv_tiers.csv)"
+    )
+
+
 class ServingSection(_Section):
     """The serving node: model, accelerator and how it is run."""
 
@@ -177,6 +190,11 @@ class ServingSection(_Section):
         None,
         description="speculative decoding: a method of data/serving/speculative.csv for the model (eagle3, mtp), "
         "auto (the model's method, for the classes where it gives more goodput), or null (off)",
+    )
+    kv_cache: KvCacheSection | None = Field(
+        None,
+        description="the prefix cache as a model: classes with a prefix_reuse profile get their hit rate per site from "
+        "the share of the class it serves and the tier's capacity (null: each class's fixed prefix_cache_hit_rate)",
     )
     node_kw: float | None = Field(None, gt=0, description="IT power of one node [kW] (null: accelerator catalog)")
     headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail (given-goodput classes)")
@@ -416,6 +434,16 @@ class Scenario(_Section):
     def is_buildout(self) -> bool:
         """Whether the scenario runs the build-out engine (a horizon, or a fleet mix of accelerators)."""
         return self.horizon is not None or self.serving.accelerators is not None
+
+    @model_validator(mode="after")
+    def _cache_model_is_single_year(self) -> Scenario:
+        if self.serving.kv_cache is not None and self.is_buildout:
+            raise ValueError(
+                "serving.kv_cache is modelled in a single-year plan only: the build-out does not charge a site's cold "
+                "cache yet; remove serving.kv_cache (each class's prefix_cache_hit_rate is then used) or the "
+                "horizon / serving.accelerators"
+            )
+        return self
 
     @model_validator(mode="after")
     def _horizon_names_classes(self) -> Scenario:
