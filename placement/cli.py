@@ -367,6 +367,43 @@ def _plot_path(text: str) -> Path:
     return path
 
 
+def _with_cache(
+    args: argparse.Namespace, request: ServingRequest, gemm: float | None
+) -> tuple[ServingRequest, dict[str, Any] | None]:
+    """``--kv-cache TIER --prefix-reuse PROFILE``: the request at the hit rate its cache sustains, and the cache's figures."""
+    if args.kv_cache is None and args.prefix_reuse is None:
+        return request, None
+    if args.kv_cache is None or args.prefix_reuse is None:
+        given, other = ("--kv-cache", "--prefix-reuse") if args.kv_cache is not None else ("--prefix-reuse", "--kv-cache")
+        fix = f"give {other} too (e.g. --kv-cache dram --prefix-reuse chat), or neither for a fixed --prefix-cache-hit-rate"
+        raise InputError([Problem(given, "", "", f"{given} needs {other}", fix)])
+    from placement.profiles import cached_request
+    from placement.scenario import KvCacheSection, ServingSection
+    from placement.serving.prefix_cache import reuse_for
+
+    reuse = reuse_for(args.prefix_reuse, source="--prefix-reuse", key="")
+    serving = ServingSection(
+        model=args.model,
+        accelerator=args.accelerator,
+        gpus_per_node=args.gpus,
+        precision=args.precision,
+        disaggregated=args.disaggregated,
+        speculative=args.speculative,
+        kv_cache=KvCacheSection(tier=args.kv_cache),
+    )
+    served, _, figures = cached_request(serving, request, reuse, gemm_efficiency=gemm)
+    return served, {
+        "tier": figures.tier,
+        "reuse_profile": reuse.profile,
+        "cache_gb_per_node": figures.cache_gb_per_node,
+        "retention_s": figures.retention_s,
+        "hit_rate_limit": figures.hit_rate_limit,
+        "hit_load_ms": figures.hit_load_ms,
+        "warmup_nodes_per_site": figures.warmup_nodes,
+        "goodput_tok_s_per_node_without_cache": figures.goodput_no_cache_tok_s_per_node,
+    }
+
+
 def _goodput(args: argparse.Namespace) -> int:
 
     from dataclasses import asdict
@@ -380,7 +417,12 @@ def _goodput(args: argparse.Namespace) -> int:
     request = _serving_request(args)
     fits = _part_fits(args.measurements, quiet=args.json) if args.measurements else []
     refit = next((f for f in fits if (f.accelerator, f.precision) == (request.accelerator, request.precision)), None)
+    request, cache = _with_cache(args, request, None if refit is None else refit.gemm_efficiency)
     report = goodput_report(request, efficiency=ServingEfficiency(tensor=None if refit is None else refit.gemm_efficiency))
+    if cache is not None:  # the hits' KV comes back from the tier before the prefill ends, as the plan counts it
+        report["kv_cache"] = cache
+        for key in ("prefill_ms", "ttft_ms"):
+            report[key] = report[key] + cache["hit_load_ms"] if report.get(key) is not None else None
     if args.measurements:
         report["measurements"] = [asdict(f) for f in fits]
     simulated = _simulated(request, args) if args.simulate else None
@@ -401,6 +443,13 @@ def _goodput(args: argparse.Namespace) -> int:
         f"  goodput {report['goodput_tok_s']:,.0f} tok/s per node (batch {report['batch']}, TP {report['tp']}, "
         f"{report['replicas']} replicas; limited by {report['limit']})"
     )
+    if cache is not None:
+        keeps = f"{cache['cache_gb_per_node']:,.0f} GB per node keeps a prefix {cache['retention_s']:,.0f} s"
+        hits = f"hit rate {cache['hit_rate_limit']:.1%} at a site that sees the whole class"
+        load = f"{cache['hit_load_ms']:.1f} ms to load the longest prompt's hits (in the prefill)"
+        cold = f"{cache['warmup_nodes_per_site']:.2f} nodes per open site for the shared prefixes it misses"
+        bare = f"without a cache {cache['goodput_tok_s_per_node_without_cache']:,.0f} tok/s per node"
+        print(f"  prefix cache ({cache['tier']} tier, {cache['reuse_profile']} reuse): {keeps}; {hits}; {load}; {cold}; {bare}")
     if args.speculative:
         used = report["speculative"]
         print(
@@ -672,6 +721,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--speculative",
         metavar="METHOD",
         help="speculative decoding: eagle3, mtp (data/serving/speculative.csv) or auto (kept only where it gives more goodput)",
+    )
+    goodput.add_argument(
+        "--kv-cache",
+        choices=("hbm", "dram", "nvme"),
+        help="the prefix cache as a model, in this tier (data/serving/kv_tiers.csv); needs --prefix-reuse",
+    )
+    goodput.add_argument(
+        "--prefix-reuse",
+        metavar="PROFILE",
+        help="with --kv-cache: a profile of data/serving/prefix_reuse.csv (chat, agent); replaces --prefix-cache-hit-rate",
     )
     goodput.add_argument("--min-tok-s-per-user", type=float, default=0.0)
     goodput.add_argument("--pue", type=float, default=1.0, help="for tokens/s per facility MW (1: IT power)")

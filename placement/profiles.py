@@ -283,6 +283,30 @@ def _cached(
     return trial, result, figures
 
 
+def cached_request(
+    serving: ServingSection, request: ServingRequest, reuse: PrefixReuse, *, gemm_efficiency: float | None = None
+) -> tuple[ServingRequest, ServingResult, CacheFigures]:
+    """The node at the hit rate its cache sustains (``serving.kv_cache`` names the tier): request, result, figures.
+
+    Parameters
+    ----------
+    serving : ServingSection
+        The node (``kv_cache`` given; ``disaggregated`` and ``speculative`` as the plan runs them).
+    request : ServingRequest
+        The class on the node, its TTFT the node's budget (the hit rate in it is replaced).
+    reuse : PrefixReuse
+        The class's prefix reuse.
+    gemm_efficiency : float, optional
+        A refitted GEMM fraction (``serving.measurements``).
+
+    Returns
+    -------
+    tuple
+        The request as served (hit rate, TTFT budget less the hit load), its result, and the cache's figures.
+    """
+    return _cached(serving, request, reuse, gemm_efficiency)
+
+
 def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, source: str) -> ClassProfile | Problem:
     request = serving_request(serving, workload)
     refit = measured_gemm(serving, source=source).get((serving.accelerator, serving.precision))

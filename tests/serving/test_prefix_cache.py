@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -117,3 +118,20 @@ def test_an_unknown_reuse_profile_and_a_buildout_are_refused(tmp_path: Path) -> 
     path = write_scenario(tmp_path, serving={"accelerators": ["h100-sxm", "h200"], "kv_cache": {"tier": "dram"}})
     with pytest.raises(InputError, match=r"serving\.kv_cache is modelled in a single-year plan only"):
         load_scenario(path)
+
+
+def test_goodput_prints_what_the_cache_does(capsys: pytest.CaptureFixture[str]) -> None:
+    from placement.cli import main
+
+    base = ["goodput", "--model", "llama-3.1-70b", "--accelerator", "h100-sxm", "--input-tokens", "1155"]
+    base += ["--input-tokens-max", "4142", "--output-tokens", "211", "--ttft-p99-ms", "170", "--itl-p99-ms", "50"]
+    assert main([*base, "--kv-cache", "dram", "--prefix-reuse", "chat", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    cache = report["kv_cache"]
+    assert cache["tier"] == "dram" and 0 < cache["hit_rate_limit"] <= 0.5 + 1e-9
+    assert cache["hit_load_ms"] > 0 and report["ttft_ms"] <= 170 + 1e-6, "the hits' load fits the budget with the rest"
+    assert main([*base, "--prefix-cache-hit-rate", str(cache["hit_rate_limit"]), "--json"]) == 0
+    fixed = json.loads(capsys.readouterr().out)
+    assert fixed["goodput_tok_s"] >= report["goodput_tok_s"], "the same hit rate without the load time is no slower"
+    assert main([*base, "--kv-cache", "dram"]) != 0
+    assert "--kv-cache needs --prefix-reuse" in capsys.readouterr().err
