@@ -97,6 +97,12 @@ def evaluate(instance: Instance, name: str, preferred_sites: NDArray[np.int64]) 
         counts only commodities served inside their objective.
     """
     slices, weight, mean, per_node = _commodity_arrays(instance)
+    if instance.laddered:  # each commodity at its preferred site runs its rung there (serving.node_ttft_ladder)
+        chosen = preferred_sites >= 0
+        option = instance.option_at(np.flatnonzero(chosen), preferred_sites[chosen])
+        weight, per_node = weight.copy(), per_node.copy()
+        weight[chosen] = np.array([p.nodes_per_tok_s for p in instance.options])[option]
+        per_node[chosen] = np.array([p.goodput_tok_s_per_node for p in instance.options])[option]
     data = instance.inputs
     m = data.n_sites
     site_load = np.zeros((m, slices.shape[1]))

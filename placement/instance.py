@@ -25,7 +25,7 @@ from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_ne
 from placement.network.measurements import calibrate, load_measurements
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
-from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, node_kw
+from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, class_rungs, node_kw
 from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import FREE, CommoditySplit, Regime, regime_mask, residency_mask, scenario_regimes, split_commodities
@@ -123,6 +123,10 @@ class Instance:
     cache_warmup_nodes : int
         Nodes every open site holds for prefilling the shared prefixes its cache misses (``serving.kv_cache``;
         :func:`with_cache_warmup`): in the site's fixed cost and off its power.
+    rungs : list of list of ClassProfile
+        Per class, its profiles at the node TTFT budgets of ``serving.node_ttft_ladder``, loosest first
+        (:func:`placement.profiles.class_rungs`); empty without a ladder. Each (commodity, site) pair runs its
+        loosest rung inside the objective (:meth:`option_at`): the options of the model, by dominance.
     """
 
     loaded: LoadedScenario
@@ -153,6 +157,7 @@ class Instance:
     regimes: list[Regime] = field(default_factory=list)
     commodity_regime: IntArray | None = None
     cache_warmup_nodes: int = 0
+    rungs: list[list[ClassProfile]] = field(default_factory=list)
 
     def split(self) -> CommoditySplit:
         """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""
@@ -166,6 +171,29 @@ class Instance:
             return [""] * len(commodity)
         ids = [r.regime_id for r in self.regimes]
         return [ids[r] if r != FREE else "" for r in self.commodity_regime[commodity].tolist()]
+
+    @property
+    def laddered(self) -> bool:
+        """Whether some class runs more than one node TTFT budget (``serving.node_ttft_ladder``)."""
+        return any(len(r) > 1 for r in self.rungs)
+
+    @property
+    def options(self) -> list[ClassProfile]:
+        """Every (class, rung) profile, class by class (the class profiles themselves without a ladder)."""
+        return [p for r in self.rungs for p in r] if self.laddered else list(self.profiles)
+
+    @property
+    def option_offset(self) -> IntArray:
+        """``(k,)`` index in :attr:`options` of each class's loosest rung."""
+        sizes = [len(r) for r in self.rungs] if self.laddered else [1] * len(self.profiles)
+        return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+
+    def option_at(self, commodity: IntArray, site: IntArray) -> IntArray:
+        """The option (index into :attr:`options`) each (commodity, site) pair runs, element-wise."""
+        commodity, site = np.asarray(commodity, dtype=np.int64), np.asarray(site, dtype=np.int64)
+        workload = self.commodity_class[commodity]
+        rtt = self.rtt_ms[self.commodity_population[commodity], site]
+        return self.option_offset[workload] + rung_index(self.rungs, workload, rtt, self.retrieval_extra_ms[workload, site])
 
     @property
     def classes(self) -> list[WorkloadClass]:
@@ -201,12 +229,17 @@ class Instance:
         commodity = np.asarray(commodity, dtype=np.int64)
         population, workload = self.commodity_population[commodity], self.commodity_class[commodity]
         rtt = self.rtt_ms[population, site]
+        laddered = profiles is None and self.laddered
         profiles = self.profiles if profiles is None else profiles
         round_trips = np.array([p.round_trips for p in profiles])[workload]
         fixed = np.array([p.fixed_ttft_ms for p in profiles])[workload]
         extra = self.retrieval_extra_ms[workload, site]
         if rtt.ndim > np.ndim(workload):  # one commodity (or an array of them) against every site in ``site``
             round_trips, fixed = np.expand_dims(round_trips, -1), np.expand_dims(fixed, -1)
+        if laddered:  # each pair's own rung
+            klass = np.broadcast_to(np.expand_dims(workload, -1) if rtt.ndim > np.ndim(workload) else workload, np.shape(rtt))
+            option = self.option_offset[klass] + rung_index(self.rungs, klass, rtt, extra)
+            fixed = np.array([p.fixed_ttft_ms for p in self.options])[option]
         return np.asarray(round_trips * rtt + fixed + extra)
 
     @property
@@ -575,8 +608,59 @@ def site_price_multiplier(spec: TimeSection, sites: pd.DataFrame, n_slices: int,
     return block_mean(hourly, n_slices)
 
 
+def rung_index(rungs: list[list[ClassProfile]], workload: IntArray, rtt_ms: FloatArray, extra_ms: FloatArray) -> IntArray:
+    """The loosest rung of its class whose p99 TTFT fits the objective, element-wise (the tightest where none does).
+
+    Parameters
+    ----------
+    rungs : list of list of ClassProfile
+        Per class, its rungs loosest first (empty: every pair rung 0).
+    workload : numpy.ndarray of int
+        Class of each element.
+    rtt_ms, extra_ms : numpy.ndarray
+        Round trip and remote-retrieval round trip of each element (same shape). [ms]
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Rung of each element, in the shape of ``rtt_ms``.
+    """
+    workload = np.broadcast_to(workload, np.shape(rtt_ms))
+    out = np.zeros(np.shape(rtt_ms), dtype=np.int64)
+    for k, ladder in enumerate(rungs):
+        mask = workload == k
+        if len(ladder) < 2 or not mask.any():
+            continue
+        network = ladder[0].round_trips * np.asarray(rtt_ms)[mask] + np.asarray(extra_ms)[mask]
+        choice = np.full(network.shape, len(ladder) - 1, dtype=np.int64)
+        for r in range(len(ladder) - 1, -1, -1):  # the loosest that fits is set last
+            choice = np.where(network + ladder[r].fixed_ttft_ms <= ladder[r].ttft_objective_ms, r, choice)
+        out[mask] = choice
+    return out
+
+
+def commodity_rungs(
+    rungs: list[list[ClassProfile]],
+    rtt_ms: FloatArray,
+    retrieval_extra: FloatArray,
+    commodity_class: IntArray,
+    commodity_population: IntArray,
+) -> NDArray[np.int8]:
+    """``(c, m)`` rung of every commodity at every site (one class at a time, by population)."""
+    out = np.zeros((len(commodity_class), rtt_ms.shape[1]), dtype=np.int8)
+    for k in range(len(rungs)):
+        of_class = commodity_class == k
+        klass = np.full(rtt_ms.shape, k, dtype=np.int64)
+        by_population = rung_index(rungs, klass, rtt_ms, np.broadcast_to(retrieval_extra[k][None, :], rtt_ms.shape))
+        out[of_class] = by_population[commodity_population[of_class]]
+    return out
+
+
 def merge_commodities(
-    allowed: NDArray[np.bool_], commodity_class: IntArray, commodity_slices: FloatArray
+    allowed: NDArray[np.bool_],
+    commodity_class: IntArray,
+    commodity_slices: FloatArray,
+    codes: NDArray[np.int8] | None = None,
 ) -> tuple[IntArray, IntArray]:
     """Group interchangeable commodities: same class, same allowed sites, same demand shape.
 
@@ -588,6 +672,9 @@ def merge_commodities(
         ``(c,)`` class of each commodity.
     commodity_slices : numpy.ndarray
         ``(c, T)`` demand per slice.
+    codes : numpy.ndarray of int8, optional
+        ``(c, m)`` rung of each pair (``serving.node_ttft_ladder``): merged commodities run the same rung at
+        every allowed site.
 
     Returns
     -------
@@ -602,6 +689,8 @@ def merge_commodities(
     shapes = np.round(commodity_slices / peaks[:, None], 6)
     for c in np.flatnonzero(allowed.any(axis=1)).tolist():
         key = int(commodity_class[c]).to_bytes(4, "little") + np.packbits(allowed[c]).tobytes() + shapes[c].tobytes()
+        if codes is not None:
+            key += codes[c][allowed[c]].tobytes()
         row = rows.setdefault(key, len(rows))
         if row == len(firsts):
             firsts.append(c)
@@ -761,6 +850,7 @@ def model_rows(
     commodity_slices: FloatArray,
     commodity_mean: FloatArray,
     rtt_ms: FloatArray,
+    codes: NDArray[np.int8] | None = None,
 ) -> ModelRows:
     """Merge interchangeable commodities (:func:`merge_commodities`) and sum their demand.
 
@@ -774,13 +864,15 @@ def model_rows(
         Demand per slice and daily mean of each commodity. [tokens/s]
     rtt_ms : numpy.ndarray
         ``(n, m)`` population-site round trips. [ms]
+    codes : numpy.ndarray of int8, optional
+        ``(c, m)`` rung of each pair (:func:`commodity_rungs`).
 
     Returns
     -------
     ModelRows
         The rows.
     """
-    row_of_commodity, modelled = merge_commodities(allowed, commodity_class, commodity_slices)
+    row_of_commodity, modelled = merge_commodities(allowed, commodity_class, commodity_slices, codes)
     n_rows = len(modelled)
     members = row_of_commodity >= 0
     rows = row_of_commodity[members]
@@ -837,6 +929,7 @@ def placement_input(
     *,
     price_multiplier: FloatArray,
     sections: ModelSections,
+    options: tuple[list[ClassProfile], IntArray, NDArray[np.int8]] | None = None,
 ) -> PlacementInput:
     """The model arrays: rows, allowed pairs, capacity and cost per site.
 
@@ -862,6 +955,9 @@ def placement_input(
         ``(m, T)`` power price multiplier per site and slice (:func:`site_price_multiplier`).
     sections : ModelSections
         The scenario's sections the model reads.
+    options : tuple, optional
+        ``(profiles of every (class, rung), offset of each class's first rung, (r, m) rung of each row's pairs)``
+        with ``serving.node_ttft_ladder``: each pair then uses its own rung's goodput.
 
     Returns
     -------
@@ -870,6 +966,9 @@ def placement_input(
     """
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(pair_allowed))
     pair_class = row_class[pair_row]
+    if options is not None:  # a pair's option: its class's rung there
+        profiles, offset, row_codes = options
+        pair_class = offset[pair_class] + row_codes[pair_row, pair_site].astype(np.int64)
     nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in profiles])
     energy = _pair_energy_usd_per_h(
         sites,
@@ -950,7 +1049,15 @@ def commodity_permitted(
     return permitted
 
 
-def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Instance:
+def _same_world(loaded: LoadedScenario, like: Instance | None) -> bool:
+    """Whether ``like`` was built from the same sites, demand and latency sections (from the same file)."""
+    if like is None or like.loaded.path != loaded.path:
+        return False
+    a, b = loaded.scenario, like.loaded.scenario
+    return a.sites == b.sites and a.demand == b.demand and a.latency == b.latency
+
+
+def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: Instance | None = None) -> Instance:
     """Turn a scenario into model arrays: the one place that hands the scenario's sections out.
 
     ``sites, populations -> demand per slice -> latency model -> round trips -> TTFT ->
@@ -962,6 +1069,9 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         A validated scenario.
     progress : callable, optional
         Receives one line per step.
+    like : Instance, optional
+        An instance of the same scenario file with the same sites, demand and latency sections (the same world
+        under another arrangement): its catalog, populations, latency model and round trips are reused.
 
     Returns
     -------
@@ -971,14 +1081,19 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     start = time.perf_counter()
     scenario, resolve, source = loaded.scenario, loaded.resolve, str(loaded.path)
     classes = scenario.classes
-    sites = load_sites(scenario.sites, resolve, source=source)
-    progress(f"catalog: {len(sites)} candidate sites")
-    populations = load_populations(scenario.demand, resolve, source=source)
-    progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")
+    if like is not None and _same_world(loaded, like):
+        sites, populations, latency = like.sites, like.populations, like.latency
+        quantiles = RoundTripQuantiles(like.rtt_p50_ms, like.rtt_p90_ms)
+        progress(f"catalog, demand and round trips as before: {len(sites)} sites, {len(populations.table)} populations")
+    else:
+        sites = load_sites(scenario.sites, resolve, source=source)
+        progress(f"catalog: {len(sites)} candidate sites")
+        populations = load_populations(scenario.demand, resolve, source=source)
+        progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")
+        latency = build_latency_model(scenario.latency, resolve, sites=sites, source=source)
+        quantiles = worst_member_rtt_ms(populations.cities, sites, latency)
     pop_slices, slice_hours = slice_demand(scenario.time, populations, resolve, peak_factor=scenario.demand.peak_factor)
     pop_mean = populations.table["demand_tok_s"].to_numpy(float)
-    latency = build_latency_model(scenario.latency, resolve, sites=sites, source=source)
-    quantiles = worst_member_rtt_ms(populations.cities, sites, latency)
     quantile = Quantile(scenario.latency.quantile)
     rtt = quantiles.p90_ms if quantile is Quantile.P90 else quantiles.p50_ms
     commodity_population, commodity_class = commodities(len(populations.table), len(classes))
@@ -987,8 +1102,11 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     split = split_commodities(population_country, commodity_population, commodity_class, regimes)
     commodity_population, commodity_class = split.population, split.workload
     profiles = class_profiles(classes, scenario.serving, source=source)
+    rungs = class_rungs(classes, scenario.serving, profiles, source=source) if scenario.serving.node_ttft_ladder else []
     retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=source, quantile=quantile)
-    within_budget = commodity_within_budget(rtt, profiles, retrieval_extra, commodity_class, commodity_population)
+    # a pair is inside its objective if some rung fits: the one with the least fixed TTFT
+    reach = [min(r, key=lambda p: p.fixed_ttft_ms) for r in rungs] if rungs else profiles
+    within_budget = commodity_within_budget(rtt, reach, retrieval_extra, commodity_class, commodity_population)
     permitted = commodity_permitted(population_country, sites["country_code"].to_numpy(str), scenario.residency, split, regimes)
     allowed = within_budget & permitted & (sites["mw_available"].to_numpy(float) > 0)[None, :]
     commodity_slices, commodity_mean = commodity_demand(pop_slices, pop_mean, classes, commodity_population, commodity_class)
@@ -996,7 +1114,14 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
     kw = node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, len(slice_hours), resolve)
     node_cost = site_node_cost(scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier)
-    rows = model_rows(allowed, commodity_class, commodity_population, commodity_slices, commodity_mean, rtt)
+    laddered = any(len(r) > 1 for r in rungs)
+    codes = commodity_rungs(rungs, rtt, retrieval_extra, commodity_class, commodity_population) if laddered else None
+    rows = model_rows(allowed, commodity_class, commodity_population, commodity_slices, commodity_mean, rtt, codes)
+    options = None
+    if codes is not None:
+        flat = [p for r in rungs for p in r]
+        offset = np.concatenate([[0], np.cumsum([len(r) for r in rungs])[:-1]]).astype(np.int64)
+        options = (flat, offset, codes[rows.modelled])
     sections = ModelSections(
         scenario.economics, scenario.serving, scenario.sites_open, scenario.fault_tolerance, scenario.demand.peak_factor
     )
@@ -1011,6 +1136,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         kw,
         price_multiplier=price_multiplier,
         sections=sections,
+        options=options,
     )
     domains = fault_domains(scenario.fault_tolerance, sites, source=source)
     names, failure_domains = _failure_domains(domains, sites)
@@ -1049,4 +1175,5 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet) -> Ins
         regimes=regimes,
         commodity_regime=split.regime if regimes else None,
         cache_warmup_nodes=warmup,
+        rungs=rungs if laddered else [],
     )

@@ -373,11 +373,20 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
         frame.insert(list(frame.columns).index("class") + 1, "regime", instance.regime_of(commodity))
     for name in COMPONENTS:
         frame[name] = 0.0
-    for k, profile in enumerate(instance.profiles):
-        mask = klass == k
+    # each pair's own profile: its class's, or with serving.node_ttft_ladder the rung it runs there
+    option = instance.option_at(commodity, site) if instance.laddered else klass
+    option_class = np.repeat(np.arange(len(instance.profiles)), [len(r) for r in instance.rungs]) if instance.laddered else None
+    for o, profile in enumerate(instance.options):
+        mask = option == o
+        k = int(option_class[o]) if option_class is not None else o
         parts = ttft_components_ms(rtt[mask], profile, retrieval_extra_ms=instance.retrieval_extra_ms[k][site[mask]])
         for name in COMPONENTS:
             frame.loc[mask, name] = parts[name]
+    if instance.laddered:
+        budget = np.array([(w.serving_ttft_budget_ms or 0.0) for w in instance.classes])
+        share = np.array([p.node_ttft_share for p in instance.options])
+        frame["node_ttft_budget_ms"] = budget[klass] * share[option]
+        frame["goodput_tok_s_per_node"] = np.array([p.goodput_tok_s_per_node for p in instance.options])[option]
     frame["pop_lat"] = table["lat"].to_numpy()[pop]
     frame["pop_lon"] = table["lon"].to_numpy()[pop]
     frame["site_lat"] = instance.sites["lat"].to_numpy()[site]
@@ -937,7 +946,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     return _assemble(instance, solution, label, notes)
 
 
-def run(loaded: LoadedScenario, *, msg: bool = False, progress: Progress = quiet) -> Plan:
+def run(loaded: LoadedScenario, *, msg: bool = False, progress: Progress = quiet, like: Instance | None = None) -> Plan:
     """Build and solve a scenario.
 
     Parameters
@@ -948,10 +957,12 @@ def run(loaded: LoadedScenario, *, msg: bool = False, progress: Progress = quiet
         Show the solver's log.
     progress : callable, optional
         Receives one line per step.
+    like : Instance, optional
+        The same world already built (:func:`build_instance`'s ``like``): its round trips are reused.
 
     Returns
     -------
     Plan
         The verified plan.
     """
-    return solve_instance(build_instance(loaded, progress=progress), msg=msg, progress=progress)
+    return solve_instance(build_instance(loaded, progress=progress, like=like), msg=msg, progress=progress)

@@ -72,6 +72,9 @@ class ClassProfile:
     cache : CacheFigures, optional
         With ``serving.kv_cache`` and a ``prefix_reuse`` profile: the cache model (``cache_hit_rate`` is then its
         limit, the per-token figure; each site's own hit rate follows from the share of the class it serves).
+    node_ttft_share : float, optional
+        The share of the class's ``serving_ttft_budget_ms`` the node was searched inside (below 1: a rung of
+        ``serving.node_ttft_ladder``).
     """
 
     name: str
@@ -93,6 +96,7 @@ class ClassProfile:
     speculative: str = ""
     serving_mode: str = "aggregated"
     cache: CacheFigures | None = None
+    node_ttft_share: float = 1.0
 
     @property
     def warmup_nodes(self) -> float:
@@ -264,7 +268,7 @@ def _cached(
         if abs(new_hit - hit) < 1e-4:
             break
         hit = new_hit
-    shared_tokens = reuse.shared_share * request.input_tokens
+    shared_tokens = reuse.shared_share * request.input_tokens if result.tp > 0 else 0.0  # tp 0: the node serves nothing
     node_s_per_miss = (
         prefill_ms(model, accel, serving.precision, tp=result.tp, tokens=shared_tokens) / 1e3 / max(result.replicas, 1)
     )
@@ -453,3 +457,46 @@ def served_class_profiles(
     if errors:
         raise InputError(errors)
     return profiles, problems
+
+
+def class_rungs(
+    classes: list[WorkloadClass], serving: ServingSection, profiles: list[ClassProfile], *, source: str
+) -> list[list[ClassProfile]]:
+    """Each class's profiles at the node TTFT budgets of ``serving.node_ttft_ladder``, loosest first.
+
+    Rung 0 is the class's own profile. A computed, interactive class also runs at each share of its
+    ``serving_ttft_budget_ms`` in the ladder, in the arrangement its own profile chose (the same speculation and
+    pools), where the node still delivers goodput there. A looser budget never gives less goodput (the node search
+    at a tighter one is a subset), so each pair's loosest rung that fits its objective is its cheapest.
+
+    Parameters
+    ----------
+    classes : list of WorkloadClass
+        The scenario's classes.
+    serving : ServingSection
+        The node (``node_ttft_ladder`` gives the shares).
+    profiles : list of ClassProfile
+        Each class's own profile (:func:`class_profiles`).
+    source : str
+        The scenario file, for error messages.
+
+    Returns
+    -------
+    list of list of ClassProfile
+        Per class, its rungs from the loosest (its own profile) to the tightest.
+    """
+    ladder = sorted(serving.node_ttft_ladder or [], reverse=True)
+    out = []
+    for k, (workload, profile) in enumerate(zip(classes, profiles, strict=True)):
+        rungs = [profile]
+        if not workload.given and not workload.time_shiftable and workload.serving_ttft_budget_ms is not None:
+            pinned = serving.model_copy(
+                update={"disaggregated": profile.serving_mode == "disaggregated", "speculative": profile.speculative or None}
+            )
+            for share in ladder:
+                tighter = workload.model_copy(update={"serving_ttft_budget_ms": workload.serving_ttft_budget_ms * share})
+                rung = _computed(pinned, k, tighter, source=source)
+                if isinstance(rung, ClassProfile):
+                    rungs.append(replace(rung, node_ttft_share=share))
+        out.append(rungs)
+    return out

@@ -196,6 +196,13 @@ class ServingSection(_Section):
         description="the prefix cache as a model: classes with a prefix_reuse profile get their hit rate per site from "
         "the share of the class it serves and the tier's capacity (null: each class's fixed prefix_cache_hit_rate)",
     )
+    node_ttft_ladder: list[float] | None = Field(
+        None,
+        min_length=1,
+        description="tighter node TTFT budgets each computed interactive class may also run, as shares of its "
+        "serving_ttft_budget_ms (e.g. [0.8, 0.6]): every (population, site) pair runs the loosest one its objective "
+        "allows, so a far population is served at less goodput per node instead of not at all (null: one budget)",
+    )
     node_kw: float | None = Field(None, gt=0, description="IT power of one node [kW] (null: accelerator catalog)")
     headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail (given-goodput classes)")
     idle_power_share: float = Field(1.0, ge=0, le=1, description="share of node power drawn at zero load")
@@ -434,6 +441,17 @@ class Scenario(_Section):
     def is_buildout(self) -> bool:
         """Whether the scenario runs the build-out engine (a horizon, or a fleet mix of accelerators)."""
         return self.horizon is not None or self.serving.accelerators is not None
+
+    @model_validator(mode="after")
+    def _ladder_is_single_year(self) -> Scenario:
+        ladder = self.serving.node_ttft_ladder
+        if ladder is not None and not all(0 < share < 1 for share in ladder):
+            raise ValueError(f"serving.node_ttft_ladder: every share must be between 0 and 1 (exclusive), got {ladder}")
+        if ladder is not None and self.is_buildout:
+            raise ValueError(
+                "serving.node_ttft_ladder is modelled in a single-year plan only; remove it or the horizon / serving.accelerators"
+            )
+        return self
 
     @model_validator(mode="after")
     def _cache_model_is_single_year(self) -> Scenario:

@@ -43,9 +43,15 @@ def test_disaggregated_auto_splits_the_pools_only_where_they_give_more_goodput()
 
 def test_the_options_and_the_fixed_arrangement() -> None:
     loaded = load_scenario(scenario_file("world-arrangement"))
-    assert arrangement_options(loaded.scenario.serving) == {"speculative": "auto", "disaggregated": "auto", "kv_cache": "dram"}
+    assert arrangement_options(loaded.scenario.serving) == {
+        "speculative": "auto",
+        "disaggregated": "auto",
+        "kv_cache": "dram",
+        "node_ttft_ladder": [0.8, 0.6],
+    }
     fixed = fixed_arrangement(loaded).scenario.serving
     assert fixed.speculative is None and fixed.disaggregated is False and fixed.kv_cache is None
+    assert fixed.node_ttft_ladder is None
     assert arrangement_options(fixed) == {}
     default = load_scenario(scenario_file("default"))
     assert arrangement_options(default.scenario.serving) == {}, "the bundled default keeps the fixed arrangement"
@@ -96,6 +102,12 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
         # the class's figure is its sites' goodput-weighted mean
         assert rates.min() - 1e-9 <= classes[name]["prefix_hit_rate"] <= rates.max() + 1e-9
     assert classes["chat"]["kv_cache"]["value_usd_per_million_goodput_tokens"] > 0
+    # the ladder: far chat pairs run 136 ms (80 % of 170) and the plan leaves less demand unserved
+    shares = classes["chat"]["node_ttft_budget_shares"]
+    assert set(shares) == {"170", "136"} and shares["170"] > shares["136"] > 0
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert set(assignments["node_ttft_budget_ms"].round(6)) >= {170.0, 136.0}
+    assert arrangement["unserved_share"] < arrangement["unserved_share_fixed_arrangement"] - 0.02
     assert classes["agent"]["kv_cache"]["goodput_tok_s_per_node_without_cache"] == 0, "without a cache agent misses its TTFT"
 
 

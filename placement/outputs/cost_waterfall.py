@@ -68,6 +68,9 @@ def _usage(assignments: pd.DataFrame, classes: Sequence[ClassSummary]) -> tuple[
         per_node[c.name] = (c.goodput_tok_s_per_node or np.inf) * cap
         caps[c.name] = cap * (c.serving_load_share or 1.0)  # the serving model's headroom is inside its goodput
     ne = assignments["goodput_tok_s"] / assignments["class"].map(per_node).astype(float)
+    if "goodput_tok_s_per_node" in assignments.columns:  # serving.node_ttft_ladder: each pair's own rung
+        class_cap = assignments["class"].map({c.name: c.utilisation_cap or 1.0 for c in classes}).astype(float)
+        ne = assignments["goodput_tok_s"] / (assignments["goodput_tok_s_per_node"] * class_cap)
     usage = assignments.assign(ne=ne).pivot_table(index="site_id", columns="class", values="ne", aggfunc="sum", fill_value=0.0)
     return usage, caps
 
