@@ -391,7 +391,7 @@ def _with_cache(
         speculative=args.speculative,
         kv_cache=KvCacheSection(tier=args.kv_cache),
     )
-    served, _, figures = cached_request(serving, request, reuse, gemm_efficiency=gemm)
+    served, _, figures = cached_request(serving, request, reuse, gemm)
     return served, {
         "tier": figures.tier,
         "reuse_profile": reuse.profile,

@@ -177,16 +177,23 @@ class Instance:
         """Whether some class runs more than one node TTFT budget (``serving.node_ttft_ladder``)."""
         return any(len(r) > 1 for r in self.rungs)
 
+    def _flat(self) -> tuple[list[ClassProfile], IntArray, IntArray]:
+        return flatten_rungs(self.rungs if self.laddered else [[p] for p in self.profiles])
+
     @property
     def options(self) -> list[ClassProfile]:
         """Every (class, rung) profile, class by class (the class profiles themselves without a ladder)."""
-        return [p for r in self.rungs for p in r] if self.laddered else list(self.profiles)
+        return self._flat()[0]
 
     @property
     def option_offset(self) -> IntArray:
         """``(k,)`` index in :attr:`options` of each class's loosest rung."""
-        sizes = [len(r) for r in self.rungs] if self.laddered else [1] * len(self.profiles)
-        return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        return self._flat()[1]
+
+    @property
+    def option_class(self) -> IntArray:
+        """Class of each of :attr:`options`."""
+        return self._flat()[2]
 
     def option_at(self, commodity: IntArray, site: IntArray) -> IntArray:
         """The option (index into :attr:`options`) each (commodity, site) pair runs, element-wise."""
@@ -606,6 +613,13 @@ def site_price_multiplier(spec: TimeSection, sites: pd.DataFrame, n_slices: int,
     profile = load_profile(resolve(path))
     hourly = hourly_multipliers(site_offsets_h(sites["lon"].to_numpy(float)), profile)
     return block_mean(hourly, n_slices)
+
+
+def flatten_rungs(rungs: list[list[ClassProfile]]) -> tuple[list[ClassProfile], IntArray, IntArray]:
+    """Every (class, rung) profile in one list, the index of each class's first, and the class of each."""
+    sizes = np.array([len(r) for r in rungs], dtype=np.int64)
+    offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return [p for r in rungs for p in r], offset, np.repeat(np.arange(len(rungs), dtype=np.int64), sizes)
 
 
 def rung_index(rungs: list[list[ClassProfile]], workload: IntArray, rtt_ms: FloatArray, extra_ms: FloatArray) -> IntArray:
@@ -1119,8 +1133,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     rows = model_rows(allowed, commodity_class, commodity_population, commodity_slices, commodity_mean, rtt, codes)
     options = None
     if codes is not None:
-        flat = [p for r in rungs for p in r]
-        offset = np.concatenate([[0], np.cumsum([len(r) for r in rungs])[:-1]]).astype(np.int64)
+        flat, offset, _ = flatten_rungs(rungs)
         options = (flat, offset, codes[rows.modelled])
     sections = ModelSections(
         scenario.economics, scenario.serving, scenario.sites_open, scenario.fault_tolerance, scenario.demand.peak_factor

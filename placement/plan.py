@@ -375,10 +375,10 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
         frame[name] = 0.0
     # each pair's own profile: its class's, or with serving.node_ttft_ladder the rung it runs there
     option = instance.option_at(commodity, site) if instance.laddered else klass
-    option_class = np.repeat(np.arange(len(instance.profiles)), [len(r) for r in instance.rungs]) if instance.laddered else None
+    option_class = instance.option_class
     for o, profile in enumerate(instance.options):
         mask = option == o
-        k = int(option_class[o]) if option_class is not None else o
+        k = int(option_class[o])
         parts = ttft_components_ms(rtt[mask], profile, retrieval_extra_ms=instance.retrieval_extra_ms[k][site[mask]])
         for name in COMPONENTS:
             frame.loc[mask, name] = parts[name]

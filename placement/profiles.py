@@ -236,10 +236,14 @@ CACHE_ITERATIONS = 8
 """Most rounds of the cache fixed point (hit rate -> goodput -> KV written per second -> retention -> hit rate)."""
 
 
-def _cached(
-    serving: ServingSection, request: ServingRequest, reuse: PrefixReuse, refit: float | None
+def cached_request(
+    serving: ServingSection, request: ServingRequest, reuse: PrefixReuse, refit: float | None = None
 ) -> tuple[ServingRequest, ServingResult, CacheFigures]:
     """The node at the hit rate its cache sustains: a fixed point of hit rate, goodput and retention.
+
+    ``serving.kv_cache`` names the tier; ``request`` is the class on the node with the node's TTFT budget (its hit
+    rate is replaced); ``refit`` a refitted GEMM fraction (``serving.measurements``). Returns the request as served
+    (hit rate, budget less the hit load), its result, and the cache's figures.
 
     Each round serves the class at hit rate ``h`` inside the node's TTFT budget less the time to load the longest
     prompt's cached KV from the tier, then recomputes the retention from the KV the node writes at that goodput (the
@@ -287,37 +291,13 @@ def _cached(
     return trial, result, figures
 
 
-def cached_request(
-    serving: ServingSection, request: ServingRequest, reuse: PrefixReuse, *, gemm_efficiency: float | None = None
-) -> tuple[ServingRequest, ServingResult, CacheFigures]:
-    """The node at the hit rate its cache sustains (``serving.kv_cache`` names the tier): request, result, figures.
-
-    Parameters
-    ----------
-    serving : ServingSection
-        The node (``kv_cache`` given; ``disaggregated`` and ``speculative`` as the plan runs them).
-    request : ServingRequest
-        The class on the node, its TTFT the node's budget (the hit rate in it is replaced).
-    reuse : PrefixReuse
-        The class's prefix reuse.
-    gemm_efficiency : float, optional
-        A refitted GEMM fraction (``serving.measurements``).
-
-    Returns
-    -------
-    tuple
-        The request as served (hit rate, TTFT budget less the hit load), its result, and the cache's figures.
-    """
-    return _cached(serving, request, reuse, gemm_efficiency)
-
-
 def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, source: str) -> ClassProfile | Problem:
     request = serving_request(serving, workload)
     refit = measured_gemm(serving, source=source).get((serving.accelerator, serving.precision))
     cache = None
     if serving.kv_cache is not None and workload.prefix_reuse is not None:
         reuse = reuse_for(workload.prefix_reuse, source=source, key=f"classes[{k}].prefix_reuse")
-        request, result, cache = _cached(serving, request, reuse, refit)
+        request, result, cache = cached_request(serving, request, reuse, refit)
     else:
         result = _best(serving, request, refit)
     accel = get_accelerator(serving.accelerator)
