@@ -41,7 +41,8 @@ def greedy_design(data: PlacementInput) -> tuple[BoolArray, IntArray, FloatArray
     """A quick feasible design for a warm start: cheapest reachable site first.
 
     Commodities with the fewest options go first; each goes whole to the open site with the
-    lowest node cost that reaches it and has power left, opening sites as needed.
+    lowest node cost that reaches it and has power left, opening sites as needed. Pairs that load a second
+    site (cross-metro prefill) are left to the solver.
 
     Parameters
     ----------
@@ -57,7 +58,8 @@ def greedy_design(data: PlacementInput) -> tuple[BoolArray, IntArray, FloatArray
     if data.fault_tolerant or data.min_sites_open is not None or data.max_sites_open is not None:
         return None
     load = data.pair_slice_load()
-    by_commodity = group_by(data.pair_commodity, data.n_commodities)
+    single = np.flatnonzero(data.pair_remote_site < 0) if data.pair_remote_site is not None else np.arange(len(load))
+    by_commodity = [single[g] for g in group_by(data.pair_commodity[single], data.n_commodities)]  # one site a pair
     site_load = np.zeros((data.n_sites, load.shape[1]))
     is_open = data.site_locked.copy()
     shares = np.zeros(len(data.pair_site))

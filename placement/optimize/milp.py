@@ -9,6 +9,8 @@ before it is returned; an answer that violates one is a :class:`SolverError`, ne
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -18,7 +20,8 @@ from placement.optimize.heuristics import greedy_design, greedy_failover_design,
 from placement.optimize.linear import pulp_values
 from placement.optimize.model import PlacementModel, build_model, set_warm_start
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
-from placement.optimize.solver import SolverOptions, SolverReport, solve_problem
+from placement.optimize.routing import route_nearest_arrays
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, solve_problem
 from placement.optimize.verify import verify_solution
 
 
@@ -57,6 +60,8 @@ def finish(
     violations = verify_solution(data, solution, optional=optional)
     if violations:
         raise SolverError(f"{report.solver} returned a placement that violates constraints: " + "; ".join(violations))
+    if route_nearest and not data.fault_tolerant and not optional:
+        return route_on_open_sites(data, solution, options)  # the routing LP in HiGHS directly, without PuLP
     if route_nearest and not data.fault_tolerant:
         routing_model, routing = route_to_nearest(data, solution, options, optional=optional)
         if routing.status.has_solution:
@@ -93,6 +98,23 @@ def solve_once(
     if warm is not None:
         set_warm_start(model, data, warm[0], warm[1])
     return model, solve_problem(model.problem, options, warm_start=warm is not None)
+
+
+def route_on_open_sites(data: PlacementInput, solution: PlacementSolution, options: SolverOptions) -> PlacementSolution:
+    """Route shares to the nearest open capacity (:func:`placement.optimize.routing.route_nearest_arrays`).
+
+    The routed shares are kept only if they pass every check and cost the same.
+    """
+    tic = time.perf_counter()
+    routed_shares = route_nearest_arrays(data, solution.open, solution.nodes, solution.pair_share, threads=options.threads)
+    if routed_shares is None:
+        return solution
+    cost = data.cost_usd_per_h(solution.open, solution.nodes, routed_shares)
+    routing = SolverReport(options.name, SolveStatus.OPTIMAL, math.nan, math.nan, 0.0, time.perf_counter() - tic,
+                           "routing LP: nearest open capacity", StopReason.GAP)  # fmt: skip
+    routed = replace(solution, pair_share=routed_shares, objective_usd_per_h=cost, routing_report=routing)
+    same_cost = abs(cost - solution.objective_usd_per_h) <= 1e-6 * max(1.0, solution.objective_usd_per_h)
+    return routed if same_cost and not verify_solution(data, routed, optional=True) else solution
 
 
 def verified(data: PlacementInput, solution: PlacementSolution, *, optional: bool) -> PlacementSolution:

@@ -72,7 +72,9 @@ def _define_columns(data: PlacementInput, *, optional: bool) -> PlacementBlocks:
     model = LinearModel("placement")
     opens = rows.open_columns(model, data.n_sites, cost=data.site_fixed_usd_per_h, locked=data.site_locked)
     nodes = rows.node_columns(model, data.site_max_nodes, cost=data.site_node_usd_per_h)
-    shares = rows.share_columns(model, data.pair_commodity, data.pair_site, cost=data.pair_cost_usd_per_h)
+    shares = rows.share_columns(
+        model, data.pair_commodity, data.pair_site, cost=data.pair_cost_usd_per_h, remote_site=data.pair_remote_site
+    )
     unserved = rows.unserved_columns(model, data.n_commodities) if optional else None
     return PlacementBlocks(model, opens, nodes, shares, unserved, np.zeros(0, dtype=np.int64))
 
@@ -82,11 +84,19 @@ def _define_placement_rows(data: PlacementInput, b: PlacementBlocks, capacity_sl
     ones = np.ones(data.n_commodities)
     unserved = None if b.unserved is None else b.unserved.cols
     rows.demand_rows(b.model, b.shares.cols, data.pair_commodity, ones, unserved_cols=unserved)
-    rows.linking_rows(b.model, b.shares.cols, b.open.cols, data.pair_commodity, data.pair_site, ones)
-    load = data.pair_slice_load()
-    sites, slices = rows.capacity_slices(data.pair_site, load, data.n_sites, capacity_slices)
+    labels = rows.pair_labels(data.pair_commodity, data.pair_site, data.pair_remote_site)
+    rows.linking_rows(b.model, b.shares.cols, b.open.cols, data.pair_commodity, data.pair_site, ones, labels=labels)
+    remote = data.remote_pairs
+    if len(remote):  # a pair that loads a second site needs it open too
+        assert data.pair_remote_site is not None
+        cols, commodity, far = b.shares.cols[remote], data.pair_commodity[remote], data.pair_remote_site[remote]
+        labels = rows.pair_labels(commodity, data.pair_site[remote], far)
+        rows.linking_rows(b.model, cols, b.open.cols, commodity, far, ones, name="link_remote", labels=labels)
+    entry_pair, entry_site, _ = data.load_entries()
+    load = data.entry_slice_load()
+    sites, slices = rows.capacity_slices(entry_site, load, data.n_sites, capacity_slices)
     capacity = np.ones(data.n_sites)
-    rows.capacity_rows(b.model, b.shares.cols, data.pair_site, load, b.nodes.cols, capacity, sites, slices)
+    rows.capacity_rows(b.model, b.shares.cols[entry_pair], entry_site, load, b.nodes.cols, capacity, sites, slices)
     rows.power_rows(b.model, b.nodes.cols, b.open.cols, data.site_node_mw, data.site_mw_available)
     rows.site_count_rows(b.model, b.open.cols, min_open=data.min_sites_open, max_open=data.max_sites_open)
 

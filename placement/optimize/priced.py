@@ -25,12 +25,11 @@ from dataclasses import replace
 import numpy as np
 
 from placement._errors import SolverError
-from placement.optimize.milp import empty, extract, unserved_shares, verified
+from placement.optimize.milp import empty, extract, route_on_open_sites, unserved_shares, verified
 from placement.optimize.model import build_model, set_warm_start
 from placement.optimize.pricing import Relaxation, _Lp, first_of_each, relax, site_slice_load
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
 from placement.optimize.restrict import lift, restrict_to_pairs
-from placement.optimize.routing import route_nearest_arrays
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
 
@@ -64,40 +63,35 @@ def round_up(data: PlacementInput, relaxation: Relaxation) -> tuple[BoolArray, I
     load = site_slice_load(data, shares).max(axis=1)
     # The LP meets its rows within a tolerance: where that would round up past the power, trim the shares.
     trim = np.where(load > data.site_max_nodes, data.site_max_nodes / np.maximum(load, 1e-300), 1.0)
-    shares = shares * trim[data.pair_site]
-    load = load * trim
+    pair, site, _ = data.load_entries()  # a cross-metro pair is trimmed by the tighter of its two sites
+    factor = np.ones(len(shares))
+    np.minimum.at(factor, pair, trim[site])
+    shares = shares * factor
+    load = load * trim  # never below what the trimmed shares load
     unserved = unserved_shares(data, shares)
-    is_open = data.site_locked | (np.bincount(data.pair_site, weights=shares, minlength=data.n_sites) > 0)
+    is_open = data.site_locked | (np.bincount(site, weights=shares[pair], minlength=data.n_sites) > 0)
     nodes = np.minimum(np.ceil(load - 1e-9), data.site_max_nodes).astype(np.int64)
     return is_open, np.maximum(nodes, 0), shares, unserved
 
 
-def _milp_pairs(data: PlacementInput, *relaxations: Relaxation) -> IntArray:
-    """The pairs the restricted MILP may use: those the LPs use, and each commodity's lowest reduced costs."""
+def single_site_pairs(data: PlacementInput) -> IntArray:
+    """Every pair that loads one site: all of them, but the cross-metro columns (which the LP prices in)."""
+    if data.pair_remote_site is None:
+        return np.arange(len(data.pair_site), dtype=np.int64)
+    return np.flatnonzero(data.pair_remote_site < 0).astype(np.int64)
+
+
+def _milp_pairs(data: PlacementInput, *relaxations: Relaxation, always: IntArray | None = None) -> IntArray:
+    """The pairs the restricted MILP may use: ``always``, those the LPs use, and each commodity's lowest reduced costs."""
     keep = np.zeros(len(data.pair_site), dtype=bool)
+    if always is not None:
+        keep[always] = True
     for relaxation in relaxations:
         keep |= relaxation.shares > 1e-9
     last = relaxations[-1].reduced_cost
     order = np.argsort(last, kind="stable")
     keep[first_of_each(order, data.pair_commodity, MILP_PAIRS_PER_COMMODITY)] = True
     return np.flatnonzero(keep).astype(np.int64)
-
-
-def _route_on_open_sites(data: PlacementInput, solution: PlacementSolution, options: SolverOptions) -> PlacementSolution:
-    """Route shares to the nearest open capacity (:func:`placement.optimize.routing.route_nearest_arrays`).
-
-    The routed shares are kept only if they pass every check and cost the same.
-    """
-    tic = time.perf_counter()
-    routed_shares = route_nearest_arrays(data, solution.open, solution.nodes, solution.pair_share, threads=options.threads)
-    if routed_shares is None:
-        return solution
-    cost = data.cost_usd_per_h(solution.open, solution.nodes, routed_shares)
-    routing = SolverReport(options.name, SolveStatus.OPTIMAL, math.nan, math.nan, 0.0, time.perf_counter() - tic,
-                           "routing LP: nearest open capacity", StopReason.GAP)  # fmt: skip
-    routed = replace(solution, pair_share=routed_shares, objective_usd_per_h=cost, routing_report=routing)
-    same_cost = abs(cost - solution.objective_usd_per_h) <= 1e-6 * max(1.0, solution.objective_usd_per_h)
-    return routed if same_cost and not verify_solution(data, routed, optional=True) else solution
 
 
 def _within_cap(data: PlacementInput, solution: PlacementSolution, cap: float | None) -> bool:
@@ -150,6 +144,20 @@ def _restricted_milp(
     if not report.status.has_solution:
         return report, None
     return report, lift(data, pairs, extract(model, small, report, None), report)
+
+
+def _every_pair(
+    data: PlacementInput, best: PlacementSolution, bound: float, cap: float | None, options: SolverOptions
+) -> tuple[SolverReport, IntArray, PlacementSolution, float]:
+    """The MILP on every pair warm-started from ``best``: its report, the pairs, the better answer, the tighter bound."""
+    every = np.arange(len(data.pair_site), dtype=np.int64)
+    design = (best.open, best.nodes, best.pair_share, best.unserved_share)
+    report, lifted = _restricted_milp(data, every, design, cap, options)
+    if report.status.has_solution and math.isfinite(report.best_bound):
+        bound = max(bound, report.best_bound)
+    if lifted is not None and not verify_solution(data, lifted, optional=cap is not None) and _within_cap(data, lifted, cap):
+        best = min([best, lifted], key=lambda c: c.objective_usd_per_h)
+    return report, every, best, bound
 
 
 def _stopped_by(closed: bool, report: SolverReport, rounded: PlacementSolution) -> StopReason:
@@ -244,7 +252,9 @@ def solve_priced(
     route_nearest : bool, optional
         Re-route shares to the nearest open capacity once the design is fixed (the cost does not change).
     all_pairs : bool, optional
-        Start the LPs with every pair (small models: nothing to price).
+        Start the LPs with every pair (small models: nothing to price), and give them all to the MILP. Cross-metro
+        columns (pairs that load a second site) are the exception: the LPs price them in and the MILP gets those
+        the LPs single out beside every other pair.
 
     Returns
     -------
@@ -254,7 +264,8 @@ def solve_priced(
     start = time.perf_counter()
     total = float(data.mean_demand_tok_s.sum())
     every = np.arange(len(data.pair_site), dtype=np.int64)
-    least, lp = relax(data, objective="unserved", pairs=every if all_pairs else None)
+    first_pairs = single_site_pairs(data) if all_pairs else None
+    least, lp = relax(data, objective="unserved", pairs=first_pairs)
     tolerance = SHORTFALL_TOL * max(total, 1.0)
     if not shortfall and least.bound > tolerance:
         return _infeasible(data, options, least, start)
@@ -262,7 +273,7 @@ def solve_priced(
         raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
     cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
     cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, target=options.gap * PRICING_TARGET_SHARE, lp=lp)
-    pairs = every if all_pairs else _milp_pairs(data, least, cost)
+    pairs = every if all_pairs and not data.has_remote else _milp_pairs(data, least, cost, always=first_pairs)
     optional = cap is not None
     rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
     if not valid and not all_pairs:
@@ -273,12 +284,15 @@ def solve_priced(
         raise SolverError("neither the MILP nor the rounded LP gave a design that passes every check")
     best = min(valid, key=lambda c: c.objective_usd_per_h)
     bound = cost.bound
-    if all_pairs and report.status.has_solution and math.isfinite(report.best_bound):
+    if len(pairs) == len(every) and report.status.has_solution and math.isfinite(report.best_bound):
         bound = max(bound, report.best_bound)  # the MILP holds every pair: its bound is the full model's
     rounds = least.rounds + cost.rounds
     bound, cost, more = _tightened(data, best, bound, cost, cap, lp, options)
     rounds += more
     del lp  # the restricted LP is done with: routing and the plan's tables need the room
+    if all_pairs and len(pairs) < len(every) and relative_gap(best.objective_usd_per_h, bound) > options.gap:
+        # a small model whose cross-metro columns the LP left out: the MILP on every pair, from the best answer
+        report, pairs, best, bound = _every_pair(data, best, bound, cap, options)
     gap = relative_gap(best.objective_usd_per_h, bound)
     closed = gap <= options.gap + 1e-12
     message = _message(data, (cost, rounds, bound), (report, pairs), rounded, best, cap)
@@ -290,5 +304,5 @@ def solve_priced(
         best, report=total_report, unserved_share=unserved_shares(data, best.pair_share) if optional else best.unserved_share
     )
     if route_nearest:
-        solution = _route_on_open_sites(data, solution, options)
+        solution = route_on_open_sites(data, solution, options)
     return verified(data, solution, optional=optional)

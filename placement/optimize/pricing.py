@@ -29,7 +29,7 @@ import numpy as np
 
 from placement.optimize import rows
 from placement.optimize.linear import ColumnBlock, HighsSync, LinearModel, RowBlock, new_highs
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, load_entries_of
 
 INITIAL_PAIRS_PER_COMMODITY = 10
 """Pairs each commodity starts with: its cheapest by node, energy and fixed cost at its peak."""
@@ -111,14 +111,21 @@ def site_slice_load(data: PlacementInput, shares: FloatArray) -> FloatArray:
         ``(m, T)`` load. [nodes]
     """
     m, c = data.n_sites, data.n_commodities
-    weight = np.bincount(data.pair_site * c + data.pair_commodity, weights=shares * data.pair_nodes_per_tok_s, minlength=m * c)
+    pair, site, nodes = data.load_entries()  # a cross-metro pair loads its second site too
+    weight = np.bincount(site * c + data.pair_commodity[pair], weights=shares[pair] * nodes, minlength=m * c)
     return np.asarray(weight.reshape(m, c) @ data.slice_demand_tok_s)
 
 
 def _peak_cost(data: PlacementInput) -> FloatArray:
     """A pair's cost at a share of 1 if its site's nodes carried it at its peak: a ranking, not a bound."""
-    peak = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
-    return np.asarray(data.pair_cost_usd_per_h + peak * data.site_node_usd_per_h[data.pair_site])
+    return np.asarray(data.pair_cost_usd_per_h + _peak_site_cost(data, data.site_node_usd_per_h, data.peak_demand_tok_s))
+
+
+def _peak_site_cost(data: PlacementInput, per_node: FloatArray, peak_demand: FloatArray) -> FloatArray:
+    """``(p,)`` each pair's nodes at its commodity's peak, priced per node at every site it loads. [USD/h]"""
+    pair, site, nodes = data.load_entries()
+    weights = peak_demand[data.pair_commodity[pair]] * nodes * per_node[site]
+    return np.bincount(pair, weights=weights, minlength=len(data.pair_site)).astype(float)
 
 
 def first_of_each(order: IntArray, group: IntArray, count: int) -> IntArray:
@@ -199,6 +206,7 @@ class _Lp:
         self.pair_col = np.full(len(data.pair_site), -1, dtype=np.int64)
         self.pair_blocks: list[tuple[ColumnBlock, IntArray]] = []
         self.link_row = np.full(len(data.pair_site), -1, dtype=np.int64)
+        self.remote_link_row = np.full(len(data.pair_site), -1, dtype=np.int64)  # cross-metro pairs' second sites
         self.objective = np.zeros(0)
         self.best_bound: float | None = None
         self.kind = ""
@@ -262,9 +270,12 @@ class _Lp:
         if in_model:
             return
         data, c = self.data, self.c
-        peak = data.slice_demand_tok_s.max(axis=1)[data.pair_commodity] * data.pair_nodes_per_tok_s
         per_share = data.pair_cost_usd_per_h + data.site_fixed_usd_per_h[data.pair_site]
-        per_share = per_share + data.site_node_usd_per_h[data.pair_site] * peak
+        remote = data.remote_pairs
+        if len(remote):  # the second site's fixed cost too
+            assert data.pair_remote_site is not None
+            per_share[remote] += data.site_fixed_usd_per_h[data.pair_remote_site[remote]]
+        per_share = per_share + _peak_site_cost(data, data.site_node_usd_per_h, data.slice_demand_tok_s.max(axis=1))
         price = np.zeros(c)
         np.maximum.at(price, data.pair_commodity, per_share)
         self.unserved.cost = ARTIFICIAL_PRICE * price + 1.0
@@ -278,14 +289,16 @@ class _Lp:
             return
         commodity, sites = data.pair_commodity[pairs], data.pair_site[pairs]
         cost = self.pair_cost[pairs] if len(self.objective) else np.zeros(len(pairs))
-        block = rows.share_columns(self.model, commodity, sites, cost=cost)
+        remote = None if data.pair_remote_site is None else data.pair_remote_site[pairs]
+        block = rows.share_columns(self.model, commodity, sites, cost=cost, remote_site=remote)
         block.upper = np.ones(len(pairs))
         self.pair_blocks.append((block, pairs))
         self.pair_col[pairs] = block.cols
         rows.extend_demand_rows(self.demand, block.cols, commodity)
-        load = data.slice_demand_tok_s[commodity] * data.pair_nodes_per_tok_s[pairs, None]
+        entry, at, nodes = load_entries_of(data, pairs)  # a cross-metro pair enters its second site's rows too
+        load = data.slice_demand_tok_s[commodity[entry]] * nodes[:, None]
         for cut, cut_sites, cut_slices in self.slice_blocks:
-            rows.extend_capacity_rows(cut, cut_sites, cut_slices, block.cols, sites, load)
+            rows.extend_capacity_rows(cut, cut_sites, cut_slices, block.cols[entry], at, load)
         self.sync.sync()
 
     def add_links(self, pairs: IntArray) -> None:
@@ -295,8 +308,27 @@ class _Lp:
         if len(pairs) == 0:
             return
         commodity, sites = data.pair_commodity[pairs], data.pair_site[pairs]
-        block = rows.linking_rows(self.model, self.pair_col[pairs], self.open.cols, commodity, sites, np.ones(self.c))
+        remote = None if data.pair_remote_site is None else data.pair_remote_site[pairs]
+        labels = rows.pair_labels(commodity, sites, remote)
+        block = rows.linking_rows(
+            self.model, self.pair_col[pairs], self.open.cols, commodity, sites, np.ones(self.c), labels=labels
+        )
         self.link_row[pairs] = block.rows
+        self.sync.sync()
+
+    def add_remote_links(self, pairs: IntArray) -> None:
+        """Linking rows ``share[p] <= open[k]`` of cross-metro pairs in the model, k their second site."""
+        data = self.data
+        pairs = pairs[(self.remote_link_row[pairs] < 0) & (self.pair_col[pairs] >= 0)]
+        if len(pairs) == 0:
+            return
+        assert data.pair_remote_site is not None
+        commodity, far = data.pair_commodity[pairs], data.pair_remote_site[pairs]
+        labels = rows.pair_labels(commodity, data.pair_site[pairs], far)
+        block = rows.linking_rows(
+            self.model, self.pair_col[pairs], self.open.cols, commodity, far, np.ones(self.c), name="link_remote", labels=labels
+        )
+        self.remote_link_row[pairs] = block.rows
         self.sync.sync()
 
     def add_slices(self, sites: IntArray, slices: IntArray) -> None:
@@ -307,8 +339,9 @@ class _Lp:
         if len(sites) == 0:
             return
         active = np.flatnonzero(self.pair_col >= 0)
-        load = data.slice_demand_tok_s[data.pair_commodity[active]] * data.pair_nodes_per_tok_s[active, None]
-        cols, at = self.pair_col[active], data.pair_site[active]
+        entry, at, nodes = load_entries_of(data, active)
+        load = data.slice_demand_tok_s[data.pair_commodity[active[entry]]] * nodes[:, None]
+        cols = self.pair_col[active[entry]]
         block = rows.capacity_rows(self.model, cols, at, load, self.nodes.cols, np.ones(self.m), sites, slices)
         self.slice_blocks.append((block, sites, slices))
         self.slice_row[sites, slices] = block.rows
@@ -339,6 +372,7 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     power = np.minimum(dual[lp.power.rows], 0.0)
     slice_dual = np.where(lp.slice_row >= 0, np.minimum(dual[np.maximum(lp.slice_row, 0)], 0.0), 0.0)
     link = np.where(lp.link_row >= 0, np.minimum(dual[np.maximum(lp.link_row, 0)], 0.0), 0.0)
+    remote_link = np.where(lp.remote_link_row >= 0, np.minimum(dual[np.maximum(lp.remote_link_row, 0)], 0.0), 0.0)
     count_value = 0.0
     count_dual = 0.0
     for row, rhs, is_lower in lp.count_rows:
@@ -348,11 +382,20 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     sigma = min(dual[lp.cap_row], 0.0) if lp.cap_row >= 0 else 0.0
     fixed, node = lp.objective[:m], lp.objective[m : 2 * m]
     link_by_site = np.bincount(data.pair_site, weights=link, minlength=m)
+    far = data.remote_pairs
+    if len(far):
+        assert data.pair_remote_site is not None
+        link_by_site = link_by_site + np.bincount(data.pair_remote_site[far], weights=remote_link[far], minlength=m)
     rc_open = fixed + link_by_site + data.site_mw_available * power - count_dual
     rc_nodes = node + slice_dual.sum(axis=1) - data.site_node_mw * power
     rc_unserved = lp.objective[2 * m :] - pi - sigma * data.mean_demand_tok_s
-    slice_price = (data.slice_demand_tok_s @ slice_dual.T)[data.pair_commodity, data.pair_site]
+    prices = data.slice_demand_tok_s @ slice_dual.T  # (c, m): a tok/s of commodity c at site j, priced by its slices
+    slice_price = prices[data.pair_commodity, data.pair_site]
     rc_pair = lp.pair_cost - pi[data.pair_commodity] - data.pair_nodes_per_tok_s * slice_price - link
+    if len(far):  # a cross-metro pair's load and link at its second site
+        assert data.pair_remote_site is not None and data.pair_remote_nodes_per_tok_s is not None
+        remote_price = prices[data.pair_commodity[far], data.pair_remote_site[far]]
+        rc_pair[far] -= data.pair_remote_nodes_per_tok_s[far] * remote_price + remote_link[far]
     best = np.full(c, np.inf)
     np.minimum.at(best, data.pair_commodity, rc_pair)
     if lp.unserved_in_model:
@@ -367,6 +410,16 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
         + float(best.sum())
     )
     return bound, rc_pair
+
+
+def _remote_unlinked(data: PlacementInput, lp: _Lp, active: BoolArray, shares: FloatArray, opens: FloatArray) -> IntArray:
+    """Cross-metro pairs in the model whose share exceeds their second site's open value and has no linking row yet."""
+    far = data.remote_pairs
+    if len(far) == 0:
+        return far
+    assert data.pair_remote_site is not None
+    cut = active[far] & (lp.remote_link_row[far] < 0) & (shares[far] > opens[data.pair_remote_site[far]] + 1e-7)
+    return far[cut]
 
 
 def relax(
@@ -456,6 +509,7 @@ def relax(
         over = (load > nodes[:, None] * (1 + 1e-9) + 1e-6) & (lp.slice_row < 0)
         opens = col[lp.open.cols]
         unlinked = np.flatnonzero(active & (lp.link_row < 0) & (shares > opens[data.pair_site] + 1e-7))
+        remote_unlinked = _remote_unlinked(data, lp, active, shares, opens)
         scale = max(abs(value), 1.0)
         priced = np.flatnonzero(~active & (rc_pair < -1e-9 * scale))
         if len(priced):
@@ -472,14 +526,15 @@ def relax(
         closed = target > 0 and not beyond_power and not artificial and abs(value - best) <= target * scale
         history.append({
             "value": value, "bound": bound, "lp_s": lp_s, "pairs": int(active.sum()), "rows": lp.n_rows,
-            "slice_cuts": int(over.sum()), "link_cuts": len(unlinked), "priced": len(priced),
+            "slice_cuts": int(over.sum()), "link_cuts": len(unlinked) + len(remote_unlinked), "priced": len(priced),
         })  # fmt: skip
-        done = not over.any() and len(priced) == 0 and len(unlinked) == 0
+        done = not over.any() and len(priced) == 0 and len(unlinked) == 0 and len(remote_unlinked) == 0
         if done or closed or rounds >= max_rounds:
             converged = done
             break
         lp.add_slices(*(a.astype(np.int64) for a in np.nonzero(over)))
         lp.add_links(unlinked)
+        lp.add_remote_links(remote_unlinked)
         lp.add_pairs(priced)
     lp.best_bound = float(best)
     relaxation = Relaxation(

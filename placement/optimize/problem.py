@@ -64,6 +64,11 @@ class PlacementInput:
     failure_domains : tuple of numpy.ndarray, optional
         Sites that fail together (a grid region, a campus, a corridor), each as site indices: with
         ``fault_tolerant`` the plan survives the loss of any one of them as well as of any one site.
+    pair_remote_site : numpy.ndarray of int, optional
+        ``(p,)`` a second site each pair loads, ``-1`` for none: cross-metro prefill, the decode pool at
+        ``pair_site`` and the prefill pool here. A pair with a second site needs both open (not with N+1).
+    pair_remote_nodes_per_tok_s : numpy.ndarray, optional
+        ``(p,)`` node-equivalents used at the second site per tok/s (0 where there is none). [nodes/(tokens/s)]
     """
 
     slice_demand_tok_s: FloatArray
@@ -84,6 +89,43 @@ class PlacementInput:
     daily_mean_tok_s: FloatArray | None = None
     protect: BoolArray | None = None
     failure_domains: tuple[IntArray, ...] = ()
+    pair_remote_site: IntArray | None = None
+    pair_remote_nodes_per_tok_s: FloatArray | None = None
+
+    def __post_init__(self) -> None:
+        if (self.pair_remote_site is None) != (self.pair_remote_nodes_per_tok_s is None):
+            raise ValueError("pair_remote_site and pair_remote_nodes_per_tok_s are given together")
+        if self.has_remote and self.fault_tolerant:
+            raise ValueError("pairs that load a second site (cross-metro prefill) are not modelled with N+1")
+
+    @property
+    def has_remote(self) -> bool:
+        """Whether some pair loads a second site (cross-metro prefill)."""
+        return self.pair_remote_site is not None and bool((self.pair_remote_site >= 0).any())
+
+    @property
+    def remote_pairs(self) -> IntArray:
+        """Pairs that load a second site, ascending."""
+        if self.pair_remote_site is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero(self.pair_remote_site >= 0).astype(np.int64)
+
+    def load_entries(self) -> tuple[IntArray, IntArray, FloatArray]:
+        """Every (pair, site, node-equivalents per tok/s) a share loads: each pair's own site, then the second sites.
+
+        Capacity rows, site loads and reduced costs are written over these entries, so a pair that loads two
+        sites (cross-metro prefill) counts at both. Without second sites they are the pairs themselves.
+        """
+        return load_entries_of(self, np.arange(len(self.pair_site), dtype=np.int64))
+
+    def pairs_open(self, is_open: BoolArray) -> BoolArray:
+        """``(p,)`` pairs whose every site is open."""
+        ok = np.asarray(is_open[self.pair_site], dtype=bool)
+        remote = self.remote_pairs
+        if len(remote):
+            assert self.pair_remote_site is not None
+            ok[remote] &= is_open[self.pair_remote_site[remote]]
+        return ok
 
     @property
     def n_sites(self) -> int:
@@ -134,10 +176,16 @@ class PlacementInput:
         """``(p, T)`` node-equivalents each pair uses in each slice at a share of 1."""
         return np.asarray(self.slice_demand_tok_s[self.pair_commodity] * self.pair_nodes_per_tok_s[:, None])
 
+    def entry_slice_load(self) -> FloatArray:
+        """``(e, T)`` node-equivalents each of :meth:`load_entries` uses in each slice at a share of 1."""
+        pair, _, nodes = self.load_entries()
+        return np.asarray(self.slice_demand_tok_s[self.pair_commodity[pair]] * nodes[:, None])
+
     def site_slice_load(self, shares: FloatArray) -> FloatArray:
-        """``(m, T)`` node-equivalents each site carries in each slice under the given shares."""
+        """``(m, T)`` node-equivalents each site carries in each slice under the given shares (second sites too)."""
         load = np.zeros((self.n_sites, len(self.slice_hours)))
-        np.add.at(load, self.pair_site, self.pair_slice_load() * shares[:, None])
+        pair, site, _ = self.load_entries()
+        np.add.at(load, site, self.entry_slice_load() * shares[pair, None])
         return load
 
     def cost_usd_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> float:
@@ -147,6 +195,19 @@ class PlacementInput:
             + (nodes * self.site_node_usd_per_h).sum()
             + (shares * self.pair_cost_usd_per_h).sum()
         )
+
+
+def load_entries_of(data: PlacementInput, pairs: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
+    """:meth:`PlacementInput.load_entries` of a subset of pairs: (position in ``pairs``, site, nodes per tok/s)."""
+    local = np.arange(len(pairs), dtype=np.int64)
+    if data.pair_remote_site is None or data.pair_remote_nodes_per_tok_s is None:
+        return local, data.pair_site[pairs], data.pair_nodes_per_tok_s[pairs]
+    far = np.flatnonzero(data.pair_remote_site[pairs] >= 0)
+    return (
+        np.concatenate([local, far]),
+        np.concatenate([data.pair_site[pairs], data.pair_remote_site[pairs[far]]]),
+        np.concatenate([data.pair_nodes_per_tok_s[pairs], data.pair_remote_nodes_per_tok_s[pairs[far]]]),
+    )
 
 
 @dataclass(frozen=True)

@@ -100,12 +100,13 @@ def fixed_design_model(data: PlacementInput, is_open: BoolArray, unserved_penalt
     m, t = data.n_sites, len(data.slice_hours)
     lm = LinearModel("fixed_design")
     shares = rows.share_columns(lm, data.pair_commodity, data.pair_site, cost=data.pair_cost_usd_per_h)
-    shares.upper = is_open[data.pair_site].astype(float)
+    shares.upper = data.pairs_open(is_open).astype(float)
     nodes = lm.add_columns("nodes", [str(j) for j in range(m)], cost=data.site_node_usd_per_h)  # continuous, unbounded
     unserved = rows.unserved_columns(lm, data.n_commodities, cost=unserved_penalty_usd_per_tok_s * data.mean_demand_tok_s)
     rows.demand_rows(lm, shares.cols, data.pair_commodity, np.ones(data.n_commodities), unserved_cols=unserved.cols)
     sites, slices = np.repeat(np.arange(m), t), np.tile(np.arange(t), m)
-    rows.capacity_rows(lm, shares.cols, data.pair_site, data.pair_slice_load(), nodes.cols, np.ones(m), sites, slices)
+    entry_pair, entry_site, _ = data.load_entries()  # a cross-metro pair loads its second site too
+    rows.capacity_rows(lm, shares.cols[entry_pair], entry_site, data.entry_slice_load(), nodes.cols, np.ones(m), sites, slices)
     power = rows.power_rows(lm, nodes.cols, None, data.site_node_mw, data.site_mw_available * is_open)
     return FixedDesignModel(lm, shares, nodes, unserved, power)
 
@@ -147,7 +148,11 @@ class FixedDesignLP:
         return self.model.nodes.start + site
 
     def _pair_columns(self, site: int) -> NDArray[np.int32]:
-        return (self.model.shares.start + np.flatnonzero(self.data.pair_site == site)).astype(np.int32)
+        """Columns of the pairs that load the site (a cross-metro pair's second site included)."""
+        touches = self.data.pair_site == site
+        if self.data.pair_remote_site is not None:
+            touches |= self.data.pair_remote_site == site
+        return (self.model.shares.start + np.flatnonzero(touches)).astype(np.int32)
 
     def _run(self) -> bool:
         self.highs.run()
@@ -195,11 +200,11 @@ class FixedDesignLP:
 
     def _set_site(self, site: int, is_open: bool) -> None:
         pairs = self._pair_columns(site)
-        bound = np.full(len(pairs), 1.0 if is_open else 0.0)
+        self.is_open[site] = is_open
+        bound = self.data.pairs_open(self.is_open)[pairs - self.model.shares.start].astype(float)
         self.highs.changeColsBounds(len(pairs), pairs, np.zeros(len(pairs)), bound)
         mw = float(self.data.site_mw_available[site]) if is_open else 0.0
         self.highs.changeRowBounds(self._power_row(site), -np.inf, mw)
-        self.is_open[site] = is_open
 
     def resolve_toggled(self, site: int) -> Resolve:
         """Cost with one site toggled (open to closed or closed to open), every other site as in the plan.

@@ -11,14 +11,14 @@ from placement.optimize.solver import SolverReport
 
 
 def restrict_to_sites(data: PlacementInput, keep: BoolArray) -> tuple[PlacementInput, IntArray]:
-    """The same problem with only the pairs at the kept sites (the others stay closed).
+    """The same problem with only the pairs whose sites are all kept (the others stay closed).
 
     Returns
     -------
     tuple
         The restricted arrays and, for each of their pairs, its index in ``data``.
     """
-    pairs = np.flatnonzero(keep[data.pair_site]).astype(np.int64)
+    pairs = np.flatnonzero(data.pairs_open(keep)).astype(np.int64)
     return restrict_to_pairs(data, pairs), pairs
 
 
@@ -31,6 +31,8 @@ def restrict_to_pairs(data: PlacementInput, pairs: IntArray) -> PlacementInput:
         pair_nodes_per_tok_s=data.pair_nodes_per_tok_s[pairs],
         pair_rtt_ms=data.pair_rtt_ms[pairs],
         pair_cost_usd_per_h=data.pair_cost_usd_per_h[pairs],
+        pair_remote_site=None if data.pair_remote_site is None else data.pair_remote_site[pairs],
+        pair_remote_nodes_per_tok_s=None if data.pair_remote_nodes_per_tok_s is None else data.pair_remote_nodes_per_tok_s[pairs],
     )
 
 

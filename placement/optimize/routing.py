@@ -12,7 +12,7 @@ import numpy as np
 
 from placement.optimize import rows
 from placement.optimize.linear import LinearModel, to_highspy
-from placement.optimize.problem import FloatArray, IntArray, PlacementInput
+from placement.optimize.problem import FloatArray, IntArray, PlacementInput, load_entries_of
 
 
 def routing_model(data: PlacementInput, is_open: np.ndarray, nodes: IntArray, shares: FloatArray) -> tuple[LinearModel, IntArray]:
@@ -37,7 +37,7 @@ def routing_model(data: PlacementInput, is_open: np.ndarray, nodes: IntArray, sh
     tuple
         The model and the pair of each of its columns.
     """
-    pairs = np.flatnonzero(is_open[data.pair_site])
+    pairs = np.flatnonzero(data.pairs_open(is_open))
     m, slices = data.n_sites, len(data.slice_hours)
     commodity, site = data.pair_commodity[pairs], data.pair_site[pairs]
     served = np.asarray(np.bincount(data.pair_commodity, weights=shares, minlength=data.n_commodities), dtype=float)
@@ -45,9 +45,10 @@ def routing_model(data: PlacementInput, is_open: np.ndarray, nodes: IntArray, sh
     block = rows.share_columns(lm, commodity, site, cost=data.pair_rtt_ms[pairs] * data.mean_demand_tok_s[commodity])
     block.upper = np.ones(len(pairs))
     rows.demand_rows(lm, block.cols, commodity, served)
-    load = data.slice_demand_tok_s[commodity] * data.pair_nodes_per_tok_s[pairs, None]  # (k, T)
+    entry, entry_site, entry_nodes = load_entries_of(data, pairs)
+    load = data.slice_demand_tok_s[commodity[entry]] * entry_nodes[:, None]  # (e, T)
     sites, slice_index = np.repeat(np.arange(m), slices), np.tile(np.arange(slices), m)
-    rows.capacity_rows(lm, block.cols, site, load, None, nodes.astype(float), sites, slice_index)
+    rows.capacity_rows(lm, block.cols[entry], entry_site, load, None, nodes.astype(float), sites, slice_index)
     rows.load_cost_budget_row(lm, block.cols, data.pair_cost_usd_per_h[pairs], float(shares @ data.pair_cost_usd_per_h))
     return lm, pairs
 

@@ -111,7 +111,12 @@ def node_columns(model: LinearModel, max_nodes: IntArray, *, cost: FloatArray) -
 
 
 def share_columns(
-    model: LinearModel, pair_commodity: IntArray, pair_site: IntArray, *, cost: FloatArray | float = 0.0
+    model: LinearModel,
+    pair_commodity: IntArray,
+    pair_site: IntArray,
+    *,
+    cost: FloatArray | float = 0.0,
+    remote_site: IntArray | None = None,
 ) -> ColumnBlock:
     """Continuous flow (share of the commodity's demand) per allowed pair, ``flow_i_j >= 0``.
 
@@ -123,13 +128,25 @@ def share_columns(
         Commodity and site index of each pair.
     cost : numpy.ndarray or float, optional
         Cost per unit of flow. [USD/h]
+    remote_site : numpy.ndarray of int, optional
+        A second site of each pair (``-1``: none): such a pair is ``flow_i_j_via_k``, so that it and the pair
+        of the same commodity and site without one keep distinct names.
 
     Returns
     -------
     ColumnBlock
         ``flow[p]``, in the unit of demand (a share of 1 in the placement model).
     """
-    return model.add_columns("flow", _labels(pair_commodity, pair_site), lower=0.0, cost=cost)
+    return model.add_columns("flow", pair_labels(pair_commodity, pair_site, remote_site), lower=0.0, cost=cost)
+
+
+def pair_labels(pair_commodity: IntArray, pair_site: IntArray, remote_site: IntArray | None = None) -> list[str]:
+    """``i_j`` per pair, ``i_j_via_k`` for a pair with a second site k."""
+    labels = _labels(pair_commodity, pair_site)
+    if remote_site is not None:
+        for p in np.flatnonzero(remote_site >= 0).tolist():
+            labels[p] += f"_via_{int(remote_site[p])}"
+    return labels
 
 
 def unserved_columns(model: LinearModel, n_commodities: int, *, cost: FloatArray | float = 0.0) -> ColumnBlock:
@@ -199,6 +216,9 @@ def linking_rows(
     pair_commodity: IntArray,
     pair_site: IntArray,
     demand: FloatArray,
+    *,
+    name: str = "link",
+    labels: list[str] | None = None,
 ) -> RowBlock:
     """Strong linking rows ``flow[i, j] <= demand[i] * open[j]``, ``link_i_j``, one per pair.
 
@@ -217,6 +237,10 @@ def linking_rows(
         Indices of each pair.
     demand : numpy.ndarray
         ``(c,)`` demand per commodity.
+    name : str, optional
+        Row name prefix (``link_remote`` for the second sites of cross-metro pairs).
+    labels : list of str, optional
+        One label per row (default ``i_j``).
 
     Returns
     -------
@@ -228,8 +252,8 @@ def linking_rows(
     row = np.column_stack([local, local]).ravel()
     col = np.column_stack([share_cols, open_cols[pair_site]]).ravel()
     value = np.column_stack([np.ones(k), -demand[pair_commodity]]).ravel()
-    labels = _labels(pair_commodity, pair_site)
-    return model.add_rows("link", labels, row=row, col=col, value=value, upper=0.0, size=k)
+    labels = _labels(pair_commodity, pair_site) if labels is None else labels
+    return model.add_rows(name, labels, row=row, col=col, value=value, upper=0.0, size=k)
 
 
 def extend_demand_rows(block: RowBlock, share_cols: IntArray, pair_commodity: IntArray) -> None:

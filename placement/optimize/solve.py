@@ -2,8 +2,9 @@
 
 - N+1 with more re-routing variables than a full model can hold: the plan without N+1, then protected on
   the pairs it uses (:mod:`placement.optimize.failover`, :mod:`placement.optimize.protect`);
-- without N+1 and with more pairs than a direct MILP closes: an LP priced over every pair, then a MILP on
-  the pairs it singles out (:mod:`placement.optimize.priced`);
+- without N+1 and with more pairs than a direct MILP closes, or with cross-metro columns (pairs that load two
+  sites, most of which never pay): an LP priced over every pair, then a MILP on the pairs it singles out
+  (:mod:`placement.optimize.priced`);
 - otherwise the MILP itself, with lazy time-slice rows when there are many slices (:mod:`placement.optimize.lazy`).
 
 A model that cannot serve everything is diagnosed by :func:`placement.optimize.shortfall.diagnose_shortfall`;
@@ -51,4 +52,6 @@ def solve_placement(
         return failover.solve_large_n_plus_one(data, options, solve_without_n_plus_one=solve_placement)
     if not data.fault_tolerant and len(data.pair_site) > PRICING_FROM_PAIRS:
         return solve_priced(data, options, shortfall=False, route_nearest=route_nearest)
+    if data.has_remote:  # cross-metro columns: priced in by the LP, the MILP on the rest and those the LP singles out
+        return solve_priced(data, options, shortfall=False, route_nearest=route_nearest, all_pairs=True)
     return solve_lazy(data, options, route_nearest=route_nearest, warm_start=warm_start)

@@ -143,7 +143,7 @@ def verify_solution(data: PlacementInput, solution: PlacementSolution, *, option
     off = np.abs(balance - 1.0) > 1e-6
     if off.any():
         problems.append(f"demand balance broken for {int(off.sum())} commodities")
-    closed = ~solution.open[data.pair_site] & (share > ABS_TOL)
+    closed = ~data.pairs_open(solution.open) & (share > ABS_TOL)  # a cross-metro pair's second site too
     if closed.any():
         problems.append(f"demand sent to closed sites on {int(closed.sum())} pairs")
     if (solution.nodes < 0).any() or (solution.nodes > data.site_max_nodes).any():
