@@ -66,6 +66,10 @@ class InputError(PlacementError):
             )
         super().__init__("\n".join([head, *lines]))
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[list[Problem]]]:
+        """Pickled with its problems (a computation run in another process raises it again whole)."""
+        return (InputError, (self.problems,))
+
 
 SHOWN_PROBLEMS = 50
 """Problems an :class:`InputError`'s message lists; the rest are counted (every one stays in ``problems``)."""

@@ -11,13 +11,16 @@ class: $/M goodput and goodput per node (the denominator every step of the cost 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from placement.background import Background
 from placement.cache_hits import class_hit_rates, site_hit_rates
+from placement.instance import Instance
+from placement.modes import class_modes, cross_metro_summary, mode_reasons, modes_by_site
 from placement.plan import Plan, run
 from placement.profiles import ClassProfile
 from placement.scenario import LoadedScenario, ServingSection
@@ -34,33 +37,25 @@ def arrangement_options(serving: ServingSection) -> dict[str, Any]:
         options["kv_cache"] = serving.kv_cache.tier
     if serving.node_ttft_ladder:
         options["node_ttft_ladder"] = sorted(serving.node_ttft_ladder, reverse=True)
+    if serving.pool_nodes > 1:
+        options["pool_nodes"] = serving.pool_nodes
+    if serving.cross_metro_prefill is not None:
+        options["cross_metro_prefill"] = serving.cross_metro_prefill.model_dump()
     return options
 
 
 def fixed_arrangement(loaded: LoadedScenario) -> LoadedScenario:
     """The scenario with every arrangement option off: aggregated serving, no speculation, fixed hit rates."""
-    off = {"speculative": None, "disaggregated": False, "kv_cache": None, "node_ttft_ladder": None}
+    off = {
+        "speculative": None,
+        "disaggregated": False,
+        "kv_cache": None,
+        "node_ttft_ladder": None,
+        "pool_nodes": 1,
+        "cross_metro_prefill": None,
+    }
     serving = loaded.scenario.serving.model_copy(update=off)
     return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
-
-
-def class_modes(plan: Plan) -> dict[str, str]:
-    """The serving mode of each class: ``aggregated`` or ``disaggregated``, ``+method`` with speculation."""
-    modes = {}
-    for profile in plan.instance.profiles:
-        mode = profile.serving_mode if profile.source != "scenario" else "given"
-        modes[profile.name] = mode + (f"+{profile.speculative}" if profile.speculative else "")
-    return modes
-
-
-def modes_by_site(plan: Plan) -> dict[str, dict[str, str]]:
-    """Open site -> class -> mode, for the classes each site serves."""
-    modes = class_modes(plan)
-    served = plan.assignments[plan.assignments["goodput_tok_s"] > 0]
-    out: dict[str, dict[str, str]] = {}
-    for site_id, klass in served[["site_id", "class"]].drop_duplicates().itertuples(index=False):
-        out.setdefault(str(site_id), {})[str(klass)] = modes[str(klass)]
-    return {site: dict(sorted(classes.items())) for site, classes in sorted(out.items())}
 
 
 def hit_rates_by_site(plan: Plan) -> dict[str, dict[str, float]]:
@@ -132,9 +127,53 @@ def _steps(table: pd.DataFrame) -> dict[str, dict[str, float]]:
     return {str(r["class"]): {k: float(r[k]) for k in steps} for r in table.to_dict("records")}
 
 
-def waterfall_moves(plan: Plan, fixed: Plan, waterfall: Waterfall) -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class FixedArrangement:
+    """What the comparison reads of the same world solved with the fixed arrangement (small: it pickles).
+
+    Parameters
+    ----------
+    classes : dict
+        Per class: ``usd_per_m`` and ``goodput_tok_s_per_node``.
+    hit_rates : dict
+        Per class, its prefix-cache hit rate.
+    unserved_share : float
+        Share of demand left unserved.
+    usd_per_m : float or None
+        The plan's $/M goodput.
+    steps : dict or None
+        Per class, its cost waterfall's steps ($/M), when a waterfall was given.
+    """
+
+    classes: dict[str, dict[str, float | None]]
+    hit_rates: dict[str, float]
+    unserved_share: float
+    usd_per_m: float | None
+    steps: dict[str, dict[str, float]] | None = None
+
+
+def fixed_figures(loaded: LoadedScenario, like: Instance, waterfall: Waterfall | None = None) -> FixedArrangement:
+    """Solve the same world with the fixed arrangement (reusing ``like``'s round trips) and keep what is compared."""
+    fixed = run(fixed_arrangement(loaded), like=like)
+    return FixedArrangement(
+        classes=_class_figures(fixed),
+        hit_rates=class_hit_rates(fixed.instance.profiles, fixed.assignments),
+        unserved_share=fixed.summary.unserved_share,
+        usd_per_m=fixed.summary.cost_per_million_goodput_tokens_usd,
+        steps=None if waterfall is None else _steps(waterfall(fixed)),
+    )
+
+
+def fixed_in_background(
+    loaded: LoadedScenario, like: Instance, waterfall: Waterfall | None = None
+) -> Background[FixedArrangement]:
+    """:func:`fixed_figures` started in a forked child, to run beside the plan's own solve (at once where it cannot)."""
+    return Background(lambda: fixed_figures(loaded, like, waterfall))
+
+
+def waterfall_moves(plan: Plan, theirs: dict[str, dict[str, float]], waterfall: Waterfall) -> dict[str, dict[str, Any]]:
     """Per class, each waterfall step with the arrangement and fixed ($/M), and the step that moved most."""
-    mine, theirs = _steps(waterfall(plan)), _steps(waterfall(fixed))
+    mine = _steps(waterfall(plan))
     out: dict[str, dict[str, Any]] = {}
     for name, steps in mine.items():
         other = theirs.get(name, {})
@@ -155,6 +194,7 @@ def compare_arrangement(
     *,
     progress: Callable[[str], None] = lambda _: None,
     waterfall: Waterfall | None = None,
+    fixed: FixedArrangement | None = None,
 ) -> dict[str, Any]:
     """``summary.json``'s ``arrangement``: the plan against the same scenario with the fixed arrangement.
 
@@ -169,6 +209,9 @@ def compare_arrangement(
     waterfall : callable, optional
         The cost waterfall of a plan (:func:`placement.outputs.cost_waterfall.cost_waterfall` on its tables):
         each class then also gets its ``waterfall`` steps both ways and the step that moved most.
+    fixed : FixedArrangement, optional
+        The fixed arrangement's figures, already solved (:func:`fixed_in_background`, with the same waterfall);
+        default: solved here.
 
     Returns
     -------
@@ -178,12 +221,13 @@ def compare_arrangement(
         ``goodput_tok_s_per_node`` and ``goodput_tok_s_per_node_fixed_arrangement``), the whole plan's
         ``usd_per_million_goodput_tokens`` and ``..._fixed_arrangement``, and ``modes_by_site``.
     """
-    progress("arrangement: solving the same world with the fixed arrangement (aggregated, no speculation)")
-    fixed = run(fixed_arrangement(loaded), like=plan.instance)  # the same world: its round trips are reused
-    mine, theirs = _class_figures(plan), _class_figures(fixed)
+    if fixed is None:
+        progress("arrangement: solving the same world with the fixed arrangement (aggregated, no speculation)")
+        fixed = fixed_figures(loaded, plan.instance, waterfall)  # the same world: its round trips are reused
+    mine, theirs = _class_figures(plan), fixed.classes
     modes = class_modes(plan)
     hits = class_hit_rates(plan.instance.profiles, plan.assignments)
-    fixed_hits = class_hit_rates(fixed.instance.profiles, fixed.assignments)
+    fixed_hits = fixed.hit_rates
     classes: dict[str, dict[str, Any]] = {
         name: {
             "serving_mode": modes.get(name, ""),
@@ -213,19 +257,28 @@ def compare_arrangement(
                 "goodput_tok_s_per_node_without_cache": profile.cache.goodput_no_cache_tok_s_per_node,
                 "value_usd_per_million_goodput_tokens": cache_value_usd_per_m(profile, entry["usd_per_million_goodput_tokens"]),
             }
-    if waterfall is not None:
-        for name, moves in waterfall_moves(plan, fixed, waterfall).items():
+    if waterfall is not None and fixed.steps is not None:
+        for name, moves in waterfall_moves(plan, fixed.steps, waterfall).items():
             if name in classes:
                 classes[name]["waterfall"] = moves
     return {
         "options": arrangement_options(loaded.scenario.serving),
-        "fixed_arrangement": {"disaggregated": False, "speculative": None, "kv_cache": None, "node_ttft_ladder": None},
+        "fixed_arrangement": {
+            "disaggregated": False,
+            "speculative": None,
+            "kv_cache": None,
+            "node_ttft_ladder": None,
+            "pool_nodes": 1,
+            "cross_metro_prefill": None,
+        },
         "unserved_share": plan.summary.unserved_share,
-        "unserved_share_fixed_arrangement": fixed.summary.unserved_share,
+        "unserved_share_fixed_arrangement": fixed.unserved_share,
         "usd_per_million_goodput_tokens": plan.summary.cost_per_million_goodput_tokens_usd,
-        "usd_per_million_goodput_tokens_fixed_arrangement": fixed.summary.cost_per_million_goodput_tokens_usd,
+        "usd_per_million_goodput_tokens_fixed_arrangement": fixed.usd_per_m,
         "classes": classes,
         "modes_by_site": modes_by_site(plan),
+        "mode_reasons": mode_reasons(plan) if len(plan.assignments) else {},
+        **({"cross_metro": xm} if (xm := cross_metro_summary(plan)) is not None else {}),
         "hit_rates_by_site": hits_or_empty(plan),
         "cache_warmup_nodes_per_site": plan.instance.cache_warmup_nodes,
     }
@@ -291,7 +344,8 @@ def with_arrangement(
     *,
     progress: Callable[[str], None] = lambda _: None,
     waterfall: Waterfall | None = None,
+    fixed: FixedArrangement | None = None,
 ) -> Plan:
     """The plan with its arrangement compared (``summary.json`` ``arrangement``, the notes) and the sites' mode columns."""
-    arrangement = compare_arrangement(loaded, plan, progress=progress, waterfall=waterfall)
+    arrangement = compare_arrangement(loaded, plan, progress=progress, waterfall=waterfall, fixed=fixed)
     return replace(plan, sites=site_columns(plan), notes=[*plan.notes, *arrangement_lines(arrangement)], arrangement=arrangement)

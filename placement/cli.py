@@ -48,9 +48,10 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.arrangement import arrangement_options, with_arrangement
+    from placement.arrangement import arrangement_options, fixed_in_background, with_arrangement
+    from placement.instance import build_instance
     from placement.outputs.writer import check_output_folder, write_results
-    from placement.plan import run
+    from placement.plan import solve_instance
 
     check_output_folder(args.out)
     progress = StderrProgress(show=not args.quiet)
@@ -63,11 +64,17 @@ def _solve(args: argparse.Namespace) -> int:
                 [Problem(str(args.scenario), "", "--price-rules", "prices a single-year plan's residency rules", fix)]
             )
         return _solve_buildout(args, loaded, progress)
-    plan = run(loaded, msg=args.verbose, progress=progress)
+    instance = build_instance(loaded, progress=progress)
+    fixed = None
+    if arrangement_options(loaded.scenario.serving):  # the comparison's solve, beside the plan's own where it can
+        fixed = fixed_in_background(loaded, instance, _waterfall)
+        where = "in a second process" if fixed.forked else "first"
+        progress(f"arrangement: solving the same world with the fixed arrangement (aggregated, no speculation) {where}")
+    plan = solve_instance(instance, msg=args.verbose, progress=progress)
     if args.price_rules:
         plan = _price_rules(loaded, plan, progress)
-    if arrangement_options(loaded.scenario.serving):
-        plan = with_arrangement(loaded, plan, progress=progress, waterfall=_waterfall)
+    if fixed is not None:
+        plan = with_arrangement(loaded, plan, progress=progress, waterfall=_waterfall, fixed=fixed.result())
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table)
@@ -311,10 +318,15 @@ def _rtt_measurements(args: argparse.Namespace) -> int:
 def _serving_request(args: argparse.Namespace) -> ServingRequest:
     from placement.serving.request import ServingRequest
 
+    pool = args.pool_nodes
+    if (pool > 1 or args.kv_link_gbit_s is not None) and not args.disaggregated:
+        given = "--pool-nodes" if pool > 1 else "--kv-link-gbit-s"
+        rule = "sizes prefill and decode pools, which only --disaggregated has"
+        raise InputError([Problem("goodput", "", given, rule, "add --disaggregated, or leave it out")])
     return ServingRequest(
         args.model,
         args.accelerator,
-        args.gpus,
+        args.gpus * pool,  # one pool over pool_nodes nodes; its figures are divided back per node
         args.precision,
         args.input_tokens,
         args.output_tokens,
@@ -324,10 +336,20 @@ def _serving_request(args: argparse.Namespace) -> ServingRequest:
         disaggregated=args.disaggregated,
         min_tok_s_per_user=args.min_tok_s_per_user,
         input_tokens_max=args.input_tokens_max,
-        node_cost_usd_h=args.node_cost_usd_h,
+        node_cost_usd_h=None if args.node_cost_usd_h is None else args.node_cost_usd_h * pool,
         pue=args.pue,
         speculative=args.speculative,
+        kv_link_gbit_s=args.kv_link_gbit_s,
     )
+
+
+def _per_node(report: dict[str, Any], pool: int) -> dict[str, Any]:
+    """A pool's report per node: goodput, capacity and power over ``pool`` (``--pool-nodes``)."""
+    if pool == 1:
+        return report
+    scaled = {k: report[k] / pool for k in ("goodput_tok_s", "capacity_tok_s", "node_kw") if report.get(k) is not None}
+    band = {k: v / pool if k.startswith("goodput_") and v is not None else v for k, v in report["band"].items()}
+    return {**report, **scaled, "band": band, "pool_nodes": pool}
 
 
 def _simulated(request: ServingRequest, args: argparse.Namespace) -> dict[str, Any] | None:
@@ -419,6 +441,7 @@ def _goodput(args: argparse.Namespace) -> int:
     refit = next((f for f in fits if (f.accelerator, f.precision) == (request.accelerator, request.precision)), None)
     request, cache = _with_cache(args, request, None if refit is None else refit.gemm_efficiency)
     report = goodput_report(request, efficiency=ServingEfficiency(tensor=None if refit is None else refit.gemm_efficiency))
+    report = _per_node(report, args.pool_nodes)
     if cache is not None:  # the hits' KV comes back from the tier before the prefill ends, as the plan counts it
         report["kv_cache"] = cache
         for key in ("prefill_ms", "ttft_ms"):
@@ -439,9 +462,10 @@ def _goodput(args: argparse.Namespace) -> int:
     if not report["goodput_tok_s"]:
         print(f"  no goodput: {report['limit']}")
         return EXIT_OK
+    pooled = f"; pools over {args.pool_nodes} nodes, figures per node" if args.pool_nodes > 1 else ""
     print(
         f"  goodput {report['goodput_tok_s']:,.0f} tok/s per node (batch {report['batch']}, TP {report['tp']}, "
-        f"{report['replicas']} replicas; limited by {report['limit']})"
+        f"{report['replicas']} replicas; limited by {report['limit']}{pooled})"
     )
     if cache is not None:
         keeps = f"{cache['cache_gb_per_node']:,.0f} GB per node keeps a prefix {cache['retention_s']:,.0f} s"
@@ -717,6 +741,20 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_argument("--node-cost-usd-h", type=float, help="all-in node cost, for $/M goodput tokens")
     goodput.add_argument("--prefix-cache-hit-rate", type=float, default=0.0)
     goodput.add_argument("--disaggregated", action="store_true", help="separate prefill and decode pools")
+    goodput.add_argument(
+        "--pool-nodes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --disaggregated: the pools span N nodes (one prefill queue over their GPUs); figures per node",
+    )
+    goodput.add_argument(
+        "--kv-link-gbit-s",
+        type=_positive_float,
+        metavar="RATE",
+        help="with --disaggregated: the prefill pool is in another metro and the prompt's KV crosses one WAN link of "
+        "this rate (take the metros' round trip off --ttft-p99-ms)",
+    )
     goodput.add_argument(
         "--speculative",
         metavar="METHOD",

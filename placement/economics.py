@@ -207,3 +207,35 @@ def tokens_per_s_per_mw(goodput_tok_s: ArrayLike, facility_mw: ArrayLike) -> NDA
     mw = np.asarray(facility_mw, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(np.where(mw > 0, np.asarray(goodput_tok_s, dtype=float) / mw, 0.0))
+
+
+def load_energy_usd_per_h(
+    slice_demand_tok_s: NDArray[np.float64],
+    slice_weights: NDArray[np.float64],
+    pair_row: NDArray[np.int64],
+    pair_site: NDArray[np.int64],
+    mw_per_tok_s: ArrayLike,
+    site_price_usd_per_mwh: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Load-dependent energy cost of each pair at a share of 1, averaged over the day. [USD/h]
+
+    Parameters
+    ----------
+    slice_demand_tok_s : numpy.ndarray
+        ``(r, T)`` demand of each model row in each slice. [tokens/s]
+    slice_weights : numpy.ndarray
+        ``(T,)`` share of the day each slice stands for.
+    pair_row, pair_site : numpy.ndarray of int
+        Row and site of each pair.
+    mw_per_tok_s : array_like
+        Facility-side dynamic power per tok/s of each pair, before PUE. [MW/(tokens/s)]
+    site_price_usd_per_mwh : numpy.ndarray
+        ``(m, T)`` power price at each site in each slice, PUE included. [USD/MWh]
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(p,)`` cost. [USD/h]
+    """
+    energy = slice_demand_tok_s[pair_row] * site_price_usd_per_mwh[pair_site] * slice_weights[None, :]
+    return np.asarray(np.asarray(mw_per_tok_s) * energy.sum(axis=1))

@@ -17,15 +17,23 @@ from placement._errors import InputError, Problem
 from placement.budget import ttft_p99_ms
 from placement.catalog import load_catalog
 from placement.cities import load_cities
+from placement.cross_metro import CrossMetro, EnergyPrices, build_cross_metro, with_cross_metro
 from placement.demand import Populations, aggregate, demand_tok_s
-from placement.economics import NodeCost, node_cost_usd_per_h
+from placement.economics import NodeCost, load_energy_usd_per_h, node_cost_usd_per_h
 from placement.faults import FaultDomains, fault_domains
 from placement.network.latency import LatencyModel
 from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_network
 from placement.network.measurements import calibrate, load_measurements
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
-from placement.profiles import ClassProfile, catalog_node_capex_usd, class_profiles, class_rungs, node_kw
+from placement.profiles import (
+    ClassProfile,
+    catalog_node_capex_usd,
+    class_profiles,
+    class_rungs,
+    cross_metro_profiles,
+    node_kw,
+)
 from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import FREE, CommoditySplit, Regime, regime_mask, residency_mask, scenario_regimes, split_commodities
@@ -127,6 +135,9 @@ class Instance:
         Per class, its profiles at the node TTFT budgets of ``serving.node_ttft_ladder``, loosest first
         (:func:`placement.profiles.class_rungs`); empty without a ladder. Each (commodity, site) pair runs its
         loosest rung inside the objective (:meth:`option_at`): the options of the model, by dominance.
+    cross_metro : CrossMetro or None
+        With ``serving.cross_metro_prefill``: each class's cross-metro profile and the columns appended to
+        ``inputs`` (pairs from ``cross_metro.pairs.first`` on load their decode site and a prefill site).
     """
 
     loaded: LoadedScenario
@@ -158,6 +169,7 @@ class Instance:
     commodity_regime: IntArray | None = None
     cache_warmup_nodes: int = 0
     rungs: list[list[ClassProfile]] = field(default_factory=list)
+    cross_metro: CrossMetro | None = None
 
     def split(self) -> CommoditySplit:
         """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""
@@ -580,12 +592,22 @@ def _pair_energy_usd_per_h(
         return np.zeros(len(pair_site))
     goodput = np.array([p.goodput_tok_s_per_node for p in profiles])
     mw_per_tok_s = dynamic_share * kw / 1000.0 / goodput[pair_class]
-    price = sites["power_price_usd_per_mwh"].to_numpy(float) * sites["pue"].to_numpy(float)
+    demand = energy_demand_tok_s(commodity_slice_demand, slice_hours, peak_factor)
     weights = slice_hours / slice_hours.sum()
-    if len(slice_hours) == 1:  # a single peak slice: energy follows the daily mean, not the peak
-        commodity_slice_demand = commodity_slice_demand / peak_factor
-    energy = commodity_slice_demand[pair_commodity] * (price[pair_site, None] * price_multiplier[pair_site]) * weights[None, :]
-    return np.asarray(mw_per_tok_s * energy.sum(axis=1))
+    return load_energy_usd_per_h(
+        demand, weights, pair_commodity, pair_site, mw_per_tok_s, site_energy_price(sites, price_multiplier)
+    )
+
+
+def energy_demand_tok_s(slice_demand_tok_s: FloatArray, slice_hours: FloatArray, peak_factor: float) -> FloatArray:
+    """The demand energy follows in each slice: the slices', or with a single peak slice the daily mean. [tokens/s]"""
+    return slice_demand_tok_s / peak_factor if len(slice_hours) == 1 else slice_demand_tok_s
+
+
+def site_energy_price(sites: pd.DataFrame, price_multiplier: FloatArray) -> FloatArray:
+    """``(m, T)`` power price of each site in each slice, PUE included. [USD/MWh]"""
+    price = sites["power_price_usd_per_mwh"].to_numpy(float) * sites["pue"].to_numpy(float)
+    return np.asarray(price[:, None] * price_multiplier)
 
 
 def site_price_multiplier(spec: TimeSection, sites: pd.DataFrame, n_slices: int, resolve: Resolve) -> FloatArray:
@@ -1151,6 +1173,14 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         sections=sections,
         options=options,
     )
+    cross = None
+    if scenario.serving.cross_metro_prefill is not None:
+        cross = _cross_metro(
+            loaded, inputs, rows, profiles, sites, latency, (commodity_class, commodity_population, rtt, permitted),
+            retrieval_extra, node_cost, price_multiplier, kw,
+        )  # fmt: skip
+        inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms[cross.pairs.row, cross.pairs.decode_site])
+        progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")
     domains = fault_domains(scenario.fault_tolerance, sites, source=source)
     names, failure_domains = _failure_domains(domains, sites)
     warmup = cache_warmup_nodes(profiles)
@@ -1189,4 +1219,71 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         commodity_regime=split.regime if regimes else None,
         cache_warmup_nodes=warmup,
         rungs=rungs if laddered else [],
+        cross_metro=cross,
+    )
+
+
+def row_worst(values: FloatArray, row_of_commodity: IntArray, commodity_population: IntArray, n_rows: int) -> FloatArray:
+    """``(r, m)`` the largest of each row's members' ``values[population]`` (by chunks of :data:`ROWS_CHUNK`)."""
+    out = np.full((n_rows, values.shape[1]), -np.inf)
+    members = np.flatnonzero(row_of_commodity >= 0)
+    for start in range(0, len(members), ROWS_CHUNK):
+        chunk = members[start : start + ROWS_CHUNK]
+        np.maximum.at(out, row_of_commodity[chunk], values[commodity_population[chunk]])
+    return out
+
+
+def row_all(mask: NDArray[np.bool_], row_of_commodity: IntArray, n_rows: int) -> NDArray[np.bool_]:
+    """``(r, m)`` where every member commodity of the row has ``mask`` (``(c, m)``)."""
+    out = np.ones((n_rows, mask.shape[1]), dtype=bool)
+    members = np.flatnonzero(row_of_commodity >= 0)
+    np.logical_and.at(out, row_of_commodity[members], mask[members])
+    return out
+
+
+def site_rtt_ms(sites: pd.DataFrame, latency: LatencyModel, quantile: Quantile) -> FloatArray:
+    """``(m, m)`` round trip between every two sites (data center to data center) at the budget's quantile. [ms]"""
+    trips = latency.site_site_rtt(endpoints(sites), endpoints(sites))
+    out = np.array(trips.p90_ms if quantile is Quantile.P90 else trips.p50_ms, dtype=float)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
+def _cross_metro(
+    loaded: LoadedScenario,
+    inputs: PlacementInput,
+    rows: ModelRows,
+    profiles: list[ClassProfile],
+    sites: pd.DataFrame,
+    latency: LatencyModel,
+    commodity: tuple[IntArray, IntArray, FloatArray, NDArray[np.bool_]],
+    retrieval_extra: FloatArray,
+    node_cost: NodeCost,
+    price_multiplier: FloatArray,
+    kw: float,
+) -> CrossMetro:
+    """The scenario's cross-metro columns (``serving.cross_metro_prefill``): profiles, partners, pairs."""
+    scenario = loaded.scenario
+    spec = scenario.serving.cross_metro_prefill
+    assert spec is not None
+    commodity_class, commodity_population, rtt, permitted = commodity
+    n_rows = len(rows.modelled)
+    energy = EnergyPrices(
+        energy_demand_tok_s(rows.slice_demand_tok_s, inputs.slice_hours, scenario.demand.peak_factor),
+        inputs.slice_hours / inputs.slice_hours.sum(),
+        site_energy_price(sites, price_multiplier),
+        (1.0 - scenario.serving.idle_power_share) * kw / 1000.0,
+    )
+    return build_cross_metro(
+        inputs,
+        spec=spec,
+        profiles=cross_metro_profiles(scenario.classes, scenario.serving, profiles, source=str(loaded.path)),
+        class_profiles=profiles,
+        site_rtt_ms=site_rtt_ms(sites, latency, Quantile(scenario.latency.quantile)),
+        row_class=commodity_class[rows.modelled],
+        row_rtt_ms=row_worst(rtt, rows.row_of_commodity, commodity_population, n_rows),
+        row_permitted=row_all(permitted, rows.row_of_commodity, n_rows),
+        retrieval_extra_ms=retrieval_extra,
+        node_usd_per_h=node_cost.total_usd_per_h,
+        energy=energy,
     )

@@ -18,7 +18,7 @@ from placement._errors import InfeasibleError, SolverError
 from placement.availability import availability_rules, standing_bars
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.cache_hits import class_hit_rates
-from placement.economics import NodeCost, cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
 from placement.instance import Instance, build_instance
 from placement.optimize import failover
@@ -246,16 +246,37 @@ def _site_loads(instance: Instance, solution: PlacementSolution) -> tuple[FloatA
     flow = solution.pair_mean_flow_tok_s(data)
     served = np.bincount(data.pair_site, weights=flow, minlength=data.n_sites).astype(float)
     peak_load = data.site_slice_load(solution.pair_share).max(axis=1)
-    energy = np.bincount(data.pair_site, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=data.n_sites)
-    return served, peak_load, energy.astype(float)
+    energy, _ = site_energy_and_wan(instance, solution.pair_share)
+    return served, peak_load, energy
+
+
+def site_energy_and_wan(instance: Instance, shares: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``(m,)`` load energy each site draws and ``(m,)`` WAN transport each decode site buys under the shares. [USD/h]
+
+    A cross-metro pair's load energy is split between its decode and its prefill site; its KV's transport is the
+    decode site's. Without cross-metro prefill the WAN cost is 0 everywhere.
+    """
+    data = instance.inputs
+    m = data.n_sites
+    cross = instance.cross_metro
+    if cross is None or not len(cross.pairs):
+        energy = np.bincount(data.pair_site, weights=shares * data.pair_cost_usd_per_h, minlength=m)
+        return energy.astype(float), np.zeros(m)
+    first, pairs = cross.pairs.first, cross.pairs
+    energy = np.bincount(data.pair_site[:first], weights=shares[:first] * data.pair_cost_usd_per_h[:first], minlength=m)
+    far = shares[first:]
+    energy = energy + np.bincount(pairs.decode_site, weights=far * pairs.decode_energy_usd_per_h, minlength=m)
+    energy = energy + np.bincount(pairs.prefill_site, weights=far * pairs.prefill_energy_usd_per_h, minlength=m)
+    return energy.astype(float), np.bincount(pairs.decode_site, weights=far * pairs.wan_usd_per_h, minlength=m).astype(float)
 
 
 def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame:
     data = instance.inputs
     sites = instance.sites
     served, peak_load, energy = _site_loads(instance, solution)
+    _, wan = site_energy_and_wan(instance, solution.pair_share)
     node_cost = instance.node_cost.total_usd_per_h
-    cost = np.where(solution.open, data.site_fixed_usd_per_h, 0.0) + solution.nodes * node_cost + energy
+    cost = np.where(solution.open, data.site_fixed_usd_per_h, 0.0) + solution.nodes * node_cost + energy + wan
     warmup = np.where(solution.open, instance.cache_warmup_nodes, 0)  # in the fixed cost already
     mw_used = (solution.nodes + warmup) * data.site_node_mw
     reachable = instance.within_budget.any(axis=0)
@@ -301,6 +322,7 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             "opex_usd_per_h": instance.node_cost.opex_usd_per_h,
             "fixed_cost_usd_per_h": data.site_fixed_usd_per_h,
             "load_energy_usd_per_h": energy,
+            **({"wan_usd_per_h": wan} if instance.cross_metro is not None else {}),
             "cost_usd_per_h": cost,
             "goodput_tok_s": served,
             "goodput_share": served / max(served.sum(), 1e-12),
@@ -329,8 +351,15 @@ def commodity_pairs(instance: Instance, solution: PlacementSolution) -> tuple[In
     Returns
     -------
     tuple of numpy.ndarray
-        Commodity, site and share of every (commodity, site) pair with a positive share.
+        Commodity, site and share of every (commodity, site) pair with a positive share (a commodity served at a
+        site both whole and with its prefill elsewhere has a row for each).
     """
+    commodity, site, share, _ = commodity_pair_rows(instance, solution)
+    return commodity, site, share
+
+
+def commodity_pair_rows(instance: Instance, solution: PlacementSolution) -> tuple[IntArray, IntArray, FloatArray, IntArray]:
+    """:func:`commodity_pairs` and the model pair of each row (cross-metro pairs say their prefill site)."""
     data = instance.inputs
     used = np.flatnonzero(solution.pair_share > 1e-9)
     members = np.flatnonzero(instance.row_of_commodity >= 0)
@@ -341,11 +370,16 @@ def commodity_pairs(instance: Instance, solution: PlacementSolution) -> tuple[In
         if len(used)
         else np.zeros(0, dtype=np.int64)
     )
-    return commodity, np.repeat(data.pair_site[used], counts), np.repeat(solution.pair_share[used], counts)
+    return (
+        commodity,
+        np.repeat(data.pair_site[used], counts),
+        np.repeat(solution.pair_share[used], counts),
+        np.repeat(used, counts),
+    )
 
 
 def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame:
-    commodity, site, share = commodity_pairs(instance, solution)
+    commodity, site, share, pair = commodity_pair_rows(instance, solution)
     pop = instance.commodity_population[commodity]
     klass = instance.commodity_class[commodity]
     table = instance.populations.table
@@ -387,12 +421,51 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
         share = np.array([p.node_ttft_share for p in instance.options])
         frame["node_ttft_budget_ms"] = budget[klass] * share[option]
         frame["goodput_tok_s_per_node"] = np.array([p.goodput_tok_s_per_node for p in instance.options])[option]
+    if instance.cross_metro is not None:
+        _cross_metro_columns(instance, frame, pair, commodity, rtt)
     frame["pop_lat"] = table["lat"].to_numpy()[pop]
     frame["pop_lon"] = table["lon"].to_numpy()[pop]
     frame["site_lat"] = instance.sites["lat"].to_numpy()[site]
     frame["site_lon"] = instance.sites["lon"].to_numpy()[site]
     order = ["population_id", "class", "goodput_tok_s"]
     return frame.sort_values(order, ascending=[True, True, False]).reset_index(drop=True)
+
+
+def _cross_metro_columns(instance: Instance, frame: pd.DataFrame, pair: IntArray, commodity: IntArray, rtt: FloatArray) -> None:
+    """Each assignment's ``serving_mode``, ``prefill_site_id``, ``cross_metro_rtt_ms`` and ``kv_wan_gb_per_h``.
+
+    A row served with its prefill in another metro takes the cross-metro profile's TTFT parts, and its network part
+    carries the round trip between the two sites.
+    """
+    cross = instance.cross_metro
+    assert cross is not None
+    klass = instance.commodity_class[commodity]
+    modes = np.array([f"{p.serving_mode}+{p.speculative}" if p.speculative else p.serving_mode for p in instance.profiles])
+    frame["serving_mode"] = modes[klass] if len(klass) else []
+    frame["prefill_site_id"] = ""
+    frame["cross_metro_rtt_ms"] = 0.0
+    frame["kv_wan_gb_per_h"] = 0.0
+    far = np.flatnonzero(pair >= cross.pairs.first)
+    if not len(far):
+        return
+    q = pair[far] - cross.pairs.first
+    frame.loc[far, "prefill_site_id"] = instance.sites["id"].to_numpy()[cross.pairs.prefill_site[q]]
+    frame.loc[far, "cross_metro_rtt_ms"] = cross.pairs.site_rtt_ms[q]
+    option = cross.pairs.option[q]
+    for o in np.unique(option).tolist():
+        xm = cross.options[o]
+        rows = far[option == o]
+        k = int(klass[rows[0]])
+        extra = instance.retrieval_extra_ms[k][instance.inputs.pair_site[pair[rows]]]
+        parts = ttft_components_ms(rtt[rows], xm.profile, retrieval_extra_ms=extra)
+        parts["network_ms"] = parts["network_ms"] + frame.loc[rows, "cross_metro_rtt_ms"].to_numpy(float)
+        for name in COMPONENTS:
+            frame.loc[rows, name] = parts[name]
+        frame.loc[rows, "ttft_p99_ms"] = sum(parts[name] for name in COMPONENTS)
+        label = f"cross-metro+{xm.profile.speculative}" if xm.profile.speculative else "cross-metro"
+        frame.loc[rows, "serving_mode"] = label
+        frame.loc[rows, "kv_wan_gb_per_h"] = frame.loc[rows, "goodput_tok_s"].to_numpy() * xm.kv_gb_per_tok * 3600.0
+    frame["ttft_slack_ms"] = frame["ttft_objective_ms"] - frame["ttft_p99_ms"]
 
 
 def _population_table(instance: Instance, solution: PlacementSolution, assignments: pd.DataFrame) -> pd.DataFrame:
@@ -435,9 +508,10 @@ def _class_costs(
     numpy.ndarray
         ``(n_classes,)`` cost of each class; they add up to the plan's cost. [USD/h]
     """
-    usage = (data.pair_slice_load() * solution.pair_share[:, None]) @ (data.slice_hours / data.slice_hours.sum())
+    pair, site, _ = data.load_entries()  # a cross-metro pair uses nodes at its prefill site too
+    usage = (data.entry_slice_load() * solution.pair_share[pair, None]) @ (data.slice_hours / data.slice_hours.sum())
     per_site_class = np.zeros((data.n_sites, n_classes))
-    np.add.at(per_site_class, (data.pair_site, pair_class), usage)
+    np.add.at(per_site_class, (site, pair_class[pair]), usage)
     totals = per_site_class.sum(axis=1, keepdims=True)
     weights = np.divide(per_site_class, totals, out=np.zeros_like(per_site_class), where=totals > 0)
     energy = np.bincount(pair_class, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=n_classes)
@@ -456,9 +530,10 @@ def _hit_rates(profiles: list[ClassProfile], assignments: pd.DataFrame) -> dict[
     return {p.name: p.cache_hit_rate for p in profiles}
 
 
-def _plan_cost_breakdown(data: PlacementInput, node_cost: NodeCost, solution: PlacementSolution) -> CostBreakdown:
+def _plan_cost_breakdown(instance: Instance, solution: PlacementSolution) -> CostBreakdown:
     """The solution's cost by component: the MILP's cost terms, summed per term. [USD/h]"""
-    energy = np.bincount(data.pair_site, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=data.n_sites)
+    data, node_cost = instance.inputs, instance.node_cost
+    energy, wan = site_energy_and_wan(instance, solution.pair_share)
     return cost_breakdown(
         solution.nodes,
         solution.open,
@@ -468,6 +543,7 @@ def _plan_cost_breakdown(data: PlacementInput, node_cost: NodeCost, solution: Pl
         opex_usd_per_h=node_cost.opex_usd_per_h,
         site_fixed_usd_per_h=data.site_fixed_usd_per_h,
         load_energy_usd_per_h=energy,
+        wan_usd_per_h=wan,
     )
 
 
@@ -550,14 +626,14 @@ def summarise(
     ttft_max, ttft_mean = ttft_headlines_ms(interactive["ttft_p99_ms"], interactive["goodput_tok_s"])
     served_by_class = {str(k): float(v) for k, v in assignments.groupby("class")["goodput_tok_s"].sum().items()}
     pair_class = instance.commodity_class[instance.modelled][instance.inputs.pair_commodity]
-    site_cost = (sites["cost_usd_per_h"] - sites["load_energy_usd_per_h"]).to_numpy(float)
+    site_cost = (sites["cost_usd_per_h"] - sites["load_energy_usd_per_h"] - sites.get("wan_usd_per_h", 0.0)).to_numpy(float)
     class_cost = _class_costs(instance.inputs, solution, pair_class, len(instance.classes), site_cost)
     report = solution.report
     return PlanSummary(
         scenario=instance.loaded.scenario.name,
         status=status,
         objective_usd_per_h=objective,
-        cost_breakdown_usd_per_h=_plan_cost_breakdown(instance.inputs, instance.node_cost, solution),
+        cost_breakdown_usd_per_h=_plan_cost_breakdown(instance, solution),
         cost_per_million_goodput_tokens_usd=cost_per_million,
         goodput_tok_s=goodput,
         peak_goodput_tok_s=float(assignments["peak_goodput_tok_s"].sum()),

@@ -9,15 +9,16 @@ tail, inside the part of the TTFT objective the node may spend (``serving_ttft_b
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 from placement._errors import InputError, Problem
+from placement.background import Background
 from placement.scenario import ServingSection, WorkloadClass
 from placement.serving.calibration import fit_parts
 from placement.serving.efficiency import ServingEfficiency, goodput_band
 from placement.serving.hardware import get_accelerator, get_model, kv_bytes_per_token
-from placement.serving.kernels import kv_capacity_bytes, kv_copies, prefill_ms
+from placement.serving.kernels import kv_capacity_bytes, kv_copies, kv_transfer_ms, prefill_ms
 from placement.serving.measured import load_measured
 from placement.serving.prefix_cache import (
     CacheFigures,
@@ -75,6 +76,9 @@ class ClassProfile:
     node_ttft_share : float, optional
         The share of the class's ``serving_ttft_budget_ms`` the node was searched inside (below 1: a rung of
         ``serving.node_ttft_ladder``).
+    mode_goodput : tuple of (str, float), optional
+        Each serving mode the search compared (``aggregated``, ``disaggregated``, ``+method`` with speculation) and
+        its goodput per node: why ``serving_mode`` was chosen. [tokens/s]
     """
 
     name: str
@@ -97,6 +101,7 @@ class ClassProfile:
     serving_mode: str = "aggregated"
     cache: CacheFigures | None = None
     node_ttft_share: float = 1.0
+    mode_goodput: tuple[tuple[str, float], ...] = ()
 
     @property
     def warmup_nodes(self) -> float:
@@ -225,11 +230,39 @@ def measured_gemm(serving: ServingSection, *, source: str) -> dict[tuple[str, st
     return _refitted(path, path.stat().st_mtime_ns)
 
 
+def compared_modes(serving: ServingSection, request: ServingRequest, refit: float | None) -> list[ServingResult]:
+    """The node's result in each serving mode ``serving.disaggregated`` allows (both with ``auto``: colocated first)."""
+    pools = [False, True] if serving.disaggregated == "auto" else [serving.disaggregated is True]
+    return [serve_pooled(serving.pool_nodes, replace(request, disaggregated=d), refit) for d in pools]
+
+
 def _best(serving: ServingSection, request: ServingRequest, refit: float | None) -> ServingResult:
     """The node's result; with ``disaggregated: auto`` the pools that give more goodput (colocated on a tie)."""
-    pools = [False, True] if serving.disaggregated == "auto" else [serving.disaggregated is True]
-    results = [serve(replace(request, disaggregated=d), efficiency=ServingEfficiency(tensor=refit)) for d in pools]
-    return max(results, key=lambda r: r.goodput_tok_s)
+    return max(compared_modes(serving, request, refit), key=lambda r: r.goodput_tok_s)
+
+
+@lru_cache(maxsize=4096)
+def serve_pooled(pool_nodes: int, request: ServingRequest, refit: float | None) -> ServingResult:
+    """One node's result; disaggregated pools queue over ``pool_nodes`` nodes' GPUs (``serving.pool_nodes``), per node.
+
+    A disaggregated prefill pool is shared by every decode replica it serves (DistServe, Splitwise): its p99 wait is
+    that of ``pool_nodes x gpus`` GPUs' servers, not of one node's. The pool's goodput, capacity and replicas are
+    returned per node. Colocated (chunked prefill) replicas keep their own queues. The serving model is a pure
+    function of the request, so results are kept: a plan and its fixed-arrangement comparison ask for many of the
+    same nodes.
+    """
+    pool = pool_nodes if request.disaggregated else 1
+    result = serve(replace(request, gpus=request.gpus * pool), efficiency=ServingEfficiency(tensor=refit))
+    if pool == 1:
+        return result
+    return replace(
+        result,
+        gpus=request.gpus,
+        goodput_tok_s=result.goodput_tok_s / pool,
+        capacity_tok_s=result.capacity_tok_s / pool,
+        replicas=max(result.replicas // pool, 1),
+        node_kw=result.node_kw / pool,
+    )
 
 
 CACHE_ITERATIONS = 8
@@ -334,7 +367,14 @@ def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, sourc
         speculative=result.speculative,
         serving_mode="disaggregated" if result.disaggregated else "aggregated",
         cache=cache,
+        mode_goodput=tuple((mode_label(r), float(r.goodput_tok_s * quantile)) for r in compared_modes(serving, request, refit)),
     )
+
+
+def mode_label(result: ServingResult) -> str:
+    """``aggregated`` or ``disaggregated``, ``+method`` with speculative decoding."""
+    mode = "disaggregated" if result.disaggregated else "aggregated"
+    return f"{mode}+{result.speculative}" if result.speculative else mode
 
 
 def _source_label(serving: ServingSection, refit: float | None) -> str:
@@ -426,9 +466,15 @@ def served_class_profiles(
     profiles: list[ClassProfile | None] = []
     problems: list[Problem | None] = []
     errors: list[Problem] = []
-    for k, workload in enumerate(classes):
+    # the serving model's classes are independent: computed in forked children side by side (where a fork is safe)
+    computed = {k for k, workload in enumerate(classes) if not workload.given}
+    jobs = [
+        Background(partial(_outcome, serving, k, w, source), fork=len(computed) > 1 and k in computed)
+        for k, w in enumerate(classes)
+    ]
+    for k in range(len(classes)):
         try:
-            outcome = _given(workload, serving.headroom) if workload.given else _computed(serving, k, workload, source=source)
+            outcome = jobs[k].result()
         except InputError as exc:
             errors += exc.problems
             continue
@@ -437,6 +483,11 @@ def served_class_profiles(
     if errors:
         raise InputError(errors)
     return profiles, problems
+
+
+def _outcome(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> ClassProfile | Problem:
+    """A class's profile (given or computed), or why the node cannot serve it."""
+    return _given(workload, serving.headroom) if workload.given else _computed(serving, k, workload, source=source)
 
 
 def class_rungs(
@@ -479,4 +530,146 @@ def class_rungs(
                 if isinstance(rung, ClassProfile):
                     rungs.append(replace(rung, node_ttft_share=share))
         out.append(rungs)
+    return out
+
+
+@dataclass(frozen=True)
+class CrossMetroProfile:
+    """A class served by cross-metro prefill: the decode pool at the users' site, the prefill pool in another metro.
+
+    Parameters
+    ----------
+    profile : ClassProfile
+        The class as the optimiser sees it in this mode: goodput per node-equivalent of both pools together, and the
+        node's TTFT parts (``prefill_ms`` carries the KV's WAN transfer; the round trip between the two sites is the
+        pair's own and is added per pair). ``serving_mode`` is ``cross-metro``.
+    prefill_share : float
+        Share of the node-equivalents that are the prefill pool (at the prefill site); the rest decode at the
+        users' site.
+    kv_transfer_ms : float
+        The longest prompt's KV crossing the WAN at ``wan_gbit_s``. [ms]
+    allowance_ms : float
+        Round trip between the two sites the pools were sized for (one of ``rtt_ms``): a pair of sites farther
+        apart uses a larger allowance, or none. [ms]
+    kv_gb_per_tok : float
+        KV moved over the WAN per output token: the mean prompt's whole KV over the mean answer. [GB/token]
+    """
+
+    profile: ClassProfile
+    prefill_share: float
+    kv_transfer_ms: float
+    allowance_ms: float
+    kv_gb_per_tok: float
+
+    @property
+    def decode_nodes_per_tok_s(self) -> float:
+        """Node-equivalents at the decode site per tok/s. [nodes/(tokens/s)]"""
+        return (1.0 - self.prefill_share) * self.profile.nodes_per_tok_s
+
+    @property
+    def prefill_nodes_per_tok_s(self) -> float:
+        """Node-equivalents at the prefill site per tok/s. [nodes/(tokens/s)]"""
+        return self.prefill_share * self.profile.nodes_per_tok_s
+
+
+def cross_metro_profile(
+    serving: ServingSection, workload: WorkloadClass, profile: ClassProfile, *, allowance_ms: float, source: str
+) -> CrossMetroProfile | str:
+    """A computed interactive class with its prefill pool in another metro, or why it has none.
+
+    The pools are sized as disaggregated serving (:func:`placement.serving.search.disaggregated_candidate`, pooled
+    over ``serving.pool_nodes``) inside the class's node TTFT budget less the round trip allowed between the sites
+    and any cache hit's load time, the prompt's KV crossing one WAN link of ``wan_gbit_s`` instead of the hall's
+    NICs, at the class's own hit rate and speculation setting.
+
+    Parameters
+    ----------
+    serving : ServingSection
+        The node and ``cross_metro_prefill`` (set).
+    workload : WorkloadClass
+        The class.
+    profile : ClassProfile
+        Its profile (:func:`class_profiles`): the hit rate it runs at and its source label.
+    allowance_ms : float
+        Round trip between the decode and the prefill site the pools are sized for. [ms]
+    source : str
+        The scenario file.
+
+    Returns
+    -------
+    CrossMetroProfile or str
+        The profile, or why the class cannot be served this way.
+    """
+    spec = serving.cross_metro_prefill
+    assert spec is not None
+    if workload.given or workload.serving_ttft_budget_ms is None:
+        return "its goodput is given, not computed: the serving model has no pools to split"
+    if workload.time_shiftable:
+        return "time-shiftable: it may be served whole at any site, so splitting its prefill off buys nothing"
+    model = get_model(serving.model)
+    wan_ms = kv_transfer_ms(
+        float(workload.input_tokens_max or workload.input_tokens), kv_bytes_per_token(model, serving.precision), spec.wan_gbit_s
+    )
+    hit_load_ms = 0.0 if profile.cache is None else profile.cache.hit_load_ms
+    budget = workload.serving_ttft_budget_ms - allowance_ms - hit_load_ms
+    why = (
+        f"the node's {workload.serving_ttft_budget_ms:g} ms TTFT budget less {allowance_ms:g} ms to the prefill site"
+        f" and the p99 prompt's KV over the WAN ({wan_ms:.1f} ms at {spec.wan_gbit_s:g} Gbit/s)"
+    )
+    if budget <= wan_ms:
+        return f"{why} leaves no time to prefill"
+    request = replace(
+        serving_request(serving, workload),
+        prefix_cache_hit_rate=profile.cache_hit_rate,
+        ttft_p99_ms=budget,
+        disaggregated=True,
+        kv_link_gbit_s=spec.wan_gbit_s,
+    )
+    refit = measured_gemm(serving, source=source).get((serving.accelerator, serving.precision))
+    result = serve_pooled(serving.pool_nodes, request, refit)
+    if result.goodput_tok_s <= 0:
+        return f"{why} leaves the pools no goodput ({result.limit})"
+    accel = get_accelerator(serving.accelerator)
+    band = goodput_band(
+        accel, serving.precision, model=serving.model, input_tokens=request.input_tokens, output_tokens=request.output_tokens
+    )
+    xm = replace(
+        profile,
+        queue_ms=result.queue_p99_ms,
+        prefill_ms=result.prefill_ms + result.kv_transfer_ms + hit_load_ms,
+        first_decode_ms=result.first_decode_ms,
+        slot_wait_ms=result.slot_wait_p99_ms,
+        goodput_tok_s_per_node=result.goodput_tok_s * band.factor(serving.goodput_quantile),
+        utilisation_cap=1.0,
+        itl_ms=result.itl_ms,
+        serving_load_share=result.goodput_tok_s / result.capacity_tok_s if result.capacity_tok_s > 0 else 1.0,
+        speculative=result.speculative,
+        serving_mode="cross-metro",
+        node_ttft_share=1.0,
+    )
+    gb_per_tok = workload.input_tokens * kv_bytes_per_token(model, serving.precision) / workload.output_tokens / 1e9
+    return CrossMetroProfile(xm, result.prefill_gpu_share, result.kv_transfer_ms, allowance_ms, gb_per_tok)
+
+
+def cross_metro_profiles(
+    classes: list[WorkloadClass], serving: ServingSection, profiles: list[ClassProfile], *, source: str
+) -> list[list[CrossMetroProfile] | str]:
+    """Each class's :func:`cross_metro_profile` at each of ``rtt_ms`` that leaves it goodput, or why it has none.
+
+    A larger round trip leaves the pools less of the node's budget, so the allowances are tried from the smallest
+    and stop at the first that gives nothing.
+    """
+    spec = serving.cross_metro_prefill
+    assert spec is not None
+    out: list[list[CrossMetroProfile] | str] = []
+    for workload, profile in zip(classes, profiles, strict=True):
+        steps: list[CrossMetroProfile] = []
+        first: str = ""
+        for allowance in spec.rtt_ms:
+            found = cross_metro_profile(serving, workload, profile, allowance_ms=allowance, source=source)
+            if isinstance(found, str):
+                first = first or found
+                break
+            steps.append(found)
+        out.append(steps if steps else first)
     return out

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from placement._errors import InputError, Problem
 from placement.economics import EconomicsParams
@@ -176,6 +176,56 @@ class KvCacheSection(_Section):
     )
 
 
+WAN_USD_PER_GB = 0.0002
+"""Default price of moving a GB between metros on a planner's own waves (``serving.cross_metro_prefill``). [USD/GB]
+
+A leased 100 Gbit/s wavelength: TeleGeography's weighted median 10 Gbit/s lease on Frankfurt-London is $724 a
+month and 100 Gbit/s costs 4.3 times 10 Gbit/s (TeleGeography, Global Bandwidth Research Service, as published on
+its blog and by fastnet.news), so about $3,100 a month; carried at half its rate on average (a wave is sized for
+the busiest hour; estimate), 16,400 TB a month: $0.0002 per GB. A cloud tenant without waves of its own pays the
+inter-region transfer price instead, $0.02 per GB between most AWS regions (EC2 data transfer pricing), 100 times
+more."""
+
+
+class CrossMetroSection(_Section):
+    """Cross-metro prefill (``serving.cross_metro_prefill``): a prefill pool in another metro may serve a site's decode.
+
+    The prompt goes from the decode site to the prefill site, its KV comes back over the WAN: the pair's TTFT adds
+    the round trip between the two sites and the KV's transfer at ``wan_gbit_s``, and every GB is priced.
+    """
+
+    rtt_ms: list[float] = Field(
+        [10.0, 25.0],
+        min_length=1,
+        description="round trips between a decode site and its prefill site the pools are sized for (at the scenario's "
+        "latency.quantile) [ms]: each pair of sites uses the smallest that covers its round trip, the pools searched "
+        "inside serving_ttft_budget_ms less it and the KV transfer; the largest is the farthest partner",
+    )
+
+    @field_validator("rtt_ms")
+    @classmethod
+    def _positive_ascending(cls, value: list[float]) -> list[float]:
+        if any(v <= 0 for v in value):
+            raise ValueError(f"every round trip must be > 0 ms, got {value}")
+        return sorted(set(value))
+
+    @property
+    def max_rtt_ms(self) -> float:
+        """The farthest prefill site a decode site may use. [ms]"""
+        return max(self.rtt_ms)
+
+    partners: int = Field(3, ge=1, description="candidate prefill sites per decode site and class, the cheapest prefill first")
+    wan_gbit_s: float = Field(
+        400.0, gt=0, description="rate at which one prompt's KV crosses the WAN (one 400G wave, or four 100G) [Gbit/s]"
+    )
+    wan_usd_per_gb: float = Field(
+        WAN_USD_PER_GB,
+        ge=0,
+        description="price of each GB of KV moved between metros [USD/GB] (default: a leased wave, see the README; a "
+        "cloud tenant pays about 0.02)",
+    )
+
+
 class ServingSection(_Section):
     """The serving node: model, accelerator and how it is run."""
 
@@ -202,6 +252,18 @@ class ServingSection(_Section):
         description="tighter node TTFT budgets each computed interactive class may also run, as shares of its "
         "serving_ttft_budget_ms (e.g. [0.8, 0.6]): every (population, site) pair runs the loosest one its objective "
         "allows, so a far population is served at less goodput per node instead of not at all (null: one budget)",
+    )
+    pool_nodes: int = Field(
+        1,
+        ge=1,
+        description="nodes whose GPUs share one prefill queue when prefill and decode are pooled (disaggregated or "
+        "cross-metro): 1 sizes the pools inside each node, as an MLPerf system is measured; a site's pools span many",
+    )
+    cross_metro_prefill: CrossMetroSection | None = Field(
+        None,
+        description="a prefill pool in another metro may serve a site's decode pool, a choice of the optimizer per "
+        "(population, site): the pair's TTFT adds the sites' round trip and the KV's WAN transfer, priced per GB "
+        "(null: off)",
     )
     node_kw: float | None = Field(None, gt=0, description="IT power of one node [kW] (null: accelerator catalog)")
     headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail (given-goodput classes)")
@@ -460,6 +522,22 @@ class Scenario(_Section):
                 "serving.kv_cache is modelled in a single-year plan only: the build-out does not charge a site's cold "
                 "cache yet; remove serving.kv_cache (each class's prefix_cache_hit_rate is then used) or the "
                 "horizon / serving.accelerators"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _cross_metro_is_single_year_without_n_plus_one(self) -> Scenario:
+        if self.serving.cross_metro_prefill is None:
+            return self
+        if self.is_buildout:
+            raise ValueError(
+                "serving.cross_metro_prefill is modelled in a single-year plan only; remove it or the horizon / "
+                "serving.accelerators"
+            )
+        if self.fault_tolerance.n_plus_one:
+            raise ValueError(
+                "serving.cross_metro_prefill is not modelled with N+1 yet (the loss of a prefill site would have to move "
+                "its decode sites' traffic too); remove serving.cross_metro_prefill or set fault_tolerance.n_plus_one: false"
             )
         return self
 

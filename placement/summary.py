@@ -82,6 +82,9 @@ class CostBreakdown:
         Staff, spares, maintenance and network. [USD/h]
     site_fixed_usd_per_h : float
         Cost of having the open sites open. [USD/h]
+    wan_transport_usd_per_h : float, optional
+        KV moved between metros by cross-metro prefill (``serving.cross_metro_prefill``); a component only when
+        it is not 0. [USD/h]
     """
 
     node_capex_usd_per_h: float
@@ -90,6 +93,7 @@ class CostBreakdown:
     load_energy_usd_per_h: float
     opex_usd_per_h: float
     site_fixed_usd_per_h: float
+    wan_transport_usd_per_h: float = 0.0
 
     @property
     def total_usd_per_h(self) -> float:
@@ -98,7 +102,8 @@ class CostBreakdown:
 
     def lines(self) -> list[tuple[str, float]]:
         """``(JSON key, USD/h)`` of each component, in report order, total excluded."""
-        return [(f.name.removesuffix("_usd_per_h"), float(getattr(self, f.name))) for f in fields(self)]
+        lines = [(f.name.removesuffix("_usd_per_h"), float(getattr(self, f.name))) for f in fields(self)]
+        return [(k, v) for k, v in lines if k != "wan_transport" or v != 0.0]
 
     def to_json_dict(self) -> dict[str, float]:
         """``node_capex, facility_capex, idle_power, load_energy, opex, site_fixed, total``. [USD/h]"""
@@ -120,6 +125,7 @@ def cost_breakdown(
     opex_usd_per_h: ArrayLike,
     site_fixed_usd_per_h: ArrayLike,
     load_energy_usd_per_h: ArrayLike,
+    wan_usd_per_h: ArrayLike = 0.0,
 ) -> CostBreakdown:
     """Add up a design's cost by component over its sites.
 
@@ -135,6 +141,8 @@ def cost_breakdown(
         ``(m,)`` cost of an open site. [USD/h]
     load_energy_usd_per_h : array_like
         ``(m,)`` load-dependent energy of the shares each site carries. [USD/h]
+    wan_usd_per_h : array_like, optional
+        ``(m,)`` KV transport each decode site buys (cross-metro prefill). [USD/h]
 
     Returns
     -------
@@ -153,6 +161,7 @@ def cost_breakdown(
         load_energy_usd_per_h=float(np.asarray(load_energy_usd_per_h, dtype=float).sum()),
         opex_usd_per_h=per_node(opex_usd_per_h),
         site_fixed_usd_per_h=float(np.where(np.asarray(is_open, dtype=bool), np.asarray(site_fixed_usd_per_h, float), 0.0).sum()),
+        wan_transport_usd_per_h=float(np.asarray(wan_usd_per_h, dtype=float).sum()),
     )
 
 
@@ -174,6 +183,7 @@ def cost_breakdown_of_site_table(sites: pd.DataFrame) -> CostBreakdown:
         The components. [USD/h]
     """
     energy = sites.get("load_energy_usd_per_h", 0.0)  # older tables have no load-dependent energy
+    wan = sites.get("wan_usd_per_h", 0.0)  # only plans with cross-metro prefill have it
     return cost_breakdown(
         sites["nodes"].to_numpy(float),
         sites["open"].astype(bool).to_numpy(),
@@ -183,6 +193,7 @@ def cost_breakdown_of_site_table(sites: pd.DataFrame) -> CostBreakdown:
         opex_usd_per_h=sites["opex_usd_per_h"],
         site_fixed_usd_per_h=sites["fixed_cost_usd_per_h"],
         load_energy_usd_per_h=energy,
+        wan_usd_per_h=wan,
     )
 
 

@@ -85,6 +85,27 @@ def assignments_frame(assignments: pd.DataFrame) -> gpd.GeoDataFrame:
     return gpd.GeoDataFrame(frame, geometry=geometry, crs=WGS84)
 
 
+def cross_metro_frame(links: pd.DataFrame, sites: pd.DataFrame) -> gpd.GeoDataFrame:
+    """Decode-site-to-prefill-site lines of cross-metro prefill (``cross_metro_links.csv``), for network teams.
+
+    Parameters
+    ----------
+    links : pandas.DataFrame
+        :func:`placement.modes.cross_metro_links`.
+    sites : pandas.DataFrame
+        The plan's site table (``site_id``, ``lat``, ``lon``).
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        LineStrings in WGS84, one per (decode site, prefill site, class).
+    """
+    at = sites.set_index("site_id")[["lon", "lat"]]
+    decode, prefill = at.loc[links["decode_site_id"]].to_numpy(float), at.loc[links["prefill_site_id"]].to_numpy(float)
+    geometry = unwrapped_lines(decode[:, 0], decode[:, 1], prefill[:, 0], prefill[:, 1])
+    return gpd.GeoDataFrame(links.reset_index(drop=True), geometry=geometry, crs=WGS84)
+
+
 def populations_frame(populations: pd.DataFrame) -> gpd.GeoDataFrame:
     """Population points with demand, served goodput and main site.
 

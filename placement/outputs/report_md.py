@@ -39,6 +39,7 @@ COST_LABELS = {
     "load_energy": "load energy",
     "opex": "opex",
     "site_fixed": "site fixed",
+    "wan_transport": "WAN transport of KV (cross-metro prefill)",
 }
 """Words the reports use for the cost components (``summary.json``'s ``cost_breakdown_usd_per_h`` keys)."""
 

@@ -18,6 +18,7 @@ import pandas as pd
 from placement._errors import InputError, Problem
 from placement._paths import nearest_existing
 from placement.failover import ROW_COLUMNS, ROW_DIGITS
+from placement.modes import cross_metro_links
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments
 from placement.outputs.failover_report import plan_protection
@@ -82,6 +83,10 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")
+    if plan.instance.cross_metro is not None:  # which decode sites prefill where: a network team's WAN links
+        links = cross_metro_links(plan)
+        write_csv(links, folder / "cross_metro_links.csv")
+        geo.write_geojson(geo.cross_metro_frame(links, plan.sites), folder / "cross_metro_links.geojson")
     summary = plan.summary
     cost = summary.cost_per_million_goodput_tokens_usd
     title = f"{summary.scenario}: {summary.sites_open} sites, " + (

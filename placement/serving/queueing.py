@@ -46,13 +46,30 @@ def erlang_c(servers: int, offered_load: float) -> float:
         return 0.0
     if offered_load >= servers:
         return 1.0
-    # Erlang B = (a^c / c!) / sum_k a^k / k!, summed in log space: one vectorised pass, where the textbook
-    # recursion is a Python loop over c (the decode-slot queue has thousands of servers)
-    log_terms = _counts(servers) * math.log(offered_load) - _log_factorials(servers)
-    top = log_terms.max()
-    blocking = float(math.exp(log_terms[-1] - top) / np.exp(log_terms - top).sum())
+    # Erlang B = (a^c / c!) / sum_k a^k / k!, summed in log space: one vectorised pass over the decode-slot queue's
+    # thousands of servers; a few servers (the prefill queues, asked tens of thousands of times by the bisections
+    # of utilisation_cap) in plain floats, where numpy's per-call cost is most of the work
+    log_a = math.log(offered_load)
+    if servers <= SMALL_QUEUE:
+        log_terms = [k * log_a - f for k, f in enumerate(_log_factorial_list(servers))]
+        top_small = max(log_terms)
+        blocking = math.exp(log_terms[-1] - top_small) / math.fsum(math.exp(t - top_small) for t in log_terms)
+    else:
+        terms = _counts(servers) * log_a - _log_factorials(servers)
+        top = terms.max()
+        blocking = float(math.exp(terms[-1] - top) / np.exp(terms - top).sum())
     rho = offered_load / servers
     return blocking / (1.0 - rho * (1.0 - blocking))
+
+
+SMALL_QUEUE = 64
+"""Servers up to which :func:`erlang_c` sums in plain floats (exactly rounded, :func:`math.fsum`) rather than numpy."""
+
+
+@lru_cache(maxsize=64)
+def _log_factorial_list(servers: int) -> tuple[float, ...]:
+    """:func:`_log_factorials` as plain floats."""
+    return tuple(float(v) for v in _log_factorials(servers))
 
 
 def queue_wait_p99_ms(

@@ -60,6 +60,9 @@ class ServingRequest:
     speculative : str, optional
         Speculative decoding: a method of ``data/serving/speculative.csv`` for the model (``eagle3``,
         ``mtp``), or ``auto`` (the model's method, kept only where it gives more goodput); None: off.
+    kv_link_gbit_s : float, optional
+        With ``disaggregated``: the prefill pool is in another metro and the prompt's whole KV crosses one WAN
+        link of this rate (cross-metro prefill); None: the pools share the node's scale-out fabric. [Gbit/s]
     """
 
     model: str
@@ -78,6 +81,7 @@ class ServingRequest:
     node_cost_usd_h: float | None = None
     pue: float = 1.0
     speculative: str | None = None
+    kv_link_gbit_s: float | None = None
 
     @property
     def label(self) -> str:
@@ -97,6 +101,7 @@ class ServingRequest:
             min_tok_s_per_user=self.min_tok_s_per_user,
             hit_rate=self.prefix_cache_hit_rate,
             speculation=speculation_for(self.model, self.speculative),
+            kv_link_gbit_s=self.kv_link_gbit_s,
         )
 
 
@@ -215,6 +220,7 @@ def _number_problems(request: ServingRequest, w: Workload) -> list[Problem]:
         ("min_tok_s_per_user", w.min_tok_s_per_user >= 0, f"must be >= 0, got {w.min_tok_s_per_user:g}"),
         ("node_cost_usd_h", r.node_cost_usd_h is None or r.node_cost_usd_h >= 0, f"must be >= 0, got {r.node_cost_usd_h}"),
         ("pue", r.pue >= 1.0, f"must be >= 1, got {r.pue:g}"),
+        ("kv_link_gbit_s", r.kv_link_gbit_s is None or r.kv_link_gbit_s > 0, f"must be > 0, got {r.kv_link_gbit_s}"),
     ]
     problems = [Problem("goodput request", "", field, rule, "give a valid value") for field, good, rule in checks if not good]
     if (

@@ -84,6 +84,10 @@ class Workload:
         Share of prompt tokens served from the prefix cache.
     speculation : Speculation or None
         Speculative decoding (:mod:`placement.serving.speculative`); None decodes one token per step.
+    kv_link_gbit_s : float or None
+        Disaggregated pools in different metros: the prompt's KV crosses one link of this rate (the whole KV,
+        one copy); None: the pools share a hall and every prefill GPU sends its shard over its own scale-out NIC.
+        [Gbit/s]
     """
 
     input_tokens: float
@@ -94,6 +98,7 @@ class Workload:
     min_tok_s_per_user: float
     hit_rate: float
     speculation: Speculation | None = None
+    kv_link_gbit_s: float | None = None
 
     @property
     def tokens_per_step(self) -> float:
@@ -702,8 +707,11 @@ def disaggregated_candidate(
     ok = itl_ok & (1e3 / per_token >= w.min_tok_s_per_user)
     pre = prefill_ms(model, accel, precision, tp=tp, tokens=w.input_tokens_max, prefix_cache_hit_rate=w.hit_rate, eff=eff)
     pre_mean = prefill_ms(model, accel, precision, tp=tp, tokens=w.input_tokens, prefix_cache_hit_rate=w.hit_rate, eff=eff)
-    per_nic = kv_bytes_per_token(model, precision) * kv_copies(model, tp) / tp
-    transfer = kv_transfer_ms(w.input_tokens_max, per_nic, accel.scale_out_gbit_s) if gpus > 1 else 0.0
+    if w.kv_link_gbit_s is not None:  # across metros: the whole prompt's KV over one link
+        transfer = kv_transfer_ms(w.input_tokens_max, kv_bytes_per_token(model, precision), w.kv_link_gbit_s)
+    else:
+        per_nic = kv_bytes_per_token(model, precision) * kv_copies(model, tp) / tp
+        transfer = kv_transfer_ms(w.input_tokens_max, per_nic, accel.scale_out_gbit_s) if gpus > 1 else 0.0
     best: Candidate | None = None
     for b in batch_grid(b_max):
         i = int(b) - 1
