@@ -9,7 +9,8 @@ part) and p99 ITL are compared with what the objective leaves it: the ITL object
 the node part the plan assumed plus the smallest TTFT slack of the populations the site serves in
 that class.
 
-Classes with a given goodput (no serving model) are not simulated.
+Classes with a given goodput (no serving model) are not simulated, nor the traffic a site serves with its prefill
+pool in another metro (cross-metro prefill: two sites' pools, which one simulated node does not stand for).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement.optimize.problem import PlacementInput
 from placement.plan import Plan
 from placement.profiles import serving_request
 from placement.serving.request import serve
@@ -60,7 +62,8 @@ def site_class_peak(plan: Plan) -> tuple[NDArray[np.int64], NDArray[np.float64],
     """
     instance, data = plan.instance, plan.instance.inputs
     pair_class = instance.commodity_class[instance.modelled][data.pair_commodity]
-    share = plan.solution.pair_share[:, None]
+    # a node of one site serving a class whole: cross-metro pairs (pools in two metros) are not simulated
+    share = np.where(_single_site(data), plan.solution.pair_share, 0.0)[:, None]
     load = data.slice_demand_tok_s[data.pair_commodity] * share  # (p, T) tok/s
     equiv = load * data.pair_nodes_per_tok_s[:, None]
     m, n_classes, n_slices = data.n_sites, len(instance.profiles), len(data.slice_hours)
@@ -71,6 +74,13 @@ def site_class_peak(plan: Plan) -> tuple[NDArray[np.int64], NDArray[np.float64],
     peak = by_class_equiv.sum(axis=1).argmax(axis=1)
     sites = np.arange(m)
     return peak, by_class_load[sites, :, peak], by_class_equiv[sites, :, peak]
+
+
+def _single_site(data: PlacementInput) -> NDArray[np.bool_]:
+    """``(p,)`` pairs served whole at one site (not cross-metro prefill)."""
+    if data.pair_remote_site is None:
+        return np.ones(len(data.pair_site), dtype=bool)
+    return np.asarray(data.pair_remote_site < 0)
 
 
 def _min_slack_ms(plan: Plan) -> pd.Series:
