@@ -55,7 +55,7 @@ def tier_rows(loaded: LoadedScenario) -> pd.DataFrame:
                 "chat hit limit": round(chat.cache_hit_rate, 3),
                 "chat hits, sites min/median": f"{by_site['chat'].min():.3f} / {by_site['chat'].median():.3f}",
                 "agent hits, sites min/median": f"{by_site['agent'].min():.3f} / {by_site['agent'].median():.3f}",
-                "cold-cache nodes/site": plan.instance.cache_warmup_nodes,
+                "cold-cache nodes/site": int(plan.instance.cache_warmup_nodes.max()),
                 "plan $/M": round(plan.summary.cost_per_million_goodput_tokens_usd or float("nan"), 3),
                 "sites": plan.summary.sites_open,
                 "unserved": f"{plan.summary.unserved_share:.2%}",

@@ -60,7 +60,7 @@ def fixed_arrangement(loaded: LoadedScenario) -> LoadedScenario:
 
 def hit_rates_by_site(plan: Plan) -> dict[str, dict[str, float]]:
     """Open site -> class -> prefix-cache hit rate, for the classes each site serves (:mod:`placement.cache_hits`)."""
-    table = site_hit_rates(plan.instance.profiles, plan.assignments)
+    table = site_hit_rates(plan.instance.profiles, plan.assignments, by_site=plan.instance.profiles_by_site)
     out: dict[str, dict[str, float]] = {}
     for site_id, klass, hit in table[["site_id", "class", "prefix_hit_rate"]].itertuples(index=False):
         out.setdefault(str(site_id), {})[str(klass)] = float(hit)
@@ -157,7 +157,7 @@ def fixed_figures(loaded: LoadedScenario, like: Instance, waterfall: Waterfall |
     fixed = run(fixed_arrangement(loaded), like=like)
     return FixedArrangement(
         classes=_class_figures(fixed),
-        hit_rates=class_hit_rates(fixed.instance.profiles, fixed.assignments),
+        hit_rates=class_hit_rates(fixed.instance.profiles, fixed.assignments, by_site=fixed.instance.profiles_by_site),
         unserved_share=fixed.summary.unserved_share,
         usd_per_m=fixed.summary.cost_per_million_goodput_tokens_usd,
         steps=None if waterfall is None else _steps(waterfall(fixed)),
@@ -226,7 +226,7 @@ def compare_arrangement(
         fixed = fixed_figures(loaded, plan.instance, waterfall)  # the same world: its round trips are reused
     mine, theirs = _class_figures(plan), fixed.classes
     modes = class_modes(plan)
-    hits = class_hit_rates(plan.instance.profiles, plan.assignments)
+    hits = class_hit_rates(plan.instance.profiles, plan.assignments, by_site=plan.instance.profiles_by_site)
     fixed_hits = fixed.hit_rates
     classes: dict[str, dict[str, Any]] = {
         name: {
@@ -280,8 +280,24 @@ def compare_arrangement(
         "mode_reasons": mode_reasons(plan) if len(plan.assignments) else {},
         **({"cross_metro": xm} if (xm := cross_metro_summary(plan)) is not None else {}),
         "hit_rates_by_site": hits_or_empty(plan),
-        "cache_warmup_nodes_per_site": plan.instance.cache_warmup_nodes,
+        "cache_warmup_nodes_per_site": _warmup_nodes(plan),
+        **({"kv_tiers_by_site": _tiers_by_site(plan)} if plan.instance.site_set is not None else {}),
     }
+
+
+def _warmup_nodes(plan: Plan) -> int | dict[str, int]:
+    """Cold-cache nodes per open site: one figure where every site's tier holds the same, else by open site."""
+    nodes = plan.instance.cache_warmup_nodes
+    if len(set(nodes.tolist())) <= 1:
+        return int(nodes[0]) if len(nodes) else 0
+    opened = plan.sites["open"].to_numpy(bool)
+    return {str(s): int(n) for s, n, o in zip(plan.sites["site_id"], nodes.tolist(), opened, strict=True) if o}
+
+
+def _tiers_by_site(plan: Plan) -> dict[str, str]:
+    """Open site -> its KV cache tier (sites of several tiers)."""
+    opened = np.flatnonzero(plan.sites["open"].to_numpy(bool)).tolist()
+    return {str(plan.sites["site_id"].iat[j]): plan.instance.site_tier(j) for j in opened}
 
 
 def arrangement_lines(arrangement: dict[str, Any]) -> list[str]:

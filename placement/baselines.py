@@ -97,7 +97,7 @@ def evaluate(instance: Instance, name: str, preferred_sites: NDArray[np.int64]) 
         counts only commodities served inside their objective.
     """
     slices, weight, mean, per_node = _commodity_arrays(instance)
-    if instance.laddered:  # each commodity at its preferred site runs its rung there (serving.node_ttft_ladder)
+    if instance.varies_by_pair:  # each commodity at its preferred site runs its option there (a rung, the site's KV tier)
         chosen = preferred_sites >= 0
         option = instance.option_at(np.flatnonzero(chosen), preferred_sites[chosen])
         weight, per_node = weight.copy(), per_node.copy()

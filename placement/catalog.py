@@ -51,6 +51,13 @@ COLUMNS: tuple[Column, ...] = (
         "(colocation, greenfield); blank: backbone where providers names a cloud region, else transit",
         may_be_absent=True,
     ),
+    Column(
+        "kv_tier",
+        required=False,
+        help="the site's KV cache tier with serving.kv_cache: hbm, dram or nvme (data/serving/kv_tiers.csv); blank: the "
+        "scenario's",
+        may_be_absent=True,
+    ),
     Column("grid_region", required=False, help="sites that fail together with their grid region", may_be_absent=True),
     Column("campus", required=False, help="sites that share a campus's substations and fibre", may_be_absent=True),
     Column("corridor", required=False, help="sites whose routes share one subsea or terrestrial corridor", may_be_absent=True),
@@ -147,9 +154,27 @@ def load_catalog(path: str | Path) -> pd.DataFrame:
     raise_if(problems)
     table = pd.DataFrame({c.name: _check_column(raw, c, problems) for c in COLUMNS})
     table["network"] = _site_network(raw, table, problems)
+    table["kv_tier"] = _kv_tier(raw, table, problems)
     unique(raw, "id", problems, what="id", fix="give every site a unique id")
     raise_if(problems)
     return table.reset_index(drop=True)
+
+
+KV_TIERS = ("hbm", "dram", "nvme")
+"""What a site's ``kv_tier`` may say: the tiers of ``data/serving/kv_tiers.csv`` (``prefix_cache.TIER_ORDER``)."""
+
+
+def _kv_tier(raw: Table, table: pd.DataFrame, problems: list[Problem]) -> pd.Series:
+    """Each site's KV cache tier as written ('' where blank: the scenario's)."""
+    written = table["kv_tier"].str.strip().str.lower()
+    bad = ~written.isin([*KV_TIERS, ""])
+    problems.extend(
+        raw.problem(
+            int(k), "kv_tier", f"must be hbm, dram or nvme, got {table['kv_tier'].iloc[k]!r}", "write one, or leave it blank"
+        )
+        for k in bad.to_numpy().nonzero()[0]
+    )
+    return written
 
 
 SITE_NETWORKS = ("backbone", "transit")

@@ -26,14 +26,7 @@ from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_ne
 from placement.network.measurements import calibrate, load_measurements
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
-from placement.profiles import (
-    ClassProfile,
-    catalog_node_capex_usd,
-    class_profiles,
-    class_rungs,
-    cross_metro_profiles,
-    node_kw,
-)
+from placement.profiles import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw
 from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import FREE, CommoditySplit, Regime, regime_mask, residency_mask, scenario_regimes, split_commodities
@@ -51,6 +44,7 @@ from placement.scenario import (
     TimeSection,
     WorkloadClass,
 )
+from placement.tier_sets import ProfileSets, profile_sets
 from placement.timeslices import (
     HOURS,
     block_demand,
@@ -128,8 +122,8 @@ class Instance:
     commodity_regime : numpy.ndarray of int or None
         ``(c,)`` regime whose in-bloc share a commodity is (index into ``regimes``), ``-1`` for the
         rest; None: every commodity is one whole (population, class).
-    cache_warmup_nodes : int
-        Nodes every open site holds for prefilling the shared prefixes its cache misses (``serving.kv_cache``;
+    cache_warmup_nodes : numpy.ndarray of int
+        ``(m,)`` nodes each open site holds for prefilling the shared prefixes its cache misses (``serving.kv_cache``;
         :func:`with_cache_warmup`): in the site's fixed cost and off its power.
     rungs : list of list of ClassProfile
         Per class, its profiles at the node TTFT budgets of ``serving.node_ttft_ladder``, loosest first
@@ -138,6 +132,14 @@ class Instance:
     cross_metro : CrossMetro or None
         With ``serving.cross_metro_prefill``: each class's cross-metro profile and the columns appended to
         ``inputs`` (pairs from ``cross_metro.pairs.first`` on load their decode site and a prefill site).
+    tier_sets : list of list of list of ClassProfile
+        With ``serving.kv_cache`` and sites of more than one KV cache tier (the catalog's ``kv_tier``): per tier of
+        :attr:`tier_names`, each class's rungs (one without a ladder) on a node with that tier; a pair runs its site's
+        set. Empty: one set, ``rungs`` (or the class profiles), at every site.
+    tier_names : tuple of str
+        The KV cache tier of each set (with ``serving.kv_cache``; the scenario's tier first).
+    site_set : numpy.ndarray of int or None
+        ``(m,)`` each site's set in :attr:`tier_sets` (None: one set).
     """
 
     loaded: LoadedScenario
@@ -167,9 +169,12 @@ class Instance:
     failure_domain_grouping: str | None = None
     regimes: list[Regime] = field(default_factory=list)
     commodity_regime: IntArray | None = None
-    cache_warmup_nodes: int = 0
+    cache_warmup_nodes: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     rungs: list[list[ClassProfile]] = field(default_factory=list)
     cross_metro: CrossMetro | None = None
+    tier_sets: list[list[list[ClassProfile]]] = field(default_factory=list)
+    tier_names: tuple[str, ...] = ()
+    site_set: IntArray | None = None
 
     def split(self) -> CommoditySplit:
         """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""
@@ -187,32 +192,69 @@ class Instance:
     @property
     def laddered(self) -> bool:
         """Whether some class runs more than one node TTFT budget (``serving.node_ttft_ladder``)."""
-        return any(len(r) > 1 for r in self.rungs)
+        return any(len(r) > 1 for r in self.rungs) or any(len(r) > 1 for rungs in self.tier_sets for r in rungs)
+
+    @property
+    def varies_by_pair(self) -> bool:
+        """Whether a (commodity, site) pair's profile is not just its class's: a ladder, or sites of several KV tiers."""
+        return self.laddered or len(self.tier_sets) > 1
+
+    def _sets(self) -> list[list[list[ClassProfile]]]:
+        """Each set's rungs per class: the tier sets, or the one set of ``rungs`` (or of the class profiles)."""
+        if self.tier_sets:
+            return self.tier_sets
+        return [self.rungs if any(len(r) > 1 for r in self.rungs) else [[p] for p in self.profiles]]
 
     def _flat(self) -> tuple[list[ClassProfile], IntArray, IntArray]:
-        return flatten_rungs(self.rungs if self.laddered else [[p] for p in self.profiles])
+        return flatten_sets(self._sets())
 
     @property
     def options(self) -> list[ClassProfile]:
-        """Every (class, rung) profile, class by class (the class profiles themselves without a ladder)."""
+        """Every (set, class, rung) profile, set by set and class by class (the class profiles with one set, no ladder)."""
         return self._flat()[0]
-
-    @property
-    def option_offset(self) -> IntArray:
-        """``(k,)`` index in :attr:`options` of each class's loosest rung."""
-        return self._flat()[1]
 
     @property
     def option_class(self) -> IntArray:
         """Class of each of :attr:`options`."""
         return self._flat()[2]
 
+    def profiles_at(self, site: int) -> list[ClassProfile]:
+        """The class profiles (each class's loosest rung) on the node of one site: its KV tier's where they differ."""
+        if self.site_set is None:
+            return self.profiles
+        return [rungs[0] for rungs in self.tier_sets[int(self.site_set[site])]]
+
+    @property
+    def profiles_by_site(self) -> dict[str, list[ClassProfile]] | None:
+        """Site id -> its node's class profiles, where sites' KV tiers differ (None: every site has :attr:`profiles`)."""
+        if self.site_set is None:
+            return None
+        return {str(site_id): self.profiles_at(j) for j, site_id in enumerate(self.sites["id"])}
+
+    def site_tier(self, site: int) -> str:
+        """The KV cache tier of a site ('' without ``serving.kv_cache``)."""
+        if not self.tier_names:
+            return ""
+        return self.tier_names[0 if self.site_set is None else int(self.site_set[site])]
+
     def option_at(self, commodity: IntArray, site: IntArray) -> IntArray:
         """The option (index into :attr:`options`) each (commodity, site) pair runs, element-wise."""
         commodity, site = np.asarray(commodity, dtype=np.int64), np.asarray(site, dtype=np.int64)
         workload = self.commodity_class[commodity]
         rtt = self.rtt_ms[self.commodity_population[commodity], site]
-        return self.option_offset[workload] + rung_index(self.rungs, workload, rtt, self.retrieval_extra_ms[workload, site])
+        return self._option_of(workload, site, rtt, self.retrieval_extra_ms[workload, site])
+
+    def _option_of(self, workload: IntArray, site: IntArray, rtt: FloatArray, extra: FloatArray) -> IntArray:
+        """The option of each element: its site's set, its class, the loosest rung inside the objective (same shapes)."""
+        _, offset, _ = self._flat()
+        sets = self._sets()
+        group = np.zeros(np.shape(rtt), dtype=np.int64) if self.site_set is None else self.site_set[site]
+        out = np.zeros(np.shape(rtt), dtype=np.int64)
+        for g, rungs in enumerate(sets):
+            mask = group == g
+            if mask.any():
+                out[mask] = offset[g, workload[mask]] + rung_index(rungs, workload[mask], rtt[mask], extra[mask])
+        return out
 
     @property
     def classes(self) -> list[WorkloadClass]:
@@ -248,16 +290,17 @@ class Instance:
         commodity = np.asarray(commodity, dtype=np.int64)
         population, workload = self.commodity_population[commodity], self.commodity_class[commodity]
         rtt = self.rtt_ms[population, site]
-        laddered = profiles is None and self.laddered
+        laddered = profiles is None and self.varies_by_pair
         profiles = self.profiles if profiles is None else profiles
         round_trips = np.array([p.round_trips for p in profiles])[workload]
         fixed = np.array([p.fixed_ttft_ms for p in profiles])[workload]
         extra = self.retrieval_extra_ms[workload, site]
         if rtt.ndim > np.ndim(workload):  # one commodity (or an array of them) against every site in ``site``
             round_trips, fixed = np.expand_dims(round_trips, -1), np.expand_dims(fixed, -1)
-        if laddered:  # each pair's own rung
+        if laddered:  # each pair's own rung (at its site's KV tier)
             klass = np.broadcast_to(np.expand_dims(workload, -1) if rtt.ndim > np.ndim(workload) else workload, np.shape(rtt))
-            option = self.option_offset[klass] + rung_index(self.rungs, klass, rtt, extra)
+            where = np.broadcast_to(np.arange(self.rtt_ms.shape[1])[site], np.shape(rtt))
+            option = self._option_of(klass, where, rtt, np.broadcast_to(extra, np.shape(rtt)))
             fixed = np.array([p.fixed_ttft_ms for p in self.options])[option]
         return np.asarray(round_trips * rtt + fixed + extra)
 
@@ -644,6 +687,18 @@ def flatten_rungs(rungs: list[list[ClassProfile]]) -> tuple[list[ClassProfile], 
     return [p for r in rungs for p in r], offset, np.repeat(np.arange(len(rungs), dtype=np.int64), sizes)
 
 
+def flatten_sets(sets: list[list[list[ClassProfile]]]) -> tuple[list[ClassProfile], IntArray, IntArray]:
+    """:func:`flatten_rungs` of several sets in one list: the profiles, ``(G, k)`` each set's class's first, each's class."""
+    flat: list[ClassProfile] = []
+    offsets, classes = [], []
+    for rungs in sets:
+        profiles, offset, klass = flatten_rungs(rungs)
+        offsets.append(offset + len(flat))
+        classes.append(klass)
+        flat += profiles
+    return flat, np.array(offsets, dtype=np.int64).reshape(len(sets), -1), np.concatenate(classes).astype(np.int64)
+
+
 def rung_index(rungs: list[list[ClassProfile]], workload: IntArray, rtt_ms: FloatArray, extra_ms: FloatArray) -> IntArray:
     """The loosest rung of its class whose p99 TTFT fits the objective, element-wise (the tightest where none does).
 
@@ -675,20 +730,31 @@ def rung_index(rungs: list[list[ClassProfile]], workload: IntArray, rtt_ms: Floa
     return out
 
 
-def commodity_rungs(
-    rungs: list[list[ClassProfile]],
+def commodity_options(
+    sets: ProfileSets,
     rtt_ms: FloatArray,
     retrieval_extra: FloatArray,
     commodity_class: IntArray,
     commodity_population: IntArray,
-) -> NDArray[np.int8]:
-    """``(c, m)`` rung of every commodity at every site (one class at a time, by population)."""
-    out = np.zeros((len(commodity_class), rtt_ms.shape[1]), dtype=np.int8)
-    for k in range(len(rungs)):
-        of_class = commodity_class == k
-        klass = np.full(rtt_ms.shape, k, dtype=np.int64)
-        by_population = rung_index(rungs, klass, rtt_ms, np.broadcast_to(retrieval_extra[k][None, :], rtt_ms.shape))
-        out[of_class] = by_population[commodity_population[of_class]]
+) -> NDArray[np.int16]:
+    """``(c, m)`` option (:func:`flatten_sets`) of every commodity at every site: its site's set, the loosest rung that fits.
+
+    One class and one set at a time, by population.
+    """
+    _, offset, _ = flatten_sets(sets.sets)
+    m = rtt_ms.shape[1]
+    group = np.zeros(m, dtype=np.int64) if sets.site_set is None else sets.site_set
+    out = np.zeros((len(commodity_class), m), dtype=np.int16)
+    for g, rungs in enumerate(sets.sets):
+        where = np.flatnonzero(group == g)
+        rtt = rtt_ms[:, where]
+        for k in range(len(rungs)):
+            of_class = np.flatnonzero(commodity_class == k)
+            klass = np.full(rtt.shape, k, dtype=np.int64)
+            by_population = offset[g, k] + rung_index(
+                rungs, klass, rtt, np.broadcast_to(retrieval_extra[k][None, where], rtt.shape)
+            )
+            out[np.ix_(of_class, where)] = by_population[commodity_population[of_class]]
     return out
 
 
@@ -696,7 +762,7 @@ def merge_commodities(
     allowed: NDArray[np.bool_],
     commodity_class: IntArray,
     commodity_slices: FloatArray,
-    codes: NDArray[np.int8] | None = None,
+    codes: NDArray[np.int16] | None = None,
 ) -> tuple[IntArray, IntArray]:
     """Group interchangeable commodities: same class, same allowed sites, same demand shape.
 
@@ -708,9 +774,9 @@ def merge_commodities(
         ``(c,)`` class of each commodity.
     commodity_slices : numpy.ndarray
         ``(c, T)`` demand per slice.
-    codes : numpy.ndarray of int8, optional
-        ``(c, m)`` rung of each pair (``serving.node_ttft_ladder``): merged commodities run the same rung at
-        every allowed site.
+    codes : numpy.ndarray of int, optional
+        ``(c, m)`` option of each pair (a rung of ``serving.node_ttft_ladder``, a site's KV tier): merged commodities
+        run the same option at every allowed site.
 
     Returns
     -------
@@ -758,6 +824,8 @@ def commodity_within_budget(
     retrieval_extra: FloatArray,
     commodity_class: IntArray,
     commodity_population: IntArray,
+    *,
+    fixed_ms: FloatArray | None = None,
 ) -> NDArray[np.bool_]:
     """Whether each commodity meets its class's p99 TTFT objective at each site.
 
@@ -773,6 +841,9 @@ def commodity_within_budget(
         ``(k, m)`` remote retrieval round trip per class and site. [ms]
     commodity_class, commodity_population : numpy.ndarray of int
         Class and population of each commodity (:func:`commodities`, then the residency regimes' split).
+    fixed_ms : numpy.ndarray, optional
+        ``(k, m)`` the fixed TTFT of each class at each site where it differs by site (sites of several KV tiers);
+        default each profile's. [ms]
 
     Returns
     -------
@@ -781,7 +852,10 @@ def commodity_within_budget(
     """
     within = np.empty((len(commodity_class), rtt_ms.shape[1]), dtype=bool)
     for k, profile in enumerate(profiles):
-        ttft = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
+        if fixed_ms is None:
+            ttft = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
+        else:
+            ttft = profile.round_trips * rtt_ms + fixed_ms[k][None, :] + retrieval_extra[k][None, :]
         of_class = commodity_class == k
         within[of_class] = (ttft <= profile.ttft_objective_ms)[commodity_population[of_class]]
     return within
@@ -886,7 +960,7 @@ def model_rows(
     commodity_slices: FloatArray,
     commodity_mean: FloatArray,
     rtt_ms: FloatArray,
-    codes: NDArray[np.int8] | None = None,
+    codes: NDArray[np.int16] | None = None,
 ) -> ModelRows:
     """Merge interchangeable commodities (:func:`merge_commodities`) and sum their demand.
 
@@ -900,8 +974,8 @@ def model_rows(
         Demand per slice and daily mean of each commodity. [tokens/s]
     rtt_ms : numpy.ndarray
         ``(n, m)`` population-site round trips. [ms]
-    codes : numpy.ndarray of int8, optional
-        ``(c, m)`` rung of each pair (:func:`commodity_rungs`).
+    codes : numpy.ndarray of int, optional
+        ``(c, m)`` option of each pair (:func:`commodity_options`).
 
     Returns
     -------
@@ -965,7 +1039,7 @@ def placement_input(
     *,
     price_multiplier: FloatArray,
     sections: ModelSections,
-    options: tuple[list[ClassProfile], IntArray, NDArray[np.int8]] | None = None,
+    options: tuple[list[ClassProfile], NDArray[np.int16]] | None = None,
 ) -> PlacementInput:
     """The model arrays: rows, allowed pairs, capacity and cost per site.
 
@@ -992,8 +1066,8 @@ def placement_input(
     sections : ModelSections
         The scenario's sections the model reads.
     options : tuple, optional
-        ``(profiles of every (class, rung), offset of each class's first rung, (r, m) rung of each row's pairs)``
-        with ``serving.node_ttft_ladder``: each pair then uses its own rung's goodput.
+        ``(profiles of every option, (r, m) option of each row's pairs)`` with ``serving.node_ttft_ladder`` or sites of
+        several KV tiers: each pair then uses its own option's goodput.
 
     Returns
     -------
@@ -1002,9 +1076,9 @@ def placement_input(
     """
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(pair_allowed))
     pair_class = row_class[pair_row]
-    if options is not None:  # a pair's option: its class's rung there
-        profiles, offset, row_codes = options
-        pair_class = offset[pair_class] + row_codes[pair_row, pair_site].astype(np.int64)
+    if options is not None:  # a pair's option: its class's rung there, at its site's tier
+        profiles, row_codes = options
+        pair_class = row_codes[pair_row, pair_site].astype(np.int64)
     nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in profiles])
     energy = _pair_energy_usd_per_h(
         sites,
@@ -1040,19 +1114,14 @@ def placement_input(
     )
 
 
-def cache_warmup_nodes(profiles: list[ClassProfile]) -> int:
-    """Whole nodes an open site holds for the shared prefixes it misses: the classes' peak miss work, rounded up."""
-    return int(np.ceil(sum(p.warmup_nodes for p in profiles) - 1e-9))
-
-
-def with_cache_warmup(inputs: PlacementInput, node_usd_per_h: FloatArray, nodes: int) -> PlacementInput:
+def with_cache_warmup(inputs: PlacementInput, node_usd_per_h: FloatArray, nodes: IntArray) -> PlacementInput:
     """The model arrays with ``nodes`` held at every open site: their cost in the site's fixed cost, their power off its MW.
 
     The miss work of a site peaks at a level of traffic and falls as its shared prefixes get hot
     (:func:`placement.serving.prefix_cache.miss_peak`), so charging the peak to every open site never under-counts
     its nodes, and makes each further site pay for its cold cache: the consolidation the cache rewards.
     """
-    if nodes <= 0:
+    if not np.any(nodes > 0):
         return inputs
     return replace(
         inputs,
@@ -1137,12 +1206,15 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     regimes = scenario_regimes(loaded)
     split = split_commodities(population_country, commodity_population, commodity_class, regimes)
     commodity_population, commodity_class = split.population, split.workload
-    profiles = class_profiles(classes, scenario.serving, source=source)
-    rungs = class_rungs(classes, scenario.serving, profiles, source=source) if scenario.serving.node_ttft_ladder else []
+    sets = profile_sets(classes, scenario.serving, sites, source=source)
+    profiles = sets.profiles
+    rungs = sets.sets[0] if scenario.serving.node_ttft_ladder else []
     retrieval_extra = retrieval_extra_ms(classes, sites, latency, source=source, quantile=quantile)
-    # a pair is inside its objective if some rung fits: the one with the least fixed TTFT
+    # a pair is inside its objective if some rung fits (at its site's KV tier): the one with the least fixed TTFT
     reach = [min(r, key=lambda p: p.fixed_ttft_ms) for r in rungs] if rungs else profiles
-    within_budget = commodity_within_budget(rtt, reach, retrieval_extra, commodity_class, commodity_population)
+    within_budget = commodity_within_budget(
+        rtt, reach, retrieval_extra, commodity_class, commodity_population, fixed_ms=reach_fixed_ms(sets, len(sites))
+    )
     permitted = commodity_permitted(population_country, sites["country_code"].to_numpy(str), scenario.residency, split, regimes)
     allowed = within_budget & permitted & (sites["mw_available"].to_numpy(float) > 0)[None, :]
     commodity_slices, commodity_mean = commodity_demand(pop_slices, pop_mean, classes, commodity_population, commodity_class)
@@ -1150,13 +1222,14 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     kw = node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, len(slice_hours), resolve)
     node_cost = site_node_cost(scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier)
-    laddered = any(len(r) > 1 for r in rungs)
-    codes = commodity_rungs(rungs, rtt, retrieval_extra, commodity_class, commodity_population) if laddered else None
+    node_cost = with_tier_cost(node_cost, sets.tier_usd_per_node_h(len(sites)))
+    laddered = any(len(r) > 1 for group in sets.sets for r in group)
+    varies = laddered or len(sets.sets) > 1
+    codes = commodity_options(sets, rtt, retrieval_extra, commodity_class, commodity_population) if varies else None
     rows = model_rows(allowed, commodity_class, commodity_population, commodity_slices, commodity_mean, rtt, codes)
     options = None
     if codes is not None:
-        flat, offset, _ = flatten_rungs(rungs)
-        options = (flat, offset, codes[rows.modelled])
+        options = (flatten_sets(sets.sets)[0], codes[rows.modelled])
     sections = ModelSections(
         scenario.economics, scenario.serving, scenario.sites_open, scenario.fault_tolerance, scenario.demand.peak_factor
     )
@@ -1183,7 +1256,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")
     domains = fault_domains(scenario.fault_tolerance, sites, source=source)
     names, failure_domains = _failure_domains(domains, sites)
-    warmup = cache_warmup_nodes(profiles)
+    warmup = sets.warmup_nodes(len(sites))
     inputs = with_cache_warmup(replace(inputs, failure_domains=failure_domains), node_cost.total_usd_per_h, warmup)
     progress(
         f"model: {len(commodity_population)} commodities in {len(rows.modelled)} rows x {len(slice_hours)} slices, "
@@ -1218,9 +1291,27 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         regimes=regimes,
         commodity_regime=split.regime if regimes else None,
         cache_warmup_nodes=warmup,
-        rungs=rungs if laddered else [],
+        rungs=rungs if any(len(r) > 1 for r in rungs) else [],
         cross_metro=cross,
+        tier_sets=sets.sets if len(sets.sets) > 1 else [],
+        tier_names=sets.names if sets.names[0] else (),
+        site_set=sets.site_set,
     )
+
+
+def reach_fixed_ms(sets: ProfileSets, m: int) -> FloatArray | None:
+    """``(k, m)`` each class's least fixed TTFT at each site's KV tier (any rung), or None with one set."""
+    if sets.site_set is None:
+        return None
+    per_set = np.array([[min(p.fixed_ttft_ms for p in rungs) for rungs in group] for group in sets.sets])  # (G, k)
+    return np.asarray(per_set[sets.site_set].T)
+
+
+def with_tier_cost(cost: NodeCost, tier_usd_per_node_h: FloatArray) -> NodeCost:
+    """The node cost with what each site's KV tier adds (``kv_tiers.csv`` ``usd_per_node_h``), as node capex."""
+    if not np.any(tier_usd_per_node_h):
+        return cost
+    return replace(cost, node_capex_usd_per_h=np.asarray(cost.node_capex_usd_per_h + tier_usd_per_node_h))
 
 
 def row_worst(values: FloatArray, row_of_commodity: IntArray, commodity_population: IntArray, n_rows: int) -> FloatArray:

@@ -310,7 +310,8 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             "open": solution.open,
             "locked": sites["locked"],
             "nodes": solution.nodes,
-            **({"cache_warmup_nodes": warmup} if instance.cache_warmup_nodes else {}),
+            **({"kv_tier": [instance.site_tier(j) for j in range(len(sites))]} if instance.tier_names else {}),
+            **({"cache_warmup_nodes": warmup} if instance.cache_warmup_nodes.any() else {}),
             "mw_used": mw_used,
             "mw_available": sites["mw_available"],
             "power_price_usd_per_mwh": sites["power_price_usd_per_mwh"],
@@ -408,7 +409,7 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
     for name in COMPONENTS:
         frame[name] = 0.0
     # each pair's own profile: its class's, or with serving.node_ttft_ladder the rung it runs there
-    option = instance.option_at(commodity, site) if instance.laddered else klass
+    option = instance.option_at(commodity, site) if instance.varies_by_pair else klass
     option_class = instance.option_class
     for o, profile in enumerate(instance.options):
         mask = option == o
@@ -420,6 +421,7 @@ def _assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Dat
         budget = np.array([(w.serving_ttft_budget_ms or 0.0) for w in instance.classes])
         share = np.array([p.node_ttft_share for p in instance.options])
         frame["node_ttft_budget_ms"] = budget[klass] * share[option]
+    if instance.varies_by_pair:
         frame["goodput_tok_s_per_node"] = np.array([p.goodput_tok_s_per_node for p in instance.options])[option]
     if instance.cross_metro is not None:
         _cross_metro_columns(instance, frame, pair, commodity, rtt)
@@ -523,10 +525,11 @@ def _interactive_names(classes: list[WorkloadClass]) -> list[str]:
     return [c.name for c in classes if not c.time_shiftable] or [c.name for c in classes]
 
 
-def _hit_rates(profiles: list[ClassProfile], assignments: pd.DataFrame) -> dict[str, float]:
+def _hit_rates(instance: Instance, assignments: pd.DataFrame) -> dict[str, float]:
     """Each class's hit rate: its sites' own with the cache model (``serving.kv_cache``), else its fixed figure."""
+    profiles = instance.profiles
     if any(p.cache is not None for p in profiles):
-        return class_hit_rates(profiles, assignments)
+        return class_hit_rates(profiles, assignments, by_site=instance.profiles_by_site)
     return {p.name: p.cache_hit_rate for p in profiles}
 
 
@@ -646,7 +649,7 @@ def summarise(
         p99_ttft_ms_max=ttft_max,
         p99_ttft_ms_mean=ttft_mean,
         p99_itl_ms=max(p.itl_ms for p in instance.profiles if p.name in interactive_names),
-        cache_hit_rate=weighted_hit_rate(served_by_class, _hit_rates(instance.profiles, assignments)),
+        cache_hit_rate=weighted_hit_rate(served_by_class, _hit_rates(instance, assignments)),
         node_kw=instance.node_kw,
         fault_domain_coverage=fault_domain_coverage(instance.allowed, solution.open, instance.commodity_mean_demand_tok_s),
         n_plus_one=instance.inputs.fault_tolerant,

@@ -30,6 +30,22 @@ SMALL_CITIES = (
 )
 
 
+def computed_chat(ttft_ms: float, **overrides: Any) -> dict[str, Any]:
+    """The default world's chat class on the serving model (conversation-trace lengths, a 170 ms node budget)."""
+    return {
+        "name": "chat",
+        "share": 1.0,
+        "ttft_p99_ms": ttft_ms,
+        "itl_p99_ms": 50,
+        "serving_ttft_budget_ms": 170,
+        "input_tokens": 1155,
+        "input_tokens_max": 4142,
+        "output_tokens": 211,
+        "prefix_cache_hit_rate": 0.5,
+        **overrides,
+    }
+
+
 def scenario_dict(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "name": "small",

@@ -18,7 +18,7 @@ from placement.arrangement import hit_rates_by_site
 from placement.instance import build_instance
 from placement.plan import run, solve_instance
 from placement.scenario import load_scenario
-from tests.conftest import CATALOG_HEADER, write_scenario
+from tests.conftest import CATALOG_HEADER, computed_chat, write_scenario
 
 CATALOG = CATALOG_HEADER + (
     "atlanta,Atlanta,US,North America,33.75,-84.39,50,40,1.3,10000000,{locked}\n"
@@ -32,18 +32,7 @@ CITIES = (
 
 
 def _scenario(folder: Path, *, ttft_ms: float, cache: bool, locked: bool = False, catalog: str = CATALOG) -> Path:
-    chat = {
-        "name": "chat",
-        "share": 1.0,
-        "ttft_p99_ms": ttft_ms,
-        "itl_p99_ms": 50,
-        "serving_ttft_budget_ms": 170,
-        "input_tokens": 1155,
-        "input_tokens_max": 4142,
-        "output_tokens": 211,
-        "prefix_cache_hit_rate": 0.5,
-        "prefix_reuse": "chat",
-    }
+    chat = computed_chat(ttft_ms, prefix_reuse="chat")
     serving = {"model": "llama-3.1-70b", "accelerator": "h100-sxm", "kv_cache": {"tier": "dram"} if cache else None}
     folder.mkdir(parents=True, exist_ok=True)
     return write_scenario(
@@ -84,7 +73,7 @@ def test_consolidating_raises_the_hit_rate_and_lowers_the_cost(tmp_path: Path, t
     assert _served(without.sites)["atlanta"] > 0, "without the cache model Nashville goes where power is cheap"
 
     plan = run(load_scenario(_scenario(tmp_path / "on", ttft_ms=objective, cache=True)))
-    assert plan.instance.cache_warmup_nodes == 1
+    assert plan.instance.cache_warmup_nodes.tolist() == [1, 1], "one cold-cache node at each site"
     served = _served(plan.sites)
     assert served["atlanta"] == 0 and served["chicago"] > 0, "with it both cities are served from Chicago"
     # brute force over the designs: both sites open (locked) costs more; Chicago alone is the optimum

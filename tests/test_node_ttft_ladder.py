@@ -18,7 +18,7 @@ from placement._errors import InputError
 from placement.instance import build_instance
 from placement.plan import solve_instance
 from placement.scenario import load_scenario
-from tests.conftest import CATALOG_HEADER, write_scenario
+from tests.conftest import CATALOG_HEADER, computed_chat, write_scenario
 
 CATALOG = CATALOG_HEADER + "chicago,Chicago,US,North America,41.88,-87.63,50,80,1.3,10000000,false\n"
 CITIES = (
@@ -29,17 +29,7 @@ CITIES = (
 
 
 def _scenario(folder: Path, *, ttft_ms: float, ladder: list[float] | None, **serving: object) -> Path:
-    chat = {
-        "name": "chat",
-        "share": 1.0,
-        "ttft_p99_ms": ttft_ms,
-        "itl_p99_ms": 50,
-        "serving_ttft_budget_ms": 170,
-        "input_tokens": 1155,
-        "input_tokens_max": 4142,
-        "output_tokens": 211,
-        "prefix_cache_hit_rate": 0.5,
-    }
+    chat = computed_chat(ttft_ms)
     folder.mkdir(parents=True, exist_ok=True)
     return write_scenario(
         folder,
@@ -89,7 +79,7 @@ def test_a_far_population_runs_the_tighter_budget_and_the_nodes_add_up_by_hand(t
 def test_without_a_ladder_nothing_changes_and_bad_ladders_are_refused(tmp_path: Path) -> None:
     instance = build_instance(load_scenario(_scenario(tmp_path / "none", ttft_ms=400, ladder=None)))
     assert instance.rungs == [] and not instance.laddered and instance.options == instance.profiles
-    assert np.array_equal(instance.option_offset, np.arange(len(instance.profiles)))
+    assert np.array_equal(instance.option_class, np.arange(len(instance.profiles))) and not instance.varies_by_pair
     with pytest.raises(InputError, match="between 0 and 1"):
         load_scenario(_scenario(tmp_path / "bad", ttft_ms=400, ladder=[0.8, 1.2]))
     with pytest.raises(InputError, match="single-year plan only"):
