@@ -319,6 +319,7 @@ def arrangement_lines(arrangement: dict[str, Any]) -> list[str]:
             f"{c['goodput_tok_s_per_node']:,.0f} tok/s per node against "
             f"{c['goodput_tok_s_per_node_fixed_arrangement']:,.0f}{step}{_hit_text(c)}{_budget_text(c)}"
         )
+    lines += _cross_metro_lines(arrangement.get("cross_metro"))
     total, fixed_total = (
         arrangement["usd_per_million_goodput_tokens"],
         arrangement["usd_per_million_goodput_tokens_fixed_arrangement"],
@@ -327,6 +328,26 @@ def arrangement_lines(arrangement: dict[str, Any]) -> list[str]:
         lines.append(
             f"  - the plan: ${total:.3f}/M against ${fixed_total:.3f}/M fixed ({total / fixed_total - 1:+.1%}); "
             f"unserved {arrangement['unserved_share']:.2%} against {arrangement['unserved_share_fixed_arrangement']:.2%}"
+        )
+    return lines
+
+
+def _cross_metro_lines(cross: dict[str, Any] | None) -> list[str]:
+    """Per class, what cross-metro prefill carried (share, links, WAN) or why it has no column."""
+    if cross is None:
+        return []
+    lines = []
+    for name, c in cross["classes"].items():
+        if c["why_none"]:
+            lines.append(f"  - {name}: no cross-metro prefill: {c['why_none']}")
+            continue
+        links = [link for link in cross["links"] if link["class"] == name]
+        wan = sum(link["wan_usd_per_h"] for link in links)
+        lines.append(
+            f"  - {name}: cross-metro prefill carries {c['share_of_class']:.1%} of its goodput over {len(links)} links "
+            f"(${wan:,.0f}/h of WAN; {c['columns']:,} columns offered)"
+            if links
+            else f"  - {name}: cross-metro prefill offered on {c['columns']:,} columns, none taken: serving it whole is cheaper"
         )
     return lines
 

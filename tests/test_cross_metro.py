@@ -201,7 +201,8 @@ def test_the_cli_writes_the_links_and_refuses_n_plus_one(tmp_path: Path) -> None
         sites.loc["frankfurt", "serving_mode_rag"] == "cross-metro"
         and sites.loc["amsterdam", "serving_mode_rag"] == "prefill-pool"
     )
-    assert "WAN transport" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "WAN transport" in report and "rag: cross-metro prefill carries" in report
     text = (tmp_path / "cli" / "scenario.yaml").read_text() + "fault_tolerance: {n_plus_one: true}\n"
     (tmp_path / "cli" / "scenario.yaml").write_text(text)
     assert main(["validate", str(scenario)]) != 0
