@@ -6,6 +6,7 @@ out of this module; :mod:`placement.outputs.writer` writes them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -943,6 +944,8 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     scenario = instance.loaded.scenario
     policy = scenario.policy
     options = scenario.solver.options(msg=msg)
+    deadline = None if options.time_limit_s is None else time.perf_counter() + options.time_limit_s
+    options = replace(options, progress=progress, deadline=deadline)  # the time limit bounds the whole solve
     notes: list[str] = []
     no_power = _no_power_message(instance)
     if no_power is not None:
@@ -964,7 +967,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     notes += unprotectable
     progress(
         f"solving with {options.name} (gap {options.gap:g}, node limit {options.node_limit}, "
-        f"time limit {options.time_limit_s} s as a safety net)"
+        f"time limit {options.time_limit_s} s for the whole solve)"
     )
     if policy.serving == "optional":
         data = instance.inputs

@@ -106,7 +106,9 @@ def route_on_open_sites(data: PlacementInput, solution: PlacementSolution, optio
     The routed shares are kept only if they pass every check and cost the same.
     """
     tic = time.perf_counter()
-    routed_shares = route_nearest_arrays(data, solution.open, solution.nodes, solution.pair_share, threads=options.threads)
+    routed_shares = route_nearest_arrays(
+        data, solution.open, solution.nodes, solution.pair_share, threads=options.threads, time_limit_s=options.remaining_s()
+    )
     if routed_shares is None:
         return solution
     cost = data.cost_usd_per_h(solution.open, solution.nodes, routed_shares)

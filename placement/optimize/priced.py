@@ -101,6 +101,21 @@ def _within_cap(data: PlacementInput, solution: PlacementSolution, cap: float | 
     return left <= limit * (1 + 1e-6) + 1e-6 * max(1.0, float(data.mean_demand_tok_s.sum()))
 
 
+def with_deadline(options: SolverOptions, start: float) -> SolverOptions:
+    """The options with the whole solve's deadline: ``time_limit_s`` from ``start``, or an earlier one they carry."""
+    ends = [
+        d for d in (options.deadline, None if options.time_limit_s is None else start + options.time_limit_s) if d is not None
+    ]
+    return replace(options, deadline=min(ends)) if ends else options
+
+
+def _no_answer(data: PlacementInput, options: SolverOptions, why: str, start: float) -> PlacementSolution:
+    """The time limit came before pricing could say anything: no design, and the report says which phase."""
+    report = SolverReport(options.name, SolveStatus.NO_SOLUTION, math.nan, math.nan, math.nan,
+                          time.perf_counter() - start, why, StopReason.TIME_LIMIT)  # fmt: skip
+    return empty(data, report)
+
+
 def _infeasible(data: PlacementInput, options: SolverOptions, least: Relaxation, start: float) -> PlacementSolution:
     """No design serves every commodity: the least-unserved LP's bound proves it."""
     total = float(data.mean_demand_tok_s.sum())
@@ -203,8 +218,10 @@ def _tightened(
     options: SolverOptions,
 ) -> tuple[float, Relaxation, int]:
     """Price on when the answer is not within the gap of the bound: the bound, the last relaxation, extra rounds."""
-    if relative_gap(best.objective_usd_per_h, bound) > options.gap and not cost.converged:
-        cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, lp=lp)
+    if relative_gap(best.objective_usd_per_h, bound) > options.gap and not cost.converged and not options.past_deadline():
+        cost, lp = relax(
+            data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline
+        )
         return max(bound, cost.bound), cost, cost.rounds
     return bound, cost, 0
 
@@ -221,7 +238,8 @@ def _candidates(
     candidates = [rounded]
     report = rounded.report
     rounded_valid = not verify_solution(data, rounded, optional=optional) and _within_cap(data, rounded, cap)
-    if not (rounded_valid and relative_gap(rounded.objective_usd_per_h, cost.bound) <= options.gap) or all_pairs:
+    proven = rounded_valid and relative_gap(rounded.objective_usd_per_h, cost.bound) <= options.gap
+    if (not proven or all_pairs) and not (rounded_valid and options.past_deadline()):
         # The MILP runs only when the rounded LP is not already proven within the gap: that decision, like every
         # stop below, does not depend on the clock. Its time limit is the scenario's, a safety net of its own.
         report, lifted = _restricted_milp(data, pairs, design, cap, options)
@@ -262,17 +280,34 @@ def solve_priced(
         Verified against the full model; ``report`` holds the full-model bound and gap.
     """
     start = time.perf_counter()
+    options = with_deadline(options, start)
     total = float(data.mean_demand_tok_s.sum())
     every = np.arange(len(data.pair_site), dtype=np.int64)
     first_pairs = single_site_pairs(data) if all_pairs else None
-    least, lp = relax(data, objective="unserved", pairs=first_pairs)
+    try:
+        least, lp = relax(data, objective="unserved", pairs=first_pairs, progress=options.progress, deadline=options.deadline)
+    except TimeoutError as exc:
+        return _no_answer(data, options, str(exc), start)
     tolerance = SHORTFALL_TOL * max(total, 1.0)
     if not shortfall and least.bound > tolerance:
         return _infeasible(data, options, least, start)
+    if not shortfall and least.value > tolerance and least.timed_out:
+        return _no_answer(data, options, "the time limit stopped pricing before it found pairs that serve every commodity", start)
     if not shortfall and least.value > tolerance:
         raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
     cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
-    cost, lp = relax(data, objective="cost", unserved_cap_tok_s=cap, target=options.gap * PRICING_TARGET_SHARE, lp=lp)
+    try:
+        cost, lp = relax(
+            data,
+            objective="cost",
+            unserved_cap_tok_s=cap,
+            target=options.gap * PRICING_TARGET_SHARE,
+            lp=lp,
+            progress=options.progress,
+            deadline=options.deadline,
+        )
+    except TimeoutError:  # no least-cost round finished: the least-unserved LP's design, bounded below by 0 only
+        cost = replace(least, bound=0.0, converged=False, timed_out=True)
     pairs = every if all_pairs and not data.has_remote else _milp_pairs(data, least, cost, always=first_pairs)
     optional = cap is not None
     rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
@@ -290,15 +325,21 @@ def solve_priced(
     bound, cost, more = _tightened(data, best, bound, cost, cap, lp, options)
     rounds += more
     del lp  # the restricted LP is done with: routing and the plan's tables need the room
-    if all_pairs and len(pairs) < len(every) and relative_gap(best.objective_usd_per_h, bound) > options.gap:
+    late = options.past_deadline()
+    if not late and all_pairs and len(pairs) < len(every) and relative_gap(best.objective_usd_per_h, bound) > options.gap:
         # a small model whose cross-metro columns the LP left out: the MILP on every pair, from the best answer
         report, pairs, best, bound = _every_pair(data, best, bound, cap, options)
     gap = relative_gap(best.objective_usd_per_h, bound)
     closed = gap <= options.gap + 1e-12
     message = _message(data, (cost, rounds, bound), (report, pairs), rounded, best, cap)
+    stopped_by = _stopped_by(closed, report, rounded)
+    if not closed and (least.timed_out or cost.timed_out):
+        stopped_by = StopReason.TIME_LIMIT
+        limit = "" if options.time_limit_s is None else f" ({options.time_limit_s:g} s)"
+        message += f"; the time limit{limit} stopped LP pricing after {rounds} rounds"
     total_report = SolverReport(
         options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, best.objective_usd_per_h, bound, gap,
-        time.perf_counter() - start, message, _stopped_by(closed, report, rounded),
+        time.perf_counter() - start, message, stopped_by,
     )  # fmt: skip
     solution = replace(
         best, report=total_report, unserved_share=unserved_shares(data, best.pair_share) if optional else best.unserved_share

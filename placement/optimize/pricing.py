@@ -22,6 +22,7 @@ in place, kept in step with HiGHS, which keeps its basis between rounds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -79,6 +80,8 @@ class Relaxation:
         Rows of the last restricted LP.
     history : list of dict
         Per round: restricted LP value, its Lagrangian bound, LP seconds, pairs and rows in the model.
+    timed_out : bool
+        The deadline stopped the rounds (the figures are the last round's that finished).
     """
 
     bound: float
@@ -93,6 +96,7 @@ class Relaxation:
     converged: bool
     rows: int
     history: list[dict[str, float]] = field(default_factory=list)
+    timed_out: bool = False
 
 
 def site_slice_load(data: PlacementInput, shares: FloatArray) -> FloatArray:
@@ -347,11 +351,15 @@ class _Lp:
         self.slice_row[sites, slices] = block.rows
         self.sync.sync()
 
-    def solve(self) -> tuple[FloatArray, FloatArray, float]:
+    def solve(self, time_limit_s: float | None = None) -> tuple[FloatArray, FloatArray, float] | None:
+        """Primal values, duals and value of the restricted LP; None when ``time_limit_s`` stops it first."""
+        self.h.setOptionValue("time_limit", float("inf") if time_limit_s is None else float(time_limit_s))
         self.h.run()
-        status = self.h.getModelStatus()
-        if self.h.modelStatusToString(status) != "Optimal":
-            raise RuntimeError(f"restricted LP: {self.h.modelStatusToString(status)}")
+        status = self.h.modelStatusToString(self.h.getModelStatus())
+        if status == "Time limit reached":
+            return None
+        if status != "Optimal":
+            raise RuntimeError(f"restricted LP: {status}")
         solution = self.h.getSolution()
         return (
             np.asarray(solution.col_value, dtype=float),
@@ -412,6 +420,18 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     return bound, rc_pair
 
 
+def _round_line(objective: str, step: dict[str, float], rounds: int, best: float) -> str:
+    """One pricing round in words: the LP's value, the best bound, their gap, the model's size and what was added."""
+    value = step["value"]
+    gap = abs(value - best) / max(abs(value), 1e-9) if np.isfinite(best) else float("inf")
+    return (
+        f"LP round {rounds} ({'least unserved' if objective == 'unserved' else 'least cost'}): value {value:,.6g}, "
+        f"bound {best:,.6g} (gap {gap:.2%}), {int(step['pairs']):,} pairs, {int(step['rows']):,} rows; "
+        f"+{int(step['priced']):,} priced, +{int(step['slice_cuts']):,} slice and +{int(step['link_cuts']):,} link cuts; "
+        f"{step['lp_s']:.1f} s"
+    )
+
+
 def _remote_unlinked(data: PlacementInput, lp: _Lp, active: BoolArray, shares: FloatArray, opens: FloatArray) -> IntArray:
     """Cross-metro pairs in the model whose share exceeds their second site's open value and has no linking row yet."""
     far = data.remote_pairs
@@ -431,6 +451,8 @@ def relax(
     max_rounds: int = MAX_ROUNDS,
     target: float = CONVERGED,
     lp: _Lp | None = None,
+    progress: Callable[[str], None] | None = None,
+    deadline: float | None = None,
 ) -> tuple[Relaxation, _Lp]:
     """Solve the LP relaxation of the full model by pricing pairs and cutting slices.
 
@@ -452,6 +474,16 @@ def relax(
     lp : optional
         A restricted LP from an earlier call on the same data, kept with its pairs, slices and (same
         objective and cap) best bound.
+    progress : callable, optional
+        Receives a line per round: the restricted LP's value, the bound, their gap, what was priced and cut.
+    deadline : float, optional
+        ``time.perf_counter()`` by which the rounds must end: the LP of a round gets what is left, and one it stops
+        (or a round that would start after it) ends the rounds with the last round that finished.
+
+    Raises
+    ------
+    TimeoutError
+        The deadline came before the first round's LP finished (there is no bound to hand back).
 
     Returns
     -------
@@ -466,9 +498,12 @@ def relax(
     """
     if lp is None and objective == "cost":
         # A few pairs per commodity may not carry the demand: the least-unserved LP first finds pairs that do.
-        least, lp = relax(data, objective="unserved", pairs=pairs)
+        least, lp = relax(data, objective="unserved", pairs=pairs, progress=progress, deadline=deadline)
         cap = 0.0 if unserved_cap_tok_s is None else unserved_cap_tok_s
-        if least.value > cap * (1 + 1e-9) + 1e-9 * max(float(data.mean_demand_tok_s.sum()), 1.0):
+        short = least.value > cap * (1 + 1e-9) + 1e-9 * max(float(data.mean_demand_tok_s.sum()), 1.0)
+        if short and least.timed_out:
+            raise TimeoutError("the time limit stopped pricing before it found pairs that meet the unserved cap")
+        if short:
             raise ValueError(f"no design found that leaves at most {cap:,.6g} tok/s unserved: the least is {least.bound:,.6g}")
         pairs = None
     if lp is None:
@@ -493,12 +528,22 @@ def relax(
     best = -np.inf if lp.best_bound is None else lp.best_bound
     history: list[dict[str, float]] = []
     rounds = 0
-    converged = False
+    converged = timed_out = False
     while True:
-        rounds += 1
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0 and rounds > 0:
+            timed_out = True
+            break
         tic = time.perf_counter()
-        col, dual, value = lp.solve()
+        solved = lp.solve(None if left is None else max(left, 1.0))
         lp_s = time.perf_counter() - tic
+        if solved is None:
+            if rounds == 0:
+                raise TimeoutError(f"the time limit came before the first LP of pricing finished ({lp_s:.1f} s)")
+            timed_out = True
+            break
+        rounds += 1
+        col, dual, value = solved
         bound, rc_pair = _lagrangian(lp, dual)
         best = max(best, bound)
         shares = np.zeros(len(data.pair_site))
@@ -528,6 +573,8 @@ def relax(
             "value": value, "bound": bound, "lp_s": lp_s, "pairs": int(active.sum()), "rows": lp.n_rows,
             "slice_cuts": int(over.sum()), "link_cuts": len(unlinked) + len(remote_unlinked), "priced": len(priced),
         })  # fmt: skip
+        if progress is not None:
+            progress(_round_line(objective, history[-1], rounds, best))
         done = not over.any() and len(priced) == 0 and len(unlinked) == 0 and len(remote_unlinked) == 0
         if done or closed or rounds >= max_rounds:
             converged = done
@@ -550,5 +597,6 @@ def relax(
         converged=converged,
         rows=lp.n_rows,
         history=history,
+        timed_out=timed_out,
     )
     return relaxation, lp

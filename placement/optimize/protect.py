@@ -325,8 +325,11 @@ def _run(blocks: _Blocks, options: SolverOptions, *, time_limit_s: float | None)
 
 
 def _remaining(options: SolverOptions, start: float) -> float | None:
+    """What is left of this step's time limit, and no more than what is left of the whole solve's."""
     limit = options.time_limit_s
-    return None if limit is None else limit - (time.perf_counter() - start)
+    own = None if limit is None else limit - (time.perf_counter() - start)
+    whole = options.remaining_s()
+    return whole if own is None else own if whole is None else min(own, whole)
 
 
 def protect_plan(data: PlacementInput, base: PlacementSolution, options: SolverOptions) -> PlacementSolution:

@@ -104,8 +104,9 @@ def _slice_model(
 def _solve_slice(lm: LinearModel, rtt_ms: FloatArray, *, options: SolverOptions) -> FloatArray:
     """Both LPs of one slice: moved tok/s of every column."""
     highs = to_highspy(lm, new_highs(threads=options.threads))
-    if options.time_limit_s is not None:
-        highs.setOptionValue("time_limit", float(options.time_limit_s))
+    limit = options.remaining_s()
+    if limit is not None:
+        highs.setOptionValue("time_limit", float(limit))
     highs.run()
     status = highs.modelStatusToString(highs.getModelStatus())
     if status != "Optimal":

@@ -54,7 +54,13 @@ def routing_model(data: PlacementInput, is_open: np.ndarray, nodes: IntArray, sh
 
 
 def route_nearest_arrays(
-    data: PlacementInput, is_open: np.ndarray, nodes: IntArray, shares: FloatArray, *, threads: int = 1
+    data: PlacementInput,
+    is_open: np.ndarray,
+    nodes: IntArray,
+    shares: FloatArray,
+    *,
+    threads: int = 1,
+    time_limit_s: float | None = None,
 ) -> FloatArray | None:
     """Shares with the least demand-weighted round trip for a fixed design.
 
@@ -71,6 +77,8 @@ def route_nearest_arrays(
         may not rise.
     threads : int, optional
         HiGHS threads.
+    time_limit_s : float, optional
+        Wall-clock limit of the LP (None: none); stopped by it, the design's own shares stand.
 
     Returns
     -------
@@ -79,6 +87,8 @@ def route_nearest_arrays(
     """
     lm, pairs = routing_model(data, is_open, nodes, shares)
     h = to_highspy(lm, threads=threads)
+    if time_limit_s is not None:
+        h.setOptionValue("time_limit", float(time_limit_s))
     h.run()
     if h.modelStatusToString(h.getModelStatus()) != "Optimal":
         return None

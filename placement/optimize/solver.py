@@ -15,8 +15,8 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import cast
@@ -99,6 +99,11 @@ class SolverOptions:
         Absolute MIP gap at which the solver may stop as well (HiGHS ``mip_abs_gap``, CBC ``allowableGap``), in
         the objective's unit: for objectives whose optimum is near 0 (a Dinkelbach step) or offset by a
         constant. None: none.
+    progress : callable or None
+        Receives a line per step of long work (each LP pricing round with its bound and gap); None: quiet.
+    deadline : float or None
+        ``time.perf_counter()`` by which the whole solve must end (every LP and MILP of it gets what is left, at
+        least :data:`LEAST_STEP_S`); None: each step has ``time_limit_s``.
     """
 
     name: str = "highs"
@@ -111,6 +116,23 @@ class SolverOptions:
     iteration_limit: int | None = None
     random_seed: int = 0
     abs_gap: float | None = None
+    progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    deadline: float | None = None
+
+    def remaining_s(self) -> float | None:
+        """Seconds a solver step may take: ``time_limit_s``, no more than what is left before ``deadline``."""
+        left = None if self.deadline is None else max(self.deadline - time.perf_counter(), LEAST_STEP_S)
+        if self.time_limit_s is None:
+            return left
+        return self.time_limit_s if left is None else min(self.time_limit_s, left)
+
+    def past_deadline(self) -> bool:
+        """Whether the whole solve's time is up."""
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+
+LEAST_STEP_S = 1.0
+"""Seconds a solver step gets even when the deadline has passed (so that it can hand back what it has)."""
 
 
 @dataclass(frozen=True)
@@ -189,7 +211,7 @@ def _cbc_command(options: SolverOptions, log_path: Path, *, warm_start: bool) ->
     """CBC through PuLP: the bundled binary in PuLP 3.x, else a ``cbc`` found on the PATH."""
     kwargs = {
         "msg": options.msg,
-        "timeLimit": options.time_limit_s,
+        "timeLimit": options.remaining_s(),
         "gapRel": options.gap,
         "gapAbs": options.abs_gap,
         "threads": options.threads,
@@ -316,7 +338,7 @@ def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start:
     limits = {"mip_max_nodes": options.node_limit, "simplex_iteration_limit": options.iteration_limit}
     solver = kind(
         msg=options.msg,
-        timeLimit=options.time_limit_s,
+        timeLimit=options.remaining_s(),
         gapRel=options.gap,
         gapAbs=options.abs_gap,
         threads=options.threads,

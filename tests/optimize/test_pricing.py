@@ -8,6 +8,7 @@ The full model here is the instance itself (every pair, every slice), solved dir
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -207,3 +208,46 @@ def test_site_counts_and_locks_keep_the_bound_valid(
     if solution.report.status.has_solution:
         assert verify_solution(data, solution) == []
         assert solution.report.best_bound <= optimum * (1 + 1e-7) + 1e-6 <= solution.objective_usd_per_h * (1 + 2e-7) + 1e-6
+
+
+def test_a_deadline_stops_pricing_after_the_round_it_is_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deadline already past: one round (its LP gets a second), then the rounds stop with that round's figures."""
+    import time
+
+    monkeypatch.setattr(pricing, "INITIAL_PAIRS_PER_COMMODITY", 1)
+    data = random_instance(1)
+    full = full_optimum(data, relax_integers=True)
+    lines: list[str] = []
+    start = pricing.initial_pairs(data, 1)
+    relaxation, _ = pricing.relax(data, objective="unserved", pairs=start, deadline=time.perf_counter(), progress=lines.append)
+    assert relaxation.timed_out and not relaxation.converged
+    assert relaxation.rounds == 1 and len(relaxation.history) == 1
+    assert len(lines) == 1 and lines[0].startswith("LP round 1 (least unserved)") and "bound" in lines[0] and "gap" in lines[0]
+    with pytest.raises(TimeoutError, match="time limit stopped pricing"):  # from scratch the least-unserved LP comes first
+        pricing.relax(data, objective="cost", pairs=start, deadline=time.perf_counter())
+    _, lp = pricing.relax(data, objective="unserved", pairs=start, target=0.0)
+    cost, _ = pricing.relax(data, objective="cost", lp=lp, deadline=time.perf_counter())
+    assert cost.rounds == 1, "one round, then the deadline (or its bound met its value)"
+    assert cost.bound <= full * (1 + 1e-7) + 1e-6, "a round's bound is a bound, however early it stops"
+
+
+def test_the_time_limit_bounds_the_priced_solve_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    monkeypatch.setattr(pricing, "INITIAL_PAIRS_PER_COMMODITY", 1)
+    data = random_instance(1)
+    late = SolverOptions(name="highs", gap=1e-9, deadline=time.perf_counter())
+    # every commodity to be served: one round cannot tell whether the pairs priced so far can, so no plan, and why
+    none = solve_priced(data, late, shortfall=False)
+    assert not none.report.status.has_solution and none.report.stopped_by.value == "time_limit"
+    assert "time limit stopped pricing" in none.report.message
+    # serving what can be: the plan of the rounds that finished, feasible, with a valid bound and the time limit named
+    solution = solve_priced(data, replace(late, deadline=time.perf_counter()), shortfall=True)
+    report = solution.report
+    assert verify_solution(data, solution, optional=True) == [], "stopped early, the plan still meets every constraint"
+    served = float(solution.pair_share @ data.mean_demand_tok_s[data.pair_commodity])
+    reference = build_model(data, served_value_usd_per_tok_s=0.0, min_served_tok_s=served * (1 - 1e-9))
+    assert report.best_bound <= solve_problem(reference.problem, EXACT).objective * (1 + 1e-7) + 1e-6
+    assert report.stopped_by.value == "time_limit" and "stopped LP pricing" in report.message
+    on_time = solve_priced(data, SolverOptions(name="highs", gap=1e-9), shortfall=True)
+    assert on_time.report.stopped_by.value != "time_limit"
