@@ -390,12 +390,48 @@ def worst_member_rtt_ms(cities: pd.DataFrame, sites: pd.DataFrame, latency: Late
         last mile included. [ms]
     """
     cities = cities.sort_values("population_index", kind="stable")
-    rtt = latency.population_site_rtt(endpoints(cities), endpoints(sites))
     labels = cities["population_index"].to_numpy()
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-    return RoundTripQuantiles(
-        np.asarray(np.maximum.reduceat(rtt.p50_ms, starts, axis=0)), np.asarray(np.maximum.reduceat(rtt.p90_ms, starts, axis=0))
-    )
+    m = len(sites)
+    dtype = np.float32 if len(starts) * m > FLOAT32_RTT_FROM else np.float64
+    p50, p90 = np.empty((len(starts), m), dtype=dtype), np.empty((len(starts), m), dtype=dtype)
+    site_points = endpoints(sites)
+    for first, last in _chunks(starts, RTT_CHUNK_CITIES):  # populations first..last-1, whole
+        rows = slice(int(starts[first]), int(starts[last]) if last < len(starts) else len(cities))
+        rtt = latency.population_site_rtt(endpoints(cities.iloc[rows]), site_points)
+        local = starts[first:last] - starts[first]
+        one_each = len(local) == len(rtt.p50_ms)  # every population one city (full resolution): nothing to reduce
+        p50[first:last] = _stored(rtt.p50_ms if one_each else np.maximum.reduceat(rtt.p50_ms, local, axis=0), dtype)
+        p90[first:last] = _stored(rtt.p90_ms if one_each else np.maximum.reduceat(rtt.p90_ms, local, axis=0), dtype)
+    return RoundTripQuantiles(p50, p90)
+
+
+RTT_CHUNK_CITIES = 2048
+"""Member cities whose round trips to every site are computed at a time: each of the latency model's temporaries is
+then ``2048 x sites`` figures (33 MB on 2,000 sites) rather than every city's (0.5 GB)."""
+
+FLOAT32_RTT_FROM = 16_000_000
+"""Populations x sites above which round trips are kept in float32 (each table 64 MB rather than 128 at that size),
+rounded up so that no pair looks nearer than it is: 34,000 cities on 2,000 sites hold 0.27 GB a table, not 0.54."""
+
+
+def _chunks(starts: IntArray, size: int) -> list[tuple[int, int]]:
+    """``(first, last)`` ranges of groups (each beginning at ``starts``) holding about ``size`` rows at a time."""
+    out, first = [], 0
+    while first < len(starts):
+        end = np.searchsorted(starts, starts[first] + size, side="left")
+        last = max(int(end), first + 1)
+        out.append((first, last))
+        first = last
+    return out
+
+
+def _stored(values: FloatArray, dtype: type) -> NDArray[np.floating]:
+    """Round trips in the table's type: float32 rounded up (never below the float64 figure), or as they are."""
+    if dtype is np.float64:
+        return values
+    down = values.astype(np.float32)
+    return np.where(down < values, np.nextafter(down, np.float32(np.inf)), down)
 
 
 def retrieval_extra_ms(
@@ -851,13 +887,21 @@ def commodity_within_budget(
         ``(c, m)``.
     """
     within = np.empty((len(commodity_class), rtt_ms.shape[1]), dtype=bool)
+    inside = np.empty(rtt_ms.shape, dtype=bool)  # by population, one class at a time
     for k, profile in enumerate(profiles):
-        if fixed_ms is None:
-            ttft = ttft_p99_ms(rtt_ms, profile, retrieval_extra_ms=retrieval_extra[k][None, :])
-        else:
-            ttft = profile.round_trips * rtt_ms + fixed_ms[k][None, :] + retrieval_extra[k][None, :]
+        for start in range(0, len(rtt_ms), ROWS_CHUNK):  # the TTFT table a chunk of populations at a time
+            rows = slice(start, start + ROWS_CHUNK)
+            if fixed_ms is None:
+                ttft = ttft_p99_ms(rtt_ms[rows], profile, retrieval_extra_ms=retrieval_extra[k][None, :])
+            else:
+                ttft = (
+                    profile.round_trips * np.asarray(rtt_ms[rows], dtype=float)
+                    + fixed_ms[k][None, :]
+                    + retrieval_extra[k][None, :]
+                )
+            inside[rows] = ttft <= profile.ttft_objective_ms
         of_class = commodity_class == k
-        within[of_class] = (ttft <= profile.ttft_objective_ms)[commodity_population[of_class]]
+        within[of_class] = inside[commodity_population[of_class]]
     return within
 
 
@@ -942,15 +986,27 @@ class ModelRows:
         ``(r, T)`` demand of each row per slice. [tokens/s]
     mean_demand_tok_s : numpy.ndarray
         ``(r,)`` daily mean demand of each row. [tokens/s]
-    rtt_ms : numpy.ndarray
-        ``(r, m)`` demand-weighted round trip of each row's members to each site. [ms]
+    pair_key : numpy.ndarray of int
+        ``row x sites + site`` of every allowed (row, site), ascending.
+    pair_rtt_ms : numpy.ndarray
+        Demand-weighted round trip of each such pair's members (only allowed pairs: a dense ``(rows, sites)``
+        table would hold 0.3 GB on 2,000 sites). [ms]
+    n_sites : int
+        Sites of the model.
     """
 
     row_of_commodity: IntArray
     modelled: IntArray
     slice_demand_tok_s: FloatArray
     mean_demand_tok_s: FloatArray
-    rtt_ms: FloatArray
+    pair_key: IntArray
+    pair_rtt_ms: FloatArray
+    n_sites: int
+
+    def rtt_ms(self, row: IntArray, site: IntArray) -> FloatArray:
+        """The demand-weighted round trip of allowed (row, site) pairs, element-wise. [ms]"""
+        at = np.searchsorted(self.pair_key, np.asarray(row, dtype=np.int64) * self.n_sites + np.asarray(site, dtype=np.int64))
+        return np.asarray(self.pair_rtt_ms[at])
 
 
 def model_rows(
@@ -989,12 +1045,21 @@ def model_rows(
     slices = np.zeros((n_rows, commodity_slices.shape[1]))
     np.add.at(slices, rows, commodity_slices[members])
     mean = np.bincount(rows, weights=commodity_mean[members], minlength=n_rows).astype(float)
-    weighted_rtt = np.zeros((n_rows, rtt_ms.shape[1]))
-    population, weight = commodity_population[members], commodity_mean[members]
-    for start in range(0, len(rows), ROWS_CHUNK):  # in order, so the sums are the same as in one go
-        chunk = slice(start, start + ROWS_CHUNK)
-        np.add.at(weighted_rtt, rows[chunk], rtt_ms[population[chunk]] * weight[chunk, None])
-    return ModelRows(row_of_commodity, modelled, slices, mean, weighted_rtt / np.maximum(mean, 1e-12)[:, None])
+    m = rtt_ms.shape[1]
+    pair_row, pair_site = np.nonzero(allowed[modelled])  # row-major: the keys ascend
+    key = pair_row.astype(np.int64) * m + pair_site
+    weighted = np.zeros(len(key))
+    row_start = np.searchsorted(pair_row, np.arange(n_rows))  # each row's first pair
+    member = np.flatnonzero(members)
+    for start in range(0, len(member), ROWS_CHUNK):  # members in order, so the sums are the same as in one go
+        chunk = member[start : start + ROWS_CHUNK]
+        c, j = np.nonzero(allowed[chunk])  # a row's members share its allowed sites, in the same order as the row's pairs
+        count = np.bincount(c, minlength=len(chunk))
+        rank = np.arange(len(c)) - np.repeat(np.cumsum(count) - count, count)
+        at = row_start[row_of_commodity[chunk][c]] + rank
+        values = np.asarray(rtt_ms[commodity_population[chunk][c], j], dtype=float) * commodity_mean[chunk][c]
+        np.add.at(weighted, at, values)
+    return ModelRows(row_of_commodity, modelled, slices, mean, key, weighted / np.maximum(mean, 1e-12)[pair_row], m)
 
 
 ROWS_CHUNK = 4096
@@ -1099,7 +1164,7 @@ def placement_input(
         pair_commodity=pair_row,
         pair_site=pair_site,
         pair_nodes_per_tok_s=nodes_per_tok_s[pair_class],
-        pair_rtt_ms=rows.rtt_ms[pair_row, pair_site],
+        pair_rtt_ms=rows.rtt_ms(pair_row, pair_site),
         pair_cost_usd_per_h=energy,
         site_fixed_usd_per_h=sites["fixed_cost_usd_per_h"].fillna(sections.economics.site_fixed_cost_usd_per_h).to_numpy(float),
         site_node_usd_per_h=node_cost.total_usd_per_h,
@@ -1252,7 +1317,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
             loaded, inputs, rows, profiles, sites, latency, (commodity_class, commodity_population, rtt, permitted),
             retrieval_extra, node_cost, price_multiplier, kw,
         )  # fmt: skip
-        inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms[cross.pairs.row, cross.pairs.decode_site])
+        inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms(cross.pairs.row, cross.pairs.decode_site))
         progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")
     domains = fault_domains(scenario.fault_tolerance, sites, source=source)
     names, failure_domains = _failure_domains(domains, sites)

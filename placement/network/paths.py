@@ -353,12 +353,19 @@ class RoundTrips:
         return np.asarray(np.where(regional, via_corridors, self._entry_to_entry_ms(entry_a, entry_b, self.transit_hub_rtt_ms)))
 
     def _entry_to_entry_ms(self, entry_a: Entries, entry_b: Entries, hubs: FloatArray) -> FloatArray:
-        """Quickest combination of entry hubs: leg + hub-to-hub + leg + the fixed delay. [ms]"""
-        rtt = np.full((entry_a.hub.shape[0], entry_b.hub.shape[0]), np.inf)
+        """Quickest combination of entry hubs: leg + hub-to-hub + leg + the fixed delay. [ms]
+
+        Through the hubs: first each row point's quickest way to every hub (its own legs, ``(n, h)``), then each
+        column point's entries into that, so the ``(n, m)`` table is gathered once per column entry rather than
+        once per pair of entries. The same figures to the last bit: adding a leg after the minimum over the
+        other side's entries is the minimum of the sums, as rounding is monotone.
+        """
+        to_hub = np.full((entry_a.hub.shape[0], hubs.shape[1]), np.inf)
         for ka in range(entry_a.hub.shape[1]):
-            for kb in range(entry_b.hub.shape[1]):
-                core = hubs[np.ix_(entry_a.hub[:, ka], entry_b.hub[:, kb])]
-                rtt = np.minimum(rtt, core + entry_a.leg_ms[:, ka, None] + entry_b.leg_ms[None, :, kb])
+            to_hub = np.minimum(to_hub, hubs[entry_a.hub[:, ka]] + entry_a.leg_ms[:, ka, None])
+        rtt = np.full((entry_a.hub.shape[0], entry_b.hub.shape[0]), np.inf)
+        for kb in range(entry_b.hub.shape[1]):
+            rtt = np.minimum(rtt, to_hub[:, entry_b.hub[:, kb]] + entry_b.leg_ms[None, :, kb])
         return np.asarray(rtt + self.internet.fixed_ms)
 
     def rtt_ms(self, a: Endpoints, b: Endpoints, path: PathType) -> RoundTripQuantiles:
