@@ -250,3 +250,32 @@ def test_a_failing_tail_check_leaves_the_previous_results_whole(
     assert main(["solve", str(small_scenario), "--out", str(out), "--quiet", "--no-maps", "--check-tail", "--solver", "cbc"]) == 1
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # not the cbc plan without its tail check
     assert json.loads((out / "summary.json").read_text())["solver"] == "highs"
+
+
+def _pandas_csv(table: pd.DataFrame, digits: int = 10) -> str:
+    """The reference: pandas' own writer with the folder's policy (non-finite figures missing, ``%.10g``)."""
+    from placement.results import null_nonfinite
+
+    return null_nonfinite(table).to_csv(index=False, float_format=f"%.{digits}g", lineterminator="\n")
+
+
+def test_csv_text_is_pandas_bytes_faster(namibia: tuple[Plan, Path]) -> None:
+    """The column-at-a-time writer gives pandas' bytes: tricky values, and every table of a plan."""
+    from placement.results import csv_text
+
+    tricky = pd.DataFrame(
+        {
+            "x": [1.0, np.nan, np.inf, -np.inf, 12345678901.5, 1e-7, 3.14159265358979, -0.0],
+            "name": ["a", 'say "hi"', "x,y", "two\nlines", "", None, "naïve", "plain"],
+            "flag": [True, False, True, False, True, False, True, False],
+            "n": np.arange(8, dtype=np.int64),
+            "maybe": pd.array([1.5, None, 2.0, None, 0.1, 7.0, None, 3.0], dtype="Float64"),
+            "mixed": ["id-1", 2.5, None, "z", 3, "w", np.nan, "q"],
+        }
+    )
+    for digits in (10, 6):
+        assert csv_text(tricky, digits=digits) == _pandas_csv(tricky, digits)
+    assert csv_text(tricky.iloc[:0]) == _pandas_csv(tricky.iloc[:0])
+    plan, _ = namibia
+    for table in (plan.sites, plan.assignments, plan.populations):
+        assert csv_text(table) == _pandas_csv(table)

@@ -216,9 +216,16 @@ def _tightened(
     cap: float | None,
     lp: _Lp,
     options: SolverOptions,
+    *,
+    weak: bool = False,
 ) -> tuple[float, Relaxation, int]:
-    """Price on when the answer is not within the gap of the bound: the bound, the last relaxation, extra rounds."""
-    if relative_gap(best.objective_usd_per_h, bound) > options.gap and not cost.converged and not options.past_deadline():
+    """Price on when the answer is not within the gap of the bound: the bound, the last relaxation, extra rounds.
+
+    After the weak formulation (``weak``), pricing goes on with the strong linking rows: they lift the bound by what
+    the open sites' fixed costs share out, at the price of larger LPs.
+    """
+    short = relative_gap(best.objective_usd_per_h, bound) > options.gap
+    if short and (weak or not cost.converged) and not options.past_deadline():
         cost, lp = relax(
             data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline
         )
@@ -284,8 +291,11 @@ def solve_priced(
     total = float(data.mean_demand_tok_s.sum())
     every = np.arange(len(data.pair_site), dtype=np.int64)
     first_pairs = single_site_pairs(data) if all_pairs else None
+    links = all_pairs  # a large model prices the weak formulation first: its LPs are far smaller (see relax)
     try:
-        least, lp = relax(data, objective="unserved", pairs=first_pairs, progress=options.progress, deadline=options.deadline)
+        least, lp = relax(
+            data, objective="unserved", pairs=first_pairs, progress=options.progress, deadline=options.deadline, links=links
+        )
     except TimeoutError as exc:
         return _no_answer(data, options, str(exc), start)
     tolerance = SHORTFALL_TOL * max(total, 1.0)
@@ -305,6 +315,7 @@ def solve_priced(
             lp=lp,
             progress=options.progress,
             deadline=options.deadline,
+            links=links,
         )
     except TimeoutError:  # no least-cost round finished: the least-unserved LP's design, bounded below by 0 only
         cost = replace(least, bound=0.0, converged=False, timed_out=True)
@@ -322,7 +333,7 @@ def solve_priced(
     if len(pairs) == len(every) and report.status.has_solution and math.isfinite(report.best_bound):
         bound = max(bound, report.best_bound)  # the MILP holds every pair: its bound is the full model's
     rounds = least.rounds + cost.rounds
-    bound, cost, more = _tightened(data, best, bound, cost, cap, lp, options)
+    bound, cost, more = _tightened(data, best, bound, cost, cap, lp, options, weak=not links)
     rounds += more
     del lp  # the restricted LP is done with: routing and the plan's tables need the room
     late = options.past_deadline()
