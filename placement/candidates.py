@@ -1,7 +1,8 @@
 """Greenfield candidate sites generated from the cities table: many more places a real-estate team might build.
 
 A catalog lists the metros a planner knows; a larger search adds candidates where people are. The generator takes
-the largest cities, in order, that are at least ``spacing_km`` from every catalog site and every candidate taken
+the largest cities, in order, outside the countries the catalog leaves out (comprehensive US sanctions), that are
+at least ``spacing_km`` from every catalog site and every candidate taken
 before (so each is a metro of its own), until it has ``count``. Each gets ``mw`` of power, is reached over transit,
 and takes its power price, PUE, facility capex and grid carbon intensity from the nearest catalog site (estimates,
 said so in its ``source``). The same inputs give the same candidates, in the same order, on any machine.
@@ -17,6 +18,9 @@ from placement.network.countries import continent_of_countries
 
 EARTH_RADIUS_KM = 6371.0088
 """Mean Earth radius (IUGG), as :mod:`placement.geodesy` uses. [km]"""
+
+LEFT_OUT = frozenset({"BY", "CU", "IR", "KP", "SY", "VE"})
+"""Countries under comprehensive US sanctions, left out of the catalog too (data/SOURCES.md, "The larger catalog")."""
 
 COPIED = ("power_price_usd_per_mwh", "pue", "capex_usd_per_mw", "carbon_intensity_g_per_kwh")
 """The catalog columns a candidate takes from its nearest catalog site."""
@@ -44,9 +48,11 @@ def greenfield_candidates(
     Returns
     -------
     pandas.DataFrame
-        Rows in the catalog's columns, largest city first; ``id`` is ``gf-<city_id>``.
+        Rows in the catalog's columns, largest city first; ``id`` is ``gf-<city_id>``. No candidate is in a
+        country of :data:`LEFT_OUT`.
     """
-    order = cities.sort_values(["population", "city_id"], ascending=[False, True], kind="stable")
+    eligible = cities[~cities["country_code"].isin(LEFT_OUT)]
+    order = eligible.sort_values(["population", "city_id"], ascending=[False, True], kind="stable")
     points = unit_vectors(order["lat"].to_numpy(float), order["lon"].to_numpy(float))
     catalog = unit_vectors(sites["lat"].to_numpy(float), sites["lon"].to_numpy(float))
     near = np.cos(spacing_km / EARTH_RADIUS_KM)  # a dot product above this is nearer than spacing_km
@@ -111,5 +117,7 @@ def with_candidates(
     pandas.DataFrame
         The catalog's rows, then the candidates', in the catalog's columns.
     """
-    extra = greenfield_candidates(cities, sites, count=max(total - len(sites), 0), spacing_km=spacing_km, mw=mw)
+    if total <= len(sites):
+        return sites.copy()
+    extra = greenfield_candidates(cities, sites, count=total - len(sites), spacing_km=spacing_km, mw=mw)
     return pd.concat([sites, extra], ignore_index=True)[list(sites.columns)]
