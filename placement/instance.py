@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -396,19 +397,30 @@ def worst_member_rtt_ms(cities: pd.DataFrame, sites: pd.DataFrame, latency: Late
     dtype = np.float32 if len(starts) * m > FLOAT32_RTT_FROM else np.float64
     p50, p90 = np.empty((len(starts), m), dtype=dtype), np.empty((len(starts), m), dtype=dtype)
     site_points = endpoints(sites)
-    for first, last in _chunks(starts, RTT_CHUNK_CITIES):  # populations first..last-1, whole
+
+    def fill(span: tuple[int, int]) -> None:  # populations first..last-1, whole
+        first, last = span
         rows = slice(int(starts[first]), int(starts[last]) if last < len(starts) else len(cities))
         rtt = latency.population_site_rtt(endpoints(cities.iloc[rows]), site_points)
         local = starts[first:last] - starts[first]
         one_each = len(local) == len(rtt.p50_ms)  # every population one city (full resolution): nothing to reduce
         p50[first:last] = _stored(rtt.p50_ms if one_each else np.maximum.reduceat(rtt.p50_ms, local, axis=0), dtype)
         p90[first:last] = _stored(rtt.p90_ms if one_each else np.maximum.reduceat(rtt.p90_ms, local, axis=0), dtype)
+
+    spans = _chunks(starts, RTT_CHUNK_CITIES)
+    latency.population_site_rtt(endpoints(cities.iloc[:1]), site_points)  # the shared tables, built once
+    # numpy lets go of the GIL in its array loops: two threads share the cores; each writes rows of its own
+    with ThreadPoolExecutor(max_workers=min(RTT_THREADS, len(spans))) as pool:
+        list(pool.map(fill, spans))
     return RoundTripQuantiles(p50, p90)
 
 
-RTT_CHUNK_CITIES = 2048
+RTT_CHUNK_CITIES = 1024
 """Member cities whose round trips to every site are computed at a time: each of the latency model's temporaries is
-then ``2048 x sites`` figures (33 MB on 2,000 sites) rather than every city's (0.5 GB)."""
+then ``1024 x sites`` figures (16 MB on 2,000 sites) rather than every city's (0.5 GB)."""
+
+RTT_THREADS = 2
+"""Chunks computed at once (the machines this runs on have two cores; the results do not depend on it)."""
 
 FLOAT32_RTT_FROM = 16_000_000
 """Populations x sites above which round trips are kept in float32 (each table 64 MB rather than 128 at that size),
@@ -431,7 +443,8 @@ def _stored(values: FloatArray, dtype: type) -> NDArray[np.floating]:
     if dtype is np.float64:
         return values
     down = values.astype(np.float32)
-    return np.where(down < values, np.nextafter(down, np.float32(np.inf)), down)
+    np.nextafter(down, np.float32(np.inf), out=down, where=down < values)
+    return down
 
 
 def retrieval_extra_ms(
@@ -1050,15 +1063,16 @@ def model_rows(
     key = pair_row.astype(np.int64) * m + pair_site
     weighted = np.zeros(len(key))
     row_start = np.searchsorted(pair_row, np.arange(n_rows))  # each row's first pair
+    row_count = np.bincount(pair_row, minlength=n_rows)
     member = np.flatnonzero(members)
     for start in range(0, len(member), ROWS_CHUNK):  # members in order, so the sums are the same as in one go
         chunk = member[start : start + ROWS_CHUNK]
-        c, j = np.nonzero(allowed[chunk])  # a row's members share its allowed sites, in the same order as the row's pairs
-        count = np.bincount(c, minlength=len(chunk))
-        rank = np.arange(len(c)) - np.repeat(np.cumsum(count) - count, count)
-        at = row_start[row_of_commodity[chunk][c]] + rank
-        values = np.asarray(rtt_ms[commodity_population[chunk][c], j], dtype=float) * commodity_mean[chunk][c]
-        np.add.at(weighted, at, values)
+        # a row's members share its allowed sites: each member's entries are its row's pairs, in their order
+        row = row_of_commodity[chunk]
+        count = row_count[row]
+        at = np.arange(int(count.sum())) + np.repeat(row_start[row] - (np.cumsum(count) - count), count)
+        rtt = np.asarray(rtt_ms[np.repeat(commodity_population[chunk], count), pair_site[at]], dtype=float)
+        np.add.at(weighted, at, rtt * np.repeat(commodity_mean[chunk], count))
     return ModelRows(row_of_commodity, modelled, slices, mean, key, weighted / np.maximum(mean, 1e-12)[pair_row], m)
 
 
@@ -1281,7 +1295,10 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         rtt, reach, retrieval_extra, commodity_class, commodity_population, fixed_ms=reach_fixed_ms(sets, len(sites))
     )
     permitted = commodity_permitted(population_country, sites["country_code"].to_numpy(str), scenario.residency, split, regimes)
-    allowed = within_budget & permitted & (sites["mw_available"].to_numpy(float) > 0)[None, :]
+    allowed = np.logical_and(within_budget, permitted)  # (commodities, sites) tables: one more at a time, not three
+    allowed &= (sites["mw_available"].to_numpy(float) > 0)[None, :]
+    if scenario.serving.cross_metro_prefill is None:
+        permitted = permitted[:, :0]  # only cross-metro prefill reads it again
     commodity_slices, commodity_mean = commodity_demand(pop_slices, pop_mean, classes, commodity_population, commodity_class)
     commodity_slices, commodity_mean = commodity_slices * split.demand_factor[:, None], commodity_mean * split.demand_factor
     kw = node_kw(scenario.serving)

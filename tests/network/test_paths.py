@@ -23,7 +23,7 @@ from placement.network.load import (
     load_network,
     regional_links,
 )
-from placement.network.paths import BAND_EDGES_KM, Endpoints, PathExtras, PathType, RoundTrips, default_round_trips
+from placement.network.paths import BAND_EDGES_KM, Endpoints, PathExtras, PathType, RoundTrips, band_index, default_round_trips
 from tests.conftest import REPO
 
 MOSCOW = Endpoints.of(55.7558, 37.6173, "RU")
@@ -143,3 +143,31 @@ def test_roundtrips_built_by_hand_match_the_bundled_factory() -> None:
     by_hand = RoundTrips(bundled.network, bundled.backbone, bundled.internet, bundled.extras)
     a = by_hand.rtt_ms(FRANKFURT, TOKYO, PathType.ACCESS).p50_ms
     assert a[0, 0] == pytest.approx(bundled.rtt_ms(FRANKFURT, TOKYO, PathType.ACCESS).p50_ms[0, 0])
+
+
+def test_band_index_counts_the_edges_a_distance_reaches() -> None:
+    km = np.array([0.0, 499.9, 500.0, 1499.0, 1500.0, 3999.0, 4000.0, 8000.0, 11999.9, 12000.0, 20000.0])
+    band = band_index(km)
+    assert band.tolist() == np.searchsorted(np.asarray(BAND_EDGES_KM), km, side="right").tolist()
+    assert band.tolist() == [0, 0, 1, 1, 2, 2, 3, 4, 4, 5, 5]
+
+
+def test_a_table_with_some_ends_on_a_corridor_is_each_pair_on_its_own(world_sites: pd.DataFrame) -> None:
+    """Only the pairs with an end on a regional corridor take the regional links: a mixed table equals pair by pair."""
+    trips = default_round_trips()
+    users = Endpoints.of(
+        np.array([55.7558, 43.2389, 50.1155, 35.6895, 39.9042]),
+        np.array([37.6173, 76.8897, 8.6842, 139.6917, 116.4074]),
+        np.array(["RU", "KZ", "DE", "JP", "CN"]),
+    )
+    sites = world_sites.iloc[::7]
+    points = Endpoints.of(sites["lat"].to_numpy(float), sites["lon"].to_numpy(float), sites["country_code"].to_numpy(str))
+    on = trips._on_corridor(users)[:, None] | trips._on_corridor(points)[None, :]
+    assert on.any() and not on.all()  # the mixed case
+    table = trips.rtt_ms(users, points, PathType.ACCESS)
+    for i in range(len(users)):
+        for j in range(0, len(sites), 5):
+            user = Endpoints.of(users.lat_deg[i], users.lon_deg[i], users.country_code[i])
+            site = Endpoints.of(points.lat_deg[j], points.lon_deg[j], points.country_code[j])
+            one = trips.rtt_ms(user, site, PathType.ACCESS)
+            assert table.p50_ms[i, j] == one.p50_ms[0, 0] and table.p90_ms[i, j] == one.p90_ms[0, 0]

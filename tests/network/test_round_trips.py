@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from placement import instance as instance_module
 from placement.cli import main
+from placement.instance import worst_member_rtt_ms
 from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import Place, place_endpoints, resolve_place, rtt_report
 from placement.plan import Plan, run
@@ -82,3 +84,16 @@ def test_rtt_report_by_name_is_the_same_function(plan: Plan) -> None:
         default_round_trips().pair(place_endpoints(a), place_endpoints(b), PathType.ACCESS).rtt_ms, abs=0.01
     )
     assert backbone["rtt_ms"] < report["rtt_ms"]  # transit is the longer path
+
+
+def test_the_round_trip_table_does_not_depend_on_its_chunks_or_threads(plan: Plan, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Member cities go through the latency model a chunk at a time on two threads; one chunk gives the same table."""
+    cities, sites, latency = plan.instance.populations.cities, plan.instance.sites, plan.instance.latency
+    whole = worst_member_rtt_ms(cities, sites, latency)
+    monkeypatch.setattr(instance_module, "RTT_CHUNK_CITIES", 1)
+    chunked = worst_member_rtt_ms(cities, sites, latency)
+    assert np.array_equal(whole.p50_ms, chunked.p50_ms) and np.array_equal(whole.p90_ms, chunked.p90_ms)
+    assert np.array_equal(whole.p90_ms, plan.instance.rtt_p90_ms)
+    assert (
+        cities["population_index"].nunique() >= 2 and len(cities) > cities["population_index"].nunique()
+    )  # chunks of whole populations
