@@ -77,7 +77,7 @@ def _solve(args: argparse.Namespace) -> int:
         plan = with_arrangement(loaded, plan, progress=progress, waterfall=_waterfall, fixed=fixed.result())
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
-    out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table)
+    out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table, progress=progress)
     s = plan.summary
     cost = s.cost_per_million_goodput_tokens_usd
     print(

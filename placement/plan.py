@@ -511,8 +511,11 @@ def _class_costs(
     numpy.ndarray
         ``(n_classes,)`` cost of each class; they add up to the plan's cost. [USD/h]
     """
-    pair, site, _ = data.load_entries()  # a cross-metro pair uses nodes at its prefill site too
-    usage = (data.entry_slice_load() * solution.pair_share[pair, None]) @ (data.slice_hours / data.slice_hours.sum())
+    pair, site, nodes = data.load_entries()  # a cross-metro pair uses nodes at its prefill site too
+    used = solution.pair_share[pair] != 0  # (a share of 0 adds nothing: every sum the same to the bit)
+    pair, site, nodes = pair[used], site[used], nodes[used]
+    load = data.slice_demand_tok_s[data.pair_commodity[pair]] * nodes[:, None]  # as data.entry_slice_load(), of these
+    usage = (load * solution.pair_share[pair, None]) @ (data.slice_hours / data.slice_hours.sum())
     per_site_class = np.zeros((data.n_sites, n_classes))
     np.add.at(per_site_class, (site, pair_class[pair]), usage)
     totals = per_site_class.sum(axis=1, keepdims=True)

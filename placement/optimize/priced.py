@@ -27,9 +27,10 @@ import numpy as np
 from placement._errors import SolverError
 from placement.optimize.milp import empty, extract, route_on_open_sites, unserved_shares, verified
 from placement.optimize.model import build_model, set_warm_start
-from placement.optimize.pricing import Relaxation, _Lp, first_of_each, relax, site_slice_load
+from placement.optimize.pricing import CONVERGED, Relaxation, _Lp, first_of_each, relax, site_slice_load
 from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
 from placement.optimize.restrict import lift, restrict_to_pairs
+from placement.optimize.slope import slope_scaled
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
 
@@ -43,6 +44,10 @@ sites it has ~190,000 and HiGHS's root LP alone takes minutes on 2 cores.
 PRICING_TARGET_SHARE = 0.5
 """Pricing stops once the bound is within this share of ``solver.gap`` of the restricted LP (the MILP's answer,
 at least the full LP's optimum, then needs the rest of the gap; pricing resumes if it does not make it)."""
+
+WEAK_TARGET_SHARE = 0.02
+"""Pricing the weak formulation on (when the rounded LP is not proven) stops once the bound is within this share
+of ``solver.gap`` of the restricted LP, or proves the rounded LP."""
 
 MILP_PAIRS_PER_COMMODITY = 2
 """Pairs each commodity brings to the restricted MILP besides those the LP uses: its lowest reduced costs."""
@@ -200,9 +205,11 @@ def _message(
         f"LP priced over all {len(data.pair_site):,} pairs in {rounds} rounds ({int(cost.in_model.sum()):,} pairs, "
         f"{cost.rows:,} rows), bound {bound:,.2f}; "
         + (
-            f"MILP on {len(pairs):,} pairs: {report.message}, "
-            if report is not rounded.report
-            else "the rounded LP within the gap, no MILP; "
+            "the rounded LP within the gap, no MILP; "
+            if report is rounded.report
+            else f"{report.message}, "
+            if len(pairs) == 0
+            else f"MILP on {len(pairs):,} pairs: {report.message}, "
         )
         + f"{'its answer' if best is not rounded else 'the rounded LP'} kept; {served}"
     )
@@ -225,7 +232,16 @@ def _tightened(
     the open sites' fixed costs share out, at the price of larger LPs.
     """
     short = relative_gap(best.objective_usd_per_h, bound) > options.gap
-    if short and (weak or not cost.converged) and not options.past_deadline():
+    if short and weak and not options.past_deadline():
+        # Until the answer is proven (or the strong LP converges): the weak LP's value already equals its bound, so a
+        # target would stop before the first linking rows are in.
+        goal = best.objective_usd_per_h - options.gap * abs(best.objective_usd_per_h)
+        cost, lp = relax(
+            data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline,
+            target=0.0, bound_goal=goal,
+        )  # fmt: skip
+        return max(bound, cost.bound), cost, cost.rounds
+    if short and not cost.converged and not options.past_deadline():
         cost, lp = relax(
             data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline
         )
@@ -253,6 +269,75 @@ def _candidates(
         candidates += [] if lifted is None else [lifted]
     valid = [c for c in candidates if not verify_solution(data, c, optional=optional) and _within_cap(data, c, cap)]
     return rounded, report, valid
+
+
+def _valid(data: PlacementInput, solution: PlacementSolution, cap: float | None) -> bool:
+    """Whether a design passes every check of the full model and leaves no more unserved than the cap."""
+    return not verify_solution(data, solution, optional=cap is not None) and _within_cap(data, solution, cap)
+
+
+def _scaled_candidates(
+    data: PlacementInput, cost: Relaxation, lp: _Lp, cap: float | None, options: SolverOptions
+) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution], Relaxation, int]:
+    """Designs of a large model without a MILP: the LP rounded up, slope scaling, and pricing on to prove them.
+
+    1. The least-cost LP rounded up.
+    2. If it is not within ``options.gap`` of the bound: pricing goes on (weak formulation) until the bound proves
+       it or is within :data:`WEAK_TARGET_SHARE` of the gap of the LP; that LP rounded up is a design as well.
+    3. While no design is proven: slope-scaled LPs (:mod:`placement.optimize.slope`) from the last relaxation,
+       each rounded up, until one is.
+    4. Still none: the weak formulation priced to its optimum (the caller goes on with the strong one).
+
+    Returns the LP rounded up, a report of the heuristic, the valid designs, the last relaxation and the extra
+    pricing rounds.
+    """
+    start = time.perf_counter()
+    rounded, _ = _rounded(data, cost, options)
+    valid = [rounded] if _valid(data, rounded, cap) else []
+
+    def short(bound: float) -> bool:
+        return not valid or relative_gap(min(c.objective_usd_per_h for c in valid), bound) > options.gap
+
+    more = 0
+
+    def price_on(cost: Relaxation, lp: _Lp, target: float) -> tuple[Relaxation, _Lp]:
+        """More rounds of the weak formulation, until the bound proves the best design or is within ``target``."""
+        nonlocal more
+        best = min(c.objective_usd_per_h for c in valid)
+        cost, lp = relax(
+            data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress,
+            deadline=options.deadline, links=False, target=target, bound_goal=best - options.gap * abs(best),
+        )  # fmt: skip
+        more += cost.rounds
+        design, _ = _rounded(data, cost, options)
+        valid.extend([design] if _valid(data, design, cap) else [])
+        return cost, lp
+
+    if valid and short(cost.bound) and not options.past_deadline():
+        # the bound first: a few more rounds of the weak formulation lift it most of the way to the LP's optimum
+        cost, lp = price_on(cost, lp, options.gap * WEAK_TARGET_SHARE)
+    scaled = 0
+    if short(cost.bound) and not options.past_deadline():
+        for relaxation in slope_scaled(data, cost, lp, deadline=options.deadline):
+            scaled += 1
+            design, _ = _rounded(data, relaxation, options)
+            valid += [design] if _valid(data, design, cap) else []
+            if options.progress is not None and valid:
+                best = min(c.objective_usd_per_h for c in valid)
+                options.progress(
+                    f"slope scaling {scaled}: design {design.objective_usd_per_h:,.6g} ({int(design.open.sum())} sites), "
+                    f"best {best:,.6g} (gap {relative_gap(best, cost.bound):.2%} to the bound)"
+                )
+            if not short(cost.bound):
+                break
+    if valid and short(cost.bound) and not options.past_deadline():
+        # the weak formulation to its optimum (each round a few seconds) before the strong one (a minute a round)
+        cost, lp = price_on(cost, lp, CONVERGED)
+    message = f"the LP rounded up and {scaled} slope-scaled LPs, each rounded up"
+    kept = min(valid, key=lambda c: c.objective_usd_per_h) if valid else rounded
+    report = SolverReport(options.name, SolveStatus.FEASIBLE, kept.objective_usd_per_h, math.nan, math.nan,
+                          time.perf_counter() - start, message, StopReason.OTHER)  # fmt: skip
+    return rounded, report, valid, cost, more
 
 
 def solve_priced(
@@ -319,9 +404,18 @@ def solve_priced(
         )
     except TimeoutError:  # no least-cost round finished: the least-unserved LP's design, bounded below by 0 only
         cost = replace(least, bound=0.0, converged=False, timed_out=True)
-    pairs = every if all_pairs and not data.has_remote else _milp_pairs(data, least, cost, always=first_pairs)
+    rounds = least.rounds + cost.rounds
+    if all_pairs:
+        pairs = every if not data.has_remote else _milp_pairs(data, least, cost, always=first_pairs)
+        rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
+    else:
+        rounded, report, valid, cost, more = _scaled_candidates(data, cost, lp, cap, options)
+        rounds += more
+        pairs = np.zeros(0, dtype=np.int64)
+        if not valid:  # a site-count bound the roundings break: the MILP on the pairs the LPs single out
+            pairs = _milp_pairs(data, least, cost)
+            rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=False)
     optional = cap is not None
-    rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
     if not valid and not all_pairs:
         # Neither works (a site-count bound the LP's rounding breaks, and too few pairs for the MILP to meet it):
         # the MILP on every pair, slow on large models but an answer of the full model.
@@ -332,7 +426,6 @@ def solve_priced(
     bound = cost.bound
     if len(pairs) == len(every) and report.status.has_solution and math.isfinite(report.best_bound):
         bound = max(bound, report.best_bound)  # the MILP holds every pair: its bound is the full model's
-    rounds = least.rounds + cost.rounds
     bound, cost, more = _tightened(data, best, bound, cost, cap, lp, options, weak=not links)
     rounds += more
     del lp  # the restricted LP is done with: routing and the plan's tables need the room
@@ -344,7 +437,7 @@ def solve_priced(
     closed = gap <= options.gap + 1e-12
     message = _message(data, (cost, rounds, bound), (report, pairs), rounded, best, cap)
     stopped_by = _stopped_by(closed, report, rounded)
-    if not closed and (least.timed_out or cost.timed_out):
+    if not closed and (least.timed_out or cost.timed_out or options.past_deadline()):
         stopped_by = StopReason.TIME_LIMIT
         limit = "" if options.time_limit_s is None else f" ({options.time_limit_s:g} s)"
         message += f"; the time limit{limit} stopped LP pricing after {rounds} rounds"

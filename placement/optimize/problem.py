@@ -184,8 +184,10 @@ class PlacementInput:
     def site_slice_load(self, shares: FloatArray) -> FloatArray:
         """``(m, T)`` node-equivalents each site carries in each slice under the given shares (second sites too)."""
         load = np.zeros((self.n_sites, len(self.slice_hours)))
-        pair, site, _ = self.load_entries()
-        np.add.at(load, site, self.entry_slice_load() * shares[pair, None])
+        pair, site, nodes = self.load_entries()
+        used = shares[pair] != 0  # a share of 0 adds nothing: leaving it out keeps every sum to the bit
+        pair, site, nodes = pair[used], site[used], nodes[used]
+        np.add.at(load, site, self.slice_demand_tok_s[self.pair_commodity[pair]] * nodes[:, None] * shares[pair, None])
         return load
 
     def cost_usd_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> float:

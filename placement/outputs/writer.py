@@ -29,6 +29,7 @@ from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map
 from placement.plan import Plan
+from placement.progress import Progress, quiet
 from placement.results import write_csv, write_csv_chunks, write_json
 
 MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json")
@@ -60,7 +61,7 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     return record
 
 
-def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame | None) -> None:
+def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame | None, progress: Progress = quiet) -> None:
     shutil.copyfile(plan.scenario_path, folder / "scenario.yaml")
     write_json(summary_json_dict(plan), folder / "summary.json")
     write_csv(plan.sites, folder / "sites.csv")
@@ -80,6 +81,7 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
         write_csv_chunks(plan.failover.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
         write_csv(plan.failover.sites, folder / "failover_sites.csv")
         write_csv(plan.failover.scenarios, folder / "failover_scenarios.csv")
+    progress(f"wrote the tables: sites.csv, assignments.csv ({len(plan.assignments):,} rows), populations.csv, summary.json")
     geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")
@@ -93,16 +95,20 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
         f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
     catchments = catchment_frame(plan)  # once: the GeoJSON, the maps and the web map draw the same
+    progress("wrote the GeoJSON layers: sites, assignments, populations")
     if maps:
         draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title, catchments=catchments)
+        progress("drew map.png")
     report = render_markdown(plan.summary, plan.sites, plan.populations, plan.notes, protection=plan_protection(plan))
     (folder / "report.md").write_text(report, encoding="utf-8")
     links = links_frame(plan.instance.latency)  # the network the plan's round trips were computed on
     write_catchments(catchments, folder)
     write_network(links, folder)
+    progress("wrote report.md, catchments and the network")
     if maps:
         draw_regional_maps(plan, folder, catchments=catchments)
         write_webmap(plan, folder / "map.html", catchments=catchments, links=links)
+        progress("drew the regional maps and map.html")
     write_report_html(plan, folder)  # last: embeds map.png, map_*.png (when drawn) and ttft_budget.png
 
 
@@ -209,7 +215,14 @@ def write_text_atomic(path: Path, text: str) -> None:
     Path(temporary).replace(path)
 
 
-def write_results(plan: Plan, out_dir: str | Path, *, maps: bool = True, tail_check: pd.DataFrame | None = None) -> Path:
+def write_results(
+    plan: Plan,
+    out_dir: str | Path,
+    *,
+    maps: bool = True,
+    tail_check: pd.DataFrame | None = None,
+    progress: Progress = quiet,
+) -> Path:
     """Write every result file of a plan into ``out_dir``, atomically.
 
     Parameters
@@ -225,6 +238,8 @@ def write_results(plan: Plan, out_dir: str | Path, *, maps: bool = True, tail_ch
     tail_check : pandas.DataFrame, optional
         The plan's tail check (:func:`placement.tail.check_tail`), written as ``tail_check.csv`` with
         the other files, so it is swapped in with them or not at all.
+    progress : callable, optional
+        Receives a line as each group of files is written (tables, GeoJSON, maps, report).
 
     Returns
     -------
@@ -236,4 +251,4 @@ def write_results(plan: Plan, out_dir: str | Path, *, maps: bool = True, tail_ch
     InputError
         If the destination exists and is not a results folder, or cannot be written.
     """
-    return write_folder(out_dir, lambda folder: _write_all(plan, folder, maps=maps, tail_check=tail_check))
+    return write_folder(out_dir, lambda folder: _write_all(plan, folder, maps=maps, tail_check=tail_check, progress=progress))
