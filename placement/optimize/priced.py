@@ -236,15 +236,21 @@ def _tightened(
         # Until the answer is proven (or the strong LP converges): the weak LP's value already equals its bound, so a
         # target would stop before the first linking rows are in.
         goal = best.objective_usd_per_h - options.gap * abs(best.objective_usd_per_h)
-        cost, lp = relax(
-            data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline,
-            target=0.0, bound_goal=goal,
-        )  # fmt: skip
+        try:
+            cost, lp = relax(
+                data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress,
+                deadline=options.deadline, target=0.0, bound_goal=goal,
+            )  # fmt: skip
+        except TimeoutError:  # the limit came within the first round with the linking rows: the bound stands
+            return bound, replace(cost, timed_out=True), 0
         return max(bound, cost.bound), cost, cost.rounds
     if short and not cost.converged and not options.past_deadline():
-        cost, lp = relax(
-            data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline
-        )
+        try:
+            cost, lp = relax(
+                data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline
+            )
+        except TimeoutError:
+            return bound, replace(cost, timed_out=True), 0
         return max(bound, cost.bound), cost, cost.rounds
     return bound, cost, 0
 
@@ -304,10 +310,13 @@ def _scaled_candidates(
         """More rounds of the weak formulation, until the bound proves the best design or is within ``target``."""
         nonlocal more
         best = min(c.objective_usd_per_h for c in valid)
-        cost, lp = relax(
-            data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress,
-            deadline=options.deadline, links=False, target=target, bound_goal=best - options.gap * abs(best),
-        )  # fmt: skip
+        try:
+            cost, lp = relax(
+                data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress,
+                deadline=options.deadline, links=False, target=target, bound_goal=best - options.gap * abs(best),
+            )  # fmt: skip
+        except TimeoutError:  # the limit came within the first round: the last relaxation stands
+            return replace(cost, timed_out=True), lp
         more += cost.rounds
         design, _ = _rounded(data, cost, options)
         valid.extend([design] if _valid(data, design, cap) else [])
@@ -321,12 +330,14 @@ def _scaled_candidates(
         for relaxation in slope_scaled(data, cost, lp, deadline=options.deadline):
             scaled += 1
             design, _ = _rounded(data, relaxation, options)
-            valid += [design] if _valid(data, design, cap) else []
-            if options.progress is not None and valid:
-                best = min(c.objective_usd_per_h for c in valid)
+            passes = _valid(data, design, cap)
+            valid += [design] if passes else []
+            if options.progress is not None:
+                best = min((c.objective_usd_per_h for c in valid), default=math.nan)
                 options.progress(
-                    f"slope scaling {scaled}: design {design.objective_usd_per_h:,.6g} ({int(design.open.sum())} sites), "
-                    f"best {best:,.6g} (gap {relative_gap(best, cost.bound):.2%} to the bound)"
+                    f"slope scaling {scaled}: design {design.objective_usd_per_h:,.6g} ({int(design.open.sum())} sites"
+                    + ("" if passes else ", fails a check of the full model")
+                    + f"), best {best:,.6g} (gap {relative_gap(best, cost.bound):.2%} to the bound)"
                 )
             if not short(cost.bound):
                 break

@@ -56,3 +56,23 @@ def test_priced_solve_without_a_milp_finds_and_proves_the_optimum() -> None:
     assert solution.open.tolist() == [True, False]
     assert solution.report.status == SolveStatus.OPTIMAL  # the strong LP's bound, 145, proves it
     assert "slope-scaled" in solution.report.message
+
+
+def test_a_time_limit_inside_the_later_rounds_keeps_the_best_design(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The least-unserved and least-cost LPs finish; every LP after them is stopped by the time limit (as HiGHS
+    # reports it): the rounded LP ($240) is written, with the weak LP's bound ($80) and the time limit named.
+    data = two_sites()
+    solve = pricing._Lp.solve
+    calls = {"n": 0}
+
+    def stopped_after_two(self: pricing._Lp, time_limit_s: float | None = None) -> object:
+        calls["n"] += 1
+        return solve(self, time_limit_s) if calls["n"] <= 2 else None
+
+    monkeypatch.setattr(pricing._Lp, "solve", stopped_after_two)
+    solution = solve_priced(data, SolverOptions(name="highs", gap=0.01), shortfall=False)
+    assert calls["n"] > 2
+    assert solution.objective_usd_per_h == pytest.approx(240.0)
+    assert solution.report.best_bound == pytest.approx(80.0)
+    assert solution.report.stopped_by.value == "time_limit"
+    assert solution.report.status == SolveStatus.FEASIBLE
