@@ -361,7 +361,9 @@ class _Lp:
 
     def solve(self, time_limit_s: float | None = None) -> tuple[FloatArray, FloatArray, float] | None:
         """Primal values, duals and value of the restricted LP; None when ``time_limit_s`` stops it first."""
-        self.h.setOptionValue("time_limit", float("inf") if time_limit_s is None else float(time_limit_s))
+        # HiGHS measures its time limit on a clock that adds up every run of this object: the limit is from now
+        limit = float("inf") if time_limit_s is None else self.h.getRunTime() + float(time_limit_s)
+        self.h.setOptionValue("time_limit", limit)
         self.h.run()
         status = self.h.modelStatusToString(self.h.getModelStatus())
         if status == "Time limit reached":

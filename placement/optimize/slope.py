@@ -10,8 +10,7 @@ design; the caller keeps the cheapest that passes every check.
 
 The LPs are the priced LP itself (its pairs and slice rows, its basis a warm start), with a slice row added
 wherever the shares overload one: a heuristic, whose designs are checked against the full model; the bound stays the
-relaxation's. The caller's next pricing round puts the LP's own costs back (:meth:`~placement.optimize.pricing._Lp.
-set_objective`).
+relaxation's. The caller's next pricing round puts the LP's own costs back (``_Lp.set_objective``).
 """
 
 from __future__ import annotations

@@ -76,3 +76,14 @@ def test_a_time_limit_inside_the_later_rounds_keeps_the_best_design(monkeypatch:
     assert solution.report.best_bound == pytest.approx(80.0)
     assert solution.report.stopped_by.value == "time_limit"
     assert solution.report.status == SolveStatus.FEASIBLE
+
+
+def test_an_lp_time_limit_counts_from_now_not_from_the_lps_first_run() -> None:
+    # HiGHS adds up the run time of every solve of one object: a later round given 1 s gets 1 s past what is spent.
+    data = two_sites()
+    _, lp = pricing.relax(data, objective="cost", links=False, target=0.0)
+    spent = lp.h.getRunTime()
+    assert spent > 0
+    assert lp.solve(1.0) is not None
+    _, limit = lp.h.getOptionValue("time_limit")
+    assert spent + 1.0 <= limit <= lp.h.getRunTime() + 1.0
