@@ -2,12 +2,12 @@
 pairs, pricing rounds and gap, beside the straightforward PuLP build of the same model, and a fitted growth exponent.
 
 Usage: .venv/bin/python benchmarks/bench_scale.py [--sites 263 1000 2000 5000] [--populations 8000 34000]
-                                                  [--time-limit 600] [--naive-max-pairs 400000]
+                                                  [--time-limit 600] [--naive-max-pairs 400000] [--keep DIR]
 
 Each row is ``data/scenarios/world_full.yaml`` (24 h, every city its own population) with its catalog grown to the
 given number of sites by :func:`placement.candidates.with_candidates` (the 263 sites, then greenfield candidates at
 large cities, as ``data/sites/world_sites_2k.csv`` is built) and its cities cut to about the given number by a
-population floor. Each row runs in its own child process, so its peak memory (``ru_maxrss``: the resident high-water
+population floor (``--keep DIR`` keeps each row's ``sites.csv`` and ``scenario.yaml``, to solve or check again). Each row runs in its own child process, so its peak memory (``ru_maxrss``: the resident high-water
 mark, HiGHS included) is its own. The straightforward build is the whole MILP on every feasible pair, as PuLP builds it
 (:func:`placement.optimize.model.build_model`, what a direct solve would hand HiGHS), timed in a child of its own
 where it has at most ``--naive-max-pairs`` pairs (beyond, it would take minutes and gigabytes before HiGHS starts).
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import resource
 import subprocess
 import sys
@@ -87,13 +88,12 @@ def measure(path: Path) -> dict[str, Any]:
         write_results(plan, Path(tmp) / "out", maps=False)
     written = time.perf_counter()
     s = plan.summary
-    message = str(getattr(s, "solver_message", "") or "")
-    rounds = [int(w) for w, nxt in zip(message.split(), message.split()[1:], strict=False) if w.isdigit() and nxt == "rounds"]
+    rounds = re.search(r"in (\d+) rounds", s.solver_message or "")  # "LP priced over all N pairs in R rounds"
     return {
         "sites": s.sites_candidate,
         "populations": s.populations,
         "pairs": s.feasible_pairs,
-        "rounds": rounds[0] if rounds else None,
+        "rounds": int(rounds.group(1)) if rounds else None,
         "build_s": built - start,
         "solve_s": solved - built,
         "write_s": written - solved,
@@ -173,6 +173,7 @@ def main() -> None:
     parser.add_argument("--populations", nargs="+", type=int, default=[8000, 34000], help="about this many cities")
     parser.add_argument("--time-limit", type=float, default=600.0, help="the whole solve's time limit per row [s]")
     parser.add_argument("--naive-max-pairs", type=int, default=400_000, help="largest model the naive build is timed on")
+    parser.add_argument("--keep", type=Path, help="write each row's catalog and scenario into DIR/SITES_POPULATIONS/")
     parser.add_argument("--row", type=Path, help=argparse.SUPPRESS)  # a child: measure one scenario, print JSON
     parser.add_argument("--naive", type=Path, help=argparse.SUPPRESS)  # a child: time the naive build, print JSON
     args = parser.parse_args()
@@ -186,8 +187,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for populations in args.populations:
             for sites in args.sites:
-                folder = Path(tmp) / f"{sites}_{populations}"
-                folder.mkdir()
+                folder = (args.keep or Path(tmp)) / f"{sites}_{populations}"
+                folder.mkdir(parents=True, exist_ok=True)
                 path = write_scenario(folder, sites, populations, args.time_limit)
                 row = child("--row", str(path))
                 if row is None:

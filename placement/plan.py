@@ -511,10 +511,7 @@ def _class_costs(
     numpy.ndarray
         ``(n_classes,)`` cost of each class; they add up to the plan's cost. [USD/h]
     """
-    pair, site, nodes = data.load_entries()  # a cross-metro pair uses nodes at its prefill site too
-    used = solution.pair_share[pair] != 0  # (a share of 0 adds nothing: every sum the same to the bit)
-    pair, site, nodes = pair[used], site[used], nodes[used]
-    load = data.slice_demand_tok_s[data.pair_commodity[pair]] * nodes[:, None]  # as data.entry_slice_load(), of these
+    pair, site, load = data.used_entry_load(solution.pair_share)  # a cross-metro pair uses nodes at its prefill site too
     usage = (load * solution.pair_share[pair, None]) @ (data.slice_hours / data.slice_hours.sum())
     per_site_class = np.zeros((data.n_sites, n_classes))
     np.add.at(per_site_class, (site, pair_class[pair]), usage)
@@ -947,8 +944,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     scenario = instance.loaded.scenario
     policy = scenario.policy
     options = scenario.solver.options(msg=msg)
-    deadline = None if options.time_limit_s is None else time.perf_counter() + options.time_limit_s
-    options = replace(options, progress=progress, deadline=deadline)  # the time limit bounds the whole solve
+    options = replace(options, progress=progress).with_deadline(time.perf_counter())  # the limit bounds the whole solve
     notes: list[str] = []
     no_power = _no_power_message(instance)
     if no_power is not None:

@@ -106,12 +106,9 @@ def _within_cap(data: PlacementInput, solution: PlacementSolution, cap: float | 
     return left <= limit * (1 + 1e-6) + 1e-6 * max(1.0, float(data.mean_demand_tok_s.sum()))
 
 
-def with_deadline(options: SolverOptions, start: float) -> SolverOptions:
-    """The options with the whole solve's deadline: ``time_limit_s`` from ``start``, or an earlier one they carry."""
-    ends = [
-        d for d in (options.deadline, None if options.time_limit_s is None else start + options.time_limit_s) if d is not None
-    ]
-    return replace(options, deadline=min(ends)) if ends else options
+def _valid(data: PlacementInput, solution: PlacementSolution, cap: float | None) -> bool:
+    """Whether a design passes every check of the full model and leaves no more unserved than the cap."""
+    return not verify_solution(data, solution, optional=cap is not None) and _within_cap(data, solution, cap)
 
 
 def _no_answer(data: PlacementInput, options: SolverOptions, why: str, start: float) -> PlacementSolution:
@@ -175,7 +172,7 @@ def _every_pair(
     report, lifted = _restricted_milp(data, every, design, cap, options)
     if report.status.has_solution and math.isfinite(report.best_bound):
         bound = max(bound, report.best_bound)
-    if lifted is not None and not verify_solution(data, lifted, optional=cap is not None) and _within_cap(data, lifted, cap):
+    if lifted is not None and _valid(data, lifted, cap):
         best = min([best, lifted], key=lambda c: c.objective_usd_per_h)
     return report, every, best, bound
 
@@ -232,27 +229,19 @@ def _tightened(
     the open sites' fixed costs share out, at the price of larger LPs.
     """
     short = relative_gap(best.objective_usd_per_h, bound) > options.gap
-    if short and weak and not options.past_deadline():
-        # Until the answer is proven (or the strong LP converges): the weak LP's value already equals its bound, so a
-        # target would stop before the first linking rows are in.
-        goal = best.objective_usd_per_h - options.gap * abs(best.objective_usd_per_h)
-        try:
-            cost, lp = relax(
-                data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress,
-                deadline=options.deadline, target=0.0, bound_goal=goal,
-            )  # fmt: skip
-        except TimeoutError:  # the limit came within the first round with the linking rows: the bound stands
-            return bound, replace(cost, timed_out=True), 0
-        return max(bound, cost.bound), cost, cost.rounds
-    if short and not cost.converged and not options.past_deadline():
-        try:
-            cost, lp = relax(
-                data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline
-            )
-        except TimeoutError:
-            return bound, replace(cost, timed_out=True), 0
-        return max(bound, cost.bound), cost, cost.rounds
-    return bound, cost, 0
+    if not short or (cost.converged and not weak) or options.past_deadline():
+        return bound, cost, 0
+    # After the weak LP, until the answer is proven (or the strong LP converges): its value already equals its bound,
+    # so a target would stop before the first linking rows are in.
+    goal = best.objective_usd_per_h - options.gap * abs(best.objective_usd_per_h)
+    try:
+        cost, lp = relax(
+            data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress, deadline=options.deadline,
+            target=0.0 if weak else CONVERGED, bound_goal=goal if weak else None,
+        )  # fmt: skip
+    except TimeoutError:  # the limit came within the first round: the bound stands
+        return bound, replace(cost, timed_out=True), 0
+    return max(bound, cost.bound), cost, cost.rounds
 
 
 def _candidates(
@@ -263,23 +252,17 @@ def _candidates(
     Returns the rounded LP, the last report (the MILP's, or the rounded LP's without a MILP) and the valid answers.
     """
     rounded, design = _rounded(data, cost, options)
-    optional = cap is not None
     candidates = [rounded]
     report = rounded.report
-    rounded_valid = not verify_solution(data, rounded, optional=optional) and _within_cap(data, rounded, cap)
+    rounded_valid = _valid(data, rounded, cap)
     proven = rounded_valid and relative_gap(rounded.objective_usd_per_h, cost.bound) <= options.gap
     if (not proven or all_pairs) and not (rounded_valid and options.past_deadline()):
         # The MILP runs only when the rounded LP is not already proven within the gap: that decision, like every
         # stop below, does not depend on the clock. Its time limit is the scenario's, a safety net of its own.
         report, lifted = _restricted_milp(data, pairs, design, cap, options)
         candidates += [] if lifted is None else [lifted]
-    valid = [c for c in candidates if not verify_solution(data, c, optional=optional) and _within_cap(data, c, cap)]
+    valid = [c for c in candidates if _valid(data, c, cap)]
     return rounded, report, valid
-
-
-def _valid(data: PlacementInput, solution: PlacementSolution, cap: float | None) -> bool:
-    """Whether a design passes every check of the full model and leaves no more unserved than the cap."""
-    return not verify_solution(data, solution, optional=cap is not None) and _within_cap(data, solution, cap)
 
 
 def _scaled_candidates(
@@ -383,7 +366,7 @@ def solve_priced(
         Verified against the full model; ``report`` holds the full-model bound and gap.
     """
     start = time.perf_counter()
-    options = with_deadline(options, start)
+    options = options.with_deadline(start)
     total = float(data.mean_demand_tok_s.sum())
     every = np.arange(len(data.pair_site), dtype=np.int64)
     first_pairs = single_site_pairs(data) if all_pairs else None

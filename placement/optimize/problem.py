@@ -181,13 +181,22 @@ class PlacementInput:
         pair, _, nodes = self.load_entries()
         return np.asarray(self.slice_demand_tok_s[self.pair_commodity[pair]] * nodes[:, None])
 
+    def used_entry_load(self, shares: FloatArray) -> tuple[IntArray, IntArray, FloatArray]:
+        """:meth:`load_entries` with a share other than 0: pair, site and :meth:`entry_slice_load` (``(e, T)``) of each.
+
+        A share of 0 adds nothing to a load, so sums over these entries are those over all of them to the bit, without
+        the dense (entries x slices) table (1 GB on a 2,000-site world).
+        """
+        pair, site, nodes = self.load_entries()
+        used = shares[pair] != 0
+        pair, site, nodes = pair[used], site[used], nodes[used]
+        return pair, site, self.slice_demand_tok_s[self.pair_commodity[pair]] * nodes[:, None]
+
     def site_slice_load(self, shares: FloatArray) -> FloatArray:
         """``(m, T)`` node-equivalents each site carries in each slice under the given shares (second sites too)."""
         load = np.zeros((self.n_sites, len(self.slice_hours)))
-        pair, site, nodes = self.load_entries()
-        used = shares[pair] != 0  # a share of 0 adds nothing: leaving it out keeps every sum to the bit
-        pair, site, nodes = pair[used], site[used], nodes[used]
-        np.add.at(load, site, self.slice_demand_tok_s[self.pair_commodity[pair]] * nodes[:, None] * shares[pair, None])
+        pair, site, entry_load = self.used_entry_load(shares)
+        np.add.at(load, site, entry_load * shares[pair, None])
         return load
 
     def cost_usd_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> float:

@@ -16,7 +16,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import cast
@@ -129,6 +129,11 @@ class SolverOptions:
     def past_deadline(self) -> bool:
         """Whether the whole solve's time is up."""
         return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def with_deadline(self, start: float) -> SolverOptions:
+        """These options with the whole solve's deadline: ``time_limit_s`` from ``start``, or an earlier one they carry."""
+        ends = [d for d in (self.deadline, None if self.time_limit_s is None else start + self.time_limit_s) if d is not None]
+        return replace(self, deadline=min(ends)) if ends else self
 
 
 LEAST_STEP_S = 1.0
