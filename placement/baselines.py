@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.instance import Instance
+from placement.pair_mask import ROWS_CHUNK
 
 FloatArray = NDArray[np.float64]
 
@@ -117,7 +118,7 @@ def evaluate(instance: Instance, name: str, preferred_sites: NDArray[np.int64]) 
             site[c] = j
     nodes = np.ceil(site_load.max(axis=1) - 1e-9).clip(min=0)
     is_open = nodes > 0
-    inside = (site >= 0) & instance.within_budget[np.arange(len(site)), np.maximum(site, 0)]
+    inside = (site >= 0) & instance.within_budget.at(np.arange(len(site)), np.maximum(site, 0))
     dynamic = 1.0 - instance.loaded.scenario.serving.idle_power_share
     energy_mw_per_tok_s = dynamic * instance.node_kw / 1000.0 / per_node
     price = instance.sites["power_price_usd_per_mwh"].to_numpy(float) * instance.sites["pue"].to_numpy(float)
@@ -138,9 +139,12 @@ def evaluate(instance: Instance, name: str, preferred_sites: NDArray[np.int64]) 
 
 def nearest_metro(instance: Instance) -> Baseline:
     """Every population to its nearest site inside its budget (residency respected)."""
-    rtt = np.where(instance.allowed, instance.rtt_ms[instance.commodity_population], np.inf)
-    choice = np.where(np.isfinite(rtt).any(axis=1), rtt.argmin(axis=1), -1)
-    return evaluate(instance, "nearest-metro", choice.astype(np.int64))
+    choice = np.full(len(instance.commodity_population), -1, dtype=np.int64)
+    for first in range(0, len(choice), ROWS_CHUNK):  # a block of commodities at a time, not a (c, m) table
+        block = slice(first, first + ROWS_CHUNK)
+        rtt = np.where(instance.allowed.rows(block), instance.rtt_ms[instance.commodity_population[block]], np.inf)
+        choice[block] = np.where(np.isfinite(rtt).any(axis=1), rtt.argmin(axis=1), -1)
+    return evaluate(instance, "nearest-metro", choice)
 
 
 def cheapest_power(instance: Instance) -> Baseline:

@@ -96,10 +96,10 @@ def _power(ctx: _PlanContext, j: int) -> dict[str, Any]:
 def _open_site(ctx: _PlanContext, j: int, dropped: Resolve) -> dict[str, Any]:
     """An open site: its share, its power, who only it serves, the cost of dropping it."""
     allowed = ctx.instance.allowed
-    open_reach = allowed & ctx.is_open[None, :]
+    open_reach = allowed.and_columns(ctx.is_open)
     names = ctx.population_names
-    sole_open = np.flatnonzero(open_reach[:, j] & (open_reach.sum(axis=1) == 1))
-    sole_any = np.flatnonzero(allowed[:, j] & (allowed.sum(axis=1) == 1))
+    sole_open = np.flatnonzero(open_reach.column(j) & (open_reach.count_by_row() == 1))
+    sole_any = np.flatnonzero(allowed.column(j) & (allowed.count_by_row() == 1))
     droppable = not math.isinf(dropped.cost_usd_per_h)
     return {
         "nodes": int(ctx.sites["nodes"].iloc[j]),
@@ -186,9 +186,9 @@ def _closed_site(ctx: _PlanContext, lp: WhatIfs, j: int, forced: Resolve | None)
     """A rejected site: why it cannot serve anyone, or what opening it would cost and when it would pay."""
     instance = ctx.instance
     first_mw = {"value_of_first_mw_usd_per_h": float(ctx.mw_value_usd_per_h[j])}
-    if not instance.within_budget[:, j].any():
+    if not instance.within_budget.column(j).any():
         return _latency_gap(ctx, j) | first_mw
-    if not instance.allowed[:, j].any() or forced is None:
+    if not instance.allowed.column(j).any() or forced is None:
         return {"why": "residency rules or missing power bar every population within its budget"} | first_mw
     if math.isinf(forced.cost_usd_per_h):
         return {"why": "forcing it open makes the scenario infeasible"} | first_mw
@@ -254,7 +254,7 @@ def _reach(ctx: _PlanContext, c: int) -> dict[str, Any]:
     instance, data = ctx.instance, ctx.instance.inputs
     row = int(instance.row_of_commodity[c])
     if row < 0:
-        barred = instance.within_budget[c] & ~instance.allowed[c]
+        barred = instance.within_budget.row(c) & ~instance.allowed.row(c)
         if barred.any():
             names = ", ".join(str(n) for n in instance.sites["name"].to_numpy()[barred][:3])
             return {"cheapest_site": None, "why": f"residency bars the sites inside its budget ({names})"}
@@ -360,7 +360,7 @@ def _site_record(ctx: _PlanContext, lp: WhatIfs, j: int, progress: Callable[[str
     if ctx.is_open[j]:
         progress(f"re-solving without {site_id}")
         return record | _open_site(ctx, j, lp.resolve_toggled(j))
-    reachable = ctx.instance.within_budget[:, j].any() and ctx.instance.allowed[:, j].any()
+    reachable = ctx.instance.within_budget.column(j).any() and ctx.instance.allowed.column(j).any()
     if reachable:
         progress(f"re-solving with {site_id} forced open")
     return record | _closed_site(ctx, lp, j, lp.resolve_toggled(j) if reachable else None)

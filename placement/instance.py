@@ -27,6 +27,7 @@ from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_ne
 from placement.network.measurements import calibrate, load_measurements
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
 from placement.optimize.problem import PlacementInput
+from placement.pair_mask import PairMask
 from placement.profiles import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw
 from placement.progress import Progress, quiet
 from placement.regions import region_values
@@ -85,10 +86,10 @@ class Instance:
         Population and class index of each commodity.
     ttft_ms : numpy.ndarray
         ``(c, m)`` p99 TTFT of each commodity at each site. [ms]
-    within_budget : numpy.ndarray of bool
-        ``(c, m)`` pairs inside the class objective (latency only).
-    allowed : numpy.ndarray of bool
-        ``(c, m)`` pairs inside the objective, permitted by residency, at a site with power.
+    within_budget : PairMask
+        ``(c, m)`` pairs inside the class objective (latency only), as bits.
+    allowed : PairMask
+        ``(c, m)`` pairs inside the objective, permitted by residency, at a site with power, as bits.
     node_cost : NodeCost
         Hourly cost of one node per site, by component (load-independent part).
     inputs : PlacementInput
@@ -153,8 +154,8 @@ class Instance:
     rtt_p90_ms: FloatArray
     commodity_population: IntArray
     commodity_class: IntArray
-    within_budget: NDArray[np.bool_]
-    allowed: NDArray[np.bool_]
+    within_budget: PairMask
+    allowed: PairMask
     node_cost: NodeCost
     inputs: PlacementInput
     modelled: IntArray
@@ -313,7 +314,7 @@ class Instance:
     @property
     def unreachable(self) -> NDArray[np.bool_]:
         """Commodities with no allowed site."""
-        return np.asarray(~self.allowed.any(axis=1))
+        return np.asarray(~self.allowed.any_by_row())
 
 
 def build_latency_model(
@@ -1355,8 +1356,8 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         rtt_p90_ms=quantiles.p90_ms,
         commodity_population=commodity_population,
         commodity_class=commodity_class,
-        within_budget=within_budget,
-        allowed=allowed,
+        within_budget=PairMask.of(within_budget),
+        allowed=PairMask.of(allowed),
         node_cost=node_cost,
         inputs=inputs,
         modelled=rows.modelled,

@@ -63,7 +63,7 @@ def _unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15)
         ttft_ms = instance.ttft_ms(c)
         j = int(np.argmin(ttft_ms))
         where = f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {workload.name}"
-        inside = np.flatnonzero(instance.within_budget[c])
+        inside = np.flatnonzero(instance.within_budget.row(c))
         if len(inside):
             names = ", ".join(str(instance.sites["name"].iat[j]) for j in inside[:6]) + (" ..." if len(inside) > 6 else "")
             unpowered = (instance.sites["mw_available"].to_numpy(float)[inside] <= 0).all()
@@ -90,7 +90,7 @@ def _unprotectable_message(instance: Instance, rows: IntArray, *, limit: int = 1
     lines = []
     for c in rows[:limit].tolist():
         i, k = int(instance.commodity_population[c]), int(instance.commodity_class[c])
-        j = int(np.flatnonzero(instance.allowed[c])[0])
+        j = int(np.flatnonzero(instance.allowed.row(c))[0])
         lines.append(
             f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {instance.classes[k].name}: "
             f"only {instance.sites['name'].iat[j]} is inside its {instance.classes[k].ttft_p99_ms:g} ms objective "
@@ -116,7 +116,7 @@ def unprotectable_commodities(instance: Instance) -> IntArray:
     """
     if not instance.inputs.fault_tolerant:
         return np.zeros(0, dtype=np.int64)
-    single = (instance.allowed.sum(axis=1) == 1) & (instance.commodity_mean_demand_tok_s > 0)
+    single = (instance.allowed.count_by_row() == 1) & (instance.commodity_mean_demand_tok_s > 0)
     return np.flatnonzero(single).astype(np.int64)
 
 
@@ -129,7 +129,7 @@ def _shortfall_message(instance: Instance, elastic: PlacementSolution, *, limit:
     for row in short[np.argsort(-elastic.unserved_share[short] * mean[short])][:limit].tolist():
         c = int(instance.modelled[row])
         i, k = int(instance.commodity_population[c]), int(instance.commodity_class[c])
-        reach = np.flatnonzero(instance.allowed[c])
+        reach = np.flatnonzero(instance.allowed.row(c))
         names = ", ".join(f"{instance.sites['name'].iat[j]} ({instance.sites['mw_available'].iat[j]:g} MW)" for j in reach[:6])
         lines.append(
             f"{table['name'].iat[i]} ({table['country_code'].iat[i]}), class {instance.classes[k].name}: "
@@ -280,8 +280,8 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
     cost = np.where(solution.open, data.site_fixed_usd_per_h, 0.0) + solution.nodes * node_cost + energy + wan
     warmup = np.where(solution.open, instance.cache_warmup_nodes, 0)  # in the fixed cost already
     mw_used = (solution.nodes + warmup) * data.site_node_mw
-    reachable = instance.within_budget.any(axis=0)
-    permitted = instance.allowed.any(axis=0)
+    reachable = instance.within_budget.any_by_column()
+    permitted = instance.allowed.any_by_column()
     reason = np.where(
         solution.open,
         "open",
@@ -652,7 +652,9 @@ def summarise(
         p99_itl_ms=max(p.itl_ms for p in instance.profiles if p.name in interactive_names),
         cache_hit_rate=weighted_hit_rate(served_by_class, _hit_rates(instance, assignments)),
         node_kw=instance.node_kw,
-        fault_domain_coverage=fault_domain_coverage(instance.allowed, solution.open, instance.commodity_mean_demand_tok_s),
+        fault_domain_coverage=fault_domain_coverage(
+            instance.allowed.and_columns(solution.open).count_by_row(), instance.commodity_mean_demand_tok_s
+        ),
         n_plus_one=instance.inputs.fault_tolerant,
         n_plus_one_applied=instance.inputs.fault_tolerant and not solution.n_plus_one_dropped,
         **_protection_figures(instance, solution, class_cost),
@@ -812,11 +814,9 @@ def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
         lines.append(f"residency: sites in {', '.join(residency.domestic_only_sites)} serve only their own country")
     lines += [regime_note(regime, instance.classes) for regime in instance.regimes]
     demanded = instance.commodity_mean_demand_tok_s > 0
-    barred = instance.within_budget & ~instance.allowed & (instance.sites["mw_available"].to_numpy(float) > 0)[None, :]
+    barred = instance.within_budget.and_not(instance.allowed).and_columns(instance.sites["mw_available"].to_numpy(float) > 0)
     if lines:
-        lines.append(
-            f"residency barred {int(barred[demanded].sum()):,} (population-class, site) pairs inside their TTFT objective"
-        )
+        lines.append(f"residency barred {barred.count(demanded):,} (population-class, site) pairs inside their TTFT objective")
     open_sites = sites[sites["open"]]
     lines += _availability_notes(instance, open_sites)
     node_mw = instance.node_kw * open_sites["pue"] / 1e3

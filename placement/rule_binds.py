@@ -112,7 +112,7 @@ def rule_binds(instance: Instance, is_open: NDArray[np.bool_]) -> list[dict[str,
     table = instance.populations.table
     out = []
     for rule in scenario_rules(instance):
-        barred = instance.within_budget & powered & ~rule_mask(instance, rule) & (demand > 0)[:, None]
+        barred = instance.within_budget.dense() & powered & ~rule_mask(instance, rule) & (demand > 0)[:, None]
         at_open = barred & is_open[None, :]
         commodities = np.flatnonzero(at_open.any(axis=1))
         order = commodities[np.argsort(-demand[commodities], kind="stable")][:LISTED]

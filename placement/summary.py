@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from placement._errors import PlacementError
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
@@ -710,15 +710,13 @@ def ttft_headlines_ms(ttft_p99_ms: ArrayLike, goodput_tok_s: ArrayLike) -> tuple
     return worst, mean
 
 
-def fault_domain_coverage(allowed: NDArray[np.bool_], is_open: NDArray[np.bool_], demand_tok_s: ArrayLike) -> float:
+def fault_domain_coverage(open_sites_allowed: ArrayLike, demand_tok_s: ArrayLike) -> float:
     """Share of demand that keeps a second open site inside its budget.
 
     Parameters
     ----------
-    allowed : numpy.ndarray of bool
-        ``(c, m)`` commodity may be served by site.
-    is_open : numpy.ndarray of bool
-        ``(m,)`` open sites.
+    open_sites_allowed : array_like of int
+        ``(c,)`` open sites each commodity may be served by.
     demand_tok_s : array_like
         ``(c,)`` daily mean demand. [tokens/s]
 
@@ -729,7 +727,7 @@ def fault_domain_coverage(allowed: NDArray[np.bool_], is_open: NDArray[np.bool_]
     """
     demand = np.asarray(demand_tok_s, dtype=float)
     total = float(demand.sum())
-    reachable = (allowed & is_open[None, :]).sum(axis=1)
+    reachable = np.asarray(open_sites_allowed)
     return float(demand[reachable >= 2].sum() / total) if total > 0 else 0.0
 
 

@@ -103,7 +103,7 @@ def test_cross_metro_prefill_is_cheapest_inside_the_objective(tmp_path: Path) ->
     whole = instance.profiles[0]
     assert whole.serving_mode == "disaggregated" and whole.round_trips == 3
     assert 3 * rtt[0] + whole.fixed_ttft_ms <= 640 < 3 * rtt[1] + whole.fixed_ttft_ms
-    assert instance.allowed[0].tolist() == [True, False]
+    assert instance.allowed.row(0).tolist() == [True, False]
     site_rtt = float(cross.site_rtt_ms[0, 1])
     assert site_rtt <= 10, "a 10 ms allowance covers Frankfurt-Amsterdam"
     step = cross.steps(0)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,11 @@ def _never(*_: Any, **__: Any) -> Any:
 @pytest.fixture
 def no_solving(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any solve fails the test: the check must come first."""
+    # Modules that bind ``run`` by name are imported first: imported under the patch, they would keep ``_never``
+    # and fail every later test that solves through them.
+    importlib.import_module("placement.outputs.compare")
+    importlib.import_module("placement.rule_price")
+    importlib.import_module("placement.arrangement")
     monkeypatch.setattr("placement.plan.run", _never)
     monkeypatch.setattr("placement.plan.solve_instance", _never)
     monkeypatch.setattr("placement.sweep.run.run_sweep", _never)
@@ -166,7 +172,7 @@ def test_zero_power_everywhere_is_diagnosed_as_power(tmp_path: Path, policy: str
 
 def test_zero_power_raises_before_any_latency_diagnosis(tmp_path: Path) -> None:
     instance = build_instance(load_scenario(write_scenario(tmp_path, sites={"catalog": "catalog.csv", "mw_multiplier": 0})))
-    assert not instance.allowed.any()  # every pair barred: without the power check this read as latency
+    assert not instance.allowed.any_by_row().any()  # every pair barred: without the power check this read as latency
     with pytest.raises(InfeasibleError, match="no power"):
         solve_instance(instance)
 

@@ -148,7 +148,7 @@ def test_world_full_builds(tmp_path: Path) -> None:
     assert checked.loaded is not None
     instance = build_instance(checked.loaded)
     assert len(instance.populations.table) >= 30_000 and len(instance.sites) >= 250
-    allowed = instance.allowed
+    allowed = instance.allowed.dense()
     assert allowed.sum() > 100_000
     chinese_site = instance.sites["country_code"].to_numpy(str) == "CN"
     chinese_commodity = instance.populations.table["country_code"].to_numpy(str)[instance.commodity_population] == "CN"

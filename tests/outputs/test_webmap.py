@@ -208,8 +208,8 @@ def test_ttft_on_demand_is_the_figure_the_budget_checked(plan_and_folder: tuple[
     every = np.arange(len(instance.commodity_class))
     objective = np.array([c.ttft_p99_ms for c in instance.classes])[instance.commodity_class]
     table = np.stack([instance.ttft_ms(c) for c in every])  # one commodity against every site
-    assert np.array_equal(table <= objective[:, None], instance.within_budget)
-    pairs = np.argwhere(instance.allowed)
+    assert np.array_equal(table <= objective[:, None], instance.within_budget.dense())
+    pairs = np.argwhere(instance.allowed.dense())
     assert np.array_equal(instance.ttft_ms(pairs[:, 0], pairs[:, 1]), table[pairs[:, 0], pairs[:, 1]])
     assert float(instance.ttft_ms(int(pairs[0, 0]), int(pairs[0, 1]))) == table[pairs[0, 0], pairs[0, 1]]
     merged = plan.assignments.merge(plan.populations[["population_id"]], on="population_id")
