@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from placement.instance import build_instance, endpoints, merge_commodities
+from placement.pair_mask import PairMask
 from placement.plan import run
 from placement.scenario import load_scenario
 from placement.serving.request import ServingRequest, serve
@@ -97,7 +98,7 @@ def test_merge_groups_only_interchangeable_commodities() -> None:
     allowed = np.array([[1, 1, 0], [1, 1, 0], [1, 1, 0], [0, 1, 1], [0, 0, 0]], dtype=bool)
     klass = np.array([0, 0, 1, 0, 0])
     slices = np.array([[1.0, 2.0], [2.0, 4.0], [1.0, 2.0], [1.0, 2.0], [1.0, 1.0]])
-    rows, firsts = merge_commodities(allowed, klass, slices)
+    rows, firsts = merge_commodities(PairMask.of(allowed), klass, slices)
     # 0 and 1: same class, sites and shape (2x the demand); 2: other class; 3: other sites; 4: none.
     assert rows.tolist() == [0, 0, 1, 2, -1]
     assert firsts.tolist() == [0, 2, 3]

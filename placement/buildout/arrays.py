@@ -22,6 +22,7 @@ from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.horizon import AcceleratorOffer, DemandScenario, HorizonSection
 from placement.instance import Instance, build_instance, commodity_permitted, commodity_within_budget, merge_commodities
 from placement.optimize.buildout.input import BuildoutInput
+from placement.pair_mask import PairMask
 from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.scenario import EconomicsSection, LoadedScenario, ServingSection, WorkloadClass
@@ -285,7 +286,7 @@ def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np
             instance.retrieval_extra_ms[:, columns],
             instance.commodity_class,
             instance.commodity_population,
-        )
+        ).dense()
     # The instance's residency, whole-country rules and regimes alike (its allowed pairs are for one part).
     permitted = commodity_permitted(
         instance.populations.table["country_code"].to_numpy(str),
@@ -294,7 +295,7 @@ def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np
         instance.split(),
         instance.regimes,
     )
-    return np.asarray(within & permitted & (mw.max(axis=1) > 0)[None, :])
+    return np.asarray(within & permitted.dense() & (mw.max(axis=1) > 0)[None, :])
 
 
 def scenario_goodput(
@@ -434,7 +435,8 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     mix = class_share_path(scenario.classes, horizon, years)[instance.commodity_class]  # (c, Y)
     trajectory = instance.commodity_slice_demand_tok_s[:, :, None, None] * (growth * mix[:, :, None])[:, None, :, :]
     c_count, n_slices = instance.commodity_slice_demand_tok_s.shape
-    row_of_commodity, modelled = merge_commodities(allowed, instance.commodity_class, trajectory.reshape(c_count, -1))
+    shapes = trajectory.reshape(c_count, -1)
+    row_of_commodity, modelled = merge_commodities(PairMask.of(allowed), instance.commodity_class, shapes)
     members = row_of_commodity >= 0
     row_demand = np.zeros((len(modelled), n_slices, len(years), len(scenarios)))
     np.add.at(row_demand, row_of_commodity[members], trajectory[members])
