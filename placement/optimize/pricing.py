@@ -28,6 +28,7 @@ from functools import partial
 from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import sparse
 
 from placement.optimize import rows
@@ -226,10 +227,11 @@ class _Lp:
         self.cap_rhs = 0.0
         self.slice_row = np.full((m, len(data.slice_hours)), -1, dtype=np.int64)
         self.slice_blocks: list[tuple[RowBlock, IntArray, IntArray]] = []  # capacity rows and their (site, slice)
-        self.pair_col = np.full(len(data.pair_site), -1, dtype=np.int64)
+        # per pair (2.9 M at 2,000 sites): int32, as HiGHS numbers its columns and rows
+        self.pair_col = np.full(len(data.pair_site), -1, dtype=np.int32)
         self.pair_blocks: list[tuple[ColumnBlock, IntArray]] = []
-        self.link_row = np.full(len(data.pair_site), -1, dtype=np.int64)
-        self.remote_link_row = np.full(len(data.pair_site), -1, dtype=np.int64)  # cross-metro pairs' second sites
+        self.link_row = np.full(len(data.pair_site), -1, dtype=np.int32)
+        self.remote_link_row = np.full(len(data.pair_site), -1, dtype=np.int32)  # cross-metro pairs' second sites
         self.objective = np.zeros(0)
         self.best_bound: float | None = None
         self.kind = ""
@@ -329,7 +331,7 @@ class _Lp:
         remote = None if data.pair_remote_site is None else data.pair_remote_site[pairs]
         labels = rows.pair_labels(commodity, sites, remote)
         block = rows.linking_rows(
-            self.model, self.pair_col[pairs], self.open.cols, commodity, sites, np.ones(self.c), labels=labels
+            self.model, self.pair_col[pairs].astype(np.int64), self.open.cols, commodity, sites, np.ones(self.c), labels=labels
         )
         self.link_row[pairs] = block.rows
         self.sync.sync()
@@ -344,7 +346,14 @@ class _Lp:
         commodity, far = data.pair_commodity[pairs], data.pair_remote_site[pairs]
         labels = rows.pair_labels(commodity, data.pair_site[pairs], far)
         block = rows.linking_rows(
-            self.model, self.pair_col[pairs], self.open.cols, commodity, far, np.ones(self.c), name="link_remote", labels=labels
+            self.model,
+            self.pair_col[pairs].astype(np.int64),
+            self.open.cols,
+            commodity,
+            far,
+            np.ones(self.c),
+            name="link_remote",
+            labels=labels,
         )
         self.remote_link_row[pairs] = block.rows
         self.sync.sync()
@@ -359,7 +368,7 @@ class _Lp:
         active = np.flatnonzero(self.pair_col >= 0)
         entry, at, nodes = load_entries_of(data, active)
         load = data.slice_demand_tok_s[data.pair_commodity[active[entry]]] * nodes[:, None]
-        cols = self.pair_col[active[entry]]
+        cols = self.pair_col[active[entry]].astype(np.int64)
         block = rows.capacity_rows(self.model, cols, at, load, self.nodes.cols, np.ones(self.m), sites, slices)
         self.slice_blocks.append((block, sites, slices))
         self.slice_row[sites, slices] = block.rows
@@ -384,9 +393,10 @@ class _Lp:
         )
 
 
-PRICE_CHUNK_COMMODITIES = 2048
+PRICE_CHUNK_COMMODITIES = 256
 """Commodities whose (commodity, site) slice prices are formed at a time: a block of the (c, m) table, not all of it
-(305 MB a round on a 2,000-site world)."""
+(305 MB a round on a 2,000-site world); 4 MB a block at 2,000 sites, below :data:`placement.memory.MMAP_THRESHOLD_BYTES`,
+so the blocks reuse the heap rather than map fresh pages each time."""
 
 
 def _slice_prices(demand: FloatArray, slice_dual: FloatArray, commodity: IntArray, site: IntArray) -> FloatArray:
@@ -414,6 +424,14 @@ def _slice_prices(demand: FloatArray, slice_dual: FloatArray, commodity: IntArra
     return out
 
 
+def _link_duals(link_row: NDArray[np.int32], dual: FloatArray) -> FloatArray:
+    """``(p,)`` each pair's linking-row dual, clipped to at most 0 (0 where it has no row); no per-pair temporaries."""
+    out = np.zeros(len(link_row))
+    linked = np.flatnonzero(link_row >= 0)
+    out[linked] = np.minimum(dual[link_row[linked]], 0.0)
+    return out
+
+
 def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     """The Lagrangian bound of the full model under these duals, and every pair's reduced cost.
 
@@ -425,8 +443,8 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     pi = dual[lp.demand.rows]
     power = np.minimum(dual[lp.power.rows], 0.0)
     slice_dual = np.where(lp.slice_row >= 0, np.minimum(dual[np.maximum(lp.slice_row, 0)], 0.0), 0.0)
-    link = np.where(lp.link_row >= 0, np.minimum(dual[np.maximum(lp.link_row, 0)], 0.0), 0.0)
-    remote_link = np.where(lp.remote_link_row >= 0, np.minimum(dual[np.maximum(lp.remote_link_row, 0)], 0.0), 0.0)
+    link = _link_duals(lp.link_row, dual)
+    remote_link = _link_duals(lp.remote_link_row, dual)
     count_value = 0.0
     count_dual = 0.0
     for row, rhs, is_lower in lp.count_rows:
@@ -444,7 +462,12 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     rc_nodes = node + slice_dual.sum(axis=1) - data.site_node_mw * power
     rc_unserved = lp.objective[2 * m :] - pi - sigma * data.mean_demand_tok_s
     slice_price = _slice_prices(data.slice_demand_tok_s, slice_dual, data.pair_commodity, data.pair_site)
-    rc_pair = lp.pair_cost - pi[data.pair_commodity] - data.pair_nodes_per_tok_s * slice_price - link
+    # rc = cost - pi[commodity] - nodes * slice price - link, in place: one per-pair array, not four
+    rc_pair = pi[data.pair_commodity]
+    np.subtract(lp.pair_cost, rc_pair, out=rc_pair)
+    slice_price *= data.pair_nodes_per_tok_s
+    rc_pair -= slice_price
+    rc_pair -= link
     if len(far):  # a cross-metro pair's load and link at its second site
         assert data.pair_remote_site is not None and data.pair_remote_nodes_per_tok_s is not None
         remote_price = _slice_prices(data.slice_demand_tok_s, slice_dual, data.pair_commodity[far], data.pair_remote_site[far])
