@@ -1343,7 +1343,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     )
     permitted = commodity_permitted(population_country, sites["country_code"].to_numpy(str), scenario.residency, split, regimes)
     # as bits: the (commodities, sites) byte tables are 200 MB each at 2,000 sites
-    allowed = PairMask(within_budget.bits & permitted.bits, len(sites))
+    allowed = within_budget.and_(permitted)
     allowed = allowed.and_columns(sites["mw_available"].to_numpy(float) > 0)
     commodity_slices, commodity_mean = commodity_demand(pop_slices, pop_mean, classes, commodity_population, commodity_class)
     commodity_slices, commodity_mean = commodity_slices * split.demand_factor[:, None], commodity_mean * split.demand_factor

@@ -98,6 +98,11 @@ class PairMask:
         counts = self.count_by_row()
         return int(counts.sum() if rows is None else counts[np.asarray(rows, dtype=bool)].sum())
 
+    def and_(self, other: PairMask) -> PairMask:
+        """Cells set both here and in ``other`` (of the same shape)."""
+        self._same_shape(other)
+        return PairMask(self.bits & other.bits, self.n_columns)
+
     def and_not(self, other: PairMask) -> PairMask:
         """Cells set here and not in ``other`` (of the same shape)."""
         self._same_shape(other)

@@ -31,6 +31,7 @@ def test_every_read_matches_the_byte_table(shape: tuple[int, int]) -> None:
     chosen = rng.random(shape[0]) < 0.5
     assert mask.count() == int(dense.sum()) and mask.count(chosen) == int(dense[chosen].sum())
     assert np.array_equal(mask.and_not(second).dense(), dense & ~other)
+    assert np.array_equal(mask.and_(second).dense(), dense & other)
     keep = rng.random(shape[1]) < 0.5
     assert np.array_equal(mask.and_columns(keep).dense(), dense & keep[None, :])
     r, c = mask.nonzero()
