@@ -17,12 +17,14 @@ step with a model that grows (columns priced in, rows cut in).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pulp
+import scipy.sparse
 from numpy.typing import ArrayLike, NDArray
 
 from placement.optimize.solver import _quiet_stdout
@@ -574,3 +576,71 @@ def to_highspy(model: LinearModel, highs: highspy.Highs | None = None, *, thread
     if model.objective_constant:
         loaded.changeObjectiveOffset(model.objective_constant)
     return loaded
+
+
+PRICING_TOLERANCE = 1e-7
+"""A column out of the LP enters when its reduced cost is below ``-PRICING_TOLERANCE * max(1, |its cost|)`` (HiGHS's
+own dual feasibility tolerance, relative to the column's cost)."""
+
+
+def solve_by_pricing(
+    model: LinearModel, first: BoolArray, *, threads: int = 1, time_limit_s: float | None = None
+) -> tuple[str, FloatArray]:
+    """Solve an LP by column generation: the columns in ``first``, then every column its duals price in.
+
+    The restricted LP starts from the ``first`` columns (they must admit a feasible point); each round adds every
+    column out of it with a negative reduced cost (cost minus the column's coefficients times the row duals) and
+    re-solves from the last basis. With none left the restricted optimum is the model's: the same LP as
+    :func:`to_highspy` on every column, solved over far fewer where few columns are ever in a basis.
+
+    Parameters
+    ----------
+    model : LinearModel
+        A minimisation LP whose columns are bounded below by 0 (a column out of the LP stands at 0).
+    first : numpy.ndarray of bool
+        ``(n_cols,)`` the columns of the first restricted LP.
+    threads : int, optional
+        HiGHS threads.
+    time_limit_s : float, optional
+        Wall-clock limit of every round together (None: none).
+
+    Returns
+    -------
+    tuple
+        HiGHS's model status of the last round (``"Optimal"`` once no column prices in), and ``(n_cols,)`` the
+        column values (0 for columns never priced in).
+    """
+    lower, upper = model.bounds()
+    if len(lower) and lower.min() != 0.0:
+        raise ValueError("solve_by_pricing: every column must be bounded below by 0 (a column out of the LP is at 0)")
+    start = time.perf_counter()
+    rows, cols, values = model.triplets()
+    matrix = scipy.sparse.csc_matrix((values, (rows, cols)), shape=(model.n_rows, model.n_cols))
+    cost = model.cost()
+    highs = new_highs(threads=threads)
+    row_lower, row_upper = model.row_bounds()
+    no_entries = np.zeros(0, dtype=np.int32)
+    highs.addRows(model.n_rows, row_lower, row_upper, 0, np.zeros(model.n_rows, dtype=np.int32), no_entries, np.zeros(0))
+    in_lp = np.zeros(model.n_cols, dtype=bool)
+    order: list[IntArray] = []
+    entering = np.flatnonzero(first)
+    threshold = -PRICING_TOLERANCE * np.maximum(1.0, np.abs(cost))
+    while True:
+        block = matrix[:, entering]
+        highs.addCols(len(entering), cost[entering], lower[entering], upper[entering], block.nnz,
+                      block.indptr[:-1].astype(np.int32), block.indices.astype(np.int32), block.data)  # fmt: skip
+        in_lp[entering] = True
+        order.append(entering)
+        if time_limit_s is not None:
+            highs.setOptionValue("time_limit", max(float(time_limit_s) - (time.perf_counter() - start), 1e-3))
+        highs.run()
+        status = highs.modelStatusToString(highs.getModelStatus())
+        if status != "Optimal":
+            break
+        reduced = cost - matrix.T @ np.asarray(highs.getSolution().row_dual, dtype=float)
+        entering = np.flatnonzero((reduced < threshold) & ~in_lp)
+        if not len(entering):
+            break
+    x = np.zeros(model.n_cols)
+    x[np.concatenate(order)] = np.asarray(highs.getSolution().col_value, dtype=float)
+    return status, x

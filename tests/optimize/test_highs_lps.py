@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from placement.optimize import pricing, rows
+from placement.optimize import pricing, routing, rows
 from placement.optimize.heuristics import route_to_nearest
 from placement.optimize.linear import LinearModel, new_highs, pulp_values, to_highspy, to_pulp
 from placement.optimize.problem import PlacementInput
@@ -56,8 +56,9 @@ def _assert_same_lp(a: object, b: object) -> None:
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.parametrize("priced", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_routing_lp_routes_like_route_to_nearest(seed: int) -> None:
+def test_routing_lp_routes_like_route_to_nearest(seed: int, priced: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     base = random_instance(seed, power=2.0)
     # Energy priced by commodity: moving a share between sites keeps the load cost, so the budget row holds.
     energy = np.random.default_rng(seed).uniform(0.5, 5.0, base.n_commodities)[base.pair_commodity]
@@ -66,6 +67,8 @@ def test_routing_lp_routes_like_route_to_nearest(seed: int) -> None:
     blind = solve_placement(PlacementInput(**{**data.__dict__, "pair_rtt_ms": np.zeros(len(data.pair_site))}), options)
     assert blind.report.status.has_solution  # a design placed without regard to round trips
     design = dataclasses.replace(blind, routing_report=None)
+    if priced:  # the routing LP by column generation from the pairs in use and each commodity's nearest
+        monkeypatch.setattr(routing, "PRICED_FROM_COLUMNS", 0)
     model, report = route_to_nearest(data, design, options, optional=False)
     assert report.status.has_solution
     pulp_shares = np.clip(pulp_values(model.shares), 0.0, 1.0)

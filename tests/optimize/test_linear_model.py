@@ -9,7 +9,7 @@ import pulp
 import pytest
 
 from placement.optimize import rows
-from placement.optimize.linear import HighsSync, LinearModel, new_highs, pulp_values, to_highspy, to_pulp
+from placement.optimize.linear import HighsSync, LinearModel, new_highs, pulp_values, solve_by_pricing, to_highspy, to_pulp
 from placement.optimize.model import build_model, placement_blocks
 from placement.optimize.problem import PlacementInput
 from placement.optimize.solver import SolverOptions, SolveStatus, solve_problem
@@ -203,3 +203,66 @@ def test_fixed_design_capacity_and_power_rows_bound_by_value() -> None:
     assert capacity.upper.tolist() == [7.0, 7.0] and power.upper.tolist() == [0.0, 0.2]
     assert _row(to_pulp(model).problem, "capacity_1_1") == pytest.approx({"flow_0_1": 6.0, "flow_1_1": 0.5})
     assert _row(to_pulp(model).problem, "power_1") == {"nodes_1": 0.02}
+
+
+def _three_ways() -> LinearModel:
+    """One unit of demand over three routes costing 3, 1 and 2, the cheapest capped at 0.4, and a fourth costing 5."""
+    lm = LinearModel("three_ways")
+    x = lm.add_columns("x", ["a", "b", "c", "d"], cost=[3.0, 1.0, 2.0, 5.0], upper=1.0)
+    lm.add_rows("demand", None, row=[0, 0, 0, 0], col=x.cols, value=np.ones(4), lower=1.0, upper=1.0)
+    lm.add_rows("cap_b", None, row=[0], col=[x.cols[1]], value=[1.0], upper=0.4)
+    return lm
+
+
+def test_pricing_reaches_the_hand_worked_optimum_from_one_column() -> None:
+    # From route a alone (cost 3): the duals price in b and c; the optimum is b at its cap, c the rest: 0.4 + 1.2.
+    status, x = solve_by_pricing(_three_ways(), np.array([True, False, False, False]))
+    assert status == "Optimal"
+    np.testing.assert_allclose(x, [0.0, 0.4, 0.6, 0.0], atol=1e-9)
+    assert x @ _three_ways().cost() == pytest.approx(1.6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pricing_matches_the_lp_over_every_column(seed: int) -> None:
+    # A transportation LP: every commodity's demand met, sites within capacity; pricing from one feasible
+    # column per commodity (an uncapacitated dear one) reaches the same optimum as HiGHS over every column.
+    rng = np.random.default_rng(seed)
+    n, m = 30, 6
+    lm = LinearModel("transport")
+    commodity, site = np.repeat(np.arange(n), m + 1), np.tile(np.arange(m + 1), n)
+    cost = np.where(site == m, 1e3, rng.uniform(1.0, 50.0, len(site)))
+    demand = rng.uniform(1.0, 5.0, n)
+    x = lm.add_columns("x", [f"{c}_{j}" for c, j in zip(commodity, site, strict=True)], cost=cost)
+    lm.add_rows(
+        "demand",
+        row=commodity,
+        col=x.cols,
+        value=np.ones(len(site)),
+        lower=demand,
+        upper=demand,
+        size=n,
+        labels=[str(c) for c in range(n)],
+    )
+    real = site < m
+    lm.add_rows(
+        "cap",
+        row=site[real],
+        col=x.cols[real],
+        value=np.ones(real.sum()),
+        upper=demand.sum() / m * 1.2,
+        labels=[str(j) for j in range(m)],
+    )
+    highs = to_highspy(lm)
+    highs.run()
+    status, values = solve_by_pricing(lm, site == m)
+    assert status == "Optimal"
+    assert values @ cost == pytest.approx(highs.getInfo().objective_function_value, rel=1e-9)
+    assert np.all(lm.activities(values)[:n] == pytest.approx(demand))
+    assert values[site == m].sum() == pytest.approx(0.0, abs=1e-9)  # the dear route priced out
+
+
+def test_pricing_needs_columns_bounded_below_by_zero() -> None:
+    lm = LinearModel("shifted")
+    lm.add_columns("x", ["a"], lower=1.0, cost=1.0)
+    with pytest.raises(ValueError, match="bounded below by 0"):
+        solve_by_pricing(lm, np.array([True]))
