@@ -103,12 +103,18 @@ def solve_once(
 def route_on_open_sites(data: PlacementInput, solution: PlacementSolution, options: SolverOptions) -> PlacementSolution:
     """Route shares to the nearest open capacity (:func:`placement.optimize.routing.route_nearest_arrays`).
 
-    The routed shares are kept only if they pass every check and cost the same.
+    The routed shares are kept only if they pass every check and cost the same. Past the whole solve's deadline
+    there is no routing: the design's own shares stand, and the report's message says so.
     """
+    late = "; the time limit came before routing: the shares are the design's, not routed to the nearest open capacity"
+    if options.past_deadline():
+        return replace(solution, report=replace(solution.report, message=solution.report.message + late))
     tic = time.perf_counter()
     routed_shares = route_nearest_arrays(
         data, solution.open, solution.nodes, solution.pair_share, threads=options.threads, time_limit_s=options.remaining_s()
     )
+    if routed_shares is None and options.past_deadline():
+        return replace(solution, report=replace(solution.report, message=solution.report.message + late))
     if routed_shares is None:
         return solution
     cost = data.cost_usd_per_h(solution.open, solution.nodes, routed_shares)

@@ -136,3 +136,18 @@ def test_pairs_priced_in_complete_the_demand_and_capacity_rows() -> None:
     rows.extend_demand_rows(demand, later.cols, pc[~first])
     rows.extend_capacity_rows(capacity, sites, slices, later.cols, ps[~first], load[~first])
     assert _rows_by_name(grown) == _rows_by_name(full)
+
+
+def test_routing_past_the_deadline_keeps_the_design_and_says_so() -> None:
+    from placement.optimize.milp import route_on_open_sites
+
+    base = random_instance(1, power=2.0)
+    data = PlacementInput(**{**base.__dict__, "pair_cost_usd_per_h": np.ones(len(base.pair_site))})
+    blind = solve_placement(PlacementInput(**{**data.__dict__, "pair_rtt_ms": np.zeros(len(data.pair_site))}), SolverOptions())
+    design = dataclasses.replace(blind, routing_report=None)
+    in_time = route_on_open_sites(data, design, SolverOptions())
+    late = route_on_open_sites(data, design, SolverOptions(deadline=0.0))
+    assert in_time.routing_report is not None and late.routing_report is None
+    np.testing.assert_array_equal(late.pair_share, design.pair_share)
+    assert "time limit came before routing" in late.report.message
+    assert "routing" not in in_time.report.message
