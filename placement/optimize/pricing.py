@@ -421,7 +421,7 @@ def _slice_prices(demand: FloatArray, slice_dual: FloatArray, commodity: IntArra
     order = None if ordered else np.argsort(commodity, kind="stable")
     firsts = np.arange(0, len(demand), PRICE_CHUNK_COMMODITIES)
     by_commodity = commodity if order is None else commodity[order]
-    ends = np.searchsorted(by_commodity, np.r_[firsts, len(demand)]).astype(np.int64).tolist()
+    ends: list[int] = [int(e) for e in np.asarray(np.searchsorted(by_commodity, np.r_[firsts, len(demand)]))]
     for k, first in enumerate(firsts):
         block = demand[first : first + PRICE_CHUNK_COMMODITIES] @ slice_dual.T  # (block, m)
         inside: slice | IntArray = slice(ends[k], ends[k + 1]) if order is None else order[ends[k] : ends[k + 1]]
