@@ -143,6 +143,9 @@ class Instance:
         The KV cache tier of each set (with ``serving.kv_cache``; the scenario's tier first).
     site_set : numpy.ndarray of int or None
         ``(m,)`` each site's set in :attr:`tier_sets` (None: one set).
+    energy_price_usd_per_mwh : numpy.ndarray or None
+        ``(m, T)`` power price of each site in each slice, PUE included (:func:`site_energy_price`), as the load
+        energy of every pair was priced; None: the catalog's price times PUE in every slice.
     """
 
     loaded: LoadedScenario
@@ -178,6 +181,7 @@ class Instance:
     tier_sets: list[list[list[ClassProfile]]] = field(default_factory=list)
     tier_names: tuple[str, ...] = ()
     site_set: IntArray | None = None
+    energy_price_usd_per_mwh: FloatArray | None = None
 
     def split(self) -> CommoditySplit:
         """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""
@@ -1425,6 +1429,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         tier_sets=sets.sets if len(sets.sets) > 1 else [],
         tier_names=sets.names if sets.names[0] else (),
         site_set=sets.site_set,
+        energy_price_usd_per_mwh=site_energy_price(sites, price_multiplier),
     )
 
 

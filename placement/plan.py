@@ -6,6 +6,7 @@ out of this module; :mod:`placement.outputs.writer` writes them.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,13 +16,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement import footprint
 from placement._errors import InfeasibleError, SolverError
 from placement.availability import availability_rules, standing_bars
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.cache_hits import class_hit_rates
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
-from placement.instance import Instance, build_instance
+from placement.instance import Instance, build_instance, energy_demand_tok_s
 from placement.optimize import failover
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.protect import exposed, protect_plan
@@ -335,9 +337,59 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             ),
             "tokens_per_s_per_mw": tokens_per_s_per_mw(served, mw_used),
             "carbon_intensity_g_per_kwh": sites["carbon_intensity_g_per_kwh"],
+            **_site_footprint(instance, solution, warmup),
             "reason": reason,
         }
     )
+
+
+def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: IntArray) -> dict[str, FloatArray]:
+    """Each site's energy a year, the carbon intensity of what it draws and its emissions (:mod:`placement.footprint`)."""
+    data = instance.inputs
+    idle = instance.loaded.scenario.serving.idle_power_share
+    installed = footprint.site_power_mw_by_slice(data.site_node_mw, solution.nodes, warmup, np.zeros((data.n_sites, 1)), idle)
+    power = installed + _load_power_mw(instance, solution.pair_share)
+    catalog = instance.sites["carbon_intensity_g_per_kwh"].to_numpy(float)
+    energy = footprint.energy_mwh_per_year(power, data.slice_hours)
+    carbon = footprint.tco2e_per_year(power, data.slice_hours, catalog[:, None])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        drawn = np.where(energy > 0, carbon * 1e3 / energy, catalog)  # t/MWh x 1e3 = kg/MWh = g/kWh
+    return {"energy_mwh_per_year": energy, "gco2e_per_kwh": drawn, "tco2e_per_year": carbon}
+
+
+def _load_power_mw(instance: Instance, shares: FloatArray) -> FloatArray:
+    """``(m, T)`` facility power the load draws at each site in each slice, as the cost model bills it. [MW]
+
+    Each pair's load energy was priced as ``mw_per_tok_s * sum_t w_t * demand[c, t] * price[j, t]`` (PUE in the
+    price); dividing by the sum recovers its MW per tok/s whatever the class, rung or KV tier, and a cross-metro
+    pair's decode and prefill sites each take their own part.
+    """
+    data = instance.inputs
+    m, slices = data.n_sites, len(data.slice_hours)
+    pue = instance.sites["pue"].to_numpy(float)
+    price = instance.energy_price_usd_per_mwh
+    if price is None:
+        price = np.repeat((instance.sites["power_price_usd_per_mwh"].to_numpy(float) * pue)[:, None], slices, axis=1)
+    demand = energy_demand_tok_s(data.slice_demand_tok_s, data.slice_hours, instance.loaded.scenario.demand.peak_factor)
+    weights = data.slice_hours / data.slice_hours.sum()
+    cross = instance.cross_metro
+    first = len(data.pair_site) if cross is None or not len(cross.pairs) else cross.pairs.first
+    used = np.flatnonzero(shares[:first] > 0)
+    site, row, share, usd = data.pair_site[used], data.pair_commodity[used], shares[used], data.pair_cost_usd_per_h[used]
+    if first < len(data.pair_site):
+        assert cross is not None
+        far = np.flatnonzero(shares[first:] > 0)
+        pairs, far_row = cross.pairs, data.pair_commodity[first + far]
+        site = np.concatenate([site, pairs.decode_site[far], pairs.prefill_site[far]])
+        row = np.concatenate([row, far_row, far_row])
+        share = np.concatenate([share, shares[first + far], shares[first + far]])
+        usd = np.concatenate([usd, pairs.decode_energy_usd_per_h[far], pairs.prefill_energy_usd_per_h[far]])
+    billed = (demand[row] * price[site] * weights).sum(axis=1)  # USD/h of 1 MW per tok/s
+    mw_per_tok_s = np.divide(usd, billed, out=np.zeros(len(usd)), where=billed > 0)
+    power = np.stack(
+        [np.bincount(site, weights=share * mw_per_tok_s * demand[row, t], minlength=m) for t in range(slices)], axis=1
+    )
+    return np.asarray(power * pue[:, None])
 
 
 def commodity_pairs(instance: Instance, solution: PlacementSolution) -> tuple[IntArray, IntArray, FloatArray]:
@@ -633,6 +685,7 @@ def summarise(
     site_cost = (sites["cost_usd_per_h"] - sites["load_energy_usd_per_h"] - sites.get("wan_usd_per_h", 0.0)).to_numpy(float)
     class_cost = _class_costs(instance.inputs, solution, pair_class, len(instance.classes), site_cost)
     report = solution.report
+    carbon = _plan_tco2e_per_year(sites)
     return PlanSummary(
         scenario=instance.loaded.scenario.name,
         status=status,
@@ -676,7 +729,16 @@ def summarise(
         build_s=instance.build_s,
         gap_basis=gap_basis(instance),
         ratio_bound_usd_per_million_tokens=_ratio_bound_per_million(solution),
+        energy_mwh_per_year=float(sites["energy_mwh_per_year"].sum()),
+        tco2e_per_year=finite_or_none(carbon),
+        gco2e_per_million_goodput_tokens=finite_or_none(float(footprint.per_million_tokens(carbon, goodput, scale=1e6))),
     )
+
+
+def _plan_tco2e_per_year(sites: pd.DataFrame) -> float:
+    """The plan's emissions a year: NaN when a site that draws power has no carbon intensity (no partial total)."""
+    drawing = sites["energy_mwh_per_year"] > 0
+    return float(sites["tco2e_per_year"].sum()) if bool(sites.loc[drawing, "tco2e_per_year"].notna().all()) else math.nan
 
 
 def gap_basis(instance: Instance) -> str:

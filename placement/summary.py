@@ -500,6 +500,11 @@ class PlanSummary:
         folders written before it.
     ratio_bound_usd_per_million_tokens : float or None
         Optional serving: the proven lower bound of the cost per million goodput tokens (None otherwise).
+    energy_mwh_per_year, tco2e_per_year : float or None
+        Electricity the open sites draw in a year, PUE included [MWh], and the grid emissions it causes [tCO2e]
+        (:mod:`placement.footprint`); None in folders written before they were recorded.
+    gco2e_per_million_goodput_tokens : float or None
+        Emissions per million goodput tokens [gCO2e] (None without goodput, or in older folders).
     """
 
     scenario: str
@@ -546,6 +551,9 @@ class PlanSummary:
     stopped_by: str | None = None
     gap_basis: str | None = None
     ratio_bound_usd_per_million_tokens: float | None = None
+    energy_mwh_per_year: float | None = None
+    tco2e_per_year: float | None = None
+    gco2e_per_million_goodput_tokens: float | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -630,6 +638,9 @@ class PlanSummary:
             stopped_by=None if data.get("stopped_by") is None else str(data["stopped_by"]),
             gap_basis=None if data.get("gap_basis") is None else str(data["gap_basis"]),
             ratio_bound_usd_per_million_tokens=_optional_float(data.get("ratio_bound_usd_per_million_tokens")),
+            energy_mwh_per_year=_optional_float(data.get("energy_mwh_per_year")),
+            tco2e_per_year=_optional_float(data.get("tco2e_per_year")),
+            gco2e_per_million_goodput_tokens=_optional_float(data.get("gco2e_per_million_goodput_tokens")),
         )
 
 
@@ -643,6 +654,9 @@ JSON_ORDER = (
     "peak_goodput_tok_s",
     "demand_tok_s",
     "tokens_per_s_per_mw",
+    "energy_mwh_per_year",
+    "tco2e_per_year",
+    "gco2e_per_million_goodput_tokens",
     "sites_open",
     "sites_candidate",
     "nodes",

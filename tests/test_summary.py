@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from placement import jsonio
@@ -32,6 +33,9 @@ SUMMARY_JSON_KEYS = {
     "peak_goodput_tok_s",
     "demand_tok_s",
     "tokens_per_s_per_mw",
+    "energy_mwh_per_year",
+    "tco2e_per_year",
+    "gco2e_per_million_goodput_tokens",
     "sites_open",
     "sites_candidate",
     "nodes",
@@ -143,6 +147,21 @@ def test_summary_json_keys_are_pinned(world_summary: dict[str, Any]) -> None:
         assert set(klass) == CLASS_KEYS
         assert set(klass["node_ttft_ms"]) == {"queue", "slot_wait", "prefill", "first_decode"}
     assert list(world_summary["cost_breakdown_usd_per_h"]) == BREAKDOWN_KEYS
+
+
+@pytest.mark.slow
+def test_default_world_carbon_adds_up_from_its_sites(world_results: Path, world_summary: dict[str, Any]) -> None:
+    # An outside check on the written files: each open site's energy times the catalog's intensity, summed.
+    sites = pd.read_csv(world_results / "sites.csv")
+    tonnes = (sites["energy_mwh_per_year"] * sites["carbon_intensity_g_per_kwh"] / 1e3).sum()
+    assert world_summary["tco2e_per_year"] == pytest.approx(tonnes, rel=1e-6)
+    assert world_summary["energy_mwh_per_year"] == pytest.approx(sites["energy_mwh_per_year"].sum(), rel=1e-9)
+    grams_per_million = world_summary["tco2e_per_year"] * 1e6 / (world_summary["goodput_tok_s"] * 8760 * 3600 / 1e6)
+    assert world_summary["gco2e_per_million_goodput_tokens"] == pytest.approx(grams_per_million, rel=1e-9)
+    # every open site draws at least its nodes' idle share all year, and no more than their full power
+    opened = sites[sites["open"]]
+    assert (opened["energy_mwh_per_year"] <= opened["mw_used"] * 8760 * (1 + 1e-9) + 1e-6).all()
+    assert (opened.loc[opened["nodes"] > 0, "energy_mwh_per_year"] > 0).all()
 
 
 @pytest.mark.slow

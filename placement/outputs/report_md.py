@@ -76,7 +76,21 @@ def _headline_lines(summary: PlanSummary) -> list[str]:
         f"**Cost per million goodput tokens: ${_fmt(summary.cost_per_million_goodput_tokens_usd, '.3f')}** "
         f"(${summary.objective_usd_per_h:,.0f}/h for {summary.goodput_tok_s:,.0f} goodput tok/s).",
         "",
+        *_footprint_lines(summary),
     ]
+
+
+def _footprint_lines(summary: PlanSummary) -> list[str]:
+    """Energy and grid emissions a year, when the plan recorded them."""
+    if summary.energy_mwh_per_year is None:
+        return []
+    carbon = (
+        "emissions unknown (the catalog has no carbon_intensity_g_per_kwh for some open site)"
+        if summary.tco2e_per_year is None
+        else f"{summary.tco2e_per_year:,.0f} tCO2e of grid emissions "
+        f"({_fmt(summary.gco2e_per_million_goodput_tokens, ',.0f')} gCO2e per million goodput tokens)"
+    )
+    return [f"Energy and carbon: {summary.energy_mwh_per_year / 1e3:,.0f} GWh a year, PUE included; {carbon}.", ""]
 
 
 def _five_number_lines(summary: PlanSummary) -> list[str]:

@@ -1,0 +1,76 @@
+"""Energy and emissions of a plan (:mod:`placement.footprint`): by hand, and against the cost model's power bill."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from placement import footprint
+from placement.plan import run
+from placement.scenario import load_scenario
+from tests.conftest import CATALOG_HEADER, REPO, write_scenario
+
+CARBON_CATALOG = CATALOG_HEADER.replace(",locked\n", ",locked,carbon_intensity_g_per_kwh\n") + (
+    "ashburn,Ashburn,US,North America,39.04,-77.49,50,80,1.3,10000000,false,380\n"
+    "chicago,Chicago,US,North America,41.88,-87.63,50,60,1.3,10000000,false,420\n"
+    "frankfurt,Frankfurt,DE,Europe,50.11,8.68,50,120,1.3,10000000,false,350\n"
+)
+DYNAMIC_POWER = {"node_kw": 10.2, "headroom": 0.2, "idle_power_share": 0.4}
+
+
+def _slices(n: int) -> dict[str, object]:
+    return {"slices": n} if n == 1 else {"slices": n, "profile": str(REPO / "data" / "demand" / "diurnal_profile.csv")}
+
+
+def test_site_power_by_hand() -> None:
+    # Site 0: 10 nodes and 2 warm-up nodes of 13 kW facility power, 40 % idle; busy 5 then 20 node-equivalents
+    # (clipped to its 10 nodes): 0.013 * (0.4 * 12 + 0.6 * 5) = 0.1014 MW, then 0.013 * (4.8 + 6) = 0.1404 MW.
+    power = footprint.site_power_mw_by_slice([0.013, 0.02], [10, 0], [2, 0], [[5.0, 20.0], [0.0, 0.0]], 0.4)
+    np.testing.assert_allclose(power, [[0.1014, 0.1404], [0.0, 0.0]])
+    # 10 h at the first and 14 h at the second, 365 days: (1.014 + 1.9656) * 365 MWh; at 400 then 200 g/kWh.
+    np.testing.assert_allclose(footprint.energy_mwh_per_year(power, [10.0, 14.0]), [2.9796 * 365, 0.0])
+    carbon = footprint.tco2e_per_year(power, [10.0, 14.0], [[400.0, 200.0], [500.0, 500.0]])
+    np.testing.assert_allclose(carbon, [(1.014 * 400 + 1.9656 * 200) * 365 / 1000, 0.0])
+
+
+def test_per_million_tokens_by_hand() -> None:
+    # 1,000 t a year over 1e6 tok/s (31.536e12 tokens, 31.536e6 million): 1e9 g / 31.536e6 = 31.71 g per million.
+    assert float(footprint.per_million_tokens(1000.0, 1e6, scale=1e6)) == pytest.approx(1e9 / 31.536e6)
+    assert np.isnan(footprint.per_million_tokens(5.0, 0.0))
+
+
+@pytest.mark.parametrize("slices", [1, 24])
+def test_plan_energy_is_what_the_cost_model_bills_for_power(tmp_path: Path, slices: int) -> None:
+    # At a flat power price the year's energy, priced at each site's price, is the plan's idle power plus load
+    # energy: the figures follow the same nodes and loads the objective pays for. Emissions are energy x intensity.
+    path = write_scenario(tmp_path, catalog=CARBON_CATALOG, serving=DYNAMIC_POWER, time=_slices(slices))
+    plan = run(load_scenario(path))
+    sites, summary = plan.sites, plan.summary
+    breakdown = summary.cost_breakdown_usd_per_h
+    assert breakdown is not None and breakdown.load_energy_usd_per_h > 0
+    billed = float((sites["energy_mwh_per_year"] * sites["power_price_usd_per_mwh"]).sum()) / 8760.0
+    assert billed == pytest.approx(breakdown.idle_power_usd_per_h + breakdown.load_energy_usd_per_h, rel=1e-9)
+    np.testing.assert_allclose(sites["tco2e_per_year"], sites["energy_mwh_per_year"] * sites["carbon_intensity_g_per_kwh"] / 1e3)
+    assert (sites.loc[~sites["open"], "energy_mwh_per_year"] == 0).all()
+    assert summary.tco2e_per_year == pytest.approx(float(sites["tco2e_per_year"].sum()))
+    tokens_m = summary.goodput_tok_s * 8760 * 3600 / 1e6
+    assert summary.gco2e_per_million_goodput_tokens == pytest.approx(summary.tco2e_per_year * 1e6 / tokens_m)
+
+
+def test_load_energy_follows_the_goodput_served(tmp_path: Path) -> None:
+    # Given goodput 10,000 tok/s a node, 10.2 kW, 60 % of it following the load, PUE 1.3 everywhere: the load draws
+    # 0.6 * 10.2 kW * 1.3 per 10,000 tok/s of mean goodput, the idle part 0.4 * 10.2 kW * 1.3 a node, all year.
+    plan = run(load_scenario(write_scenario(tmp_path, catalog=CARBON_CATALOG, serving=DYNAMIC_POWER)))
+    sites, summary = plan.sites, plan.summary
+    load_mw = 0.6 * 10.2e-3 * 1.3 * summary.goodput_tok_s / 10_000
+    idle_mw = 0.4 * 10.2e-3 * 1.3 * float(sites["nodes"].sum())
+    assert summary.energy_mwh_per_year == pytest.approx((load_mw + idle_mw) * 8760, rel=1e-9)
+
+
+def test_a_catalog_without_intensities_gives_no_carbon_figures(tmp_path: Path) -> None:
+    # Energy is known, emissions are not: no total is made of the sites that have a figure and the ones that do not.
+    plan = run(load_scenario(write_scenario(tmp_path, serving=DYNAMIC_POWER)))
+    assert plan.summary.energy_mwh_per_year is not None and plan.summary.energy_mwh_per_year > 0
+    assert plan.summary.tco2e_per_year is None and plan.summary.gco2e_per_million_goodput_tokens is None
