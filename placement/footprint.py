@@ -98,3 +98,46 @@ def per_million_tokens(per_year: ArrayLike, goodput_tok_s: ArrayLike, *, scale: 
     tokens_m = np.asarray(goodput_tok_s, dtype=float) * SECONDS_PER_YEAR / 1e6
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(np.where(tokens_m > 0, np.asarray(per_year, dtype=float) * scale / tokens_m, np.nan))
+
+
+LOW_CARBON_FLOOR_SHARE = 0.1
+"""Least carbon intensity of any hour, as a share of the day's mean: low-carbon generation is not free of emissions
+over its life cycle (IPCC AR5 WGIII Annex III medians: solar PV 41-48, wind 11-12, nuclear 12, hydro 24 gCO2e/kWh),
+so an hour that solar covers in full keeps a floor (an estimate of the shape, not a measured figure)."""
+
+
+def solar_by_local_hour() -> FloatArray:
+    """``(24,)`` clear-sky solar output by local solar hour, mean 1: a half sine from 06:00 to 18:00 (hour midpoints)."""
+    middle = np.arange(24) + 0.5
+    output = np.clip(np.sin(np.pi * (middle - 6.0) / 12.0), 0.0, None)
+    return np.asarray(output / output.mean())
+
+
+def intensity_shape(solar_share: ArrayLike, fossil_share: ArrayLike, solar_by_hour: ArrayLike) -> FloatArray:
+    """``(m, H)`` multiplier of each site's mean carbon intensity in each hour (mean 1 over the hours).
+
+    Solar generation follows its daily curve and displaces fossil generation hour by hour (other sources and
+    the load are taken as flat): fossil's share of the hour is ``fossil - solar * (curve - 1)``, at least 0, and the
+    intensity follows it, floored at :data:`LOW_CARBON_FLOOR_SHARE` of the mean. A grid without fossil generation,
+    or without solar, is flat.
+
+    Parameters
+    ----------
+    solar_share, fossil_share : array_like
+        ``(m,)`` shares of the year's generation (0 to 1; NaN: unknown, flat).
+    solar_by_hour : array_like
+        ``(m, H)`` solar output at each site in each hour, mean 1 (:func:`solar_by_local_hour` by UTC hour).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(m, H)`` multipliers.
+    """
+    solar = np.nan_to_num(np.asarray(solar_share, dtype=float))[:, None]
+    fossil = np.nan_to_num(np.asarray(fossil_share, dtype=float))[:, None]
+    hourly = np.clip(fossil - solar * (np.asarray(solar_by_hour, dtype=float) - 1.0), 0.0, None)
+    mean = hourly.mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shape = np.where((mean > 0) & (fossil > 0), hourly / mean, 1.0)
+    shape = np.maximum(shape, LOW_CARBON_FLOOR_SHARE)
+    return np.asarray(shape / shape.mean(axis=1, keepdims=True))

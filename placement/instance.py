@@ -15,8 +15,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement import footprint
 from placement._errors import InputError, Problem
 from placement.budget import ttft_p99_ms
+from placement.bundled import bundled_path
 from placement.catalog import load_catalog
 from placement.cities import load_cities
 from placement.cross_metro import CrossMetro, EnergyPrices, build_cross_metro, with_cross_metro
@@ -146,6 +148,9 @@ class Instance:
     energy_price_usd_per_mwh : numpy.ndarray or None
         ``(m, T)`` power price of each site in each slice, PUE included (:func:`site_energy_price`), as the load
         energy of every pair was priced; None: the catalog's price times PUE in every slice.
+    carbon_intensity_g_per_kwh : numpy.ndarray or None
+        ``(m, T)`` carbon intensity of the electricity at each site in each slice (:func:`site_carbon_intensity`;
+        NaN where the catalog has none); None: the catalog's figure in every slice.
     """
 
     loaded: LoadedScenario
@@ -182,6 +187,7 @@ class Instance:
     tier_names: tuple[str, ...] = ()
     site_set: IntArray | None = None
     energy_price_usd_per_mwh: FloatArray | None = None
+    carbon_intensity_g_per_kwh: FloatArray | None = None
 
     def split(self) -> CommoditySplit:
         """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""
@@ -738,6 +744,33 @@ def site_energy_price(sites: pd.DataFrame, price_multiplier: FloatArray) -> Floa
     """``(m, T)`` power price of each site in each slice, PUE included. [USD/MWh]"""
     price = sites["power_price_usd_per_mwh"].to_numpy(float) * sites["pue"].to_numpy(float)
     return np.asarray(price[:, None] * price_multiplier)
+
+
+GRID_MIX_CSV = ("energy", "grid_mix_by_country.csv")
+"""Bundled electricity mix shares by country (``scripts/build_grid_mix.py``; codecarbon / OWID / Ember)."""
+
+
+def site_carbon_intensity(sites: pd.DataFrame, n_slices: int) -> FloatArray:
+    """``(m, T)`` carbon intensity at each site in each slice: the catalog's yearly mean, shaped by the hour. [g/kWh]
+
+    The shape (:func:`placement.footprint.intensity_shape`) follows the solar output at the site's solar hour and the
+    country's shares of solar and fossil generation (``data/energy/grid_mix_by_country.csv``); a country the table
+    lacks, and a single (peak) slice, stay flat. NaN where the catalog has no ``carbon_intensity_g_per_kwh``.
+    """
+    annual = (
+        sites["carbon_intensity_g_per_kwh"].to_numpy(float)
+        if "carbon_intensity_g_per_kwh" in sites.columns
+        else np.full(len(sites), np.nan)
+    )
+    if n_slices == 1 or "country_code" not in sites.columns:
+        return np.repeat(annual[:, None], n_slices, axis=1)
+    mix = pd.read_csv(bundled_path(*GRID_MIX_CSV), keep_default_na=False, na_values=[""]).set_index("country_code")
+    country = sites["country_code"].astype(str)
+    solar = country.map(mix["solar_share"]).to_numpy(float)
+    fossil = country.map(mix["fossil_share"]).to_numpy(float)
+    sun = hourly_multipliers(site_offsets_h(sites["lon"].to_numpy(float)), footprint.solar_by_local_hour())
+    shape = block_mean(footprint.intensity_shape(solar, fossil, sun), n_slices)
+    return np.asarray(annual[:, None] * shape)
 
 
 def site_price_multiplier(spec: TimeSection, sites: pd.DataFrame, n_slices: int, resolve: Resolve) -> FloatArray:
@@ -1430,6 +1463,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         tier_names=sets.names if sets.names[0] else (),
         site_set=sets.site_set,
         energy_price_usd_per_mwh=site_energy_price(sites, price_multiplier),
+        carbon_intensity_g_per_kwh=site_carbon_intensity(sites, len(slice_hours)),
     )
 
 

@@ -350,8 +350,9 @@ def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: Int
     installed = footprint.site_power_mw_by_slice(data.site_node_mw, solution.nodes, warmup, np.zeros((data.n_sites, 1)), idle)
     power = installed + _load_power_mw(instance, solution.pair_share)
     catalog = instance.sites["carbon_intensity_g_per_kwh"].to_numpy(float)
+    intensity = instance.carbon_intensity_g_per_kwh
     energy = footprint.energy_mwh_per_year(power, data.slice_hours)
-    carbon = footprint.tco2e_per_year(power, data.slice_hours, catalog[:, None])
+    carbon = footprint.tco2e_per_year(power, data.slice_hours, catalog[:, None] if intensity is None else intensity)
     with np.errstate(divide="ignore", invalid="ignore"):
         drawn = np.where(energy > 0, carbon * 1e3 / energy, catalog)  # t/MWh x 1e3 = kg/MWh = g/kWh
     return {"energy_mwh_per_year": energy, "gco2e_per_kwh": drawn, "tco2e_per_year": carbon}

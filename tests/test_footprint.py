@@ -52,7 +52,12 @@ def test_plan_energy_is_what_the_cost_model_bills_for_power(tmp_path: Path, slic
     assert breakdown is not None and breakdown.load_energy_usd_per_h > 0
     billed = float((sites["energy_mwh_per_year"] * sites["power_price_usd_per_mwh"]).sum()) / 8760.0
     assert billed == pytest.approx(breakdown.idle_power_usd_per_h + breakdown.load_energy_usd_per_h, rel=1e-9)
-    np.testing.assert_allclose(sites["tco2e_per_year"], sites["energy_mwh_per_year"] * sites["carbon_intensity_g_per_kwh"] / 1e3)
+    drawn = sites["carbon_intensity_g_per_kwh"] if slices == 1 else sites["gco2e_per_kwh"]  # 24 h: the hourly shape's
+    np.testing.assert_allclose(sites["tco2e_per_year"], sites["energy_mwh_per_year"] * drawn / 1e3)
+    if slices > 1:  # drawing more at some hours than others moves the mean a little off the catalog's, not far
+        opened = sites[sites["open"]]
+        ratio = opened["gco2e_per_kwh"] / opened["carbon_intensity_g_per_kwh"]
+        assert ((ratio > 0.8) & (ratio < 1.2)).all() and (abs(ratio - 1) > 1e-6).any()
     assert (sites.loc[~sites["open"], "energy_mwh_per_year"] == 0).all()
     assert summary.tco2e_per_year == pytest.approx(float(sites["tco2e_per_year"].sum()))
     tokens_m = summary.goodput_tok_s * 8760 * 3600 / 1e6
@@ -74,3 +79,24 @@ def test_a_catalog_without_intensities_gives_no_carbon_figures(tmp_path: Path) -
     plan = run(load_scenario(write_scenario(tmp_path, serving=DYNAMIC_POWER)))
     assert plan.summary.energy_mwh_per_year is not None and plan.summary.energy_mwh_per_year > 0
     assert plan.summary.tco2e_per_year is None and plan.summary.gco2e_per_million_goodput_tokens is None
+
+
+def test_solar_curve_is_a_daytime_half_sine_of_mean_one() -> None:
+    curve = footprint.solar_by_local_hour()
+    assert curve.mean() == pytest.approx(1.0)
+    assert (curve[:6] == 0).all() and (curve[18:] == 0).all()
+    assert curve[11] == curve[12] == curve.max()  # symmetric about noon
+
+
+def test_intensity_shape_by_hand() -> None:
+    # Two hours of "day": solar 2 in the first (its mean is 1), 0 in the second. A grid of 20 % solar and 50 % fossil:
+    # fossil 0.5 - 0.2 * (2 - 1) = 0.3 by day and 0.5 + 0.2 = 0.7 by night, mean 0.5: multipliers 0.6 and 1.4.
+    # Without solar, or without fossil, the shape is flat; solar 60 % against fossil 40 % would take fossil below 0
+    # by day: the floor holds it at a tenth of the mean, and the night carries the rest.
+    sun = np.array([[2.0, 0.0]] * 4)
+    shape = footprint.intensity_shape([0.2, 0.0, 0.3, 0.6], [0.5, 0.7, 0.0, 0.4], sun)
+    np.testing.assert_allclose(shape[0], [0.6, 1.4])
+    np.testing.assert_allclose(shape[1], [1.0, 1.0])
+    np.testing.assert_allclose(shape[2], [1.0, 1.0])
+    np.testing.assert_allclose(shape[3], [0.1 / 1.05, 2.0 / 1.05])
+    np.testing.assert_allclose(shape.mean(axis=1), 1.0)
