@@ -721,8 +721,9 @@ def _pair_energy_usd_per_h(
     price_multiplier: FloatArray,
     idle_power_share: float,
     peak_factor: float,
+    carbon_usd_per_mwh: FloatArray | None = None,
 ) -> FloatArray:
-    """Load-dependent energy cost of each pair at a share of 1, averaged over the day. [USD/h]"""
+    """Load-dependent energy cost of each pair at a share of 1, averaged over the day, any carbon charge in. [USD/h]"""
     dynamic_share = 1.0 - idle_power_share
     if dynamic_share <= 0:
         return np.zeros(len(pair_site))
@@ -731,7 +732,7 @@ def _pair_energy_usd_per_h(
     demand = energy_demand_tok_s(commodity_slice_demand, slice_hours, peak_factor)
     weights = slice_hours / slice_hours.sum()
     return load_energy_usd_per_h(
-        demand, weights, pair_commodity, pair_site, mw_per_tok_s, site_energy_price(sites, price_multiplier)
+        demand, weights, pair_commodity, pair_site, mw_per_tok_s, site_energy_price(sites, price_multiplier, carbon_usd_per_mwh)
     )
 
 
@@ -740,14 +741,51 @@ def energy_demand_tok_s(slice_demand_tok_s: FloatArray, slice_hours: FloatArray,
     return slice_demand_tok_s / peak_factor if len(slice_hours) == 1 else slice_demand_tok_s
 
 
-def site_energy_price(sites: pd.DataFrame, price_multiplier: FloatArray) -> FloatArray:
-    """``(m, T)`` power price of each site in each slice, PUE included. [USD/MWh]"""
-    price = sites["power_price_usd_per_mwh"].to_numpy(float) * sites["pue"].to_numpy(float)
-    return np.asarray(price[:, None] * price_multiplier)
+def site_energy_price(
+    sites: pd.DataFrame, price_multiplier: FloatArray, carbon_usd_per_mwh: FloatArray | None = None
+) -> FloatArray:
+    """``(m, T)`` power price of each site in each slice, PUE included, with any carbon charge. [USD/MWh]
+
+    ``carbon_usd_per_mwh``: ``(m, T)`` the carbon price times the grid's intensity, per MWh drawn from the grid
+    (:func:`carbon_charge_usd_per_mwh`; None: no carbon price).
+    """
+    pue = sites["pue"].to_numpy(float)
+    price = sites["power_price_usd_per_mwh"].to_numpy(float) * pue
+    energy = price[:, None] * price_multiplier
+    return np.asarray(energy if carbon_usd_per_mwh is None else energy + pue[:, None] * carbon_usd_per_mwh)
+
+
+def carbon_charge_usd_per_mwh(intensity_g_per_kwh: FloatArray, carbon_usd_per_t: float) -> FloatArray | None:
+    """``(m, T)`` what a carbon price adds to a MWh drawn from the grid (None without a price). [USD/MWh]
+
+    g/kWh is kg/MWh: the charge is ``intensity / 1000 * price``. Raises ValueError where an intensity is unknown.
+    """
+    if carbon_usd_per_t <= 0:
+        return None
+    if np.isnan(intensity_g_per_kwh).any():
+        raise ValueError("carbon price: some site has no carbon_intensity_g_per_kwh")
+    return np.asarray(intensity_g_per_kwh / 1000.0 * carbon_usd_per_t)
 
 
 GRID_MIX_CSV = ("energy", "grid_mix_by_country.csv")
 """Bundled electricity mix shares by country (``scripts/build_grid_mix.py``; codecarbon / OWID / Ember)."""
+
+
+def _carbon_charge(loaded: LoadedScenario, sites: pd.DataFrame, intensity: FloatArray) -> FloatArray | None:
+    """:func:`carbon_charge_usd_per_mwh` at ``objective.carbon_usd_per_t``; an input error names sites without a figure."""
+    price = loaded.scenario.objective.carbon_usd_per_t
+    if price > 0 and np.isnan(intensity).any():
+        missing = sites["id"].astype(str).to_numpy()[np.isnan(intensity).any(axis=1)].tolist()
+        raise InputError([
+            Problem(
+                str(loaded.scenario.sites.catalog), f"site '{site}'", "carbon_intensity_g_per_kwh",
+                f"objective.carbon_usd_per_t is {price:g}: the carbon price needs every site's grid intensity, and this "
+                "site has none",
+                "give it a carbon_intensity_g_per_kwh (gCO2e/kWh) in the catalog, or drop objective.carbon_usd_per_t",
+            )
+            for site in missing
+        ])  # fmt: skip
+    return carbon_charge_usd_per_mwh(intensity, price)
 
 
 def site_carbon_intensity(sites: pd.DataFrame, n_slices: int) -> FloatArray:
@@ -1023,7 +1061,13 @@ def commodity_demand(
 
 
 def site_node_cost(
-    economics: EconomicsSection, serving: ServingSection, sites: pd.DataFrame, *, kw: float, price_multiplier: FloatArray
+    economics: EconomicsSection,
+    serving: ServingSection,
+    sites: pd.DataFrame,
+    *,
+    kw: float,
+    price_multiplier: FloatArray,
+    carbon_usd_per_mwh: FloatArray | None = None,
 ) -> NodeCost:
     """Hourly cost of one node at each site, by component (load-independent part).
 
@@ -1039,6 +1083,8 @@ def site_node_cost(
         IT power of one node. [kW]
     price_multiplier : numpy.ndarray
         ``(m, T)`` power price multiplier per site and slice (:func:`site_price_multiplier`; averaged over the slices).
+    carbon_usd_per_mwh : numpy.ndarray, optional
+        ``(m, T)`` carbon charge per MWh (:func:`carbon_charge_usd_per_mwh`; averaged over the slices): in the idle power.
 
     Returns
     -------
@@ -1046,6 +1092,8 @@ def site_node_cost(
         Per-site node cost. [USD/h]
     """
     price = sites["power_price_usd_per_mwh"] * price_multiplier.mean(axis=1)
+    if carbon_usd_per_mwh is not None:
+        price = price + carbon_usd_per_mwh.mean(axis=1)
     return node_cost_usd_per_h(
         economics.params(catalog_node_capex_usd(serving)),
         node_kw=kw,
@@ -1190,6 +1238,7 @@ def placement_input(
     price_multiplier: FloatArray,
     sections: ModelSections,
     options: tuple[list[ClassProfile], NDArray[np.int16]] | None = None,
+    carbon_usd_per_mwh: FloatArray | None = None,
 ) -> PlacementInput:
     """The model arrays: rows, allowed pairs, capacity and cost per site.
 
@@ -1242,6 +1291,7 @@ def placement_input(
         price_multiplier=price_multiplier,
         idle_power_share=sections.serving.idle_power_share,
         peak_factor=sections.peak_factor,
+        carbon_usd_per_mwh=carbon_usd_per_mwh,
     )
     return PlacementInput(
         slice_demand_tok_s=rows.slice_demand_tok_s,
@@ -1386,7 +1436,11 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     commodity_slices, commodity_mean = commodity_slices * split.demand_factor[:, None], commodity_mean * split.demand_factor
     kw = node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, len(slice_hours), resolve)
-    node_cost = site_node_cost(scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier)
+    intensity = site_carbon_intensity(sites, len(slice_hours))
+    carbon = _carbon_charge(loaded, sites, intensity)
+    node_cost = site_node_cost(
+        scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier, carbon_usd_per_mwh=carbon
+    )
     node_cost = with_tier_cost(node_cost, sets.tier_usd_per_node_h(len(sites)))
     laddered = any(len(r) > 1 for group in sets.sets for r in group)
     varies = laddered or len(sets.sets) > 1
@@ -1410,12 +1464,13 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         price_multiplier=price_multiplier,
         sections=sections,
         options=options,
+        carbon_usd_per_mwh=carbon,
     )
     cross = None
     if scenario.serving.cross_metro_prefill is not None:
         cross = _cross_metro(
             loaded, inputs, rows, profiles, sites, latency, (commodity_class, commodity_population, rtt, permitted),
-            retrieval_extra, node_cost, price_multiplier, kw,
+            retrieval_extra, node_cost, price_multiplier, kw, carbon,
         )  # fmt: skip
         inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms(cross.pairs.row, cross.pairs.decode_site))
         progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")
@@ -1462,8 +1517,8 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         tier_sets=sets.sets if len(sets.sets) > 1 else [],
         tier_names=sets.names if sets.names[0] else (),
         site_set=sets.site_set,
-        energy_price_usd_per_mwh=site_energy_price(sites, price_multiplier),
-        carbon_intensity_g_per_kwh=site_carbon_intensity(sites, len(slice_hours)),
+        energy_price_usd_per_mwh=site_energy_price(sites, price_multiplier, carbon),
+        carbon_intensity_g_per_kwh=intensity,
     )
 
 
@@ -1520,6 +1575,7 @@ def _cross_metro(
     node_cost: NodeCost,
     price_multiplier: FloatArray,
     kw: float,
+    carbon_usd_per_mwh: FloatArray | None = None,
 ) -> CrossMetro:
     """The scenario's cross-metro columns (``serving.cross_metro_prefill``): profiles, partners, pairs."""
     scenario = loaded.scenario
@@ -1530,7 +1586,7 @@ def _cross_metro(
     energy = EnergyPrices(
         energy_demand_tok_s(rows.slice_demand_tok_s, inputs.slice_hours, scenario.demand.peak_factor),
         inputs.slice_hours / inputs.slice_hours.sum(),
-        site_energy_price(sites, price_multiplier),
+        site_energy_price(sites, price_multiplier, carbon_usd_per_mwh),
         (1.0 - scenario.serving.idle_power_share) * kw / 1000.0,
     )
     return build_cross_metro(

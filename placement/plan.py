@@ -21,7 +21,7 @@ from placement._errors import InfeasibleError, SolverError
 from placement.availability import availability_rules, standing_bars
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.cache_hits import class_hit_rates
-from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.economics import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
 from placement.instance import Instance, build_instance, energy_demand_tok_s
 from placement.optimize import failover
@@ -355,7 +355,11 @@ def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: Int
     carbon = footprint.tco2e_per_year(power, data.slice_hours, catalog[:, None] if intensity is None else intensity)
     with np.errstate(divide="ignore", invalid="ignore"):
         drawn = np.where(energy > 0, carbon * 1e3 / energy, catalog)  # t/MWh x 1e3 = kg/MWh = g/kWh
-    return {"energy_mwh_per_year": energy, "gco2e_per_kwh": drawn, "tco2e_per_year": carbon}
+    figures = {"energy_mwh_per_year": energy, "gco2e_per_kwh": drawn, "tco2e_per_year": carbon}
+    price = instance.loaded.scenario.objective.carbon_usd_per_t
+    if price > 0:  # in the cost already (idle power and load energy): what of it the carbon price charges
+        figures["carbon_charge_usd_per_h"] = carbon * price / HOURS_PER_YEAR
+    return figures
 
 
 def _load_power_mw(instance: Instance, shares: FloatArray) -> FloatArray:
@@ -731,6 +735,7 @@ def summarise(
         gap_basis=gap_basis(instance),
         ratio_bound_usd_per_million_tokens=_ratio_bound_per_million(solution),
         energy_mwh_per_year=float(sites["energy_mwh_per_year"].sum()),
+        carbon_charge_usd_per_h=float(sites["carbon_charge_usd_per_h"].sum()) if "carbon_charge_usd_per_h" in sites else None,
         tco2e_per_year=finite_or_none(carbon),
         gco2e_per_million_goodput_tokens=finite_or_none(float(footprint.per_million_tokens(carbon, goodput, scale=1e6))),
     )

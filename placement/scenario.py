@@ -354,6 +354,14 @@ their gap at the root node (measured), so they stop on the gap; a harder model s
 any machine, rather than on the wall clock."""
 
 
+class ObjectiveSection(_Section):
+    """What the plan minimises besides its cost: prices on what it emits."""
+
+    carbon_usd_per_t: float = Field(
+        0.0, ge=0, description="carbon price on the grid emissions of the power drawn [USD/tCO2e]; 0: none"
+    )
+
+
 class SolverSection(_Section):
     """Which solver and when to stop."""
 
@@ -491,6 +499,7 @@ class Scenario(_Section):
     latency: LatencySection = LatencySection()
     economics: EconomicsSection
     solver: SolverSection = SolverSection()
+    objective: ObjectiveSection = ObjectiveSection()
     policy: PolicySection = PolicySection()
     time: TimeSection = TimeSection()
     residency: ResidencySection = ResidencySection()

@@ -505,6 +505,9 @@ class PlanSummary:
         (:mod:`placement.footprint`); None in folders written before they were recorded.
     gco2e_per_million_goodput_tokens : float or None
         Emissions per million goodput tokens [gCO2e] (None without goodput, or in older folders).
+    carbon_charge_usd_per_h : float or None
+        With ``objective.carbon_usd_per_t``: what the carbon price adds to the cost (inside idle power and load
+        energy: it is a charge on each MWh by the hour's intensity) [USD/h]; None without a price.
     """
 
     scenario: str
@@ -554,6 +557,7 @@ class PlanSummary:
     energy_mwh_per_year: float | None = None
     tco2e_per_year: float | None = None
     gco2e_per_million_goodput_tokens: float | None = None
+    carbon_charge_usd_per_h: float | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -641,6 +645,7 @@ class PlanSummary:
             energy_mwh_per_year=_optional_float(data.get("energy_mwh_per_year")),
             tco2e_per_year=_optional_float(data.get("tco2e_per_year")),
             gco2e_per_million_goodput_tokens=_optional_float(data.get("gco2e_per_million_goodput_tokens")),
+            carbon_charge_usd_per_h=_optional_float(data.get("carbon_charge_usd_per_h")),
         )
 
 
@@ -657,6 +662,7 @@ JSON_ORDER = (
     "energy_mwh_per_year",
     "tco2e_per_year",
     "gco2e_per_million_goodput_tokens",
+    "carbon_charge_usd_per_h",
     "sites_open",
     "sites_candidate",
     "nodes",

@@ -100,3 +100,52 @@ def test_intensity_shape_by_hand() -> None:
     np.testing.assert_allclose(shape[2], [1.0, 1.0])
     np.testing.assert_allclose(shape[3], [0.1 / 1.05, 2.0 / 1.05])
     np.testing.assert_allclose(shape.mean(axis=1), 1.0)
+
+
+# Ashburn and Chicago alike but for power: Chicago's is $20/MWh cheaper and 400 g/kWh dirtier. Every MWh moved from
+# Chicago to Ashburn costs $20 and saves 0.4 t: above $50/t Ashburn is the cheaper place to draw it (PUE and node
+# power are the same at both, so this holds for idle power and load energy alike).
+SHIFT_CATALOG = CATALOG_HEADER.replace(",locked\n", ",locked,carbon_intensity_g_per_kwh\n") + (
+    "ashburn,Ashburn,US,North America,39.04,-77.49,200,80,1.3,10000000,false,380\n"
+    "chicago,Chicago,US,North America,41.88,-87.63,200,60,1.3,10000000,false,780\n"
+    "frankfurt,Frankfurt,DE,Europe,50.11,8.68,200,120,1.3,10000000,false,350\n"
+)
+
+
+def _us_energy(tmp_path: Path, price: float) -> dict[str, float]:
+    folder = tmp_path / f"c{price:g}"
+    folder.mkdir()
+    path = write_scenario(folder, catalog=SHIFT_CATALOG, serving=DYNAMIC_POWER, objective={"carbon_usd_per_t": price})
+    sites = run(load_scenario(path)).sites.set_index("site_id")
+    return {site: float(sites.loc[site, "energy_mwh_per_year"]) for site in ("ashburn", "chicago")}
+
+
+def test_a_carbon_price_above_the_break_even_moves_the_load_to_the_cleaner_site(tmp_path: Path) -> None:
+    below, above = _us_energy(tmp_path, 45.0), _us_energy(tmp_path, 55.0)
+    assert below["ashburn"] == 0 and below["chicago"] > 0  # the cheap power wins below $50/t
+    assert above["chicago"] == 0 and above["ashburn"] > 0  # the clean power above it
+    assert above["ashburn"] == pytest.approx(below["chicago"], rel=1e-6)  # the same work, moved
+
+
+def test_a_carbon_price_adds_its_charge_to_the_cost_of_a_design(tmp_path: Path) -> None:
+    # The design of the plan without a price, costed in the model with one: dearer by exactly price x tonnes.
+    plain = run(load_scenario(write_scenario(tmp_path, catalog=CARBON_CATALOG, serving=DYNAMIC_POWER)))
+    (tmp_path / "priced").mkdir()
+    path = write_scenario(tmp_path / "priced", catalog=CARBON_CATALOG, serving=DYNAMIC_POWER, objective={"carbon_usd_per_t": 100})
+    priced = run(load_scenario(path))
+    solution, data = plain.solution, priced.instance.inputs
+    dearer = data.cost_usd_per_h(solution.open, solution.nodes, solution.pair_share) - plain.summary.objective_usd_per_h
+    assert plain.summary.tco2e_per_year is not None and plain.summary.carbon_charge_usd_per_h is None
+    assert dearer == pytest.approx(100 * plain.summary.tco2e_per_year / 8760, rel=1e-9)
+    assert priced.summary.carbon_charge_usd_per_h == pytest.approx(100 * priced.summary.tco2e_per_year / 8760, rel=1e-9)
+    assert priced.summary.objective_usd_per_h >= plain.summary.objective_usd_per_h  # a price never makes it cheaper
+
+
+def test_a_carbon_price_without_intensities_is_an_input_error(tmp_path: Path) -> None:
+    from placement._errors import InputError
+
+    path = write_scenario(tmp_path, objective={"carbon_usd_per_t": 50})
+    with pytest.raises(InputError) as caught:
+        run(load_scenario(path))
+    text = str(caught.value)
+    assert "site 'ashburn'" in text and "site 'frankfurt'" in text and "carbon_intensity_g_per_kwh" in text

@@ -36,6 +36,7 @@ SUMMARY_JSON_KEYS = {
     "energy_mwh_per_year",
     "tco2e_per_year",
     "gco2e_per_million_goodput_tokens",
+    "carbon_charge_usd_per_h",
     "sites_open",
     "sites_candidate",
     "nodes",

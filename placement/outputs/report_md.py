@@ -90,7 +90,14 @@ def _footprint_lines(summary: PlanSummary) -> list[str]:
         else f"{summary.tco2e_per_year:,.0f} tCO2e of grid emissions "
         f"({_fmt(summary.gco2e_per_million_goodput_tokens, ',.0f')} gCO2e per million goodput tokens)"
     )
-    return [f"Energy and carbon: {summary.energy_mwh_per_year / 1e3:,.0f} GWh a year, PUE included; {carbon}.", ""]
+    charge = (
+        ""
+        if summary.carbon_charge_usd_per_h is None
+        else f" The carbon price adds ${summary.carbon_charge_usd_per_h:,.0f}/h "
+        f"({summary.carbon_charge_usd_per_h / max(summary.objective_usd_per_h, 1e-12):.1%} of the cost, inside idle power "
+        "and load energy)."
+    )
+    return [f"Energy and carbon: {summary.energy_mwh_per_year / 1e3:,.0f} GWh a year, PUE included; {carbon}.{charge}", ""]
 
 
 def _five_number_lines(summary: PlanSummary) -> list[str]:
