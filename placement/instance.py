@@ -9,6 +9,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +24,13 @@ from placement.catalog import load_catalog
 from placement.cities import load_cities
 from placement.cross_metro import CrossMetro, EnergyPrices, build_cross_metro, with_cross_metro
 from placement.demand import Populations, aggregate, demand_tok_s
-from placement.economics import NodeCost, load_energy_usd_per_h, node_cost_usd_per_h
+from placement.economics import HOURS_PER_YEAR, NodeCost, load_energy_usd_per_h, node_cost_usd_per_h
 from placement.faults import FaultDomains, fault_domains
 from placement.network.latency import LatencyModel
 from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_network
 from placement.network.measurements import calibrate, load_measurements
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
-from placement.optimize.problem import PlacementInput
+from placement.optimize.problem import EmissionsCap, PlacementInput
 from placement.pair_mask import PairMask
 from placement.profiles import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw
 from placement.progress import Progress, quiet
@@ -722,8 +723,13 @@ def _pair_energy_usd_per_h(
     idle_power_share: float,
     peak_factor: float,
     carbon_usd_per_mwh: FloatArray | None = None,
+    per_mwh: FloatArray | None = None,
 ) -> FloatArray:
-    """Load-dependent energy cost of each pair at a share of 1, averaged over the day, any carbon charge in. [USD/h]"""
+    """Load-dependent energy cost of each pair at a share of 1, averaged over the day, any carbon charge in. [USD/h]
+
+    ``per_mwh``: ``(m, T)`` another figure per MWh drawn (PUE included) in place of the price, e.g. tCO2e per MWh:
+    the result is then that figure per hour.
+    """
     dynamic_share = 1.0 - idle_power_share
     if dynamic_share <= 0:
         return np.zeros(len(pair_site))
@@ -731,9 +737,8 @@ def _pair_energy_usd_per_h(
     mw_per_tok_s = dynamic_share * kw / 1000.0 / goodput[pair_class]
     demand = energy_demand_tok_s(commodity_slice_demand, slice_hours, peak_factor)
     weights = slice_hours / slice_hours.sum()
-    return load_energy_usd_per_h(
-        demand, weights, pair_commodity, pair_site, mw_per_tok_s, site_energy_price(sites, price_multiplier, carbon_usd_per_mwh)
-    )
+    price = site_energy_price(sites, price_multiplier, carbon_usd_per_mwh) if per_mwh is None else per_mwh
+    return load_energy_usd_per_h(demand, weights, pair_commodity, pair_site, mw_per_tok_s, price)
 
 
 def energy_demand_tok_s(slice_demand_tok_s: FloatArray, slice_hours: FloatArray, peak_factor: float) -> FloatArray:
@@ -773,15 +778,16 @@ GRID_MIX_CSV = ("energy", "grid_mix_by_country.csv")
 
 def _carbon_charge(loaded: LoadedScenario, sites: pd.DataFrame, intensity: FloatArray) -> FloatArray | None:
     """:func:`carbon_charge_usd_per_mwh` at ``objective.carbon_usd_per_t``; an input error names sites without a figure."""
-    price = loaded.scenario.objective.carbon_usd_per_t
-    if price > 0 and np.isnan(intensity).any():
+    objective = loaded.scenario.objective
+    price = objective.carbon_usd_per_t
+    if (price > 0 or objective.carbon_cap_t_per_year is not None) and np.isnan(intensity).any():
         missing = sites["id"].astype(str).to_numpy()[np.isnan(intensity).any(axis=1)].tolist()
         raise InputError([
             Problem(
                 str(loaded.scenario.sites.catalog), f"site '{site}'", "carbon_intensity_g_per_kwh",
-                f"objective.carbon_usd_per_t is {price:g}: the carbon price needs every site's grid intensity, and this "
-                "site has none",
-                "give it a carbon_intensity_g_per_kwh (gCO2e/kWh) in the catalog, or drop objective.carbon_usd_per_t",
+                "a carbon price or cap (objective.carbon_usd_per_t, objective.carbon_cap_t_per_year) needs every "
+                "site's grid intensity, and this site has none",
+                "give it a carbon_intensity_g_per_kwh (gCO2e/kWh) in the catalog, or drop the carbon price and cap",
             )
             for site in missing
         ])  # fmt: skip
@@ -1239,6 +1245,7 @@ def placement_input(
     sections: ModelSections,
     options: tuple[list[ClassProfile], NDArray[np.int16]] | None = None,
     carbon_usd_per_mwh: FloatArray | None = None,
+    emissions: tuple[FloatArray, float] | None = None,
 ) -> PlacementInput:
     """The model arrays: rows, allowed pairs, capacity and cost per site.
 
@@ -1279,7 +1286,8 @@ def placement_input(
         profiles, row_codes = options
         pair_class = row_codes[pair_row, pair_site].astype(np.int64)
     nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in profiles])
-    energy = _pair_energy_usd_per_h(
+    pair_load = partial(
+        _pair_energy_usd_per_h,
         sites,
         rows.slice_demand_tok_s,
         slice_hours,
@@ -1291,8 +1299,20 @@ def placement_input(
         price_multiplier=price_multiplier,
         idle_power_share=sections.serving.idle_power_share,
         peak_factor=sections.peak_factor,
-        carbon_usd_per_mwh=carbon_usd_per_mwh,
     )
+    energy = pair_load(carbon_usd_per_mwh=carbon_usd_per_mwh)
+    node_mw = kw * sites["pue"].to_numpy(float) / 1000.0
+    cap = None
+    if emissions is not None:  # t/MWh drawn, PUE included: the pairs' load and the nodes' idle draw, hour-weighted
+        intensity, cap_t_per_year = emissions
+        t_per_mwh = sites["pue"].to_numpy(float)[:, None] * intensity / 1000.0
+        idle_t_per_mwh = (intensity / 1000.0) @ (slice_hours / slice_hours.sum())
+        cap = EmissionsCap(
+            site_fixed_t_per_h=np.zeros(len(sites)),
+            site_node_t_per_h=node_mw * sections.serving.idle_power_share * idle_t_per_mwh,
+            pair_t_per_h=pair_load(per_mwh=t_per_mwh),
+            cap_t_per_h=cap_t_per_year / HOURS_PER_YEAR,
+        )
     return PlacementInput(
         slice_demand_tok_s=rows.slice_demand_tok_s,
         slice_hours=slice_hours,
@@ -1303,7 +1323,7 @@ def placement_input(
         pair_cost_usd_per_h=energy,
         site_fixed_usd_per_h=sites["fixed_cost_usd_per_h"].fillna(sections.economics.site_fixed_cost_usd_per_h).to_numpy(float),
         site_node_usd_per_h=node_cost.total_usd_per_h,
-        site_node_mw=kw * sites["pue"].to_numpy(float) / 1000.0,
+        site_node_mw=node_mw,
         site_mw_available=sites["mw_available"].to_numpy(float),
         site_locked=sites["locked"].to_numpy(bool),
         min_sites_open=sections.sites_open.min,
@@ -1311,6 +1331,7 @@ def placement_input(
         fault_tolerant=sections.fault_tolerance.n_plus_one,
         daily_mean_tok_s=rows.mean_demand_tok_s,
         protect=pair_allowed.sum(axis=1) >= 2,  # N+1 needs a second site in reach
+        emissions_cap=cap,
     )
 
 
@@ -1323,10 +1344,14 @@ def with_cache_warmup(inputs: PlacementInput, node_usd_per_h: FloatArray, nodes:
     """
     if not np.any(nodes > 0):
         return inputs
+    cap = inputs.emissions_cap
+    if cap is not None:  # the warm-up nodes draw their idle power wherever the site is open
+        cap = replace(cap, site_fixed_t_per_h=cap.site_fixed_t_per_h + nodes * cap.site_node_t_per_h)
     return replace(
         inputs,
         site_fixed_usd_per_h=inputs.site_fixed_usd_per_h + nodes * node_usd_per_h,
         site_mw_available=np.maximum(inputs.site_mw_available - nodes * inputs.site_node_mw, 0.0),
+        emissions_cap=cap,
     )
 
 
@@ -1465,6 +1490,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         sections=sections,
         options=options,
         carbon_usd_per_mwh=carbon,
+        emissions=None if (limit := scenario.objective.carbon_cap_t_per_year) is None else (intensity, limit),
     )
     cross = None
     if scenario.serving.cross_metro_prefill is not None:

@@ -31,7 +31,7 @@ from placement.optimize.ratio import solve_ratio
 from placement.optimize.rows import group_by
 from placement.optimize.shortfall import diagnose_shortfall
 from placement.optimize.solve import solve_placement
-from placement.optimize.solver import SolveStatus
+from placement.optimize.solver import SolverOptions, SolveStatus
 from placement.profiles import ClassProfile
 from placement.progress import Progress, quiet
 from placement.residency import Regime
@@ -747,6 +747,38 @@ def _plan_tco2e_per_year(sites: pd.DataFrame) -> float:
     return float(sites["tco2e_per_year"].sum()) if bool(sites.loc[drawing, "tco2e_per_year"].notna().all()) else math.nan
 
 
+def least_emissions(data: PlacementInput, options: SolverOptions) -> PlacementSolution:
+    """The design that serves the demand with the least grid emissions: the same model with emissions as its cost.
+
+    ``objective_usd_per_h`` of the answer is then its emissions and ``report.best_bound`` a proven least. [tCO2e/h]
+    """
+    cap = data.emissions_cap
+    if cap is None:
+        raise ValueError("least_emissions needs the model's emissions (an emissions cap, at any level)")
+    as_cost = replace(
+        data, site_fixed_usd_per_h=cap.site_fixed_t_per_h, site_node_usd_per_h=cap.site_node_t_per_h,
+        pair_cost_usd_per_h=cap.pair_t_per_h, emissions_cap=None,
+    )  # fmt: skip
+    return solve_placement(as_cost, options, route_nearest=False)
+
+
+def _raise_if_the_cap_binds(data: PlacementInput, options: SolverOptions, progress: Progress) -> None:
+    """An infeasible model with an emissions cap: when the plan without the cap serves everything, the cap is why."""
+    assert data.emissions_cap is not None
+    cap_t = data.emissions_cap.cap_t_per_h * HOURS_PER_YEAR
+    progress("infeasible with an emissions cap: finding the least any plan serving the demand can emit")
+    least = least_emissions(data, options)
+    if not least.report.status.has_solution:
+        return  # infeasible without the cap as well: the shortfall diagnosis says why
+    bound = least.report.best_bound * HOURS_PER_YEAR
+    raise InfeasibleError(
+        f"the emissions cap of {cap_t:,.0f} tCO2e a year cannot be met while serving the demand inside its objectives: "
+        f"the least any such plan emits is at least {bound:,.0f} tCO2e a year (a plan found emits "
+        f"{least.objective_usd_per_h * HOURS_PER_YEAR:,.0f}).\nFix: raise objective.carbon_cap_t_per_year to at least "
+        "that, or add cleaner sites in reach"
+    )
+
+
 def gap_basis(instance: Instance) -> str:
     """``full_resolution`` when every population is one city, else ``aggregated``.
 
@@ -1059,6 +1091,8 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         return _assemble(instance, solution, solution.report.status.value, notes)
     solution = solve_placement(instance.inputs, options)
     status = solution.report.status
+    if status == SolveStatus.INFEASIBLE and instance.inputs.emissions_cap is not None:
+        _raise_if_the_cap_binds(instance.inputs, options, progress)
     if status == SolveStatus.INFEASIBLE:
         progress("infeasible: diagnosing which populations cannot be served")
         elastic = diagnose_shortfall(instance.inputs, options)

@@ -360,6 +360,9 @@ class ObjectiveSection(_Section):
     carbon_usd_per_t: float = Field(
         0.0, ge=0, description="carbon price on the grid emissions of the power drawn [USD/tCO2e]; 0: none"
     )
+    carbon_cap_t_per_year: float | None = Field(
+        None, ge=0, description="the most grid emissions the plan may cause in a year [tCO2e]; null: no cap"
+    )
 
 
 class SolverSection(_Section):
@@ -512,6 +515,25 @@ class Scenario(_Section):
     def is_buildout(self) -> bool:
         """Whether the scenario runs the build-out engine (a horizon, or a fleet mix of accelerators)."""
         return self.horizon is not None or self.serving.accelerators is not None
+
+    @model_validator(mode="after")
+    def _carbon_where_modelled(self) -> Scenario:
+        objective = self.objective
+        if objective.carbon_cap_t_per_year is not None and self.serving.cross_metro_prefill is not None:
+            raise ValueError(
+                "objective.carbon_cap_t_per_year is not modelled with serving.cross_metro_prefill yet: drop one of them"
+            )
+        if objective.carbon_cap_t_per_year is not None and self.policy.serving == "optional":
+            raise ValueError(
+                "objective.carbon_cap_t_per_year is not modelled with policy.serving: optional yet (the least $/M search "
+                "starts from designs the cap does not bound): drop one of them"
+            )
+        if (objective.carbon_cap_t_per_year is not None or objective.carbon_usd_per_t > 0) and self.is_buildout:
+            raise ValueError(
+                "objective.carbon_usd_per_t and carbon_cap_t_per_year are not applied by the build-out (horizon or "
+                "serving.accelerators) yet: drop them, or plan one year without a horizon"
+            )
+        return self
 
     @model_validator(mode="after")
     def _ladder_is_single_year(self) -> Scenario:

@@ -149,3 +149,54 @@ def test_a_carbon_price_without_intensities_is_an_input_error(tmp_path: Path) ->
         run(load_scenario(path))
     text = str(caught.value)
     assert "site 'ashburn'" in text and "site 'frankfurt'" in text and "carbon_intensity_g_per_kwh" in text
+
+
+def _capped(tmp_path: Path, name: str, **objective: float) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    return write_scenario(folder, catalog=SHIFT_CATALOG, serving=DYNAMIC_POWER, objective=objective)
+
+
+def test_a_binding_emissions_cap_moves_the_load_to_the_cleaner_site_by_hand(tmp_path: Path) -> None:
+    # Uncapped, the US load runs at Chicago (power $20/MWh cheaper, 400 g/kWh dirtier). Serving part of it at Ashburn
+    # would open a second site ($250/h fixed), so any cap between "all at Ashburn" and "all at Chicago" is met by
+    # moving all of it: the optimum then costs exactly $20 more per MWh moved, and emits 0.4 t less per MWh.
+    free = run(load_scenario(_capped(tmp_path, "free")))
+    moved_mwh = float(free.sites.set_index("site_id").loc["chicago", "energy_mwh_per_year"])
+    assert free.summary.tco2e_per_year is not None and moved_mwh > 0
+    cap = free.summary.tco2e_per_year - 0.5 * 0.4 * moved_mwh  # half way: needs the whole move
+    capped = run(load_scenario(_capped(tmp_path, "capped", carbon_cap_t_per_year=cap)))
+    sites = capped.sites.set_index("site_id")
+    assert sites.loc["chicago", "energy_mwh_per_year"] == 0
+    assert sites.loc["ashburn", "energy_mwh_per_year"] == pytest.approx(moved_mwh, rel=1e-9)
+    assert capped.summary.tco2e_per_year == pytest.approx(free.summary.tco2e_per_year - 0.4 * moved_mwh, rel=1e-9)
+    assert capped.summary.tco2e_per_year <= cap
+    extra = capped.summary.objective_usd_per_h - free.summary.objective_usd_per_h
+    assert extra == pytest.approx(20.0 * moved_mwh / 8760, rel=1e-6)
+
+
+def test_a_cap_below_the_least_emissions_is_diagnosed(tmp_path: Path) -> None:
+    from placement._errors import InfeasibleError
+
+    free = run(load_scenario(_capped(tmp_path, "free")))
+    assert free.summary.tco2e_per_year is not None
+    with pytest.raises(InfeasibleError, match=r"emissions cap of [\d,]+ tCO2e a year cannot be met") as caught:
+        run(load_scenario(_capped(tmp_path, "tight", carbon_cap_t_per_year=0.2 * free.summary.tco2e_per_year)))
+    least = float(str(caught.value).split("emits is at least ")[1].split(" tCO2e")[0].replace(",", ""))
+    assert 0.2 * free.summary.tco2e_per_year < least < free.summary.tco2e_per_year
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        ({"policy": {"unreachable": "report", "serving": "optional"}}, "policy.serving: optional"),
+        ({"serving": {**DYNAMIC_POWER, "cross_metro_prefill": {}}}, "cross_metro_prefill"),
+    ],
+)
+def test_a_cap_where_it_is_not_modelled_yet_is_refused(tmp_path: Path, overrides: dict[str, object], words: str) -> None:
+    # Not a silent plan over the cap: the scenario is refused with what to drop.
+    from placement._errors import InputError
+
+    path = write_scenario(tmp_path, catalog=SHIFT_CATALOG, objective={"carbon_cap_t_per_year": 300}, **overrides)
+    with pytest.raises(InputError, match=words):
+        load_scenario(path)

@@ -99,6 +99,11 @@ def _define_placement_rows(data: PlacementInput, b: PlacementBlocks, capacity_sl
     rows.capacity_rows(b.model, b.shares.cols[entry_pair], entry_site, load, b.nodes.cols, capacity, sites, slices)
     rows.power_rows(b.model, b.nodes.cols, b.open.cols, data.site_node_mw, data.site_mw_available)
     rows.site_count_rows(b.model, b.open.cols, min_open=data.min_sites_open, max_open=data.max_sites_open)
+    cap = data.emissions_cap
+    if cap is not None:
+        columns = (b.open.cols, b.nodes.cols, b.shares.cols)
+        weights = (cap.site_fixed_t_per_h, cap.site_node_t_per_h, cap.pair_t_per_h)
+        rows.emissions_cap_row(b.model, columns, weights, cap.cap_t_per_h)
 
 
 def _define_failover(data: PlacementInput, b: PlacementBlocks, failover_rows: Literal["exact", "spare"]) -> None:

@@ -20,6 +20,37 @@ BoolArray = NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
+class EmissionsCap:
+    """A cap on the plan's grid emissions, as a linear row over the design: at most ``cap_t_per_h`` on average.
+
+    Emissions follow the power drawn, as the cost does: an open site's warm-up nodes and every node draw their idle
+    share all day, a share draws the rest in proportion to its load (:mod:`placement.footprint`).
+
+    Parameters
+    ----------
+    site_fixed_t_per_h : numpy.ndarray
+        ``(m,)`` emissions of an open site whatever it serves (its cache warm-up nodes' idle draw). [tCO2e/h]
+    site_node_t_per_h : numpy.ndarray
+        ``(m,)`` emissions of one node's idle draw. [tCO2e/h]
+    pair_t_per_h : numpy.ndarray
+        ``(p,)`` emissions of the load of each pair at a share of 1, daily mean. [tCO2e/h]
+    cap_t_per_h : float
+        The most the plan may emit, a year's cap over 8,760 h. [tCO2e/h]
+    """
+
+    site_fixed_t_per_h: FloatArray
+    site_node_t_per_h: FloatArray
+    pair_t_per_h: FloatArray
+    cap_t_per_h: float
+
+    def emitted_t_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> float:
+        """A design's emissions. [tCO2e/h]"""
+        return float(
+            self.site_fixed_t_per_h[is_open].sum() + (nodes * self.site_node_t_per_h).sum() + (shares * self.pair_t_per_h).sum()
+        )
+
+
+@dataclass(frozen=True)
 class PlacementInput:
     """Everything the MILP needs, as arrays.
 
@@ -69,6 +100,8 @@ class PlacementInput:
         ``pair_site`` and the prefill pool here. A pair with a second site needs both open (not with N+1).
     pair_remote_nodes_per_tok_s : numpy.ndarray, optional
         ``(p,)`` node-equivalents used at the second site per tok/s (0 where there is none). [nodes/(tokens/s)]
+    emissions_cap : EmissionsCap, optional
+        A cap on the plan's grid emissions (``objective.carbon_cap_t_per_year``); None: none.
     """
 
     slice_demand_tok_s: FloatArray
@@ -91,6 +124,7 @@ class PlacementInput:
     failure_domains: tuple[IntArray, ...] = ()
     pair_remote_site: IntArray | None = None
     pair_remote_nodes_per_tok_s: FloatArray | None = None
+    emissions_cap: EmissionsCap | None = None
 
     def __post_init__(self) -> None:
         if (self.pair_remote_site is None) != (self.pair_remote_nodes_per_tok_s is None):

@@ -831,6 +831,33 @@ def unserved_cap_row(model: LinearModel, unserved_cols: IntArray, mean_demand_to
     return _sum_row(model, "max_unserved", unserved_cols, mean_demand_tok_s, upper=cap_tok_s, drop_zeros=False)
 
 
+def emissions_cap_row(
+    model: LinearModel,
+    cols: tuple[IntArray, IntArray, IntArray],
+    t_per_h: tuple[FloatArray, FloatArray, FloatArray],
+    cap_t_per_h: float,
+) -> RowBlock:
+    """The plan's emissions within a cap: ``sum fixed[j] open[j] + node[j] nodes[j] + pair[p] share[p] <= cap``.
+
+    Parameters
+    ----------
+    model : LinearModel
+        The model.
+    cols : tuple of numpy.ndarray
+        ``(m,)`` open columns, ``(m,)`` node-count columns and ``(p,)`` share columns.
+    t_per_h : tuple of numpy.ndarray
+        Their emissions: of an open site, of a node, of a share of 1. [tCO2e/h]
+    cap_t_per_h : float
+        The most the plan may emit. [tCO2e/h]
+
+    Returns
+    -------
+    RowBlock
+        The row, ``emissions_cap``.
+    """
+    return _sum_row(model, "emissions_cap", np.concatenate(cols), np.concatenate(t_per_h), upper=cap_t_per_h)
+
+
 def _sum_row(
     model: LinearModel,
     name: str,
