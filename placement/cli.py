@@ -566,6 +566,37 @@ def _sim_requests(text: str) -> int:
     return value
 
 
+def _frontier(args: argparse.Namespace) -> int:
+    from placement.frontier import carbon_frontier
+    from placement.outputs.frontier_files import write_frontier
+    from placement.outputs.writer import check_output_folder
+
+    if args.axis != "carbon":
+        fix = "use --axis carbon: water figures (WUE by cooling and climate) are not modelled yet"
+        raise InputError([Problem("--axis", "", "axis", f"'{args.axis}' has no model yet", fix)])
+    check_output_folder(args.out)
+    progress = StderrProgress(show=not args.quiet)
+    loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
+    progress(f"scenario {loaded.scenario.name}: the cost-carbon frontier in {args.points} points")
+    try:
+        points = carbon_frontier(loaded, points=args.points, progress=progress)
+        out = write_frontier(points, args.out, maps=not args.no_maps, progress=progress)
+    except ValueError as exc:
+        raise InputError([Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy and carbon"')]) from None
+    import csv
+
+    with (out / "frontier.csv").open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            cap = "no cap" if not row["cap"] else f"cap {float(row['cap']):,.0f} t"
+            print(
+                f"{row['plan']}: {cap}: {float(row['tco2e_per_year']):,.0f} tCO2e a year, "
+                f"${float(row['usd_per_million_goodput_tokens']):.3f}/M, "
+                f"{float(row['gco2e_per_million_goodput_tokens']):,.0f} gCO2e/M, {row['sites_open']} sites"
+            )
+    print(f"frontier in {out}")
+    return EXIT_OK
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from placement.outputs.writer import check_output_folder
     from placement.sweep.run import run_sweep
@@ -799,6 +830,19 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="rebuild report.md and report.html of a results folder (no re-solve)")
     report.add_argument("outdir", help="a results folder written by 'solve'")
     report.set_defaults(handler=_report)
+    frontier = commands.add_parser(
+        "frontier", help="the cost-carbon frontier: the cheapest plan under a sequence of emissions caps"
+    )
+    frontier.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
+    frontier.add_argument("--axis", default="carbon", choices=["carbon", "water"], help="what the caps limit")
+    frontier.add_argument("--points", type=int, default=6, help="points, the plan without a cap included (default 6)")
+    frontier.add_argument("--out", default="frontier", help="folder: frontier.csv, frontier.png, a results folder per point")
+    frontier.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
+    frontier.add_argument("--time-limit", type=float, help="override the solver time limit of each point [s]")
+    frontier.add_argument("--gap", type=float, help="override the relative MIP gap")
+    frontier.add_argument("--quiet", action="store_true", help="no progress lines")
+    frontier.add_argument("--no-maps", action="store_true", help="no maps in the points' results folders")
+    frontier.set_defaults(handler=_frontier)
     sweep = commands.add_parser("sweep", help="solve many what-ifs of a scenario in parallel (Dask), resumable")
     sweep.add_argument("sweep", metavar="SWEEP", help="sweep YAML (see data/sweeps/example.yaml)")
     sweep.add_argument("--out", default="out-sweep", help="results folder; cases already in it are not solved again")

@@ -145,6 +145,27 @@ def _rounded(data: PlacementInput, cost: Relaxation, options: SolverOptions) -> 
     return rounded, (is_open, nodes, shares, unserved)
 
 
+def _least_unserved_whole(data: PlacementInput, least: Relaxation, options: SolverOptions) -> PlacementSolution | None:
+    """The design (whole nodes) on the least-unserved LP's pairs that leaves the least unserved; None if unsolved.
+
+    A valid design of the full model in its own right (its cost is not minimised): with an emissions cap it stands
+    when the least-cost MILP after it finds nothing in time.
+    """
+    pairs = _milp_pairs(data, least)
+    small = restrict_to_pairs(data, pairs)
+    zeros_m = np.zeros(data.n_sites)
+    free = replace(small, site_fixed_usd_per_h=zeros_m, site_node_usd_per_h=zeros_m, pair_cost_usd_per_h=np.zeros(len(pairs)))
+    model = build_model(free, served_value_usd_per_tok_s=1.0)
+    report = solve_problem(model.problem, replace(options, gap=min(options.gap, 1e-6)))
+    if not report.status.has_solution:
+        return None
+    design = lift(data, pairs, extract(model, free, report, None), report)
+    cost = data.cost_usd_per_h(design.open, design.nodes, design.pair_share)
+    kept = SolverReport(options.name, SolveStatus.FEASIBLE, cost, math.nan, math.nan, report.runtime_s,
+                        "the least-unserved design in whole nodes", report.stopped_by)  # fmt: skip
+    return replace(design, objective_usd_per_h=cost, report=kept)
+
+
 def _restricted_milp(
     data: PlacementInput, pairs: IntArray, design: Design, cap: float | None, options: SolverOptions
 ) -> tuple[SolverReport, PlacementSolution | None]:
@@ -193,11 +214,14 @@ def _message(
     rounded: PlacementSolution,
     best: PlacementSolution,
     cap: float | None,
+    *,
+    whole_nodes: bool = False,
 ) -> str:
     """What the priced solve did: LP rounds, pairs and rows, the bound, the MILP, the answer kept."""
     cost, rounds, bound = relaxations
     report, pairs = milp
-    served = "every commodity served" if cap is None else f"at most {cap:,.6g} mean tok/s unserved (the least possible)"
+    least = "the least a design on the LP's pairs reaches under the emissions cap" if whole_nodes else "the least possible"
+    served = "every commodity served" if cap is None else f"at most {cap:,.6g} mean tok/s unserved ({least})"
     return (
         f"LP priced over all {len(data.pair_site):,} pairs in {rounds} rounds ({int(cost.in_model.sum()):,} pairs, "
         f"{cost.rows:,} rows), bound {bound:,.2f}; "
@@ -385,13 +409,23 @@ def solve_priced(
     if not shortfall and least.value > tolerance:
         raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
     cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
+    start_lp: _Lp | None = lp
+    whole_nodes, whole = False, None
+    if cap is not None and data.emissions_cap is not None:
+        # Whole nodes emit more than the LP's fractions: under an emissions cap the LP's least unserved may be out of
+        # reach of any design. The least a design on the LP's pairs leaves unserved, if more, is the cap instead
+        # (and a fresh LP bounds the cost of plans serving that much).
+        whole = _least_unserved_whole(data, least, options)
+        left = None if whole is None else float((whole.unserved_share * data.mean_demand_tok_s).sum())
+        if left is not None and left > cap:
+            cap, start_lp, whole_nodes = left * (1 + 1e-9) + tolerance, None, True
     try:
         cost, lp = relax(
             data,
             objective="cost",
             unserved_cap_tok_s=cap,
             target=options.gap * PRICING_TARGET_SHARE,
-            lp=lp,
+            lp=start_lp,
             progress=options.progress,
             deadline=options.deadline,
             links=links,
@@ -410,6 +444,8 @@ def solve_priced(
             pairs = _milp_pairs(data, least, cost)
             rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=False)
     optional = cap is not None
+    if whole is not None and _valid(data, whole, cap):  # under an emissions cap: a design in hand, whatever the MILP does
+        valid = [*valid, whole]
     if not valid and not all_pairs:
         # Neither works (a site-count bound the LP's rounding breaks, and too few pairs for the MILP to meet it):
         # the MILP on every pair, slow on large models but an answer of the full model.
@@ -429,7 +465,7 @@ def solve_priced(
         report, pairs, best, bound = _every_pair(data, best, bound, cap, options)
     gap = relative_gap(best.objective_usd_per_h, bound)
     closed = gap <= options.gap + 1e-12
-    message = _message(data, (cost, rounds, bound), (report, pairs), rounded, best, cap)
+    message = _message(data, (cost, rounds, bound), (report, pairs), rounded, best, cap, whole_nodes=whole_nodes)
     stopped_by = _stopped_by(closed, report, rounded)
     if not closed and (least.timed_out or cost.timed_out or options.past_deadline()):
         stopped_by = StopReason.TIME_LIMIT

@@ -33,6 +33,9 @@ def restrict_to_pairs(data: PlacementInput, pairs: IntArray) -> PlacementInput:
         pair_cost_usd_per_h=data.pair_cost_usd_per_h[pairs],
         pair_remote_site=None if data.pair_remote_site is None else data.pair_remote_site[pairs],
         pair_remote_nodes_per_tok_s=None if data.pair_remote_nodes_per_tok_s is None else data.pair_remote_nodes_per_tok_s[pairs],
+        emissions_cap=None
+        if data.emissions_cap is None
+        else replace(data.emissions_cap, pair_t_per_h=data.emissions_cap.pair_t_per_h[pairs]),
     )
 
 

@@ -32,7 +32,7 @@ from placement.plan import Plan
 from placement.progress import Progress, quiet
 from placement.results import write_csv, write_csv_chunks, write_json
 
-MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json")
+MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json", "frontier.csv")
 
 MAP_FILES = ("map.png", "map_<region>.png", "map.html")
 """The files ``maps=False`` (``solve --no-maps``) leaves out; every other file is written."""

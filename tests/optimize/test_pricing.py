@@ -266,3 +266,29 @@ def test_slice_prices_match_the_dense_table_across_blocks(shuffled: bool, monkey
         commodity, site = commodity[order], site[order]
     expected = (demand @ slice_dual.T)[commodity, site]
     np.testing.assert_allclose(pricing._slice_prices(demand, slice_dual, commodity, site), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pricing_bounds_hold_under_an_emissions_cap(seed: int) -> None:
+    # The cap row's dual enters every reduced cost and the Lagrangian bound: each round's bound stays below the
+    # capped MILP's optimum, and the priced LP ends at the LP relaxation's value (within the MILP's).
+    from placement.optimize.problem import EmissionsCap
+    from tests.optimize.test_highs_lps import random_instance
+
+    base = random_instance(seed, power=2.0)
+    rng = np.random.default_rng(seed)
+    cap = EmissionsCap(np.zeros(base.n_sites), rng.uniform(0.01, 0.05, base.n_sites),
+                       rng.uniform(0.0, 2.0, len(base.pair_site)), 1e30)  # fmt: skip
+    free = solve_placement(replace(base, emissions_cap=cap), SolverOptions(name="highs", gap=1e-9))
+    emitted = cap.emitted_t_per_h(free.open, free.nodes, free.pair_share)
+    data = replace(base, emissions_cap=replace(cap, cap_t_per_h=0.85 * emitted))
+    capped = solve_placement(data, SolverOptions(name="highs", gap=1e-9))
+    assert capped.report.status.has_solution
+    assert cap.emitted_t_per_h(capped.open, capped.nodes, capped.pair_share) <= 0.85 * emitted * (1 + 1e-6)
+    start = pricing.initial_pairs(data, count=1)
+    bounds: list[float] = []
+    relaxation, _ = pricing.relax(data, objective="cost", pairs=start, progress=lambda line: bounds.append(
+        float(line.split("bound ")[1].split(" ")[0].replace(",", ""))))  # fmt: skip
+    assert max(bounds) <= capped.objective_usd_per_h * (1 + 1e-9)
+    assert relaxation.bound == pytest.approx(relaxation.value, rel=1e-6)
+    assert relaxation.value <= capped.objective_usd_per_h * (1 + 1e-9)
