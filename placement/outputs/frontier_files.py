@@ -62,14 +62,14 @@ def frontier_row(point: FrontierPoint, before: FrontierPoint | None, first: Fron
 
 
 def draw_frontier(table: pd.DataFrame, path: Path) -> Path:
-    """``frontier.png``: $/M goodput against gCO2e/M goodput, each point named with the sites it opens and closes."""
+    """``frontier.png``: $/M goodput against gCO2e/M goodput, each point named with its unserved share and site changes."""
     fig, ax = plt.subplots(figsize=(8, 5))
     ax.plot(table["gco2e_per_million_goodput_tokens"], table["usd_per_million_goodput_tokens"], "o-", color="#2b6a99")
     for row in table.itertuples():
         changes = [f"+{s}" for s in str(row.sites_opened or "").split(";") if s] + [
             f"-{s}" for s in str(row.sites_closed or "").split(";") if s
         ]
-        text = "no cap" if row.point == 0 else f"cap {row.cap:,.0f} t"
+        text = ("no cap" if row.point == 0 else f"cap {row.cap:,.0f} t") + f", {row.unserved_share:.1%} unserved"
         if changes:
             text += "\n" + " ".join(changes[:4]) + (f" (+{len(changes) - 4})" if len(changes) > 4 else "")
         ax.annotate(text, (row.gco2e_per_million_goodput_tokens, row.usd_per_million_goodput_tokens),
