@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from placement import footprint
-from placement.plan import run
+from placement.plan import Plan, run
 from placement.scenario import load_scenario
 from tests.conftest import CATALOG_HEADER, REPO, write_scenario
 
@@ -200,3 +200,60 @@ def test_a_cap_where_it_is_not_modelled_yet_is_refused(tmp_path: Path, overrides
     path = write_scenario(tmp_path, catalog=SHIFT_CATALOG, objective={"carbon_cap_t_per_year": 300}, **overrides)
     with pytest.raises(InputError, match=words):
         load_scenario(path)
+
+
+# Madrid (Spain's mix: a sixth solar, so clean by day and dirty by night) and Keflavik (Iceland: no fossil, flat),
+# both in reach of two towns in London; Day Town keeps London's hours, Night Town Tokyo's (busy in Europe's night).
+# All power follows the load and nodes cost next to nothing, so a plan's cost is its energy: Madrid's at $40/MWh,
+# Keflavik's at $80.
+HOURS_CATALOG = CATALOG_HEADER.replace(",locked\n", ",locked,carbon_intensity_g_per_kwh\n") + (
+    "madrid,Madrid,ES,Europe,40.42,-3.70,200,40,1.3,0,false,300\n"
+    "keflavik,Keflavik,IS,Europe,64.00,-22.56,200,80,1.3,0,false,260\n"
+)
+HOURS_CITIES = (
+    "geonameid,name,countrycode,admin1code,latitude,longitude,population,timezone\n"
+    "1,Day Town,GB,ENG,51.51,-0.13,300000000,Europe/London\n"
+    "2,Night Town,GB,ENG,51.45,-0.97,300000000,Asia/Tokyo\n"
+)
+
+
+def _hours_plan(tmp_path: Path, name: str, cap: float | None) -> Plan:
+    from tests.conftest import scenario_dict
+
+    folder = tmp_path / name
+    folder.mkdir()
+    path = write_scenario(
+        folder, catalog=HOURS_CATALOG, cities=HOURS_CITIES, classes=[{**scenario_dict()["classes"][0], "ttft_p99_ms": 400}],
+        serving={**DYNAMIC_POWER, "idle_power_share": 0.0}, time=_slices(24),
+        economics={"site_fixed_cost_usd_per_h": 0, "node_capex_usd": 1, "opex_usd_per_node_h": 0},
+        objective={"carbon_cap_t_per_year": 1e30 if cap is None else cap},
+    )  # fmt: skip
+    return run(load_scenario(path))
+
+
+def test_a_binding_cap_moves_the_night_load_to_the_site_clean_at_night_by_hand(tmp_path: Path) -> None:
+    free = _hours_plan(tmp_path, "free", None)
+    data = free.instance.inputs
+    assert data.emissions_cap is not None
+    pair = {(free.instance.populations.table["name"].iloc[int(free.instance.commodity_population[free.instance.modelled][c])],
+             str(free.instance.sites["id"].iloc[j])): k
+            for k, (c, j) in enumerate(zip(data.pair_commodity, data.pair_site, strict=True))}  # fmt: skip
+    t_per_h, usd_per_h = data.emissions_cap.pair_t_per_h, data.pair_cost_usd_per_h
+    # Madrid is the dirtier place for Night Town's hours and the cleaner one for Day Town's (same yearly figures).
+    night_saves = t_per_h[pair["Night Town", "madrid"]] - t_per_h[pair["Night Town", "keflavik"]]
+    day_saves = t_per_h[pair["Day Town", "madrid"]] - t_per_h[pair["Day Town", "keflavik"]]
+    night_costs = usd_per_h[pair["Night Town", "keflavik"]] - usd_per_h[pair["Night Town", "madrid"]]
+    day_costs = usd_per_h[pair["Day Town", "keflavik"]] - usd_per_h[pair["Day Town", "madrid"]]
+    assert night_saves > 0 and night_costs / night_saves < day_costs / max(day_saves, 1e-12)
+    shares = free.assignments.groupby(["population", "site_id"])["share_of_demand"].sum()
+    assert shares["Day Town", "madrid"] == pytest.approx(1.0) and shares["Night Town", "madrid"] == pytest.approx(1.0)
+    uncapped = free.summary.tco2e_per_year
+    assert uncapped is not None
+    for cut in (0.01, 0.04):
+        # The optimum moves Night Town only, just enough: a share (cut x E0) / (its saving a year if all moved).
+        plan = _hours_plan(tmp_path, f"cut{cut}", (1 - cut) * uncapped)
+        moved = plan.assignments.groupby(["population", "site_id"])["share_of_demand"].sum()
+        assert moved["Day Town", "madrid"] == pytest.approx(1.0, abs=1e-6)
+        assert moved["Night Town", "keflavik"] == pytest.approx(cut * uncapped / (night_saves * 8760), rel=1e-4)
+        extra = plan.summary.objective_usd_per_h - free.summary.objective_usd_per_h  # (and whole nodes at $1 each)
+        assert extra == pytest.approx(moved["Night Town", "keflavik"] * night_costs, rel=1e-3)
