@@ -41,8 +41,13 @@ HEADLINE_KEYS = (
     "mw_used",
     "sites_open",
     "unserved_share",
+    "tco2e_per_year",
+    "gco2e_per_million_goodput_tokens",
 )
 """The figures ``diff.json``'s ``headline`` compares, each as A, B and delta (B - A)."""
+
+LATER_KEYS = ("tco2e_per_year", "gco2e_per_million_goodput_tokens")
+"""Headline figures folders written before them lack: compared as n/a there, not refused."""
 
 SITE_COLUMNS = ("site_id", "name", "lat", "lon", "open", "nodes", "mw_used", "cost_usd_per_h")
 ASSIGNMENT_COLUMNS = ("population_id", "population", "class", "site_id", "site", "goodput_tok_s", "rtt_ms", "ttft_p99_ms")
@@ -60,7 +65,7 @@ def _plan_problems(plan: ResultsFolder) -> list[Problem]:
     """What :func:`diff_plans` needs and a results folder lacks: a column of a table or a headline figure."""
     problems = _missing_columns(plan.sites, SITE_COLUMNS, str(plan.folder / "sites.csv"))
     problems += _missing_columns(plan.assignments, ASSIGNMENT_COLUMNS, str(plan.folder / "assignments.csv"))
-    absent = [key for key in HEADLINE_KEYS if key not in plan.summary]
+    absent = [key for key in HEADLINE_KEYS if key not in plan.summary and key not in LATER_KEYS]
     if absent:
         fix = f"run 'placement solve SCENARIO --out {plan.folder}' first, or pass a results folder"
         problems.append(Problem(str(plan.folder / "summary.json"), "", ", ".join(absent), "keys missing", fix))
@@ -378,6 +383,8 @@ _HEADLINE_ROWS = (
     ("mw_used", "MW used", "{:,.1f}"),  # totals: always to 0.1
     ("sites_open", "sites open", "{:,.0f}"),
     ("unserved_share", "unserved share", "{:.2%}"),
+    ("tco2e_per_year", "tCO2e a year", "{:,.0f}"),
+    ("gco2e_per_million_goodput_tokens", "gCO2e/M goodput", "{:,.0f}"),
 )
 
 
