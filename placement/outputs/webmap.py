@@ -39,6 +39,8 @@ VENDOR_DIR = Path(str(files("placement").joinpath("vendor", "leaflet")))
 """Vendored Leaflet (``leaflet.js``, ``leaflet.css``, ``images/``, ``LICENSE``)."""
 COST_CMAP = "viridis_r"
 """Site colour by $/M goodput, as on the static maps."""
+CARBON_CMAP = "YlOrBr"
+"""Site colour by the carbon intensity of the power it draws (gCO2e/kWh), the map's second colour option."""
 CATCHMENT_TINTS = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec")
 BASEMAP_SIMPLIFY_DEG = 0.03
 """Tolerance for lightly simplifying the country outlines. [degrees]"""
@@ -122,11 +124,26 @@ def _site_colours(sites: pd.DataFrame) -> tuple[list[str], Normalize]:
     return [to_hex(cmap(norm(v))) if math.isfinite(v) else "#999999" for v in cost.tolist()], norm
 
 
+def _carbon_colours(sites: pd.DataFrame) -> tuple[list[str], Normalize | None]:
+    """Each site's colour by ``gco2e_per_kwh`` (grey where unknown) and the scale; no scale in folders without it."""
+    if "gco2e_per_kwh" not in sites.columns:
+        return ["#999999"] * len(sites), None
+    intensity = sites["gco2e_per_kwh"].astype(float)
+    known = intensity[sites["open"].astype(bool)].dropna()
+    if not len(known):
+        return ["#999999"] * len(sites), None
+    low, high = float(known.min()), float(known.max())
+    norm = Normalize(vmin=low, vmax=high if high > low else low + 1e-6)
+    cmap = matplotlib.colormaps[CARBON_CMAP]
+    return [to_hex(cmap(norm(v))) if math.isfinite(v) else "#999999" for v in intensity.tolist()], norm
+
+
 def _sites(sites: pd.DataFrame, *, if_lost: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     colours, _ = _site_colours(sites)
+    carbon_colours, _ = _carbon_colours(sites)
     mw_max = max(float(sites["mw_used"].max()) if len(sites) else 0.0, 1e-9)
     rows = []
-    for row, colour in zip(sites.to_dict("records"), colours, strict=True):
+    for row, colour, carbon_colour in zip(sites.to_dict("records"), colours, carbon_colours, strict=True):
         rows.append(
             {
                 "id": str(row["site_id"]),
@@ -146,6 +163,9 @@ def _sites(sites: pd.DataFrame, *, if_lost: Mapping[str, str] | None = None) -> 
                 "price": _num(row["power_price_usd_per_mwh"], 2),
                 "reason": str(row["reason"]),
                 "colour": colour,
+                "carbon_colour": carbon_colour,
+                "g_kwh": _num(row.get("gco2e_per_kwh", math.nan), 1),
+                "t_year": _num(row.get("tco2e_per_year", math.nan), 0),
                 "radius": round(4.0 + 22.0 * math.sqrt(max(float(row["mw_used"]), 0.0) / mw_max), 2),
             }
         )
@@ -292,6 +312,7 @@ def webmap_data(
         if c in catchments
     ]
     _, norm = _site_colours(plan.sites)
+    _, carbon_norm = _carbon_colours(plan.sites)
     cmap = matplotlib.colormaps[COST_CMAP]
     s = plan.summary
     failover = plan.failover
@@ -320,6 +341,9 @@ def webmap_data(
             "cost_min": _num(norm.vmin),
             "cost_max": _num(norm.vmax),
             "gradient": [to_hex(cmap(x)) for x in np.linspace(0.0, 1.0, 7)],
+            "carbon_min": None if carbon_norm is None else _num(carbon_norm.vmin),
+            "carbon_max": None if carbon_norm is None else _num(carbon_norm.vmax),
+            "carbon_gradient": [to_hex(matplotlib.colormaps[CARBON_CMAP](x)) for x in np.linspace(0.0, 1.0, 7)],
             "mw_max": _num(plan.sites["mw_used"].max(), 3),
             "components": list(COMPONENTS),
             "deadline_classes": sorted(deadline_classes(plan.assignments)),
@@ -500,15 +524,20 @@ APP = r"""
       "<tr><td>goodput</td><td>" + fmt(s.goodput) + " tok/s</td></tr>" +
       "<tr><td>share of the plan's goodput</td><td>" + pct(s.share) + "</td></tr>" +
       "<tr><td>tokens/s per MW</td><td>" + fmt(s.tok_s_mw) + "</td></tr>" +
-      "<tr><td>power price</td><td>$" + fmt(s.price, 1) + "/MWh</td></tr></table>" +
+      "<tr><td>power price</td><td>$" + fmt(s.price, 1) + "/MWh</td></tr>" +
+      (s.g_kwh === null ? "" : "<tr><td>grid carbon of its draw</td><td>" + fmt(s.g_kwh) + " gCO2e/kWh, " +
+        fmt(s.t_year) + " tCO2e a year</td></tr>") + "</table>" +
       (s.if_lost ? "<br>" + esc(s.if_lost) : "") + "</div>";
   };
-  var rejected = L.layerGroup(), opened = L.layerGroup();
+  var rejected = L.layerGroup(), opened = L.layerGroup(), carbon = L.layerGroup();
   D.sites.forEach(function (s) {
     if (s.open) {
       L.circleMarker([s.lat, s.lon], {radius: s.radius, color: "#000", weight: 1.2, fillColor: s.colour, fillOpacity: 0.95})
         .bindTooltip(esc(s.name) + ": " + fmt(s.mw, 1) + " MW, $" + fmt(s.usd_per_m, 3) + "/M")
         .bindPopup(function () { return sitePopup(s); }).addTo(opened);
+      L.circleMarker([s.lat, s.lon], {radius: s.radius, color: "#000", weight: 1.2, fillColor: s.carbon_colour,
+        fillOpacity: 0.95}).bindTooltip(esc(s.name) + ": " + fmt(s.mw, 1) + " MW, " + fmt(s.g_kwh) + " gCO2e/kWh")
+        .bindPopup(function () { return sitePopup(s); }).addTo(carbon);
     } else {
       L.circleMarker([s.lat, s.lon], {radius: 3.5, color: "#6b6b6b", weight: 1.2, fillOpacity: 0})
         .bindTooltip(esc(s.name) + ": not opened").bindPopup(function () { return sitePopup(s); }).addTo(rejected);
@@ -529,6 +558,7 @@ APP = r"""
   overlays["Populations (area ~ demand; red: unserved)"] = populations;
   overlays["Sites not opened"] = rejected;
   overlays["Open sites (area ~ MW, colour ~ $/M)"] = opened;
+  if (D.legend.carbon_min !== null) { overlays["Open sites (area ~ MW, colour ~ gCO2e/kWh of their power)"] = carbon; }
   [catchments, populations, rejected, opened].forEach(function (layer) { layer.addTo(map); });
   L.control.layers(null, overlays, {collapsed: false, position: "topright"}).addTo(map);
 
@@ -556,6 +586,9 @@ APP = r"""
     div.innerHTML = "<b>Open site colour: $ per million goodput tokens</b>" +
       '<div class="gradient" style="background:linear-gradient(to right,' + G.gradient.join(",") + ')"></div>' +
       '<div class="scale"><span>' + fmt(G.cost_min, 2) + "</span><span>" + fmt(G.cost_max, 2) + "</span></div>" +
+      (G.carbon_min === null ? "" : "<b>or (its own layer): gCO2e per kWh drawn</b>" +
+        '<div class="gradient" style="background:linear-gradient(to right,' + G.carbon_gradient.join(",") + ')"></div>' +
+        '<div class="scale"><span>' + fmt(G.carbon_min) + "</span><span>" + fmt(G.carbon_max) + "</span></div>") +
       dot(12, "#ddd", "#000") + "open site, area ~ MW used (largest " + fmt(G.mw_max, 1) + " MW)<br>" +
       dot(4, "transparent", "#6b6b6b") + "candidate site, not opened<br>" +
       dot(5, "#2b5c8a", "#2b5c8a") + "population served (area ~ demand)<br>" +

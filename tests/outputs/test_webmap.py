@@ -24,6 +24,7 @@ from placement.outputs.writer import summary_json_dict
 from placement.plan import Plan, run
 from placement.scenario import load_scenario
 from tests.conftest import write_scenario
+from tests.test_footprint import CARBON_CATALOG
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -46,7 +47,7 @@ CHROMIUM_FLAGS = (
 @pytest.fixture(scope="module")
 def plan_and_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Path]:
     folder = tmp_path_factory.mktemp("webmap")
-    plan = run(load_scenario(write_scenario(folder)))
+    plan = run(load_scenario(write_scenario(folder, catalog=CARBON_CATALOG)))  # with intensities: both colour layers
     out = folder / "out"
     out.mkdir()
     write_webmap(plan, out / "map.html", catchments=catchment_frame(plan), links=links_frame(plan.instance.latency))
@@ -93,6 +94,12 @@ def test_page_data_carries_the_plan(plan_and_folder: tuple[Plan, Path]) -> None:
     assert sum(s["open"] for s in data["sites"]) == int(plan.sites["open"].sum())
     assert len(data["assignments"]) == len(plan.assignments)
     assert len(data["links"]) > 100 and len(data["countries"]["features"]) > 100
+    opened = plan.sites[plan.sites["open"]].set_index("site_id")
+    for site in (s for s in data["sites"] if s["open"]):  # the second colour option: the intensity of each site's draw
+        assert site["g_kwh"] == pytest.approx(opened.loc[site["id"], "gco2e_per_kwh"], abs=0.05)
+    legend = data["legend"]
+    assert legend["carbon_min"] == pytest.approx(opened["gco2e_per_kwh"].min(), abs=1e-3)
+    assert legend["carbon_max"] == pytest.approx(opened["gco2e_per_kwh"].max(), abs=1e-3)
     assert {f["properties"]["site_id"] for f in data["catchments"]["features"]} <= set(
         plan.sites.loc[plan.sites["open"], "site_id"]
     )
@@ -228,3 +235,13 @@ def test_a_plan_without_n_plus_one_says_so_in_its_report_and_not_on_its_map(
     report = (folder / "report.md").read_text(encoding="utf-8")
     assert report.count(NOT_PROTECTED) == 1 and "24x7: what each loss" not in report
     assert "<code>placement failover RESULTS --site ID</code>" in (folder / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_catalog_without_intensities_has_no_carbon_colour_layer(tmp_path: Path) -> None:
+    plan = run(load_scenario(write_scenario(tmp_path)))
+    page = tmp_path / "map.html"
+    write_webmap(plan, page, catchments=catchment_frame(plan), links=links_frame(plan.instance.latency))
+    raw = re.search(r'<script type="application/json" id="data">(.*?)</script>', page.read_text(encoding="utf-8"), re.S)
+    assert raw is not None
+    data = json.loads(raw.group(1))
+    assert data["legend"]["carbon_min"] is None and all(s["g_kwh"] is None for s in data["sites"])
