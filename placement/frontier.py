@@ -105,6 +105,9 @@ def carbon_frontier(loaded: LoadedScenario, *, points: int = 6, progress: Progre
     """
     objective = loaded.scenario.objective.model_copy(update={"carbon_cap_t_per_year": NO_CAP_T_PER_YEAR})
     scenario = loaded.scenario.model_copy(update={"objective": objective})
+    why = scenario.carbon_not_modelled()  # model_copy does not validate: a cap where none is modelled is refused here
+    if why is not None:
+        raise ValueError(why)
     instance = build_instance(LoadedScenario(scenario=scenario, path=loaded.path), progress=progress)
     first = solve_instance(instance, progress=progress)
     uncapped = first.summary.tco2e_per_year

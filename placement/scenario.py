@@ -518,22 +518,27 @@ class Scenario(_Section):
 
     @model_validator(mode="after")
     def _carbon_where_modelled(self) -> Scenario:
+        why = self.carbon_not_modelled()
+        if why is not None:
+            raise ValueError(why)
+        return self
+
+    def carbon_not_modelled(self) -> str | None:
+        """Why this scenario's carbon price or cap is not modelled where it asks for it (None: it is)."""
         objective = self.objective
         if objective.carbon_cap_t_per_year is not None and self.serving.cross_metro_prefill is not None:
-            raise ValueError(
-                "objective.carbon_cap_t_per_year is not modelled with serving.cross_metro_prefill yet: drop one of them"
-            )
+            return "objective.carbon_cap_t_per_year is not modelled with serving.cross_metro_prefill yet: drop one of them"
         if objective.carbon_cap_t_per_year is not None and self.policy.serving == "optional":
-            raise ValueError(
+            return (
                 "objective.carbon_cap_t_per_year is not modelled with policy.serving: optional yet (the least $/M search "
                 "starts from designs the cap does not bound): drop one of them"
             )
         if (objective.carbon_cap_t_per_year is not None or objective.carbon_usd_per_t > 0) and self.is_buildout:
-            raise ValueError(
+            return (
                 "objective.carbon_usd_per_t and carbon_cap_t_per_year are not applied by the build-out (horizon or "
                 "serving.accelerators) yet: drop them, or plan one year without a horizon"
             )
-        return self
+        return None
 
     @model_validator(mode="after")
     def _ladder_is_single_year(self) -> Scenario:

@@ -49,3 +49,10 @@ def test_water_has_no_model_yet(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["frontier", str(path), "--axis", "water", "--out", str(tmp_path / "f"), "--quiet"]) == 1
     assert "not modelled yet" in capsys.readouterr().err
     assert not (tmp_path / "f").exists()
+
+
+def test_a_frontier_where_caps_are_not_modelled_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_scenario(tmp_path, catalog=SHIFT_CATALOG, policy={"unreachable": "report", "serving": "optional"})
+    assert main(["frontier", str(path), "--out", str(tmp_path / "f"), "--quiet"]) == 1
+    assert "policy.serving: optional" in capsys.readouterr().err
+    assert not (tmp_path / "f").exists()
