@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -56,6 +57,7 @@ from placement.timeslices import (
     block_demand,
     block_mean,
     hourly_multipliers,
+    load_area_profiles,
     load_profile,
     site_offsets_h,
     utc_offset_hours,
@@ -794,12 +796,22 @@ def _carbon_charge(loaded: LoadedScenario, sites: pd.DataFrame, intensity: Float
     return carbon_charge_usd_per_mwh(intensity, price)
 
 
-def site_carbon_intensity(sites: pd.DataFrame, n_slices: int) -> FloatArray:
+def _carbon_profiles(spec: TimeSection, sites: pd.DataFrame, resolve: Resolve) -> dict[str, FloatArray] | None:
+    """``time.carbon_intensity_profile`` read and checked against the sites' ids and countries (None without one)."""
+    if spec.carbon_intensity_profile is None:
+        return None
+    areas = set(sites["id"].astype(str)) | (set(sites["country_code"].astype(str)) if "country_code" in sites else set())
+    return load_area_profiles(resolve(spec.carbon_intensity_profile), "gco2e_per_kwh", areas)
+
+
+def site_carbon_intensity(sites: pd.DataFrame, n_slices: int, profiles: Mapping[str, FloatArray] | None = None) -> FloatArray:
     """``(m, T)`` carbon intensity at each site in each slice: the catalog's yearly mean, shaped by the hour. [g/kWh]
 
     The shape (:func:`placement.footprint.intensity_shape`) follows the solar output at the site's solar hour and the
     country's shares of solar and fossil generation (``data/energy/grid_mix_by_country.csv``); a country the table
     lacks, and a single (peak) slice, stay flat. NaN where the catalog has no ``carbon_intensity_g_per_kwh``.
+    ``profiles`` (``time.carbon_intensity_profile``: area -> 24 figures by local hour, the area a site id or a country
+    code) replace both for the sites they name (a site's own before its country's); one slice takes their daily mean.
     """
     annual = (
         sites["carbon_intensity_g_per_kwh"].to_numpy(float)
@@ -807,14 +819,23 @@ def site_carbon_intensity(sites: pd.DataFrame, n_slices: int) -> FloatArray:
         else np.full(len(sites), np.nan)
     )
     if n_slices == 1 or "country_code" not in sites.columns:
-        return np.repeat(annual[:, None], n_slices, axis=1)
-    mix = pd.read_csv(bundled_path(*GRID_MIX_CSV), keep_default_na=False, na_values=[""]).set_index("country_code")
-    country = sites["country_code"].astype(str)
-    solar = country.map(mix["solar_share"]).to_numpy(float)
-    fossil = country.map(mix["fossil_share"]).to_numpy(float)
-    sun = hourly_multipliers(site_offsets_h(sites["lon"].to_numpy(float)), footprint.solar_by_local_hour())
-    shape = block_mean(footprint.intensity_shape(solar, fossil, sun), n_slices)
-    return np.asarray(annual[:, None] * shape)
+        intensity = np.repeat(annual[:, None], n_slices, axis=1)
+    else:
+        mix = pd.read_csv(bundled_path(*GRID_MIX_CSV), keep_default_na=False, na_values=[""]).set_index("country_code")
+        country = sites["country_code"].astype(str)
+        solar = country.map(mix["solar_share"]).to_numpy(float)
+        fossil = country.map(mix["fossil_share"]).to_numpy(float)
+        sun = hourly_multipliers(site_offsets_h(sites["lon"].to_numpy(float)), footprint.solar_by_local_hour())
+        intensity = annual[:, None] * block_mean(footprint.intensity_shape(solar, fossil, sun), n_slices)
+    if profiles:
+        offsets = site_offsets_h(sites["lon"].to_numpy(float))
+        countries = sites["country_code"].astype(str).tolist() if "country_code" in sites.columns else [""] * len(sites)
+        for j, (site, country_code) in enumerate(zip(sites["id"].astype(str).tolist(), countries, strict=True)):
+            own = profiles.get(site, profiles.get(country_code))
+            if own is not None:
+                hourly = hourly_multipliers(offsets[j : j + 1], own)  # (1, 24) by UTC hour
+                intensity[j] = block_mean(hourly, n_slices)[0] if n_slices > 1 else hourly.mean()
+    return np.asarray(intensity)
 
 
 def site_price_multiplier(spec: TimeSection, sites: pd.DataFrame, n_slices: int, resolve: Resolve) -> FloatArray:
@@ -1461,7 +1482,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     commodity_slices, commodity_mean = commodity_slices * split.demand_factor[:, None], commodity_mean * split.demand_factor
     kw = node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, len(slice_hours), resolve)
-    intensity = site_carbon_intensity(sites, len(slice_hours))
+    intensity = site_carbon_intensity(sites, len(slice_hours), _carbon_profiles(scenario.time, sites, resolve))
     carbon = _carbon_charge(loaded, sites, intensity)
     node_cost = site_node_cost(
         scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier, carbon_usd_per_mwh=carbon

@@ -349,12 +349,14 @@ def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: Int
     idle = instance.loaded.scenario.serving.idle_power_share
     installed = footprint.site_power_mw_by_slice(data.site_node_mw, solution.nodes, warmup, np.zeros((data.n_sites, 1)), idle)
     power = installed + _load_power_mw(instance, solution.pair_share)
-    catalog = instance.sites["carbon_intensity_g_per_kwh"].to_numpy(float)
     intensity = instance.carbon_intensity_g_per_kwh
+    if intensity is None:
+        intensity = instance.sites["carbon_intensity_g_per_kwh"].to_numpy(float)[:, None]
     energy = footprint.energy_mwh_per_year(power, data.slice_hours)
-    carbon = footprint.tco2e_per_year(power, data.slice_hours, catalog[:, None] if intensity is None else intensity)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        drawn = np.where(energy > 0, carbon * 1e3 / energy, catalog)  # t/MWh x 1e3 = kg/MWh = g/kWh
+    carbon = footprint.tco2e_per_year(power, data.slice_hours, intensity)
+    day_mean = (intensity * data.slice_hours).sum(axis=1) / data.slice_hours.sum() if intensity.shape[1] > 1 else intensity[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):  # t/MWh x 1e3 = g/kWh; a site that draws nothing: its day's mean
+        drawn = np.where(energy > 0, carbon * 1e3 / energy, day_mean)
     figures = {"energy_mwh_per_year": energy, "gco2e_per_kwh": drawn, "tco2e_per_year": carbon}
     price = instance.loaded.scenario.objective.carbon_usd_per_t
     if price > 0:  # in the cost already (idle power and load energy): what of it the carbon price charges

@@ -414,6 +414,11 @@ class TimeSection(_Section):
     slices: int = Field(1, ge=1, le=24, description="1: the peak hour only; 24: every UTC hour; k: k blocks of hours")
     profile: str | None = Field(None, description="diurnal demand profile by local hour (CSV local_hour,multiplier)")
     power_price_profile: str | None = Field(None, description="power price multiplier by local hour at the site (CSV)")
+    carbon_intensity_profile: str | None = Field(
+        None,
+        description="your own grid carbon intensity by local hour (CSV area,local_hour,gco2e_per_kwh; area a site id "
+        "or a country code): it replaces the catalog's figure and the modelled hourly shape where it applies",
+    )
 
 
 class ResidencyRule(_Section):
@@ -717,6 +722,7 @@ def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
     for key, relative in (
         ("time.profile", loaded.scenario.time.profile),
         ("time.power_price_profile", loaded.scenario.time.power_price_profile),
+        ("time.carbon_intensity_profile", loaded.scenario.time.carbon_intensity_profile),
         ("latency.hubs", loaded.scenario.latency.hubs),
         ("latency.links", loaded.scenario.latency.links),
         ("latency.measurements", loaded.scenario.latency.measurements),

@@ -70,6 +70,67 @@ def load_profile(path: str | Path) -> NDArray[np.float64]:
     return profile
 
 
+def load_area_profiles(path: str | Path, value: str, areas: set[str]) -> dict[str, NDArray[np.float64]]:
+    """Read 24-hour profiles by area (CSV ``area,local_hour,<value>``): each area lists every hour once.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    value : str
+        The value column's name (e.g. ``gco2e_per_kwh``); values must be numbers >= 0.
+    areas : set of str
+        The areas the file may name (site ids and country codes); another is an error, not silently unused.
+
+    Returns
+    -------
+    dict
+        Area -> ``(24,)`` values by local hour 0..23.
+
+    Raises
+    ------
+    InputError
+        Every problem found, by row and field.
+    """
+    source = str(path)
+    try:
+        table = pd.read_csv(path, encoding="utf-8-sig", dtype={"area": str}, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise InputError(
+            [Problem(source, "", "", f"not a readable CSV ({exc})", f"write area,local_hour,{value} rows")]
+        ) from None
+    missing = [c for c in ("area", "local_hour", value) if c not in table.columns]
+    if missing:
+        raise InputError([Problem(source, "header", c, "required column is missing", f"use columns area,local_hour,{value}")
+                          for c in missing])  # fmt: skip
+    hours = pd.to_numeric(table["local_hour"], errors="coerce")
+    values = pd.to_numeric(table[value], errors="coerce")
+    problems = []
+    for k, area in enumerate(table["area"].astype(str).tolist()):
+        where = f"row {k + 2}"
+        if area not in areas:
+            problems.append(Problem(source, where, "area", f"'{area}' is no site id and no site's country code",
+                                    "name a site of the catalog or an ISO country code one of its sites has"))  # fmt: skip
+        hour = hours.iloc[k]
+        if pd.isna(hour) or hour != int(hour) or not 0 <= hour < HOURS:
+            problems.append(Problem(source, where, "local_hour", "must be a whole hour 0..23", "fix the value"))
+        if pd.isna(values.iloc[k]) or values.iloc[k] < 0:
+            problems.append(Problem(source, where, value, "must be a number >= 0", "fix the value"))
+    if problems:
+        raise InputError(problems)
+    profiles: dict[str, NDArray[np.float64]] = {}
+    for name, rows in table.assign(hour=hours.astype(int), v=values).groupby("area", sort=True):
+        if sorted(rows["hour"].tolist()) != list(range(HOURS)):
+            problems.append(Problem(source, f"area '{name}'", "local_hour", "must list each hour 0..23 once", "write 24 rows"))
+            continue
+        profile = np.zeros(HOURS)
+        profile[rows["hour"].to_numpy()] = rows["v"].to_numpy(float)
+        profiles[str(name)] = profile
+    if problems:
+        raise InputError(problems)
+    return profiles
+
+
 @lru_cache(maxsize=1024)
 def utc_offset_hours(timezone: str) -> float:
     """UTC offset of an IANA time zone on the reference day (0 for an unknown zone).

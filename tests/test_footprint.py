@@ -257,3 +257,43 @@ def test_a_binding_cap_moves_the_night_load_to_the_site_clean_at_night_by_hand(t
         assert moved["Night Town", "keflavik"] == pytest.approx(cut * uncapped / (night_saves * 8760), rel=1e-4)
         extra = plan.summary.objective_usd_per_h - free.summary.objective_usd_per_h  # (and whole nodes at $1 each)
         assert extra == pytest.approx(moved["Night Town", "keflavik"] * night_costs, rel=1e-3)
+
+
+def _profile_csv(path: Path, rows: dict[str, list[float]]) -> Path:
+    lines = ["area,local_hour,gco2e_per_kwh"] + [f"{a},{h},{v}" for a, values in rows.items() for h, v in enumerate(values)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_your_own_hourly_intensities_replace_the_catalog_and_the_shape(tmp_path: Path) -> None:
+    # The US at a flat 100 g/kWh, Frankfurt's own profile at 500 by night and 50 from 08:00 to 17:59 local time: its
+    # slices carry that profile by its local (solar) hour, and each site's emissions are its energy at those figures.
+    us, frankfurt = [100.0] * 24, [50.0 if 8 <= h < 18 else 500.0 for h in range(24)]
+    _profile_csv(tmp_path / "carbon.csv", {"US": us, "frankfurt": frankfurt})
+    time = {**_slices(24), "carbon_intensity_profile": "carbon.csv"}
+    plan = run(load_scenario(write_scenario(tmp_path, catalog=CARBON_CATALOG, serving=DYNAMIC_POWER, time=time)))
+    intensity = plan.instance.carbon_intensity_g_per_kwh
+    assert intensity is not None
+    ids = plan.instance.sites["id"].tolist()
+    np.testing.assert_allclose(intensity[ids.index("ashburn")], 100.0)
+    offset = int(round(8.68 / 15))  # Frankfurt's solar time: UTC+1
+    expected = [frankfurt[(utc + offset) % 24] for utc in range(24)]
+    np.testing.assert_allclose(intensity[ids.index("frankfurt")], expected)
+    sites = plan.sites.set_index("site_id")
+    for us_site in ("ashburn", "chicago"):
+        assert sites.loc[us_site, "gco2e_per_kwh"] == pytest.approx(100.0)
+    assert 50.0 <= sites.loc["frankfurt", "gco2e_per_kwh"] <= 500.0
+
+
+def test_a_bad_intensity_profile_names_every_problem(tmp_path: Path) -> None:
+    from placement._errors import InputError
+
+    rows = {"US": [100.0] * 23, "atlantis": [1.0] * 24}  # the US misses an hour; no site is called atlantis
+    _profile_csv(tmp_path / "carbon.csv", rows)
+    with (tmp_path / "carbon.csv").open("a") as handle:
+        handle.write("DE,3,-5\n")
+    time = {**_slices(24), "carbon_intensity_profile": "carbon.csv"}
+    with pytest.raises(InputError) as caught:
+        run(load_scenario(write_scenario(tmp_path, catalog=CARBON_CATALOG, serving=DYNAMIC_POWER, time=time)))
+    text = str(caught.value)
+    assert "'atlantis' is no site id" in text and "gco2e_per_kwh" in text and "must be a number >= 0" in text
