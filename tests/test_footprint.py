@@ -276,7 +276,7 @@ def test_your_own_hourly_intensities_replace_the_catalog_and_the_shape(tmp_path:
     assert intensity is not None
     ids = plan.instance.sites["id"].tolist()
     np.testing.assert_allclose(intensity[ids.index("ashburn")], 100.0)
-    offset = int(round(8.68 / 15))  # Frankfurt's solar time: UTC+1
+    offset = round(8.68 / 15)  # Frankfurt's solar time: UTC+1
     expected = [frankfurt[(utc + offset) % 24] for utc in range(24)]
     np.testing.assert_allclose(intensity[ids.index("frankfurt")], expected)
     sites = plan.sites.set_index("site_id")
