@@ -31,6 +31,14 @@ DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
+def _solver_overrides(parser: argparse.ArgumentParser, *, time_limit_of: str = "") -> None:
+    """``--solver``, ``--time-limit`` and ``--gap``, which :func:`_with_overrides` applies to the scenario."""
+    parser.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
+    of = f" of {time_limit_of}" if time_limit_of else ""
+    parser.add_argument("--time-limit", type=float, help=f"override the solver time limit{of} [s]")
+    parser.add_argument("--gap", type=float, help="override the relative MIP gap")
+
+
 def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedScenario:
     updates = {
         key: value
@@ -669,9 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="scenario YAML, or a bundled scenario's key ('placement scenarios'; default: the bundled world)",
     )
     solve.add_argument("--out", default="out", help="results folder (default: out/)")
-    solve.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
-    solve.add_argument("--time-limit", type=float, help="override the solver time limit [s]")
-    solve.add_argument("--gap", type=float, help="override the relative MIP gap")
+    _solver_overrides(solve)
     solve.add_argument("--verbose", action="store_true", help="show the solver log")
     solve.add_argument("--quiet", action="store_true", help="no progress lines")
     solve.add_argument(
@@ -694,9 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
     compare.add_argument("--out", default="out-compare", help="folder for compare.csv and compare.png")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    compare.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
-    compare.add_argument("--time-limit", type=float, help="override the solver time limit [s]")
-    compare.add_argument("--gap", type=float, help="override the relative MIP gap")
+    _solver_overrides(compare)
     compare.add_argument("--quiet", action="store_true", help="no progress lines")
     compare.set_defaults(handler=_compare)
     explain = commands.add_parser("explain", help="why each site of a solved plan is in or out")
@@ -837,9 +841,7 @@ def build_parser() -> argparse.ArgumentParser:
     frontier.add_argument("--axis", default="carbon", choices=["carbon", "water"], help="what the caps limit")
     frontier.add_argument("--points", type=int, default=6, help="points, the plan without a cap included (default 6)")
     frontier.add_argument("--out", default="frontier", help="folder: frontier.csv, frontier.png, a results folder per point")
-    frontier.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
-    frontier.add_argument("--time-limit", type=float, help="override the solver time limit of each point [s]")
-    frontier.add_argument("--gap", type=float, help="override the relative MIP gap")
+    _solver_overrides(frontier, time_limit_of="each point's solve")
     frontier.add_argument("--quiet", action="store_true", help="no progress lines")
     frontier.add_argument("--no-maps", action="store_true", help="no maps in the points' results folders")
     frontier.set_defaults(handler=_frontier)

@@ -23,7 +23,7 @@ from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.cache_hits import class_hit_rates
 from placement.economics import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
-from placement.instance import Instance, build_instance, energy_demand_tok_s
+from placement.instance import Instance, build_instance, energy_demand_tok_s, site_energy_price
 from placement.optimize import failover
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.protect import exposed, protect_plan
@@ -354,7 +354,7 @@ def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: Int
         intensity = instance.sites["carbon_intensity_g_per_kwh"].to_numpy(float)[:, None]
     energy = footprint.energy_mwh_per_year(power, data.slice_hours)
     carbon = footprint.tco2e_per_year(power, data.slice_hours, intensity)
-    day_mean = (intensity * data.slice_hours).sum(axis=1) / data.slice_hours.sum() if intensity.shape[1] > 1 else intensity[:, 0]
+    day_mean = (intensity * data.slice_hours).sum(axis=1) / data.slice_hours.sum()
     with np.errstate(divide="ignore", invalid="ignore"):  # t/MWh x 1e3 = g/kWh; a site that draws nothing: its day's mean
         drawn = np.where(energy > 0, carbon * 1e3 / energy, day_mean)
     figures = {"energy_mwh_per_year": energy, "gco2e_per_kwh": drawn, "tco2e_per_year": carbon}
@@ -376,7 +376,7 @@ def _load_power_mw(instance: Instance, shares: FloatArray) -> FloatArray:
     pue = instance.sites["pue"].to_numpy(float)
     price = instance.energy_price_usd_per_mwh
     if price is None:
-        price = np.repeat((instance.sites["power_price_usd_per_mwh"].to_numpy(float) * pue)[:, None], slices, axis=1)
+        price = site_energy_price(instance.sites, np.ones((m, slices)))
     demand = energy_demand_tok_s(data.slice_demand_tok_s, data.slice_hours, instance.loaded.scenario.demand.peak_factor)
     weights = data.slice_hours / data.slice_hours.sum()
     cross = instance.cross_metro

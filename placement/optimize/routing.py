@@ -26,15 +26,21 @@ from the pairs the design uses and each commodity's nearest open site: the same 
 about 5 s where the LP over every column takes 12 s (most pairs never enter a basis)."""
 
 
+def _nearest(data: PlacementInput, pairs: IntArray, count: int) -> IntArray:
+    """Positions in ``pairs`` of each commodity's ``count`` nearest (least round trip) of them."""
+    order = np.lexsort((data.pair_rtt_ms[pairs], data.pair_commodity[pairs]))
+    commodity = data.pair_commodity[pairs[order]]
+    first = np.searchsorted(commodity, commodity, side="left")
+    return np.asarray(order[(np.arange(len(order)) - first) < count])
+
+
 def nearest_pairs(data: PlacementInput, open_pairs: IntArray, shares: FloatArray) -> IntArray:
-    """The routing LP's pairs: of the pairs at open sites, each commodity's nearest few and those it uses now."""
+    """The routing LP's pairs: of the pairs at open sites (ascending), each commodity's nearest few and those it uses now."""
     if len(open_pairs) <= NEAREST_PER_COMMODITY * data.n_commodities:
         return open_pairs
-    order = open_pairs[np.lexsort((data.pair_rtt_ms[open_pairs], data.pair_commodity[open_pairs]))]
-    commodity = data.pair_commodity[order]
-    first = np.searchsorted(commodity, commodity, side="left")
-    near = (np.arange(len(order)) - first) < NEAREST_PER_COMMODITY
-    return np.sort(order[near | (shares[order] > 0)])
+    keep = shares[open_pairs] > 0
+    keep[_nearest(data, open_pairs, NEAREST_PER_COMMODITY)] = True
+    return np.asarray(open_pairs[keep])
 
 
 ALL_SLICE_ROWS = 5000
@@ -135,9 +141,6 @@ def route_nearest_arrays(
 
 def _first_columns(data: PlacementInput, pairs: IntArray, shares: FloatArray) -> np.ndarray:
     """``(len(pairs),)`` the priced routing LP's first columns: the pairs in use (a feasible point), each commodity's nearest."""
-    commodity = data.pair_commodity[pairs]
-    order = np.lexsort((data.pair_rtt_ms[pairs], commodity))
-    nearest = order[np.r_[True, commodity[order][1:] != commodity[order][:-1]]] if len(order) else order
     first = shares[pairs] > 0
-    first[nearest] = True
+    first[_nearest(data, pairs, 1)] = True
     return np.asarray(first)
