@@ -22,7 +22,7 @@ EARTH_RADIUS_KM = 6371.0088
 LEFT_OUT = frozenset({"BY", "CU", "IR", "KP", "SY", "VE"})
 """Countries under comprehensive US sanctions, left out of the catalog too (data/SOURCES.md, "The larger catalog")."""
 
-COPIED = ("power_price_usd_per_mwh", "pue", "capex_usd_per_mw", "carbon_intensity_g_per_kwh")
+COPIED = ("power_price_usd_per_mwh", "pue", "capex_usd_per_mw", "carbon_intensity_g_per_kwh", "climate")
 """The catalog columns a candidate takes from its nearest catalog site."""
 
 
@@ -92,7 +92,7 @@ def _rows(cities: pd.DataFrame, nearest: pd.DataFrame, mw: float) -> pd.DataFram
     )
     frame["source"] = [
         f"kind: greenfield candidate (generated, placement.candidates); coords: GeoNames {g} {n}; mw: {mw:g} (estimate); "
-        f"price, pue, capex, carbon: as the nearest catalog site {s} (estimates)"
+        f"price, pue, capex, carbon, climate: as the nearest catalog site {s} (estimates)"
         for g, n, s in zip(cities["city_id"], cities["name"], nearest["id"], strict=True)
     ]
     return frame

@@ -39,6 +39,30 @@ COLUMNS: tuple[Column, ...] = (
         help="grid carbon intensity [gCO2/kWh]",
         may_be_absent=True,
     ),
+    Column(
+        "climate",
+        required=False,
+        help="the site's climate class for its cooling water: cool, temperate, hot-humid or hot-dry (data/energy/"
+        "cooling_wue.csv); blank: no water figure unless wue_l_per_kwh is given",
+        may_be_absent=True,
+    ),
+    Column(
+        "wue_l_per_kwh",
+        "number",
+        required=False,
+        low=0.0,
+        high=20.0,
+        help="the site's own water usage effectiveness, litres consumed on site per kWh of IT energy; blank: by "
+        "climate and sites.cooling",
+        may_be_absent=True,
+    ),
+    Column(
+        "water_stress",
+        required=False,
+        help="the site's basin water stress (WRI Aqueduct class: low, low-medium, medium-high, high, extremely-high, "
+        "arid-low-water-use); blank: its country's (data/energy/water_stress_by_country.csv)",
+        may_be_absent=True,
+    ),
     Column("locked", "bool", required=False, help="true: the site must be open (existing capacity)", may_be_absent=True),
     Column("country_code", required=False, help="ISO 3166-1 alpha-2", may_be_absent=True),
     Column("country", required=False, may_be_absent=True),
@@ -154,7 +178,9 @@ def load_catalog(path: str | Path) -> pd.DataFrame:
     raise_if(problems)
     table = pd.DataFrame({c.name: _check_column(raw, c, problems) for c in COLUMNS})
     table["network"] = _site_network(raw, table, problems)
-    table["kv_tier"] = _kv_tier(raw, table, problems)
+    table["kv_tier"] = _one_of(raw, table, "kv_tier", KV_TIERS, problems)
+    table["climate"] = _one_of(raw, table, "climate", CLIMATES, problems)
+    table["water_stress"] = _one_of(raw, table, "water_stress", WATER_STRESS_CLASSES, problems)
     unique(raw, "id", problems, what="id", fix="give every site a unique id")
     raise_if(problems)
     return table.reset_index(drop=True)
@@ -164,13 +190,20 @@ KV_TIERS = ("hbm", "dram", "nvme")
 """What a site's ``kv_tier`` may say: the tiers of ``data/serving/kv_tiers.csv`` (``prefix_cache.TIER_ORDER``)."""
 
 
-def _kv_tier(raw: Table, table: pd.DataFrame, problems: list[Problem]) -> pd.Series:
-    """Each site's KV cache tier as written ('' where blank: the scenario's)."""
-    written = table["kv_tier"].str.strip().str.lower()
-    bad = ~written.isin([*KV_TIERS, ""])
+CLIMATES = ("cool", "temperate", "hot-humid", "hot-dry")
+"""What a site's ``climate`` may say: the classes of ``data/energy/cooling_wue.csv``."""
+
+WATER_STRESS_CLASSES = ("low", "low-medium", "medium-high", "high", "extremely-high", "arid-low-water-use")
+"""What a site's ``water_stress`` may say: WRI Aqueduct's baseline water stress classes."""
+
+
+def _one_of(raw: Table, table: pd.DataFrame, column: str, allowed: tuple[str, ...], problems: list[Problem]) -> pd.Series:
+    """A text column as written, lower case, each cell one of ``allowed`` or blank ('')."""
+    written = table[column].str.strip().str.lower()
+    bad = ~written.isin([*allowed, ""])
     problems.extend(
         raw.problem(
-            int(k), "kv_tier", f"must be hbm, dram or nvme, got {table['kv_tier'].iloc[k]!r}", "write one, or leave it blank"
+            int(k), column, f"must be one of {', '.join(allowed)}, got {table[column].iloc[k]!r}", "write one, or leave it blank"
         )
         for k in bad.to_numpy().nonzero()[0]
     )

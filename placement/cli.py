@@ -575,31 +575,32 @@ def _sim_requests(text: str) -> int:
 
 
 def _frontier(args: argparse.Namespace) -> int:
-    from placement.frontier import carbon_frontier
-    from placement.outputs.frontier_files import write_frontier
+    from placement.frontier import UNIT, USED_PER_YEAR, resource_frontier
+    from placement.outputs.frontier_files import PER_MILLION, write_frontier
     from placement.outputs.writer import check_output_folder
 
-    if args.axis != "carbon":
-        fix = "use --axis carbon: water figures (WUE by cooling and climate) are not modelled yet"
-        raise InputError([Problem("--axis", "", "axis", f"'{args.axis}' has no model yet", fix)])
     check_output_folder(args.out)
     progress = StderrProgress(show=not args.quiet)
     loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
-    progress(f"scenario {loaded.scenario.name}: the cost-carbon frontier in {args.points} points")
+    progress(f"scenario {loaded.scenario.name}: the cost-{args.axis} frontier in {args.points} points")
     try:
-        points = carbon_frontier(loaded, points=args.points, progress=progress)
-        out = write_frontier(points, args.out, maps=not args.no_maps, progress=progress)
+        points = resource_frontier(loaded, axis=args.axis, points=args.points, progress=progress)
+        out = write_frontier(points, args.out, axis=args.axis, maps=not args.no_maps, progress=progress)
     except ValueError as exc:
-        raise InputError([Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy and carbon"')]) from None
+        raise InputError(
+            [Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy, carbon and water"')]
+        ) from None
     import csv
 
     with (out / "frontier.csv").open(encoding="utf-8", newline="") as handle:
         for row in csv.DictReader(handle):
-            cap = "no cap" if not row["cap"] else f"cap {float(row['cap']):,.0f} t"
+            unit, used, per_million = UNIT[args.axis], USED_PER_YEAR[args.axis], PER_MILLION[args.axis][0]
+            cap = "no cap" if not row["cap"] else f"cap {float(row['cap']):,.0f} {unit}"
             print(
-                f"{row['plan']}: {cap}: {float(row['tco2e_per_year']):,.0f} tCO2e a year, "
+                f"{row['plan']}: {cap}: {float(row[used]):,.0f} {unit} a year, "
                 f"${float(row['usd_per_million_goodput_tokens']):.3f}/M, "
-                f"{float(row['gco2e_per_million_goodput_tokens']):,.0f} gCO2e/M, {row['sites_open']} sites"
+                f"{float(row[per_million]):,.1f} {'gCO2e' if args.axis == 'carbon' else 'L'}/M, {row['sites_open']} sites, "
+                f"{float(row['unserved_share']):.1%} unserved"
             )
     print(f"frontier in {out}")
     return EXIT_OK

@@ -43,10 +43,17 @@ HEADLINE_KEYS = (
     "unserved_share",
     "tco2e_per_year",
     "gco2e_per_million_goodput_tokens",
+    "water_m3_per_year",
+    "water_l_per_million_goodput_tokens",
 )
 """The figures ``diff.json``'s ``headline`` compares, each as A, B and delta (B - A)."""
 
-LATER_KEYS = ("tco2e_per_year", "gco2e_per_million_goodput_tokens")
+LATER_KEYS = (
+    "tco2e_per_year",
+    "gco2e_per_million_goodput_tokens",
+    "water_m3_per_year",
+    "water_l_per_million_goodput_tokens",
+)
 """Headline figures folders written before them lack: compared as n/a there, not refused."""
 
 SITE_COLUMNS = ("site_id", "name", "lat", "lon", "open", "nodes", "mw_used", "cost_usd_per_h")
@@ -385,6 +392,8 @@ _HEADLINE_ROWS = (
     ("unserved_share", "unserved share", "{:.2%}"),
     ("tco2e_per_year", "tCO2e a year", "{:,.0f}"),
     ("gco2e_per_million_goodput_tokens", "gCO2e/M goodput", "{:,.0f}"),
+    ("water_m3_per_year", "water m3 a year", "{:,.0f}"),
+    ("water_l_per_million_goodput_tokens", "water L/M goodput", "{:,.2f}"),
 )
 
 

@@ -394,6 +394,11 @@ def explain(
     Explanation
         Site records, "what would pay" and the seconds per phase.
     """
+    if instance.inputs.caps:  # its LP and what-ifs hold no cap rows: their figures would be of another model
+        raise PlacementError(
+            "explain does not model carbon or water caps yet (its what-ifs would ignore them): explain the plan "
+            "without the caps in objective, or price what they cap instead (objective.carbon_usd_per_t, water_usd_per_m3)"
+        )
     phases: dict[str, float] = {}
     clock = time.perf_counter()
     is_open = sites["open"].astype(str).str.lower().isin(["true", "1"]).to_numpy()

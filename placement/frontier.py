@@ -1,27 +1,39 @@
-"""The cost-carbon frontier: the cheapest plan under each of a sequence of caps on its yearly grid emissions.
+"""The cost-carbon and cost-water frontiers: the cheapest plan under each of a sequence of caps on its yearly use.
 
-An epsilon-constraint sweep (:func:`carbon_frontier`): the plan without a cap emits ``E0``; the plan with the least
-emissions any plan serving the demand can reach emits ``E_min`` (the same model with emissions as its cost,
-:func:`placement.plan.least_emissions`); the caps run evenly from ``E0`` down to half of it, or to ``E_min`` where
-that is higher, and each is solved as an ordinary plan with ``objective.carbon_cap_t_per_year`` at that level.
-Every point's plan is verified against its cap like any other constraint. The model's coefficients are built once
-(one instance, its cap row moved from point to point).
+An epsilon-constraint sweep (:func:`resource_frontier`): the plan without a cap uses ``U0`` (tCO2e of grid emissions,
+or m3 of water); the plan using the least any plan serving the demand can reach uses ``U_min`` (the same model with
+that use as its cost, :func:`placement.plan.least_use`); the caps run evenly from ``U0`` down to half of it, or to
+``U_min`` where that is higher, and each is solved as an ordinary plan with ``objective.carbon_cap_t_per_year`` (or
+``water_cap_m3_per_year``) at that level. Every point's plan is verified against its cap like any other constraint.
+The model's coefficients are built once (one instance, its cap row moved from point to point).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
 from placement.economics import HOURS_PER_YEAR
 from placement.instance import Instance, build_instance
-from placement.plan import Plan, least_emissions, solve_instance
+from placement.plan import Plan, least_use, solve_instance
 from placement.progress import Progress, quiet
 from placement.scenario import LoadedScenario
 
-NO_CAP_T_PER_YEAR = 1e30
+Axis = Literal["carbon", "water"]
+"""What a frontier's caps limit."""
+
+CAP_FIELD: dict[str, str] = {"carbon": "carbon_cap_t_per_year", "water": "water_cap_m3_per_year"}
+"""The ``objective`` field each axis moves."""
+
+USED_PER_YEAR: dict[str, str] = {"carbon": "tco2e_per_year", "water": "water_m3_per_year"}
+"""The plan summary's yearly figure each axis caps."""
+
+UNIT: dict[str, str] = {"carbon": "tCO2e", "water": "m3"}
+
+NO_CAP_PER_YEAR = 1e30
 """The cap the first point's model carries: above anything, so the row is there (its coefficients are built) and
 never binds (HiGHS and CBC take bounds this large as infinite)."""
 
@@ -37,14 +49,14 @@ class FrontierPoint:
     ----------
     index : int
         0 for the plan without a cap, then 1, 2, ... as the cap tightens.
-    cap_t_per_year : float or None
-        The cap (None: the first point, without one). [tCO2e]
+    cap_per_year : float or None
+        The cap (None: the first point, without one). [tCO2e or m3]
     plan : Plan
         The plan, verified against the cap.
     """
 
     index: int
-    cap_t_per_year: float | None
+    cap_per_year: float | None
     plan: Plan
 
     @property
@@ -53,46 +65,53 @@ class FrontierPoint:
         return f"point_{self.index:02d}"
 
 
-def frontier_caps(uncapped_t: float, least_t: float, points: int, *, share: float = SHARE_OF_UNCAPPED) -> list[float]:
+def frontier_caps(uncapped: float, least: float, points: int, *, share: float = SHARE_OF_UNCAPPED) -> list[float]:
     """The caps after the uncapped point: ``points - 1`` of them evenly down to ``max(share * uncapped, least)``.
 
     Parameters
     ----------
-    uncapped_t : float
-        Emissions of the plan without a cap. [tCO2e/year]
-    least_t : float
-        The least emissions a plan serving the demand reaches (a design found, so a cap there is feasible). [tCO2e/year]
+    uncapped : float
+        Use of the plan without a cap. [tCO2e or m3 a year]
+    least : float
+        The least a plan serving the demand uses (a design found, so a cap there is feasible). [same]
     points : int
         Points of the frontier, the uncapped one included (at least 2).
     share : float, optional
-        The tightest cap's share of ``uncapped_t`` where the least allows it.
+        The tightest cap's share of ``uncapped`` where the least allows it.
 
     Returns
     -------
     list of float
-        The caps, loosest first. [tCO2e/year]
+        The caps, loosest first. [same]
     """
     if points < 2:
         raise ValueError("a frontier needs at least 2 points: the plan without a cap and one with")
-    tightest = max(share * uncapped_t, least_t)
-    steps = np.linspace(uncapped_t, tightest, points)[1:]
+    tightest = max(share * uncapped, least)
+    steps = np.linspace(uncapped, tightest, points)[1:]
     return [float(c) for c in steps]
 
 
-def _with_cap(instance: Instance, cap_t_per_year: float) -> Instance:
-    cap = instance.inputs.emissions_cap
-    assert cap is not None
-    inputs = replace(instance.inputs, emissions_cap=replace(cap, cap_t_per_h=cap_t_per_year / HOURS_PER_YEAR))
-    return replace(instance, inputs=inputs)
+def _with_cap(instance: Instance, name: str, limit_per_year: float) -> Instance:
+    """The instance with the whole-plan cap called ``name`` at a new limit (its coefficients as built)."""
+    caps = tuple(
+        replace(cap, limit_per_h=limit_per_year / HOURS_PER_YEAR) if cap.name == name and cap.sites is None else cap
+        for cap in instance.inputs.caps
+    )
+    return replace(instance, inputs=replace(instance.inputs, caps=caps))
 
 
-def carbon_frontier(loaded: LoadedScenario, *, points: int = 6, progress: Progress = quiet) -> Iterator[FrontierPoint]:
+def resource_frontier(
+    loaded: LoadedScenario, *, axis: Axis = "carbon", points: int = 6, progress: Progress = quiet
+) -> Iterator[FrontierPoint]:
     """Solve the frontier's plans, loosest cap first (a generator: each plan can be written and let go).
 
     Parameters
     ----------
     loaded : LoadedScenario
-        The scenario; any ``objective.carbon_cap_t_per_year`` in it is replaced point by point.
+        The scenario; its whole-plan cap on ``axis`` (``objective.carbon_cap_t_per_year`` or
+        ``water_cap_m3_per_year``) is replaced point by point; its other caps stay.
+    axis : {"carbon", "water"}, optional
+        What the caps limit: the plan's grid emissions, or the water it consumes on site and by the grid.
     points : int, optional
         Points, the plan without a cap included.
     progress : callable, optional
@@ -103,22 +122,25 @@ def carbon_frontier(loaded: LoadedScenario, *, points: int = 6, progress: Progre
     FrontierPoint
         Each point with its verified plan.
     """
-    objective = loaded.scenario.objective.model_copy(update={"carbon_cap_t_per_year": NO_CAP_T_PER_YEAR})
+    objective = loaded.scenario.objective.model_copy(update={CAP_FIELD[axis]: NO_CAP_PER_YEAR})
     scenario = loaded.scenario.model_copy(update={"objective": objective})
     why = scenario.carbon_not_modelled()  # model_copy does not validate: a cap where none is modelled is refused here
     if why is not None:
         raise ValueError(why)
     instance = build_instance(LoadedScenario(scenario=scenario, path=loaded.path), progress=progress)
+    unit = UNIT[axis]
     first = solve_instance(instance, progress=progress)
-    uncapped = first.summary.tco2e_per_year
+    uncapped = getattr(first.summary, USED_PER_YEAR[axis])
     if uncapped is None:
-        raise ValueError("the plan's emissions are unknown (a site without carbon_intensity_g_per_kwh)")
-    progress(f"frontier point 0 (no cap): {uncapped:,.0f} tCO2e a year; finding the least any plan can emit")
+        known = "carbon_intensity_g_per_kwh" if axis == "carbon" else "climate (or wue_l_per_kwh) and country_code"
+        raise ValueError(f"the plan's {axis} figure is unknown (an open site without {known})")
+    progress(f"frontier point 0 (no cap): {uncapped:,.0f} {unit} a year; finding the least any plan can use")
     yield FrontierPoint(0, None, first)
-    least = least_emissions(instance.inputs, scenario.solver.options())
-    # a world that cannot serve all its demand has no least-emission plan serving it: the caps go down to the share,
+    cap = next(c for c in instance.inputs.caps if c.name == axis and c.sites is None)
+    least = least_use(instance.inputs, cap, scenario.solver.options())
+    # a world that cannot serve all its demand has no least-use plan serving it: the caps go down to the share,
     # and each point leaves unserved what its cap demands (the least it can, then at least cost)
-    least_t = least.objective_usd_per_h * HOURS_PER_YEAR * (1 + 1e-9) if least.report.status.has_solution else 0.0
-    for index, cap in enumerate(frontier_caps(uncapped, least_t, points), start=1):
-        progress(f"frontier point {index}: cap {cap:,.0f} tCO2e a year")
-        yield FrontierPoint(index, cap, solve_instance(_with_cap(instance, cap), progress=progress))
+    least_per_year = least.objective_usd_per_h * HOURS_PER_YEAR * (1 + 1e-9) if least.report.status.has_solution else 0.0
+    for index, limit in enumerate(frontier_caps(uncapped, least_per_year, points), start=1):
+        progress(f"frontier point {index}: cap {limit:,.0f} {unit} a year")
+        yield FrontierPoint(index, limit, solve_instance(_with_cap(instance, axis, limit), progress=progress))

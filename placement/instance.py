@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -31,12 +31,13 @@ from placement.network.latency import LatencyModel
 from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_network
 from placement.network.measurements import calibrate, load_measurements
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
-from placement.optimize.problem import EmissionsCap, PlacementInput
+from placement.optimize.problem import PlacementInput, ResourceCap
 from placement.pair_mask import PairMask
 from placement.profiles import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw
 from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.residency import FREE, CommoditySplit, Regime, regime_mask, residency_mask, scenario_regimes, split_commodities
+from placement.resources import GRID_MIX_CSV, CapSpec, SiteWater, cap_specs, site_water, water_charge_usd_per_mwh
 from placement.scenario import (
     DemandSection,
     EconomicsSection,
@@ -154,6 +155,9 @@ class Instance:
     carbon_intensity_g_per_kwh : numpy.ndarray or None
         ``(m, T)`` carbon intensity of the electricity at each site in each slice (:func:`site_carbon_intensity`;
         NaN where the catalog has none); None: the catalog's figure in every slice.
+    site_water : SiteWater or None
+        Water each site consumes per MWh drawn, on site and by the grid (:func:`placement.resources.site_water`; NaN
+        where unknown); None: not known.
     """
 
     loaded: LoadedScenario
@@ -191,6 +195,7 @@ class Instance:
     site_set: IntArray | None = None
     energy_price_usd_per_mwh: FloatArray | None = None
     carbon_intensity_g_per_kwh: FloatArray | None = None
+    site_water: SiteWater | None = None
 
     def split(self) -> CommoditySplit:
         """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""
@@ -724,7 +729,7 @@ def _pair_energy_usd_per_h(
     price_multiplier: FloatArray,
     idle_power_share: float,
     peak_factor: float,
-    carbon_usd_per_mwh: FloatArray | None = None,
+    charge_usd_per_mwh: FloatArray | None = None,
     per_mwh: FloatArray | None = None,
 ) -> FloatArray:
     """Load-dependent energy cost of each pair at a share of 1, averaged over the day, any carbon charge in. [USD/h]
@@ -739,7 +744,7 @@ def _pair_energy_usd_per_h(
     mw_per_tok_s = dynamic_share * kw / 1000.0 / goodput[pair_class]
     demand = energy_demand_tok_s(commodity_slice_demand, slice_hours, peak_factor)
     weights = slice_hours / slice_hours.sum()
-    price = site_energy_price(sites, price_multiplier, carbon_usd_per_mwh) if per_mwh is None else per_mwh
+    price = site_energy_price(sites, price_multiplier, charge_usd_per_mwh) if per_mwh is None else per_mwh
     return load_energy_usd_per_h(demand, weights, pair_commodity, pair_site, mw_per_tok_s, price)
 
 
@@ -749,17 +754,18 @@ def energy_demand_tok_s(slice_demand_tok_s: FloatArray, slice_hours: FloatArray,
 
 
 def site_energy_price(
-    sites: pd.DataFrame, price_multiplier: FloatArray, carbon_usd_per_mwh: FloatArray | None = None
+    sites: pd.DataFrame, price_multiplier: FloatArray, charge_usd_per_mwh: FloatArray | None = None
 ) -> FloatArray:
     """``(m, T)`` power price of each site in each slice, PUE included, with any carbon charge. [USD/MWh]
 
-    ``carbon_usd_per_mwh``: ``(m, T)`` the carbon price times the grid's intensity, per MWh drawn from the grid
-    (:func:`carbon_charge_usd_per_mwh`; None: no carbon price).
+    ``charge_usd_per_mwh``: ``(m, T)`` the carbon and water prices on a MWh drawn from the grid (the carbon price
+    times the grid's intensity, :func:`carbon_charge_usd_per_mwh`, and the water price times the water a MWh drawn
+    consumes, :func:`placement.resources.water_charge_usd_per_mwh`; None: neither price).
     """
     pue = sites["pue"].to_numpy(float)
     price = sites["power_price_usd_per_mwh"].to_numpy(float) * pue
     energy = price[:, None] * price_multiplier
-    return np.asarray(energy if carbon_usd_per_mwh is None else energy + pue[:, None] * carbon_usd_per_mwh)
+    return np.asarray(energy if charge_usd_per_mwh is None else energy + pue[:, None] * charge_usd_per_mwh)
 
 
 def carbon_charge_usd_per_mwh(intensity_g_per_kwh: FloatArray, carbon_usd_per_t: float) -> FloatArray | None:
@@ -772,10 +778,6 @@ def carbon_charge_usd_per_mwh(intensity_g_per_kwh: FloatArray, carbon_usd_per_t:
     if np.isnan(intensity_g_per_kwh).any():
         raise ValueError("carbon price: some site has no carbon_intensity_g_per_kwh")
     return np.asarray(intensity_g_per_kwh / 1000.0 * carbon_usd_per_t)
-
-
-GRID_MIX_CSV = ("energy", "grid_mix_by_country.csv")
-"""Bundled electricity mix shares by country (``scripts/build_grid_mix.py``; codecarbon / OWID / Ember)."""
 
 
 def _carbon_charge(loaded: LoadedScenario, sites: pd.DataFrame, intensity: FloatArray) -> FloatArray | None:
@@ -794,6 +796,32 @@ def _carbon_charge(loaded: LoadedScenario, sites: pd.DataFrame, intensity: Float
             for site in missing
         ])  # fmt: skip
     return carbon_charge_usd_per_mwh(intensity, price)
+
+
+def _water_charge(loaded: LoadedScenario, sites: pd.DataFrame, water: SiteWater, n_slices: int) -> FloatArray | None:
+    """:func:`placement.resources.water_charge_usd_per_mwh` at ``objective.water_usd_per_m3``.
+
+    An input error names the sites without a water figure.
+    """
+    price = loaded.scenario.objective.water_usd_per_m3
+    unknown = np.isnan(water.total_m3_per_mwh)
+    if price > 0 and unknown.any():
+        raise InputError([
+            Problem(
+                str(loaded.scenario.sites.catalog), f"site '{site}'", "climate",
+                "a water price (objective.water_usd_per_m3) needs every site's water per MWh, and this site has none",
+                "give it a climate (cool, temperate, hot-humid, hot-dry) or its own wue_l_per_kwh, and a country_code the "
+                "grid mix table knows, or drop the water price",
+            )
+            for site in sites["id"].astype(str).to_numpy()[unknown].tolist()
+        ])  # fmt: skip
+    return water_charge_usd_per_mwh(water, price, n_slices)
+
+
+def _charges(*charges: FloatArray | None) -> FloatArray | None:
+    """The sum of the charges per MWh given (None: none)."""
+    given = [c for c in charges if c is not None]
+    return None if not given else np.asarray(sum(given[1:], given[0]))
 
 
 def _carbon_profiles(spec: TimeSection, sites: pd.DataFrame, resolve: Resolve) -> dict[str, FloatArray] | None:
@@ -1094,7 +1122,7 @@ def site_node_cost(
     *,
     kw: float,
     price_multiplier: FloatArray,
-    carbon_usd_per_mwh: FloatArray | None = None,
+    charge_usd_per_mwh: FloatArray | None = None,
 ) -> NodeCost:
     """Hourly cost of one node at each site, by component (load-independent part).
 
@@ -1110,8 +1138,9 @@ def site_node_cost(
         IT power of one node. [kW]
     price_multiplier : numpy.ndarray
         ``(m, T)`` power price multiplier per site and slice (:func:`site_price_multiplier`; averaged over the slices).
-    carbon_usd_per_mwh : numpy.ndarray, optional
-        ``(m, T)`` carbon charge per MWh (:func:`carbon_charge_usd_per_mwh`; averaged over the slices): in the idle power.
+    charge_usd_per_mwh : numpy.ndarray, optional
+        ``(m, T)`` carbon and water charges per MWh (:func:`site_energy_price`; averaged over the slices): in the idle
+        power.
 
     Returns
     -------
@@ -1119,8 +1148,8 @@ def site_node_cost(
         Per-site node cost. [USD/h]
     """
     price = sites["power_price_usd_per_mwh"] * price_multiplier.mean(axis=1)
-    if carbon_usd_per_mwh is not None:
-        price = price + carbon_usd_per_mwh.mean(axis=1)
+    if charge_usd_per_mwh is not None:
+        price = price + charge_usd_per_mwh.mean(axis=1)
     return node_cost_usd_per_h(
         economics.params(catalog_node_capex_usd(serving)),
         node_kw=kw,
@@ -1265,8 +1294,8 @@ def placement_input(
     price_multiplier: FloatArray,
     sections: ModelSections,
     options: tuple[list[ClassProfile], NDArray[np.int16]] | None = None,
-    carbon_usd_per_mwh: FloatArray | None = None,
-    emissions: tuple[FloatArray, float] | None = None,
+    charge_usd_per_mwh: FloatArray | None = None,
+    caps: Sequence[CapSpec] = (),
 ) -> PlacementInput:
     """The model arrays: rows, allowed pairs, capacity and cost per site.
 
@@ -1321,19 +1350,26 @@ def placement_input(
         idle_power_share=sections.serving.idle_power_share,
         peak_factor=sections.peak_factor,
     )
-    energy = pair_load(carbon_usd_per_mwh=carbon_usd_per_mwh)
+    energy = pair_load(charge_usd_per_mwh=charge_usd_per_mwh)
     node_mw = kw * sites["pue"].to_numpy(float) / 1000.0
-    cap = None
-    if emissions is not None:  # t/MWh drawn, PUE included: the pairs' load and the nodes' idle draw, hour-weighted
-        intensity, cap_t_per_year = emissions
-        t_per_mwh = sites["pue"].to_numpy(float)[:, None] * intensity / 1000.0
-        idle_t_per_mwh = (intensity / 1000.0) @ (slice_hours / slice_hours.sum())
-        cap = EmissionsCap(
-            site_fixed_t_per_h=np.zeros(len(sites)),
-            site_node_t_per_h=node_mw * sections.serving.idle_power_share * idle_t_per_mwh,
-            pair_t_per_h=pair_load(per_mwh=t_per_mwh),
-            cap_t_per_h=cap_t_per_year / HOURS_PER_YEAR,
+    # per MWh drawn, PUE included: the pairs' load and the nodes' idle draw, hour-weighted; one coefficient array
+    # per resource, shared by every cap on it (a per-site limit costs no more memory than its mask)
+    coefficients: dict[int, tuple[FloatArray, FloatArray]] = {}
+    for spec in caps:
+        if id(spec.per_mwh) not in coefficients:
+            idle_per_mwh = spec.per_mwh @ (slice_hours / slice_hours.sum())
+            coefficients[id(spec.per_mwh)] = (
+                node_mw * sections.serving.idle_power_share * idle_per_mwh,
+                pair_load(per_mwh=sites["pue"].to_numpy(float)[:, None] * spec.per_mwh),
+            )
+    resource_caps = tuple(
+        ResourceCap(
+            name=spec.name, unit=spec.unit, site_fixed_per_h=np.zeros(len(sites)),
+            site_node_per_h=coefficients[id(spec.per_mwh)][0], pair_per_h=coefficients[id(spec.per_mwh)][1],
+            limit_per_h=spec.limit_per_year / HOURS_PER_YEAR, sites=spec.sites,
         )
+        for spec in caps
+    )  # fmt: skip
     return PlacementInput(
         slice_demand_tok_s=rows.slice_demand_tok_s,
         slice_hours=slice_hours,
@@ -1352,7 +1388,7 @@ def placement_input(
         fault_tolerant=sections.fault_tolerance.n_plus_one,
         daily_mean_tok_s=rows.mean_demand_tok_s,
         protect=pair_allowed.sum(axis=1) >= 2,  # N+1 needs a second site in reach
-        emissions_cap=cap,
+        caps=resource_caps,
     )
 
 
@@ -1365,14 +1401,14 @@ def with_cache_warmup(inputs: PlacementInput, node_usd_per_h: FloatArray, nodes:
     """
     if not np.any(nodes > 0):
         return inputs
-    cap = inputs.emissions_cap
-    if cap is not None:  # the warm-up nodes draw their idle power wherever the site is open
-        cap = replace(cap, site_fixed_t_per_h=cap.site_fixed_t_per_h + nodes * cap.site_node_t_per_h)
+    fixed: dict[int, FloatArray] = {}  # the warm-up nodes draw their idle power wherever the site is open
+    for cap in inputs.caps:
+        fixed.setdefault(id(cap.site_fixed_per_h), cap.site_fixed_per_h + nodes * cap.site_node_per_h)
     return replace(
         inputs,
         site_fixed_usd_per_h=inputs.site_fixed_usd_per_h + nodes * node_usd_per_h,
         site_mw_available=np.maximum(inputs.site_mw_available - nodes * inputs.site_node_mw, 0.0),
-        emissions_cap=cap,
+        caps=tuple(replace(cap, site_fixed_per_h=fixed[id(cap.site_fixed_per_h)]) for cap in inputs.caps),
     )
 
 
@@ -1483,9 +1519,11 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     kw = node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, len(slice_hours), resolve)
     intensity = site_carbon_intensity(sites, len(slice_hours), _carbon_profiles(scenario.time, sites, resolve))
-    carbon = _carbon_charge(loaded, sites, intensity)
+    water = site_water(sites, scenario.sites.cooling)
+    carbon = _charges(_carbon_charge(loaded, sites, intensity), _water_charge(loaded, sites, water, len(slice_hours)))
+    caps = cap_specs(scenario.objective, sites, intensity, water, source=str(loaded.path), catalog=str(scenario.sites.catalog))
     node_cost = site_node_cost(
-        scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier, carbon_usd_per_mwh=carbon
+        scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier, charge_usd_per_mwh=carbon
     )
     node_cost = with_tier_cost(node_cost, sets.tier_usd_per_node_h(len(sites)))
     laddered = any(len(r) > 1 for group in sets.sets for r in group)
@@ -1510,8 +1548,8 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         price_multiplier=price_multiplier,
         sections=sections,
         options=options,
-        carbon_usd_per_mwh=carbon,
-        emissions=None if (limit := scenario.objective.carbon_cap_t_per_year) is None else (intensity, limit),
+        charge_usd_per_mwh=carbon,
+        caps=caps,
     )
     cross = None
     if scenario.serving.cross_metro_prefill is not None:
@@ -1566,6 +1604,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         site_set=sets.site_set,
         energy_price_usd_per_mwh=site_energy_price(sites, price_multiplier, carbon),
         carbon_intensity_g_per_kwh=intensity,
+        site_water=water,
     )
 
 
@@ -1622,7 +1661,7 @@ def _cross_metro(
     node_cost: NodeCost,
     price_multiplier: FloatArray,
     kw: float,
-    carbon_usd_per_mwh: FloatArray | None = None,
+    charge_usd_per_mwh: FloatArray | None = None,
 ) -> CrossMetro:
     """The scenario's cross-metro columns (``serving.cross_metro_prefill``): profiles, partners, pairs."""
     scenario = loaded.scenario
@@ -1633,7 +1672,7 @@ def _cross_metro(
     energy = EnergyPrices(
         energy_demand_tok_s(rows.slice_demand_tok_s, inputs.slice_hours, scenario.demand.peak_factor),
         inputs.slice_hours / inputs.slice_hours.sum(),
-        site_energy_price(sites, price_multiplier, carbon_usd_per_mwh),
+        site_energy_price(sites, price_multiplier, charge_usd_per_mwh),
         (1.0 - scenario.serving.idle_power_share) * kw / 1000.0,
     )
     return build_cross_metro(

@@ -25,7 +25,7 @@ from placement.economics import HOURS_PER_YEAR, cost_per_million_tokens_usd, tok
 from placement.failover import FailoverTables, failover_tables, protection_cost, protection_shares
 from placement.instance import Instance, build_instance, energy_demand_tok_s, site_energy_price
 from placement.optimize import failover
-from placement.optimize.problem import PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution, ResourceCap
 from placement.optimize.protect import exposed, protect_plan
 from placement.optimize.ratio import solve_ratio
 from placement.optimize.rows import group_by
@@ -35,6 +35,7 @@ from placement.optimize.solver import SolverOptions, SolveStatus
 from placement.profiles import ClassProfile
 from placement.progress import Progress, quiet
 from placement.residency import Regime
+from placement.resources import embodied_kgco2e_per_node, site_water_stress
 from placement.scenario import LoadedScenario, ResidencySection, ServingSection, WorkloadClass
 from placement.summary import (
     ClassSummary,
@@ -343,8 +344,11 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
     )
 
 
-def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: IntArray) -> dict[str, FloatArray]:
-    """Each site's energy a year, the carbon intensity of what it draws and its emissions (:mod:`placement.footprint`)."""
+def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: IntArray) -> dict[str, NDArray[Any]]:
+    """Each site's energy a year, the carbon intensity of what it draws and its emissions (:mod:`placement.footprint`).
+
+    With the sites' water known: the water each consumes and its basin's water stress (:mod:`placement.resources`).
+    """
     data = instance.inputs
     idle = instance.loaded.scenario.serving.idle_power_share
     installed = footprint.site_power_mw_by_slice(data.site_node_mw, solution.nodes, warmup, np.zeros((data.n_sites, 1)), idle)
@@ -358,9 +362,20 @@ def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: Int
     with np.errstate(divide="ignore", invalid="ignore"):  # t/MWh x 1e3 = g/kWh; a site that draws nothing: its day's mean
         drawn = np.where(energy > 0, carbon * 1e3 / energy, day_mean)
     figures = {"energy_mwh_per_year": energy, "gco2e_per_kwh": drawn, "tco2e_per_year": carbon}
-    price = instance.loaded.scenario.objective.carbon_usd_per_t
-    if price > 0:  # in the cost already (idle power and load energy): what of it the carbon price charges
-        figures["carbon_charge_usd_per_h"] = carbon * price / HOURS_PER_YEAR
+    scenario = instance.loaded.scenario
+    objective = scenario.objective
+    per_node_t = embodied_kgco2e_per_node(scenario.serving.gpus_per_node) / 1000.0  # over the nodes' life
+    figures["embodied_tco2e_per_year"] = (solution.nodes + warmup) * per_node_t / scenario.economics.node_life_years
+    if objective.carbon_usd_per_t > 0:  # in the cost already (idle power and load energy): what of it the price charges
+        figures["carbon_charge_usd_per_h"] = carbon * objective.carbon_usd_per_t / HOURS_PER_YEAR
+    water = instance.site_water
+    if water is not None:  # m3/MWh drawn, flat over the day
+        figures["water_stress"] = site_water_stress(instance.sites)
+        figures["water_l_per_kwh"] = water.total_m3_per_mwh  # m3/MWh is L/kWh
+        figures["water_m3_per_year"] = energy * water.total_m3_per_mwh
+        figures["water_on_site_m3_per_year"] = energy * water.on_site_m3_per_mwh
+        if objective.water_usd_per_m3 > 0:
+            figures["water_charge_usd_per_h"] = figures["water_m3_per_year"] * objective.water_usd_per_m3 / HOURS_PER_YEAR
     return figures
 
 
@@ -692,7 +707,7 @@ def summarise(
     site_cost = (sites["cost_usd_per_h"] - sites["load_energy_usd_per_h"] - sites.get("wan_usd_per_h", 0.0)).to_numpy(float)
     class_cost = _class_costs(instance.inputs, solution, pair_class, len(instance.classes), site_cost)
     report = solution.report
-    carbon = _plan_tco2e_per_year(sites)
+    carbon, water = _plan_total(sites, "tco2e_per_year"), _plan_total(sites, "water_m3_per_year")
     return PlanSummary(
         scenario=instance.loaded.scenario.name,
         status=status,
@@ -740,44 +755,62 @@ def summarise(
         carbon_charge_usd_per_h=float(sites["carbon_charge_usd_per_h"].sum()) if "carbon_charge_usd_per_h" in sites else None,
         tco2e_per_year=finite_or_none(carbon),
         gco2e_per_million_goodput_tokens=finite_or_none(float(footprint.per_million_tokens(carbon, goodput, scale=1e6))),
+        embodied_tco2e_per_year=float(sites["embodied_tco2e_per_year"].sum()),
+        water_m3_per_year=finite_or_none(water),
+        water_on_site_m3_per_year=finite_or_none(_plan_total(sites, "water_on_site_m3_per_year")),
+        water_l_per_million_goodput_tokens=finite_or_none(float(footprint.per_million_tokens(water, goodput, scale=1e3))),
+        water_charge_usd_per_h=float(sites["water_charge_usd_per_h"].sum()) if "water_charge_usd_per_h" in sites else None,
     )
 
 
-def _plan_tco2e_per_year(sites: pd.DataFrame) -> float:
-    """The plan's emissions a year: NaN when a site that draws power has no carbon intensity (no partial total)."""
+def _plan_total(sites: pd.DataFrame, column: str) -> float:
+    """A plan's yearly figure (emissions, water): NaN when a site that draws power lacks it (no partial total)."""
+    if column not in sites.columns:
+        return math.nan
     drawing = sites["energy_mwh_per_year"] > 0
-    return float(sites["tco2e_per_year"].sum()) if bool(sites.loc[drawing, "tco2e_per_year"].notna().all()) else math.nan
+    return float(sites[column].sum()) if bool(sites.loc[drawing, column].notna().all()) else math.nan
 
 
-def least_emissions(data: PlacementInput, options: SolverOptions) -> PlacementSolution:
-    """The design that serves the demand with the least grid emissions: the same model with emissions as its cost.
+def least_use(data: PlacementInput, cap: ResourceCap, options: SolverOptions) -> PlacementSolution:
+    """The design that serves the demand using the least of what ``cap`` counts: the model with that use as its cost.
 
-    ``objective_usd_per_h`` of the answer is then its emissions and ``report.best_bound`` a proven least. [tCO2e/h]
+    ``objective_usd_per_h`` of the answer is then its use and ``report.best_bound`` a proven least, with no cap in
+    the model. [cap.unit/h]
     """
-    cap = data.emissions_cap
-    if cap is None:
-        raise ValueError("least_emissions needs the model's emissions (an emissions cap, at any level)")
+    fixed, node = cap.site_weights()
     as_cost = replace(
-        data, site_fixed_usd_per_h=cap.site_fixed_t_per_h, site_node_usd_per_h=cap.site_node_t_per_h,
-        pair_cost_usd_per_h=cap.pair_t_per_h, emissions_cap=None,
+        data, site_fixed_usd_per_h=fixed, site_node_usd_per_h=node, pair_cost_usd_per_h=cap.pair_weights(data.pair_site),
+        caps=(),
     )  # fmt: skip
     return solve_placement(as_cost, options, route_nearest=False)
 
 
-def _raise_if_the_cap_binds(data: PlacementInput, options: SolverOptions, progress: Progress) -> None:
-    """An infeasible model with an emissions cap: when the plan without the cap serves everything, the cap is why."""
-    assert data.emissions_cap is not None
-    cap_t = data.emissions_cap.cap_t_per_h * HOURS_PER_YEAR
-    progress("infeasible with an emissions cap: finding the least any plan serving the demand can emit")
-    least = least_emissions(data, options)
-    if not least.report.status.has_solution:
-        return  # infeasible without the cap as well: the shortfall diagnosis says why
-    bound = least.report.best_bound * HOURS_PER_YEAR
+def _raise_if_a_cap_binds(data: PlacementInput, options: SolverOptions, progress: Progress) -> None:
+    """An infeasible model with carbon or water caps: when a plan without them serves everything, the caps are why.
+
+    Each cap whose limit is below the least any plan serving the demand uses is named with that least; when each
+    alone can be met, the caps together are.
+    """
+    progress("infeasible with carbon or water caps: finding the least any plan serving the demand uses of each")
+    lines = []
+    for cap in data.caps:
+        least = least_use(data, cap, options)
+        if not least.report.status.has_solution:
+            return  # infeasible without the caps as well: the shortfall diagnosis says why
+        bound = least.report.best_bound * HOURS_PER_YEAR
+        if bound > cap.limit_per_h * HOURS_PER_YEAR * (1 + 1e-9):
+            lines.append(
+                f"the {cap.name} cap of {cap.limit_per_h * HOURS_PER_YEAR:,.0f} {cap.unit} a year: the least any plan "
+                f"serving the demand inside its objectives uses is at least {bound:,.0f} {cap.unit} a year (a plan found "
+                f"uses {least.objective_usd_per_h * HOURS_PER_YEAR:,.0f})"
+            )
+    if not lines:
+        lines = ["each cap alone can be met, but not all of them together: " + ", ".join(c.name for c in data.caps)]
     raise InfeasibleError(
-        f"the emissions cap of {cap_t:,.0f} tCO2e a year cannot be met while serving the demand inside its objectives: "
-        f"the least any such plan emits is at least {bound:,.0f} tCO2e a year (a plan found emits "
-        f"{least.objective_usd_per_h * HOURS_PER_YEAR:,.0f}).\nFix: raise objective.carbon_cap_t_per_year to at least "
-        "that, or add cleaner sites in reach"
+        "the caps cannot be met while serving the demand inside its objectives:\n  - "
+        + "\n  - ".join(lines)
+        + "\nFix: raise the caps in objective (carbon_cap_t_per_year, water_cap_m3_per_year, regional_caps, "
+        "stressed_site_water_m3_per_year) to at least those figures, or add cleaner, drier sites in reach"
     )
 
 
@@ -1093,8 +1126,8 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         return _assemble(instance, solution, solution.report.status.value, notes)
     solution = solve_placement(instance.inputs, options)
     status = solution.report.status
-    if status == SolveStatus.INFEASIBLE and instance.inputs.emissions_cap is not None:
-        _raise_if_the_cap_binds(instance.inputs, options, progress)
+    if status == SolveStatus.INFEASIBLE and instance.inputs.caps:
+        _raise_if_a_cap_binds(instance.inputs, options, progress)
     if status == SolveStatus.INFEASIBLE:
         progress("infeasible: diagnosing which populations cannot be served")
         elastic = diagnose_shortfall(instance.inputs, options)

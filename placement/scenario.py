@@ -38,6 +38,11 @@ class SitesSection(_Section):
     )
     mw_multiplier: float = Field(1.0, ge=0, description="what-if: multiply every site's MW available")
     exclude: list[str] = Field(default_factory=list, description="site ids to leave out")
+    cooling: Literal["evaporative", "closed-loop"] = Field(
+        "evaporative",
+        description="how new capacity is cooled, for its on-site water (data/energy/cooling_wue.csv): evaporative, or "
+        "closed-loop (next to no water); a site's own catalog wue_l_per_kwh wins",
+    )
 
 
 class DemandSection(_Section):
@@ -354,8 +359,24 @@ their gap at the root node (measured), so they stop on the gap; a harder model s
 any machine, rather than on the wall clock."""
 
 
+class RegionalCap(_Section):
+    """Caps on what the plan's sites in one region emit and consume in a year."""
+
+    region: str = Field(min_length=1, description="a continent, ISO alpha-2 country or grid_region of the catalog")
+    carbon_t_per_year: float | None = Field(None, ge=0, description="the most grid emissions there [tCO2e]; null: none")
+    water_m3_per_year: float | None = Field(
+        None, ge=0, description="the most water consumed there, on site and by the grid [m3]; null: none"
+    )
+
+    @model_validator(mode="after")
+    def _caps_something(self) -> RegionalCap:
+        if self.carbon_t_per_year is None and self.water_m3_per_year is None:
+            raise ValueError(f"regional cap for {self.region!r}: give carbon_t_per_year, water_m3_per_year or both")
+        return self
+
+
 class ObjectiveSection(_Section):
-    """What the plan minimises besides its cost: prices on what it emits."""
+    """What the plan minimises besides its cost: prices and limits on what it emits and the water it consumes."""
 
     carbon_usd_per_t: float = Field(
         0.0, ge=0, description="carbon price on the grid emissions of the power drawn [USD/tCO2e]; 0: none"
@@ -363,6 +384,36 @@ class ObjectiveSection(_Section):
     carbon_cap_t_per_year: float | None = Field(
         None, ge=0, description="the most grid emissions the plan may cause in a year [tCO2e]; null: no cap"
     )
+    water_usd_per_m3: float = Field(
+        0.0, ge=0, description="water price on the water consumed, on site and by the grid's generation [USD/m3]; 0: none"
+    )
+    water_cap_m3_per_year: float | None = Field(
+        None, ge=0, description="the most water the plan may consume in a year, on site and by the grid [m3]; null: none"
+    )
+    regional_caps: list[RegionalCap] = Field(
+        default_factory=list, description="caps on carbon and water per region (continent, country or grid region)"
+    )
+    stressed_site_water_m3_per_year: float | None = Field(
+        None,
+        ge=0,
+        description="the most water a site in an extremely-high water-stress basin may consume on site in a year (a "
+        "permit; the catalog's water_stress, else its country's) [m3]; null: none",
+    )
+
+    @property
+    def has_caps(self) -> bool:
+        """Whether the plan is held to any carbon or water cap."""
+        return (
+            self.carbon_cap_t_per_year is not None
+            or self.water_cap_m3_per_year is not None
+            or bool(self.regional_caps)
+            or self.stressed_site_water_m3_per_year is not None
+        )
+
+    @property
+    def has_prices(self) -> bool:
+        """Whether carbon or water carries a price."""
+        return self.carbon_usd_per_t > 0 or self.water_usd_per_m3 > 0
 
 
 class SolverSection(_Section):
@@ -529,18 +580,18 @@ class Scenario(_Section):
         return self
 
     def carbon_not_modelled(self) -> str | None:
-        """Why this scenario's carbon price or cap is not modelled where it asks for it (None: it is)."""
+        """Why this scenario's carbon or water prices or caps are not modelled where it asks for them (None: they are)."""
         objective = self.objective
-        if objective.carbon_cap_t_per_year is not None and self.serving.cross_metro_prefill is not None:
-            return "objective.carbon_cap_t_per_year is not modelled with serving.cross_metro_prefill yet: drop one of them"
-        if objective.carbon_cap_t_per_year is not None and self.policy.serving == "optional":
+        if objective.has_caps and self.serving.cross_metro_prefill is not None:
+            return "carbon and water caps (objective) are not modelled with serving.cross_metro_prefill yet: drop one of them"
+        if objective.has_caps and self.policy.serving == "optional":
             return (
-                "objective.carbon_cap_t_per_year is not modelled with policy.serving: optional yet (the least $/M search "
-                "starts from designs the cap does not bound): drop one of them"
+                "carbon and water caps (objective) are not modelled with policy.serving: optional yet (the least $/M "
+                "search starts from designs the caps do not bound): drop one of them"
             )
-        if (objective.carbon_cap_t_per_year is not None or objective.carbon_usd_per_t > 0) and self.is_buildout:
+        if (objective.has_caps or objective.has_prices) and self.is_buildout:
             return (
-                "objective.carbon_usd_per_t and carbon_cap_t_per_year are not applied by the build-out (horizon or "
+                "carbon and water prices and caps (objective) are not applied by the build-out (horizon or "
                 "serving.accelerators) yet: drop them, or plan one year without a horizon"
             )
         return None

@@ -508,6 +508,19 @@ class PlanSummary:
     carbon_charge_usd_per_h : float or None
         With ``objective.carbon_usd_per_t``: what the carbon price adds to the cost (inside idle power and load
         energy: it is a charge on each MWh by the hour's intensity) [USD/h]; None without a price.
+    embodied_tco2e_per_year : float or None
+        Embodied carbon of the plan's nodes (serving and cache warm-up), amortised over ``economics.node_life_years``
+        (an A100-era estimate per server and GPU, ``data/energy/embodied_carbon.csv``); not in ``tco2e_per_year`` (grid
+        emissions), nor in the carbon price and caps [tCO2e]; None in older folders.
+    water_m3_per_year : float or None
+        Water the plan consumes in a year, on site (cooling) and by the grid's generation [m3]
+        (:mod:`placement.resources`); None where an open site's water is unknown, or in older folders.
+    water_on_site_m3_per_year : float or None
+        Of it, what the sites' cooling evaporates [m3].
+    water_l_per_million_goodput_tokens : float or None
+        Water per million goodput tokens [L].
+    water_charge_usd_per_h : float or None
+        With ``objective.water_usd_per_m3``: what the water price adds to the cost [USD/h]; None without a price.
     """
 
     scenario: str
@@ -558,6 +571,11 @@ class PlanSummary:
     tco2e_per_year: float | None = None
     gco2e_per_million_goodput_tokens: float | None = None
     carbon_charge_usd_per_h: float | None = None
+    embodied_tco2e_per_year: float | None = None
+    water_m3_per_year: float | None = None
+    water_on_site_m3_per_year: float | None = None
+    water_l_per_million_goodput_tokens: float | None = None
+    water_charge_usd_per_h: float | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -646,6 +664,11 @@ class PlanSummary:
             tco2e_per_year=_optional_float(data.get("tco2e_per_year")),
             gco2e_per_million_goodput_tokens=_optional_float(data.get("gco2e_per_million_goodput_tokens")),
             carbon_charge_usd_per_h=_optional_float(data.get("carbon_charge_usd_per_h")),
+            embodied_tco2e_per_year=_optional_float(data.get("embodied_tco2e_per_year")),
+            water_m3_per_year=_optional_float(data.get("water_m3_per_year")),
+            water_on_site_m3_per_year=_optional_float(data.get("water_on_site_m3_per_year")),
+            water_l_per_million_goodput_tokens=_optional_float(data.get("water_l_per_million_goodput_tokens")),
+            water_charge_usd_per_h=_optional_float(data.get("water_charge_usd_per_h")),
         )
 
 
@@ -663,6 +686,11 @@ JSON_ORDER = (
     "tco2e_per_year",
     "gco2e_per_million_goodput_tokens",
     "carbon_charge_usd_per_h",
+    "embodied_tco2e_per_year",
+    "water_m3_per_year",
+    "water_on_site_m3_per_year",
+    "water_l_per_million_goodput_tokens",
+    "water_charge_usd_per_h",
     "sites_open",
     "sites_candidate",
     "nodes",

@@ -3,8 +3,9 @@
 Build-time tool only: it reads codecarbon's country energy mix (``energy/codecarbon_global_energy_mix_by_country.json``
 in the shared data folder; upstream Our World in Data / Ember) and GeoNames' ISO alpha-2/alpha-3 table
 (``data/cities/geonames_countries.csv``), and writes one row per country with a generation total: the year, the
-carbon intensity and the shares of solar, wind, other low-carbon and fossil generation. The hourly carbon shape of
-:mod:`placement.footprint` reads the solar and fossil shares. Tests and the application never run it.
+carbon intensity and the shares of solar, wind, other low-carbon and fossil generation, and of coal, gas, oil,
+nuclear, hydro and bioenergy. The hourly carbon shape of :mod:`placement.footprint` reads the solar and fossil
+shares; the grid's water per kWh (:mod:`placement.water`) the shares by source. Tests and the application never run it.
 
 Usage (from the repository root)::
 
@@ -22,8 +23,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT = REPO_ROOT / "data" / "energy" / "grid_mix_by_country.csv"
 COLUMNS = (
     "country_code", "iso3", "year", "carbon_intensity_g_per_kwh", "total_twh",
-    "solar_share", "wind_share", "other_low_carbon_share", "fossil_share", "source",
+    "solar_share", "wind_share", "other_low_carbon_share", "fossil_share",
+    "coal_share", "gas_share", "oil_share", "nuclear_share", "hydro_share", "bio_share", "source",
 )  # fmt: skip
+SOURCES_TWH = {"coal": "coal_TWh", "gas": "gas_TWh", "oil": "oil_TWh", "nuclear": "nuclear_TWh",
+               "hydro": "hydroelectricity_TWh", "bio": "biofuel_TWh"}  # fmt: skip
+"""Generation by source, for the grid's water per kWh (:mod:`placement.water`)."""
 
 
 def build(shared: Path) -> list[dict[str, str]]:
@@ -44,6 +49,7 @@ def build(shared: Path) -> list[dict[str, str]]:
             "carbon_intensity_g_per_kwh": f"{float(figures['carbon_intensity']):.1f}", "total_twh": f"{total:.2f}",
             "solar_share": f"{solar / total:.4f}", "wind_share": f"{wind / total:.4f}",
             "other_low_carbon_share": f"{low / total:.4f}", "fossil_share": f"{fossil / total:.4f}",
+            **{f"{name}_share": f"{float(figures.get(key) or 0.0) / total:.4f}" for name, key in SOURCES_TWH.items()},
             "source": f"codecarbon 3.3.2 energy mix ({iso3} {figures['year']}; upstream OWID/Ember)",
         })  # fmt: skip
     return sorted(rows, key=lambda r: r["country_code"])

@@ -43,6 +43,7 @@ OUTPUT_COLUMNS: tuple[str, ...] = (
     "pue",
     "capex_usd_per_mw",
     "carbon_intensity_g_per_kwh",
+    "climate",
     "locked",
     "providers",
     "network",
@@ -430,6 +431,7 @@ def build_rows(
                 "pue": f"{PUE_BY_CLIMATE[fig['climate']]:.2f}",
                 "capex_usd_per_mw": f"{float(fig['capex_usd_per_mw']):.0f}",
                 "carbon_intensity_g_per_kwh": f"{intensity:.1f}",
+                "climate": fig["climate"],
                 "locked": "false",
                 "providers": ";".join(keys),
                 "network": "backbone",  # a cloud region: its provider's backbone carries the packets
@@ -829,6 +831,7 @@ def build_additions(
                 "pue": f"{PUE_BY_CLIMATE[a['climate']]:.2f}",
                 "capex_usd_per_mw": f"{capex:.0f}",
                 "carbon_intensity_g_per_kwh": f"{intensity:.1f}",
+                "climate": a["climate"],
                 "locked": "false",
                 "providers": a["providers"],
                 "network": "backbone" if a["kind"] == "cloud-region" else "transit",  # colocation, greenfield: transit

@@ -138,7 +138,7 @@ def test_cli_json_and_files(plans: tuple[Path, Path], tmp_path: Path, capsys: py
     assert {"headline", "sites", "populations_moved"} <= set(printed)
     assert set(printed["headline"]) == {
         "cost_per_million_goodput_tokens_usd", "objective_usd_per_h", "mw_used", "sites_open", "unserved_share",
-        "tco2e_per_year", "gco2e_per_million_goodput_tokens",
+        "tco2e_per_year", "gco2e_per_million_goodput_tokens", "water_m3_per_year", "water_l_per_million_goodput_tokens",
     }  # fmt: skip
     # the fixture's folders predate the carbon figures: compared as n/a, not refused
     assert printed["headline"]["tco2e_per_year"] == {"a": None, "b": None, "delta": None}

@@ -44,13 +44,6 @@ def test_the_frontier_of_two_us_sites_by_hand(tmp_path: Path) -> None:
     assert len(checked) == 3 and all(line.endswith(": ok") for line in checked)
 
 
-def test_water_has_no_model_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_scenario(tmp_path, catalog=SHIFT_CATALOG)
-    assert main(["frontier", str(path), "--axis", "water", "--out", str(tmp_path / "f"), "--quiet"]) == 1
-    assert "not modelled yet" in capsys.readouterr().err
-    assert not (tmp_path / "f").exists()
-
-
 def test_a_frontier_where_caps_are_not_modelled_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_scenario(tmp_path, catalog=SHIFT_CATALOG, policy={"unreachable": "report", "serving": "optional"})
     assert main(["frontier", str(path), "--out", str(tmp_path / "f"), "--quiet"]) == 1

@@ -37,6 +37,11 @@ SUMMARY_JSON_KEYS = {
     "tco2e_per_year",
     "gco2e_per_million_goodput_tokens",
     "carbon_charge_usd_per_h",
+    "embodied_tco2e_per_year",
+    "water_m3_per_year",
+    "water_on_site_m3_per_year",
+    "water_l_per_million_goodput_tokens",
+    "water_charge_usd_per_h",
     "sites_open",
     "sites_candidate",
     "nodes",
@@ -163,6 +168,11 @@ def test_default_world_carbon_adds_up_from_its_sites(world_results: Path, world_
     assert world_summary["energy_mwh_per_year"] == pytest.approx(sites["energy_mwh_per_year"].sum(), rel=1e-9)
     grams_per_million = world_summary["tco2e_per_year"] * 1e6 / (world_summary["goodput_tok_s"] * 8760 * 3600 / 1e6)
     assert world_summary["gco2e_per_million_goodput_tokens"] == pytest.approx(grams_per_million, rel=1e-9)
+    # water likewise: energy times each site's litres per kWh drawn (on site over PUE, plus the grid's)
+    assert world_summary["water_m3_per_year"] == pytest.approx((sites["energy_mwh_per_year"] * sites["water_l_per_kwh"]).sum())
+    assert 0 < world_summary["water_on_site_m3_per_year"] < world_summary["water_m3_per_year"]
+    litres_per_million = world_summary["water_m3_per_year"] * 1e3 / (world_summary["goodput_tok_s"] * 8760 * 3600 / 1e6)
+    assert world_summary["water_l_per_million_goodput_tokens"] == pytest.approx(litres_per_million, rel=1e-9)
     # every open site draws at least its nodes' idle share all year, and no more than their full power
     opened = sites[sites["open"]]
     assert (opened["energy_mwh_per_year"] <= opened["mw_used"] * 8760 * (1 + 1e-9) + 1e-6).all()

@@ -99,11 +99,9 @@ def _define_placement_rows(data: PlacementInput, b: PlacementBlocks, capacity_sl
     rows.capacity_rows(b.model, b.shares.cols[entry_pair], entry_site, load, b.nodes.cols, capacity, sites, slices)
     rows.power_rows(b.model, b.nodes.cols, b.open.cols, data.site_node_mw, data.site_mw_available)
     rows.site_count_rows(b.model, b.open.cols, min_open=data.min_sites_open, max_open=data.max_sites_open)
-    cap = data.emissions_cap
-    if cap is not None:
+    for k, cap in enumerate(data.caps):
         columns = (b.open.cols, b.nodes.cols, b.shares.cols)
-        weights = (cap.site_fixed_t_per_h, cap.site_node_t_per_h, cap.pair_t_per_h)
-        rows.emissions_cap_row(b.model, columns, weights, cap.cap_t_per_h)
+        rows.resource_cap_row(b.model, k, columns, (*cap.site_weights(), cap.pair_weights(data.pair_site)), cap.limit_per_h)
 
 
 def _define_failover(data: PlacementInput, b: PlacementBlocks, failover_rows: Literal["exact", "spare"]) -> None:

@@ -411,8 +411,8 @@ def solve_priced(
     cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
     start_lp: _Lp | None = lp
     whole_nodes, whole = False, None
-    if cap is not None and data.emissions_cap is not None:
-        # Whole nodes emit more than the LP's fractions: under an emissions cap the LP's least unserved may be out of
+    if cap is not None and data.caps:
+        # Whole nodes emit more than the LP's fractions: under a carbon or water cap the LP's least unserved may be out of
         # reach of any design. The least a design on the LP's pairs leaves unserved, if more, is the cap instead
         # (and a fresh LP bounds the cost of plans serving that much).
         whole = _least_unserved_whole(data, least, options)

@@ -225,13 +225,13 @@ class _Lp:
         self.count_rows = [(b.start, float(rhs), lower) for b, (rhs, lower) in zip(counts, bounds, strict=True)]
         self.cap_row = -1
         self.cap_rhs = 0.0
-        self.emissions: RowBlock | None = None  # the emissions cap row, shares entering it as they are priced in
-        if data.emissions_cap is not None:
-            cap = data.emissions_cap
-            self.emissions = rows.emissions_cap_row(
-                lm, (self.open.cols, self.nodes.cols, no_pairs), (cap.site_fixed_t_per_h, cap.site_node_t_per_h, np.zeros(0)),
-                cap.cap_t_per_h,
-            )  # fmt: skip
+        # the carbon and water cap rows, shares entering them as they are priced in
+        self.caps: list[RowBlock] = [
+            rows.resource_cap_row(
+                lm, k, (self.open.cols, self.nodes.cols, no_pairs), (*cap.site_weights(), np.zeros(0)), cap.limit_per_h
+            )
+            for k, cap in enumerate(data.caps)
+        ]
         self.slice_row = np.full((m, len(data.slice_hours)), -1, dtype=np.int64)
         self.slice_blocks: list[tuple[RowBlock, IntArray, IntArray]] = []  # capacity rows and their (site, slice)
         # per pair (2.9 M at 2,000 sites): int32, as HiGHS numbers its columns and rows
@@ -322,8 +322,8 @@ class _Lp:
         self.pair_blocks.append((block, pairs))
         self.pair_col[pairs] = block.cols
         rows.extend_demand_rows(self.demand, block.cols, commodity)
-        if self.emissions is not None and data.emissions_cap is not None:
-            self.emissions.extend(np.zeros(len(pairs), dtype=np.int64), block.cols, data.emissions_cap.pair_t_per_h[pairs])
+        for row, cap in zip(self.caps, data.caps, strict=True):
+            row.extend(np.zeros(len(pairs), dtype=np.int64), block.cols, cap.pair_weights(data.pair_site, pairs))
         entry, at, nodes = load_entries_of(data, pairs)  # a cross-metro pair enters its second site's rows too
         load = data.slice_demand_tok_s[commodity[entry]] * nodes[:, None]
         for cut, cut_sites, cut_slices in self.slice_blocks:
@@ -466,8 +466,7 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
         count_value += rhs * d
         count_dual += d
     sigma = min(dual[lp.cap_row], 0.0) if lp.cap_row >= 0 else 0.0
-    emissions = data.emissions_cap
-    tau = min(dual[lp.emissions.start], 0.0) if lp.emissions is not None else 0.0  # the emissions cap row's dual
+    tau = [min(dual[row.start], 0.0) for row in lp.caps]  # each carbon or water cap row's dual
     fixed, node = lp.objective[:m], lp.objective[m : 2 * m]
     link_by_site = np.bincount(data.pair_site, weights=link, minlength=m)
     far = data.remote_pairs
@@ -476,9 +475,11 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
         link_by_site = link_by_site + np.bincount(data.pair_remote_site[far], weights=remote_link[far], minlength=m)
     rc_open = fixed + link_by_site + data.site_mw_available * power - count_dual
     rc_nodes = node + slice_dual.sum(axis=1) - data.site_node_mw * power
-    if emissions is not None and tau:
-        rc_open = rc_open - tau * emissions.site_fixed_t_per_h
-        rc_nodes = rc_nodes - tau * emissions.site_node_t_per_h
+    for t, cap in zip(tau, data.caps, strict=True):
+        if t:
+            fixed_per_h, node_per_h = cap.site_weights()
+            rc_open = rc_open - t * fixed_per_h
+            rc_nodes = rc_nodes - t * node_per_h
     rc_unserved = lp.objective[2 * m :] - pi - sigma * data.mean_demand_tok_s
     slice_price = _slice_prices(data.slice_demand_tok_s, slice_dual, data.pair_commodity, data.pair_site)
     # rc = cost - pi[commodity] - nodes * slice price - link, in place: one per-pair array, not four
@@ -487,8 +488,9 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
     slice_price *= data.pair_nodes_per_tok_s
     rc_pair -= slice_price
     rc_pair -= link
-    if emissions is not None and tau:
-        rc_pair -= tau * emissions.pair_t_per_h
+    for t, cap in zip(tau, data.caps, strict=True):
+        if t:
+            rc_pair -= t * cap.pair_weights(data.pair_site)
     if len(far):  # a cross-metro pair's load and link at its second site
         assert data.pair_remote_site is not None and data.pair_remote_nodes_per_tok_s is not None
         remote_price = _slice_prices(data.slice_demand_tok_s, slice_dual, data.pair_commodity[far], data.pair_remote_site[far])
@@ -502,7 +504,7 @@ def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
         float(pi.sum())
         + count_value
         + sigma * lp.cap_rhs
-        + (tau * emissions.cap_t_per_h if emissions is not None else 0.0)
+        + sum(t * cap.limit_per_h for t, cap in zip(tau, data.caps, strict=True))
         + float(np.minimum(rc_open * lower_open, rc_open).sum())
         + float(np.minimum(0.0, rc_nodes * data.site_max_nodes).sum())
         + float(best.sum())

@@ -20,34 +20,56 @@ BoolArray = NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
-class EmissionsCap:
-    """A cap on the plan's grid emissions, as a linear row over the design: at most ``cap_t_per_h`` on average.
+class ResourceCap:
+    """A cap on what the plan uses of a resource (grid emissions, water), over all its sites or some: a linear row.
 
-    Emissions follow the power drawn, as the cost does: an open site's warm-up nodes and every node draw their idle
-    share all day, a share draws the rest in proportion to its load (:mod:`placement.footprint`).
+    Use follows the power drawn, as the cost does: an open site's warm-up nodes and every node draw their idle share
+    all day, a share draws the rest in proportion to its load (:mod:`placement.footprint`). Caps over different sites
+    share the same coefficient arrays (a per-site water limit is the plan's water coefficients and one site).
 
     Parameters
     ----------
-    site_fixed_t_per_h : numpy.ndarray
-        ``(m,)`` emissions of an open site whatever it serves (its cache warm-up nodes' idle draw). [tCO2e/h]
-    site_node_t_per_h : numpy.ndarray
-        ``(m,)`` emissions of one node's idle draw. [tCO2e/h]
-    pair_t_per_h : numpy.ndarray
-        ``(p,)`` emissions of the load of each pair at a share of 1, daily mean. [tCO2e/h]
-    cap_t_per_h : float
-        The most the plan may emit, a year's cap over 8,760 h. [tCO2e/h]
+    name : str
+        What it caps, in words ("carbon", "water at dubai", "carbon in Europe").
+    unit : str
+        The unit of a year's use (``tCO2e``, ``m3``).
+    site_fixed_per_h : numpy.ndarray
+        ``(m,)`` use of an open site whatever it serves (its cache warm-up nodes' idle draw). [unit/h]
+    site_node_per_h : numpy.ndarray
+        ``(m,)`` use of one node's idle draw. [unit/h]
+    pair_per_h : numpy.ndarray
+        ``(p,)`` use of the load of each pair at a share of 1, daily mean. [unit/h]
+    limit_per_h : float
+        The most the plan may use, a year's limit over 8,760 h. [unit/h]
+    sites : numpy.ndarray of bool, optional
+        ``(m,)`` the sites it counts (None: every site).
     """
 
-    site_fixed_t_per_h: FloatArray
-    site_node_t_per_h: FloatArray
-    pair_t_per_h: FloatArray
-    cap_t_per_h: float
+    name: str
+    unit: str
+    site_fixed_per_h: FloatArray
+    site_node_per_h: FloatArray
+    pair_per_h: FloatArray
+    limit_per_h: float
+    sites: BoolArray | None = None
 
-    def emitted_t_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> float:
-        """A design's emissions. [tCO2e/h]"""
-        return float(
-            self.site_fixed_t_per_h[is_open].sum() + (nodes * self.site_node_t_per_h).sum() + (shares * self.pair_t_per_h).sum()
-        )
+    def site_weights(self) -> tuple[FloatArray, FloatArray]:
+        """``(m,)`` use of an open site and of a node, zero at sites the cap does not count."""
+        if self.sites is None:
+            return self.site_fixed_per_h, self.site_node_per_h
+        return self.site_fixed_per_h * self.sites, self.site_node_per_h * self.sites
+
+    def pair_weights(self, pair_site: IntArray, pairs: IntArray | None = None) -> FloatArray:
+        """Use of a share of 1 of each pair (of ``pairs``, default all), zero at sites the cap does not count."""
+        weights = self.pair_per_h if pairs is None else self.pair_per_h[pairs]
+        if self.sites is None:
+            return weights
+        return np.asarray(weights * self.sites[pair_site if pairs is None else pair_site[pairs]])
+
+    def used_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray, pair_site: IntArray) -> float:
+        """A design's use. [unit/h]"""
+        fixed, node = self.site_weights()
+        return float(fixed[is_open].sum() + (nodes * node).sum() + (shares * self.pair_weights(pair_site)).sum())
 
 
 @dataclass(frozen=True)
@@ -100,8 +122,8 @@ class PlacementInput:
         ``pair_site`` and the prefill pool here. A pair with a second site needs both open (not with N+1).
     pair_remote_nodes_per_tok_s : numpy.ndarray, optional
         ``(p,)`` node-equivalents used at the second site per tok/s (0 where there is none). [nodes/(tokens/s)]
-    emissions_cap : EmissionsCap, optional
-        A cap on the plan's grid emissions (``objective.carbon_cap_t_per_year``); None: none.
+    caps : tuple of ResourceCap, optional
+        Caps on the plan's grid emissions and water, whole plan, per region and per site (``objective``).
     """
 
     slice_demand_tok_s: FloatArray
@@ -124,7 +146,7 @@ class PlacementInput:
     failure_domains: tuple[IntArray, ...] = ()
     pair_remote_site: IntArray | None = None
     pair_remote_nodes_per_tok_s: FloatArray | None = None
-    emissions_cap: EmissionsCap | None = None
+    caps: tuple[ResourceCap, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.pair_remote_site is None) != (self.pair_remote_nodes_per_tok_s is None):

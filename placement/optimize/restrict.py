@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from placement.optimize.problem import BoolArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution, ResourceCap
 from placement.optimize.solver import SolverReport
 
 
@@ -33,10 +33,17 @@ def restrict_to_pairs(data: PlacementInput, pairs: IntArray) -> PlacementInput:
         pair_cost_usd_per_h=data.pair_cost_usd_per_h[pairs],
         pair_remote_site=None if data.pair_remote_site is None else data.pair_remote_site[pairs],
         pair_remote_nodes_per_tok_s=None if data.pair_remote_nodes_per_tok_s is None else data.pair_remote_nodes_per_tok_s[pairs],
-        emissions_cap=None
-        if data.emissions_cap is None
-        else replace(data.emissions_cap, pair_t_per_h=data.emissions_cap.pair_t_per_h[pairs]),
+        caps=_restricted_caps(data.caps, pairs),
     )
+
+
+def _restricted_caps(caps: tuple[ResourceCap, ...], pairs: IntArray) -> tuple[ResourceCap, ...]:
+    """The caps on these pairs; caps that shared one coefficient array (a resource's per-site limits) still do."""
+    sliced: dict[int, FloatArray] = {}
+    for cap in caps:
+        if id(cap.pair_per_h) not in sliced:
+            sliced[id(cap.pair_per_h)] = cap.pair_per_h[pairs]
+    return tuple(replace(cap, pair_per_h=sliced[id(cap.pair_per_h)]) for cap in caps)
 
 
 def lift(data: PlacementInput, pairs: IntArray, small: PlacementSolution, report: SolverReport) -> PlacementSolution:

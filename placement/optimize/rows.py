@@ -831,31 +831,34 @@ def unserved_cap_row(model: LinearModel, unserved_cols: IntArray, mean_demand_to
     return _sum_row(model, "max_unserved", unserved_cols, mean_demand_tok_s, upper=cap_tok_s, drop_zeros=False)
 
 
-def emissions_cap_row(
+def resource_cap_row(
     model: LinearModel,
+    index: int,
     cols: tuple[IntArray, IntArray, IntArray],
-    t_per_h: tuple[FloatArray, FloatArray, FloatArray],
-    cap_t_per_h: float,
+    per_h: tuple[FloatArray, FloatArray, FloatArray],
+    limit_per_h: float,
 ) -> RowBlock:
-    """The plan's emissions within a cap: ``sum fixed[j] open[j] + node[j] nodes[j] + pair[p] share[p] <= cap``.
+    """The plan's use of a resource within a cap: ``sum fixed[j] open[j] + node[j] nodes[j] + pair[p] share[p] <= cap``.
 
     Parameters
     ----------
     model : LinearModel
         The model.
+    index : int
+        The cap's place among the model's caps (its row is ``cap_{index}``).
     cols : tuple of numpy.ndarray
         ``(m,)`` open columns, ``(m,)`` node-count columns and ``(p,)`` share columns.
-    t_per_h : tuple of numpy.ndarray
-        Their emissions: of an open site, of a node, of a share of 1. [tCO2e/h]
-    cap_t_per_h : float
-        The most the plan may emit. [tCO2e/h]
+    per_h : tuple of numpy.ndarray
+        Their use: of an open site, of a node, of a share of 1 (tCO2e/h, m3/h). [unit/h]
+    limit_per_h : float
+        The most the plan may use. [unit/h]
 
     Returns
     -------
     RowBlock
-        The row, ``emissions_cap``.
+        The row.
     """
-    return _sum_row(model, "emissions_cap", np.concatenate(cols), np.concatenate(t_per_h), upper=cap_t_per_h)
+    return _sum_row(model, f"cap_{index}", np.concatenate(cols), np.concatenate(per_h), upper=limit_per_h)
 
 
 def _sum_row(

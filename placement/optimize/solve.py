@@ -49,9 +49,9 @@ def solve_placement(
     SolverError
         If the solver's answer violates a constraint.
     """
-    if data.emissions_cap is not None and not emissions_cap_modelled(data):
+    if data.caps and not caps_modelled(data):
         raise PlacementError(
-            f"an emissions cap (objective.carbon_cap_t_per_year) is modelled on models of up to {PRICING_FROM_PAIRS:,} "
+            f"a carbon or water cap (objective) is modelled on models of up to {PRICING_FROM_PAIRS:,} "
             f"feasible pairs without cross-metro prefill or large N+1 models; this one has {len(data.pair_site):,} pairs. "
             "Cluster the populations (demand.clusters), or price the carbon instead (objective.carbon_usd_per_t)"
         )
@@ -64,7 +64,7 @@ def solve_placement(
     return solve_lazy(data, options, route_nearest=route_nearest, warm_start=warm_start)
 
 
-def emissions_cap_modelled(data: PlacementInput) -> bool:
-    """Whether the strategy that solves ``data`` holds an emissions cap row: the MILP itself (with lazy slices)."""
+def caps_modelled(data: PlacementInput) -> bool:
+    """Whether the strategy that solves ``data`` holds carbon and water cap rows: the MILP itself (with lazy slices)."""
     large_n_plus_one = data.fault_tolerant and failover.failover_variable_count(data) > failover.FULL_FAILOVER_MAX_VARIABLES
     return not large_n_plus_one and len(data.pair_site) <= PRICING_FROM_PAIRS and not data.has_remote

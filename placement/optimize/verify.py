@@ -159,10 +159,10 @@ def verify_solution(data: PlacementInput, solution: PlacementSolution, *, option
     problems += check_capacity(
         solution.nodes.astype(float) * data.site_node_mw, data.site_mw_available * solution.open, what="site power"
     )
-    if data.emissions_cap is not None:
-        emitted, cap = data.emissions_cap.emitted_t_per_h(solution.open, solution.nodes, share), data.emissions_cap.cap_t_per_h
-        if emitted > cap + float(_tolerance(cap)):
-            problems.append(f"emissions cap exceeded: {emitted * 8760:,.6g} tCO2e a year > {cap * 8760:,.6g}")
+    for cap in data.caps:
+        used, limit = cap.used_per_h(solution.open, solution.nodes, share, data.pair_site), cap.limit_per_h
+        if used > limit + float(_tolerance(limit)):
+            problems.append(f"{cap.name} cap exceeded: {used * 8760:,.6g} {cap.unit} a year > {limit * 8760:,.6g}")
     if data.fault_tolerant:
         problems += _verify_failover(data, solution, optional=optional)
     if not optional and not solution.iterations:

@@ -97,7 +97,32 @@ def _footprint_lines(summary: PlanSummary) -> list[str]:
         f"({summary.carbon_charge_usd_per_h / max(summary.objective_usd_per_h, 1e-12):.1%} of the cost, inside idle power "
         "and load energy)."
     )
-    return [f"Energy and carbon: {summary.energy_mwh_per_year / 1e3:,.0f} GWh a year, PUE included; {carbon}.{charge}", ""]
+    embodied = (
+        ""
+        if summary.embodied_tco2e_per_year is None
+        else f" The nodes' embodied carbon adds {summary.embodied_tco2e_per_year:,.0f} tCO2e a year over their life "
+        "(an A100-era estimate per server and GPU; not in the grid figure, the price or the caps)."
+    )
+    lines = [
+        f"Energy and carbon: {summary.energy_mwh_per_year / 1e3:,.0f} GWh a year, PUE included; {carbon}.{charge}{embodied}",
+        "",
+    ]
+    return lines + _water_lines(summary)
+
+
+def _water_lines(summary: PlanSummary) -> list[str]:
+    """Water a year, when the plan recorded it (every open site's water known)."""
+    if summary.water_m3_per_year is None:
+        return []
+    on_site = summary.water_on_site_m3_per_year or 0.0
+    charge = "" if summary.water_charge_usd_per_h is None else f" The water price adds ${summary.water_charge_usd_per_h:,.0f}/h."
+    return [
+        f"Water: {summary.water_m3_per_year:,.0f} m3 a year ({_fmt(summary.water_l_per_million_goodput_tokens, ',.2f')} L "
+        f"per million goodput tokens): {on_site:,.0f} m3 evaporated by the sites' cooling (WUE by climate and cooling, "
+        f"estimates) and {summary.water_m3_per_year - on_site:,.0f} m3 consumed by the grid's generation "
+        f"(Macknick et al. 2012 medians on each country's mix).{charge}",
+        "",
+    ]
 
 
 def _five_number_lines(summary: PlanSummary) -> list[str]:

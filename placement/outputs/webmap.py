@@ -41,6 +41,9 @@ COST_CMAP = "viridis_r"
 """Site colour by $/M goodput, as on the static maps."""
 CARBON_CMAP = "YlOrBr"
 """Site colour by the carbon intensity of the power it draws (gCO2e/kWh), the map's second colour option."""
+
+WATER_CMAP = "PuBu"
+"""Site colour by the water a kWh it draws consumes (L/kWh, on site and by the grid), the map's third colour option."""
 CATCHMENT_TINTS = ("#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec")
 BASEMAP_SIMPLIFY_DEG = 0.03
 """Tolerance for lightly simplifying the country outlines. [degrees]"""
@@ -126,24 +129,36 @@ def _site_colours(sites: pd.DataFrame) -> tuple[list[str], Normalize]:
 
 def _carbon_colours(sites: pd.DataFrame) -> tuple[list[str], Normalize | None]:
     """Each site's colour by ``gco2e_per_kwh`` (grey where unknown) and the scale; no scale in folders without it."""
-    if "gco2e_per_kwh" not in sites.columns:
+    return _column_colours(sites, "gco2e_per_kwh", CARBON_CMAP)
+
+
+def _water_colours(sites: pd.DataFrame) -> tuple[list[str], Normalize | None]:
+    """Each site's colour by ``water_l_per_kwh`` (grey where unknown) and the scale; no scale without it."""
+    return _column_colours(sites, "water_l_per_kwh", WATER_CMAP)
+
+
+def _column_colours(sites: pd.DataFrame, column: str, cmap_name: str) -> tuple[list[str], Normalize | None]:
+    """Each site's colour by a column over the open sites' range (grey where unknown); no scale where it is absent."""
+    if column not in sites.columns:
         return ["#999999"] * len(sites), None
-    intensity = sites["gco2e_per_kwh"].astype(float)
-    known = intensity[sites["open"].astype(bool)].dropna()
+    values = sites[column].astype(float)
+    known = values[sites["open"].astype(bool)].dropna()
     if not len(known):
         return ["#999999"] * len(sites), None
     low, high = float(known.min()), float(known.max())
     norm = Normalize(vmin=low, vmax=high if high > low else low + 1e-6)
-    cmap = matplotlib.colormaps[CARBON_CMAP]
-    return [to_hex(cmap(norm(v))) if math.isfinite(v) else "#999999" for v in intensity.tolist()], norm
+    cmap = matplotlib.colormaps[cmap_name]
+    return [to_hex(cmap(norm(v))) if math.isfinite(v) else "#999999" for v in values.tolist()], norm
 
 
 def _sites(sites: pd.DataFrame, *, if_lost: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     colours, _ = _site_colours(sites)
     carbon_colours, _ = _carbon_colours(sites)
+    water_colours, _ = _water_colours(sites)
     mw_max = max(float(sites["mw_used"].max()) if len(sites) else 0.0, 1e-9)
     rows = []
-    for row, colour, carbon_colour in zip(sites.to_dict("records"), colours, carbon_colours, strict=True):
+    records = zip(sites.to_dict("records"), colours, carbon_colours, water_colours, strict=True)
+    for row, colour, carbon_colour, water_colour in records:
         rows.append(
             {
                 "id": str(row["site_id"]),
@@ -166,6 +181,10 @@ def _sites(sites: pd.DataFrame, *, if_lost: Mapping[str, str] | None = None) -> 
                 "carbon_colour": carbon_colour,
                 "g_kwh": _num(row.get("gco2e_per_kwh", math.nan), 1),
                 "t_year": _num(row.get("tco2e_per_year", math.nan), 0),
+                "water_colour": water_colour,
+                "l_kwh": _num(row.get("water_l_per_kwh", math.nan), 3),
+                "m3_year": _num(row.get("water_m3_per_year", math.nan), 0),
+                "stress": str(row.get("water_stress", "") or ""),
                 "radius": round(4.0 + 22.0 * math.sqrt(max(float(row["mw_used"]), 0.0) / mw_max), 2),
             }
         )
@@ -313,6 +332,7 @@ def webmap_data(
     ]
     _, norm = _site_colours(plan.sites)
     _, carbon_norm = _carbon_colours(plan.sites)
+    _, water_norm = _water_colours(plan.sites)
     cmap = matplotlib.colormaps[COST_CMAP]
     s = plan.summary
     failover = plan.failover
@@ -344,6 +364,9 @@ def webmap_data(
             "carbon_min": None if carbon_norm is None else _num(carbon_norm.vmin),
             "carbon_max": None if carbon_norm is None else _num(carbon_norm.vmax),
             "carbon_gradient": [to_hex(matplotlib.colormaps[CARBON_CMAP](x)) for x in np.linspace(0.0, 1.0, 7)],
+            "water_min": None if water_norm is None else _num(water_norm.vmin),
+            "water_max": None if water_norm is None else _num(water_norm.vmax),
+            "water_gradient": [to_hex(matplotlib.colormaps[WATER_CMAP](x)) for x in np.linspace(0.0, 1.0, 7)],
             "mw_max": _num(plan.sites["mw_used"].max(), 3),
             "components": list(COMPONENTS),
             "deadline_classes": sorted(deadline_classes(plan.assignments)),
@@ -526,10 +549,13 @@ APP = r"""
       "<tr><td>tokens/s per MW</td><td>" + fmt(s.tok_s_mw) + "</td></tr>" +
       "<tr><td>power price</td><td>$" + fmt(s.price, 1) + "/MWh</td></tr>" +
       (s.g_kwh === null ? "" : "<tr><td>grid carbon of its draw</td><td>" + fmt(s.g_kwh) + " gCO2e/kWh, " +
-        fmt(s.t_year) + " tCO2e a year</td></tr>") + "</table>" +
+        fmt(s.t_year) + " tCO2e a year</td></tr>") +
+      (s.l_kwh === null ? "" : "<tr><td>water, on site and by the grid</td><td>" + fmt(s.l_kwh, 2) + " L/kWh, " +
+        fmt(s.m3_year) + " m3 a year" + (s.stress ? " (water stress: " + esc(s.stress) + ")" : "") + "</td></tr>") +
+      "</table>" +
       (s.if_lost ? "<br>" + esc(s.if_lost) : "") + "</div>";
   };
-  var rejected = L.layerGroup(), opened = L.layerGroup(), carbon = L.layerGroup();
+  var rejected = L.layerGroup(), opened = L.layerGroup(), carbon = L.layerGroup(), water = L.layerGroup();
   D.sites.forEach(function (s) {
     if (s.open) {
       L.circleMarker([s.lat, s.lon], {radius: s.radius, color: "#000", weight: 1.2, fillColor: s.colour, fillOpacity: 0.95})
@@ -538,6 +564,9 @@ APP = r"""
       L.circleMarker([s.lat, s.lon], {radius: s.radius, color: "#000", weight: 1.2, fillColor: s.carbon_colour,
         fillOpacity: 0.95}).bindTooltip(esc(s.name) + ": " + fmt(s.mw, 1) + " MW, " + fmt(s.g_kwh) + " gCO2e/kWh")
         .bindPopup(function () { return sitePopup(s); }).addTo(carbon);
+      L.circleMarker([s.lat, s.lon], {radius: s.radius, color: "#000", weight: 1.2, fillColor: s.water_colour,
+        fillOpacity: 0.95}).bindTooltip(esc(s.name) + ": " + fmt(s.mw, 1) + " MW, " + fmt(s.l_kwh, 2) + " L/kWh")
+        .bindPopup(function () { return sitePopup(s); }).addTo(water);
     } else {
       L.circleMarker([s.lat, s.lon], {radius: 3.5, color: "#6b6b6b", weight: 1.2, fillOpacity: 0})
         .bindTooltip(esc(s.name) + ": not opened").bindPopup(function () { return sitePopup(s); }).addTo(rejected);
@@ -559,6 +588,7 @@ APP = r"""
   overlays["Sites not opened"] = rejected;
   overlays["Open sites (area ~ MW, colour ~ $/M)"] = opened;
   if (D.legend.carbon_min !== null) { overlays["Open sites (area ~ MW, colour ~ gCO2e/kWh of their power)"] = carbon; }
+  if (D.legend.water_min !== null) { overlays["Open sites (area ~ MW, colour ~ litres of water per kWh)"] = water; }
   [catchments, populations, rejected, opened].forEach(function (layer) { layer.addTo(map); });
   L.control.layers(null, overlays, {collapsed: false, position: "topright"}).addTo(map);
 
@@ -589,6 +619,9 @@ APP = r"""
       (G.carbon_min === null ? "" : "<b>or (its own layer): gCO2e per kWh drawn</b>" +
         '<div class="gradient" style="background:linear-gradient(to right,' + G.carbon_gradient.join(",") + ')"></div>' +
         '<div class="scale"><span>' + fmt(G.carbon_min) + "</span><span>" + fmt(G.carbon_max) + "</span></div>") +
+      (G.water_min === null ? "" : "<b>or (its own layer): litres of water per kWh drawn</b>" +
+        '<div class="gradient" style="background:linear-gradient(to right,' + G.water_gradient.join(",") + ')"></div>' +
+        '<div class="scale"><span>' + fmt(G.water_min, 2) + "</span><span>" + fmt(G.water_max, 2) + "</span></div>") +
       dot(12, "#ddd", "#000") + "open site, area ~ MW used (largest " + fmt(G.mw_max, 1) + " MW)<br>" +
       dot(4, "transparent", "#6b6b6b") + "candidate site, not opened<br>" +
       dot(5, "#2b5c8a", "#2b5c8a") + "population served (area ~ demand)<br>" +

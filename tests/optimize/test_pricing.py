@@ -268,23 +268,31 @@ def test_slice_prices_match_the_dense_table_across_blocks(shuffled: bool, monkey
     np.testing.assert_allclose(pricing._slice_prices(demand, slice_dual, commodity, site), expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("regional", [False, True])
 @pytest.mark.parametrize("seed", range(3))
-def test_pricing_bounds_hold_under_an_emissions_cap(seed: int) -> None:
-    # The cap row's dual enters every reduced cost and the Lagrangian bound: each round's bound stays below the
-    # capped MILP's optimum, and the priced LP ends at the LP relaxation's value (within the MILP's).
-    from placement.optimize.problem import EmissionsCap
+def test_pricing_bounds_hold_under_resource_caps(seed: int, regional: bool) -> None:
+    # Each cap row's dual enters every reduced cost and the Lagrangian bound: each round's bound stays below the
+    # capped MILP's optimum, and the priced LP ends at the LP relaxation's value (within the MILP's). With a second
+    # cap over half the sites (a region: the same coefficients, masked), both duals count.
+    from placement.optimize.problem import ResourceCap
     from tests.optimize.test_highs_lps import random_instance
 
     base = random_instance(seed, power=2.0)
     rng = np.random.default_rng(seed)
-    cap = EmissionsCap(np.zeros(base.n_sites), rng.uniform(0.01, 0.05, base.n_sites),
-                       rng.uniform(0.0, 2.0, len(base.pair_site)), 1e30)  # fmt: skip
-    free = solve_placement(replace(base, emissions_cap=cap), SolverOptions(name="highs", gap=1e-9))
-    emitted = cap.emitted_t_per_h(free.open, free.nodes, free.pair_share)
-    data = replace(base, emissions_cap=replace(cap, cap_t_per_h=0.85 * emitted))
+    cap = ResourceCap("carbon", "tCO2e", np.zeros(base.n_sites), rng.uniform(0.01, 0.05, base.n_sites),
+                      rng.uniform(0.0, 2.0, len(base.pair_site)), 1e30)  # fmt: skip
+    free = solve_placement(replace(base, caps=(cap,)), SolverOptions(name="highs", gap=1e-9))
+    region = np.zeros(base.n_sites, dtype=bool)
+    region[np.flatnonzero(free.open)[::2]] = True  # every other open site
+    caps = (cap, replace(cap, name="carbon in the region", sites=region)) if regional else (cap,)
+    used = [c.used_per_h(free.open, free.nodes, free.pair_share, base.pair_site) for c in caps]
+    assert not regional or 0 < used[1] <= used[0]
+    tight = tuple(replace(c, limit_per_h=0.85 * u) for c, u in zip(caps, used, strict=True))
+    data = replace(base, caps=tight)
     capped = solve_placement(data, SolverOptions(name="highs", gap=1e-9))
     assert capped.report.status.has_solution
-    assert cap.emitted_t_per_h(capped.open, capped.nodes, capped.pair_share) <= 0.85 * emitted * (1 + 1e-6)
+    for c in tight:
+        assert c.used_per_h(capped.open, capped.nodes, capped.pair_share, base.pair_site) <= c.limit_per_h * (1 + 1e-6)
     start = pricing.initial_pairs(data, count=1)
     bounds: list[float] = []
     relaxation, _ = pricing.relax(data, objective="cost", pairs=start, progress=lambda line: bounds.append(

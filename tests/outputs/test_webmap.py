@@ -47,7 +47,10 @@ CHROMIUM_FLAGS = (
 @pytest.fixture(scope="module")
 def plan_and_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Path]:
     folder = tmp_path_factory.mktemp("webmap")
-    plan = run(load_scenario(write_scenario(folder, catalog=CARBON_CATALOG)))  # with intensities: both colour layers
+    # with intensities and climates: all three colour layers
+    lines = CARBON_CATALOG.splitlines()
+    catalog = "\n".join([lines[0] + ",climate", *(line + ",temperate" for line in lines[1:])]) + "\n"
+    plan = run(load_scenario(write_scenario(folder, catalog=catalog)))
     out = folder / "out"
     out.mkdir()
     write_webmap(plan, out / "map.html", catchments=catchment_frame(plan), links=links_frame(plan.instance.latency))
@@ -100,6 +103,10 @@ def test_page_data_carries_the_plan(plan_and_folder: tuple[Plan, Path]) -> None:
     legend = data["legend"]
     assert legend["carbon_min"] == pytest.approx(opened["gco2e_per_kwh"].min(), abs=1e-3)
     assert legend["carbon_max"] == pytest.approx(opened["gco2e_per_kwh"].max(), abs=1e-3)
+    for site in (s for s in data["sites"] if s["open"]):  # the third: the water a kWh drawn there consumes
+        assert site["l_kwh"] == pytest.approx(opened.loc[site["id"], "water_l_per_kwh"], abs=5e-4)
+    assert legend["water_min"] == pytest.approx(opened["water_l_per_kwh"].min(), abs=1e-3)
+    assert legend["water_max"] == pytest.approx(opened["water_l_per_kwh"].max(), abs=1e-3)
     assert {f["properties"]["site_id"] for f in data["catchments"]["features"]} <= set(
         plan.sites.loc[plan.sites["open"], "site_id"]
     )
@@ -245,3 +252,4 @@ def test_a_catalog_without_intensities_has_no_carbon_colour_layer(tmp_path: Path
     assert raw is not None
     data = json.loads(raw.group(1))
     assert data["legend"]["carbon_min"] is None and all(s["g_kwh"] is None for s in data["sites"])
+    assert data["legend"]["water_min"] is None and all(s["l_kwh"] is None for s in data["sites"])  # no climates either
