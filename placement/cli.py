@@ -584,8 +584,16 @@ def _frontier(args: argparse.Namespace) -> int:
     loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
     progress(f"scenario {loaded.scenario.name}: the cost-{args.axis} frontier in {args.points} points")
     try:
-        points = resource_frontier(loaded, axis=args.axis, points=args.points, progress=progress)
-        out = write_frontier(points, args.out, axis=args.axis, maps=not args.no_maps, progress=progress)
+        if args.scheduler or args.workers:  # the capped points as Dask tasks, as a sweep's cases
+            from placement.sweep.frontier_tasks import write_frontier_on_dask
+
+            out = write_frontier_on_dask(
+                loaded, args.out, axis=args.axis, points=args.points, maps=not args.no_maps, workers=args.workers,
+                scheduler=args.scheduler, progress=progress,
+            )  # fmt: skip
+        else:
+            points = resource_frontier(loaded, axis=args.axis, points=args.points, progress=progress)
+            out = write_frontier(points, args.out, axis=args.axis, maps=not args.no_maps, progress=progress)
     except ValueError as exc:
         raise InputError(
             [Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy, carbon and water"')]
@@ -845,6 +853,8 @@ def build_parser() -> argparse.ArgumentParser:
     _solver_overrides(frontier, time_limit_of="each point's solve")
     frontier.add_argument("--quiet", action="store_true", help="no progress lines")
     frontier.add_argument("--no-maps", action="store_true", help="no maps in the points' results folders")
+    frontier.add_argument("--workers", type=int, default=None, help="solve the capped points on a local Dask cluster")
+    frontier.add_argument("--scheduler", default=None, help="solve the capped points on this Dask scheduler (tcp://host:port)")
     frontier.set_defaults(handler=_frontier)
     sweep = commands.add_parser("sweep", help="solve many what-ifs of a scenario in parallel (Dask), resumable")
     sweep.add_argument("sweep", metavar="SWEEP", help="sweep YAML (see data/sweeps/example.yaml)")

@@ -62,7 +62,12 @@ class FrontierPoint:
     @property
     def folder(self) -> str:
         """The results folder's name under the frontier's folder."""
-        return f"point_{self.index:02d}"
+        return point_folder(self.index)
+
+
+def point_folder(index: int) -> str:
+    """The results folder of point ``index`` under the frontier's folder."""
+    return f"point_{index:02d}"
 
 
 def frontier_caps(uncapped: float, least: float, points: int, *, share: float = SHARE_OF_UNCAPPED) -> list[float]:
@@ -100,10 +105,47 @@ def _with_cap(instance: Instance, name: str, limit_per_year: float) -> Instance:
     return replace(instance, inputs=replace(instance.inputs, caps=caps))
 
 
-def resource_frontier(
+@dataclass(frozen=True)
+class FrontierStart:
+    """What a frontier's capped points are solved from: the scenario, its uncapped plan and the caps.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario with the axis's whole-plan cap in its model (at :data:`NO_CAP_PER_YEAR`).
+    instance : Instance
+        Its arrays, built once.
+    first : FrontierPoint
+        The plan without a cap.
+    caps_per_year : list of float
+        The caps of the points after it, loosest first. [tCO2e or m3]
+    axis : {"carbon", "water"}
+        What the caps limit.
+    """
+
+    loaded: LoadedScenario
+    instance: Instance
+    first: FrontierPoint
+    caps_per_year: list[float]
+    axis: Axis
+
+    def capped(self, limit_per_year: float) -> LoadedScenario:
+        """The scenario with the axis's whole-plan cap at ``limit_per_year`` (a point solved on its own)."""
+        scenario = self.loaded.scenario
+        objective = scenario.objective.model_copy(update={CAP_FIELD[self.axis]: limit_per_year})
+        return LoadedScenario(scenario=scenario.model_copy(update={"objective": objective}), path=self.loaded.path)
+
+    def solve(self, index: int, progress: Progress = quiet) -> FrontierPoint:
+        """Point ``index`` (1, 2, ...) solved on the instance built once, its cap row moved."""
+        limit = self.caps_per_year[index - 1]
+        progress(f"frontier point {index}: cap {limit:,.0f} {UNIT[self.axis]} a year")
+        return FrontierPoint(index, limit, solve_instance(_with_cap(self.instance, self.axis, limit), progress=progress))
+
+
+def frontier_start(
     loaded: LoadedScenario, *, axis: Axis = "carbon", points: int = 6, progress: Progress = quiet
-) -> Iterator[FrontierPoint]:
-    """Solve the frontier's plans, loosest cap first (a generator: each plan can be written and let go).
+) -> FrontierStart:
+    """Solve the plan without a cap and the least any plan can use, and lay out the caps between them.
 
     Parameters
     ----------
@@ -115,19 +157,27 @@ def resource_frontier(
     points : int, optional
         Points, the plan without a cap included.
     progress : callable, optional
-        Receives a line per point.
+        Receives a line per step.
 
-    Yields
+    Returns
+    -------
+    FrontierStart
+        The uncapped point and the caps of the others.
+
+    Raises
     ------
-    FrontierPoint
-        Each point with its verified plan.
+    ValueError
+        Caps not modelled for this scenario, fewer than 2 points, or the plan's figure unknown.
     """
     objective = loaded.scenario.objective.model_copy(update={CAP_FIELD[axis]: NO_CAP_PER_YEAR})
     scenario = loaded.scenario.model_copy(update={"objective": objective})
     why = scenario.carbon_not_modelled()  # model_copy does not validate: a cap where none is modelled is refused here
     if why is not None:
         raise ValueError(why)
-    instance = build_instance(LoadedScenario(scenario=scenario, path=loaded.path), progress=progress)
+    if points < 2:
+        raise ValueError("a frontier needs at least 2 points: the plan without a cap and one with")
+    start = LoadedScenario(scenario=scenario, path=loaded.path)
+    instance = build_instance(start, progress=progress)
     unit = UNIT[axis]
     first = solve_instance(instance, progress=progress)
     uncapped = getattr(first.summary, USED_PER_YEAR[axis])
@@ -135,12 +185,37 @@ def resource_frontier(
         known = "carbon_intensity_g_per_kwh" if axis == "carbon" else "climate (or wue_l_per_kwh) and country_code"
         raise ValueError(f"the plan's {axis} figure is unknown (an open site without {known})")
     progress(f"frontier point 0 (no cap): {uncapped:,.0f} {unit} a year; finding the least any plan can use")
-    yield FrontierPoint(0, None, first)
     cap = next(c for c in instance.inputs.caps if c.name == axis and c.sites is None)
     least = least_use(instance.inputs, cap, scenario.solver.options())
     # a world that cannot serve all its demand has no least-use plan serving it: the caps go down to the share,
     # and each point leaves unserved what its cap demands (the least it can, then at least cost)
     least_per_year = least.objective_usd_per_h * HOURS_PER_YEAR * (1 + 1e-9) if least.report.status.has_solution else 0.0
-    for index, limit in enumerate(frontier_caps(uncapped, least_per_year, points), start=1):
-        progress(f"frontier point {index}: cap {limit:,.0f} {unit} a year")
-        yield FrontierPoint(index, limit, solve_instance(_with_cap(instance, axis, limit), progress=progress))
+    caps = frontier_caps(uncapped, least_per_year, points)
+    return FrontierStart(start, instance, FrontierPoint(0, None, first), caps, axis)
+
+
+def resource_frontier(
+    loaded: LoadedScenario, *, axis: Axis = "carbon", points: int = 6, progress: Progress = quiet
+) -> Iterator[FrontierPoint]:
+    """Solve the frontier's plans one after another, loosest cap first (each can be written and let go).
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario (:func:`frontier_start`).
+    axis : {"carbon", "water"}, optional
+        What the caps limit.
+    points : int, optional
+        Points, the plan without a cap included.
+    progress : callable, optional
+        Receives a line per point.
+
+    Yields
+    ------
+    FrontierPoint
+        Each point with its verified plan.
+    """
+    start = frontier_start(loaded, axis=axis, points=points, progress=progress)
+    yield start.first
+    for index in range(1, len(start.caps_per_year) + 1):
+        yield start.solve(index, progress)

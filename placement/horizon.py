@@ -8,6 +8,7 @@ It is validated with the rest of the scenario, so every problem is reported with
 
 from __future__ import annotations
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from placement.regions import continents, is_region_key
@@ -111,6 +112,11 @@ class HorizonSection(_Section):
     regret: bool = Field(False, description="also solve the min-max-regret plan")
     time_limit_s: float = Field(60.0, gt=0, description="wall-clock limit of each MILP (a safety net)")
     gap: float = Field(0.01, ge=0, lt=1, description="relative MIP gap of each solve")
+    carbon_usd_per_t: dict[int, float] = Field(
+        default_factory=dict,
+        description="a carbon price path, USD per tCO2e by year (linear between the years given, held before the first "
+        "and after the last; empty: objective.carbon_usd_per_t in every year)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> HorizonSection:
@@ -136,12 +142,21 @@ class HorizonSection(_Section):
                     "the existing fleet is what is installed before it starts, its capex sunk; leave later purchases to the "
                     f"plan, or give the year the nodes went into service before {self.years[0]}"
                 )
+        if any(price < 0 for price in self.carbon_usd_per_t.values()):
+            problems.append(f"carbon_usd_per_t: prices must be >= 0, got {self.carbon_usd_per_t}")
         for year, shares in self.class_shares.items():
             if any(v < 0 for v in shares.values()) or abs(sum(shares.values()) - 1.0) > 1e-6:
                 problems.append(f"class_shares.{year}: shares must be >= 0 and sum to 1, got {shares}")
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def carbon_price_path(self, flat_usd_per_t: float) -> list[float]:
+        """The carbon price in each planning year: :attr:`carbon_usd_per_t` interpolated, else ``flat_usd_per_t``."""
+        if not self.carbon_usd_per_t:
+            return [flat_usd_per_t] * len(self.years)
+        given = sorted(self.carbon_usd_per_t.items())
+        return [float(np.interp(year, [y for y, _ in given], [p for _, p in given])) for year in self.years]
 
     @property
     def base(self) -> str:

@@ -589,10 +589,11 @@ class Scenario(_Section):
                 "carbon and water caps (objective) are not modelled with policy.serving: optional yet (the least $/M "
                 "search starts from designs the caps do not bound): drop one of them"
             )
-        if (objective.has_caps or objective.has_prices) and self.is_buildout:
+        if objective.has_caps and self.is_buildout:
             return (
-                "carbon and water prices and caps (objective) are not applied by the build-out (horizon or "
-                "serving.accelerators) yet: drop them, or plan one year without a horizon"
+                "carbon and water caps (objective) are not applied by the build-out (horizon or serving.accelerators) "
+                "yet: price them instead (objective.carbon_usd_per_t, horizon.carbon_usd_per_t by year, "
+                "objective.water_usd_per_m3), or plan one year without a horizon"
             )
         return None
 

@@ -20,6 +20,7 @@ import argparse
 import csv
 import json
 import math
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -352,6 +353,77 @@ def load_carbon(shared: Path) -> dict[str, tuple[float, int]]:
     path = shared / "energy" / "codecarbon_global_energy_mix_by_country.json"
     data: dict[str, dict[str, object]] = json.loads(path.read_text(encoding="utf-8"))
     return {k: (float(str(v["carbon_intensity"])), int(str(v["year"]))) for k, v in data.items()}
+
+
+LBS_PER_MWH_TO_G_PER_KWH = 0.45359237
+"""1 lb/MWh is 0.45359237 g/kWh."""
+
+
+def load_us_states(shared: Path) -> dict[str, tuple[float, int]]:
+    """Read EPA eGRID's CO2e output emission rate by US state (via codecarbon).
+
+    Parameters
+    ----------
+    shared : Path
+        The shared data folder.
+
+    Returns
+    -------
+    dict
+        Two-letter state code -> (gCO2e/kWh, data year).
+    """
+    path = shared / "energy" / "codecarbon_egrid2023_us_state_emissions_lbs_per_mwh.json"
+    data: dict[str, dict[str, object]] = json.loads(path.read_text(encoding="utf-8"))
+    year = int(str(data["_source"]["year"]))
+    return {
+        str(v["regionCode"]): (float(str(v["emissions"])) * LBS_PER_MWH_TO_G_PER_KWH, year)
+        for k, v in data.items()
+        if not k.startswith("_")
+    }
+
+
+def read_us_cities(path: Path) -> list[tuple[str, float, float]]:
+    """The bundled GeoNames cities of the US: (state code, lat, lon) each."""
+    with path.open(newline="", encoding="utf-8") as fh:
+        return [
+            (r["admin1code"], float(r["latitude"]), float(r["longitude"])) for r in csv.DictReader(fh) if r["countrycode"] == "US"
+        ]
+
+
+def with_us_states(
+    rows: list[dict[str, str]], us_cities: Sequence[tuple[str, float, float]], states: dict[str, tuple[float, int]]
+) -> list[dict[str, str]]:
+    """US sites at their state's eGRID intensity instead of the national figure: the state of the nearest US city.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Catalog rows.
+    us_cities : sequence of tuple
+        Output of :func:`read_us_cities`.
+    states : dict
+        Output of :func:`load_us_states`.
+
+    Returns
+    -------
+    list of dict
+        The rows, US rows with ``carbon_intensity_g_per_kwh`` and the ``source``'s carbon part replaced.
+    """
+    out = []
+    for row in rows:
+        if row["country_code"] != "US":
+            out.append(row)
+            continue
+        lat, lon = float(row["lat"]), float(row["lon"])
+        state = min(us_cities, key=lambda c: haversine_km(lat, lon, c[1], c[2]))[0]
+        if state not in states:
+            raise CatalogError(f"{row['id']}: eGRID has no emission rate for state {state}")
+        intensity, year = states[state]
+        source = re.sub(
+            r"carbon: codecarbon USA \d{4}", f"carbon: EPA eGRID{year} {state} (STC2ERTA, via codecarbon)", row["source"]
+        )
+        out.append({**row, "carbon_intensity_g_per_kwh": f"{intensity:.1f}", "source": source})
+    return out
 
 
 def build_rows(
@@ -888,6 +960,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = build_rows(clusters, read_figures(args.figures), carbon)
         added = build_additions(read_additions(args.additions), read_prices(args.prices), read_cities(args.cities), carbon)
         world = build_world(rows, added)
+        us_cities, states = read_us_cities(args.cities), load_us_states(args.shared)
+        rows, world = with_us_states(rows, us_cities, states), with_us_states(world, us_cities, states)
         domains = read_domains(args.domains)
         rows, world = with_domains(rows, domains), with_domains(world, domains)
     except CatalogError as exc:

@@ -49,3 +49,25 @@ def test_a_frontier_where_caps_are_not_modelled_is_refused(tmp_path: Path, capsy
     assert main(["frontier", str(path), "--out", str(tmp_path / "f"), "--quiet"]) == 1
     assert "policy.serving: optional" in capsys.readouterr().err
     assert not (tmp_path / "f").exists()
+
+
+@pytest.mark.slow
+def test_the_frontier_on_dask_is_the_frontier_solved_in_turn(tmp_path: Path) -> None:
+    # The capped points as tasks on a local cluster (each builds its own instance and sends its folder back): the
+    # same points, caps, figures and site changes as solved one after another on one instance.
+    path = write_scenario(tmp_path, catalog=SHIFT_CATALOG, serving=DYNAMIC_POWER)
+    tables = {}
+    for name, extra in (("turn", []), ("dask", ["--workers", "2"])):
+        out = tmp_path / name
+        assert main(["frontier", str(path), "--out", str(out), "--points", "4", "--no-maps", "--quiet", *extra]) == 0
+        with (out / "frontier.csv").open(encoding="utf-8", newline="") as handle:
+            tables[name] = list(csv.DictReader(handle))
+        checked = runpy.run_path(str(REPO / "scripts" / "check_frontier.py"))["check"](out)
+        assert len(checked) == 4 and all(line.endswith(": ok") for line in checked)
+        assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["point_00", "point_01", "point_02", "point_03"]
+    for turn, dask in zip(tables["turn"], tables["dask"], strict=True):
+        assert {k: turn[k] for k in ("point", "plan", "sites_opened", "sites_closed", "sites_open")} == {
+            k: dask[k] for k in ("point", "plan", "sites_opened", "sites_closed", "sites_open")
+        }
+        for key in ("cap", "tco2e_per_year", "usd_per_million_goodput_tokens", "usd_per_h"):
+            assert float(dask[key] or 0) == pytest.approx(float(turn[key] or 0), rel=1e-9)

@@ -48,8 +48,11 @@ def test_catalog_loads_with_unique_ids_and_enough_sites(sites: pd.DataFrame) -> 
 def test_every_row_says_its_kind_and_where_each_figure_comes_from(sites: pd.DataFrame) -> None:
     for row in sites.itertuples():
         assert kind_of(row.source) in KINDS, row.id
-        for part in ("price: ", "mw: ", "pue: estimate climate ", "capex: ", "carbon: codecarbon "):
+        for part in ("price: ", "mw: ", "pue: estimate climate ", "capex: "):
             assert part in row.source, (row.id, part)
+        # the country's figure, or in the US the state's (EPA eGRID2023)
+        carbon = "carbon: EPA eGRID2023 " if row.country_code == "US" else "carbon: codecarbon "
+        assert carbon in row.source, (row.id, carbon)
     kinds = sites["source"].map(kind_of).value_counts()
     assert kinds["cloud-metro"] == 74 and kinds["colo"] >= 100 and kinds["greenfield"] >= 20
 
@@ -155,3 +158,12 @@ def test_world_full_builds(tmp_path: Path) -> None:
     assert not allowed[chinese_commodity][:, ~chinese_site].any()
     assert not allowed[~chinese_commodity][:, chinese_site].any()
     assert allowed[chinese_commodity].any(axis=1).mean() > 0.99
+
+
+def test_us_sites_carry_their_state_grid_not_the_national_mean(sites: pd.DataFrame) -> None:
+    # eGRID2023 by state (lb/MWh x 0.45359): Illinois' nuclear-heavy grid is far below the US mean of 369.5 g/kWh
+    # (codecarbon), Wyoming's coal-heavy one far above; Texas sites share ERCOT's state figure.
+    us = sites[sites["country_code"] == "US"].set_index("id")["carbon_intensity_g_per_kwh"]
+    assert us["chicago"] < 250 < 369.5 < 700 < us["cheyenne"]
+    assert us["dallas"] == us["houston"] == us["abilene"]
+    assert us.nunique() > 15

@@ -61,6 +61,10 @@ class Buildout:
         The availability rules the fleet obeyed (:mod:`placement.availability`; empty: not enforced).
     site_parts : numpy.ndarray of bool
         ``(M, A)`` accelerators each site may ever run (the pairs suit the slowest of them).
+    energy_price_usd_per_mwh : numpy.ndarray
+        ``(M, Y)`` what a MWh drawn costs at each site in each year: the power price and the carbon and water charges.
+    carbon_usd_per_t : list of float
+        The carbon price in each year (``horizon.carbon_usd_per_t``, else ``objective.carbon_usd_per_t``).
     """
 
     loaded: LoadedScenario
@@ -75,6 +79,8 @@ class Buildout:
     commodity_demand_tok_s: FloatArray
     rules: list[AvailabilityRule]
     site_parts: NDArray[np.bool_]
+    energy_price_usd_per_mwh: FloatArray
+    carbon_usd_per_t: list[float]
 
     @property
     def sites(self) -> pd.DataFrame:
@@ -342,21 +348,67 @@ def _per_token(goodput: FloatArray) -> FloatArray:
     return np.asarray(np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0))
 
 
+def site_charges_usd_per_mwh(instance: Instance, carbon_usd_per_t: list[float], water_usd_per_m3: float) -> FloatArray:
+    """``(M, Y)`` carbon and water charges on a MWh drawn at each site in each year. [USD/MWh]
+
+    The carbon price of the year times the site's grid intensity (its day's mean: the build-out's slices price energy
+    by the day), and the water price times its water per MWh (:mod:`placement.resources`). Raises InputError where a
+    price meets a site without the figure.
+    """
+    m, years = len(instance.sites), len(carbon_usd_per_t)
+    charge = np.zeros((m, years))
+    if any(price > 0 for price in carbon_usd_per_t):
+        intensity = day_mean_intensity(instance)
+        _raise_if_unknown(instance, np.isnan(intensity), "carbon_intensity_g_per_kwh", "a carbon price")
+        charge += intensity[:, None] / 1000.0 * np.asarray(carbon_usd_per_t)[None, :]
+    if water_usd_per_m3 > 0:
+        water = instance.site_water.total_m3_per_mwh if instance.site_water is not None else np.full(m, np.nan)
+        _raise_if_unknown(instance, np.isnan(water), "climate", "a water price")
+        charge += (water * water_usd_per_m3)[:, None]
+    return charge
+
+
+def day_mean_intensity(instance: Instance) -> FloatArray:
+    """``(M,)`` each site's grid carbon intensity over the day (NaN: unknown). [gCO2e/kWh]"""
+    intensity = instance.carbon_intensity_g_per_kwh
+    if intensity is None:
+        return np.asarray(instance.sites["carbon_intensity_g_per_kwh"].to_numpy(float))
+    return np.asarray(intensity @ (instance.slice_hours / instance.slice_hours.sum()))
+
+
+def _raise_if_unknown(instance: Instance, unknown: NDArray[np.bool_], field: str, what: str) -> None:
+    if unknown.any():
+        catalog = str(instance.loaded.scenario.sites.catalog)
+        raise InputError([
+            Problem(catalog, f"site '{site}'", field, f"{what} needs every site's figure, and this site has none",
+                    f"give it a {field} in the catalog, or drop the price")
+            for site in instance.sites["id"].astype(str).to_numpy()[unknown].tolist()
+        ])  # fmt: skip
+
+
 def _site_costs(
-    economics: EconomicsSection, serving: ServingSection, sites: pd.DataFrame, fleet: Fleet
+    economics: EconomicsSection, serving: ServingSection, sites: pd.DataFrame, fleet: Fleet, charge: FloatArray
 ) -> tuple[FloatArray, ...]:
-    """Per site: fixed cost, cost per reserved MW; per site and accelerator: node MW, running cost, full-load energy."""
+    """Per site: fixed cost, cost per reserved MW; per site and accelerator: node MW, running cost, full-load energy.
+
+    ``charge``: ``(M, Y)`` carbon and water charges per MWh (:func:`site_charges_usd_per_mwh`). Without any, running
+    cost and energy are ``(M, A)``; with them ``(M, A, Y)``, each year at its own charge.
+    """
     pue = sites["pue"].to_numpy(float)
     price = sites["power_price_usd_per_mwh"].to_numpy(float)
+    if charge.any():
+        price = price[:, None] + charge  # (M, Y)
     fixed = sites["fixed_cost_usd_per_h"].fillna(economics.site_fixed_cost_usd_per_h).to_numpy(float)
     per_mw = amortised_usd_per_h(
         sites["capex_usd_per_mw"].to_numpy(float) / pue, economics.discount_rate, economics.facility_life_years
     )
     node_mw = fleet.node_kw[None, :] * pue[:, None] / 1000.0
     idle = serving.idle_power_share
-    running = node_mw * price[:, None] * idle + economics.opex_usd_per_node_h
-    node_energy = node_mw * price[:, None] * (1.0 - idle)  # (M, A) load-following power of a node at full load
-    return fixed, np.asarray(per_mw), node_mw, running, np.asarray(node_energy)
+    per_mwh = price[:, None] if price.ndim == 1 else price[:, None, :]  # (M, 1) or (M, 1, Y)
+    mw = node_mw if price.ndim == 1 else node_mw[:, :, None]
+    running = mw * per_mwh * idle + economics.opex_usd_per_node_h
+    node_energy = mw * per_mwh * (1.0 - idle)  # (M, A[, Y]) load-following power of a node at full load
+    return fixed, np.asarray(per_mw), node_mw, np.asarray(running), np.asarray(node_energy)
 
 
 def check_buildout_inputs(loaded: LoadedScenario, sites: pd.DataFrame) -> list[Problem]:
@@ -444,16 +496,29 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     row_mean = np.zeros((len(modelled), len(years), len(scenarios)))
     np.add.at(row_mean, row_of_commodity[members], commodity_demand[members])
     pair_row, pair_site = (a.astype(np.int64) for a in np.nonzero(allowed[modelled]))
-    fixed, per_mw, node_mw, running, node_energy = _site_costs(scenario.economics, scenario.serving, sites, fleet)
+    carbon_path = horizon.carbon_price_path(scenario.objective.carbon_usd_per_t)
+    charge = site_charges_usd_per_mwh(instance, carbon_path, scenario.objective.water_usd_per_m3)
+    fixed, per_mw, node_mw, running, node_energy = _site_costs(scenario.economics, scenario.serving, sites, fleet, charge)
     offered = offers(scenario.horizon, scenario.serving)
     goodput = scenario_goodput(scenario.classes, scenario.serving, offered, horizon, fleet, years, source=str(loaded.path))
+    by_year = node_energy.ndim == 3  # a charge that changes by year: (M, A, Y)
     if any(s.model_change is not None for s in scenarios):
         last = np.round(goodput[..., -1, :]).astype(int).T.tolist()
         progress(f"model changes: goodput per node in the last year, by scenario {last}")
-        energy = node_energy[:, None, :, None, None] * _per_token(goodput)[None]
+        per_node = node_energy[:, None, :, :, None] if by_year else node_energy[:, None, :, None, None]
+        energy = per_node * _per_token(goodput)[None]
+    elif by_year:
+        goodput = fleet.goodput_tok_s
+        energy = np.repeat(
+            (node_energy[:, None, :, :] * _per_token(goodput)[None, :, :, None])[..., None], len(scenarios), axis=4
+        )
     else:
         goodput = fleet.goodput_tok_s
         energy = node_energy[:, None, :] * _per_token(goodput)[None]
+    if by_year:
+        progress(
+            f"carbon and water charges by year: {', '.join(f'{y} ${p:g}/t' for y, p in zip(years, carbon_path, strict=True))}"
+        )
     rate = horizon.discount_rate
     economics = scenario.economics
     prices = np.nan_to_num(fleet.node_capex_usd)
@@ -502,4 +567,6 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         commodity_demand,
         rules,
         parts,
+        sites["power_price_usd_per_mwh"].to_numpy(float)[:, None] + charge,
+        carbon_path,
     )

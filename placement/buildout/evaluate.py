@@ -110,7 +110,7 @@ def plan_costs(data: BuildoutInput, solution: BuildoutSolution) -> PlanCosts:
     first = solution.first
     site = first.open * data.site_fixed_usd_per_h[:, None] + first.mw_reserved * data.site_usd_per_h_per_mw[:, None]
     annuity = np.einsum("mabs,ab,by->mays", solution.buy, data.node_annuity_usd_per_h, data.alive.astype(float))
-    running = solution.nodes * data.node_usd_per_h[:, :, None, None]
+    running = solution.nodes * data.running_may[:, :, :, None]
     energy = np.einsum("mkayst,mkays,yst->mays", solution.served_tok_s, data.energy_mkays, data.energy_weight)
     daily_demand = data.daily_demand_tok_s
     unserved = (solution.unserved_share * daily_demand).sum(axis=0) * data.unserved_usd_per_h_per_tok_s

@@ -10,13 +10,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from placement._errors import SolverError
-from placement.buildout.arrays import part_groups
+from placement.buildout.arrays import day_mean_intensity, part_groups
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
-from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.economics import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.summary import finite_or_none
+
+FloatArray = NDArray[np.float64]
 
 
 def _served(result: StochasticResult) -> np.ndarray:
@@ -78,6 +81,40 @@ def buildout_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
     return table.assign(scenario=b.scenario_names[scenario])
 
 
+def site_year_footprint(result: StochasticResult, scenario: int) -> dict[str, FloatArray]:
+    """``(M, Y)`` energy, grid emissions and water of each site in each year of one scenario.
+
+    Power is what the model bills: every node in service draws its idle share all year, and the load its
+    load-following energy (its cost over the MWh price it was billed at, carbon and water charges included). Emissions
+    are that energy at the site's grid intensity over the day, water at its water per MWh (:mod:`placement.resources`);
+    NaN where the catalog lacks the figure.
+
+    Returns
+    -------
+    dict
+        ``energy_mwh_per_year``, ``tco2e_per_year``, ``water_m3_per_year``: ``(M, Y)`` each.
+    """
+    b, plan, costs = result.buildout, result.plan, result.costs
+    idle = b.loaded.scenario.serving.idle_power_share
+    idle_mw = np.einsum("may,ma->my", plan.nodes[..., scenario], b.data.node_mw) * idle
+    price = b.energy_price_usd_per_mwh
+    load_mw = np.divide(costs.energy_usd_per_h[..., scenario].sum(axis=1), price, out=np.zeros_like(price), where=price > 0)
+    energy = (idle_mw + load_mw) * HOURS_PER_YEAR
+    intensity = day_mean_intensity(b.instance)
+    water = b.instance.site_water.total_m3_per_mwh if b.instance.site_water is not None else np.full(len(b.sites), np.nan)
+    return {
+        "energy_mwh_per_year": energy,
+        "tco2e_per_year": energy * intensity[:, None] / 1000.0,
+        "water_m3_per_year": energy * water[:, None],
+    }
+
+
+def _plan_year_total(values: FloatArray, energy: FloatArray) -> FloatArray:
+    """``(Y,)`` a yearly figure over the sites: NaN where a site that draws power lacks it (no partial total)."""
+    unknown = (np.isnan(values) & (energy > 0)).any(axis=0)
+    return np.asarray(np.where(unknown, np.nan, np.nansum(values, axis=0)))
+
+
 def year_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
     """The plan's headline figures per year in one scenario.
 
@@ -85,11 +122,17 @@ def year_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``year, cost_per_million_goodput_tokens_usd, cost_usd_per_h, goodput_tok_s, demand_tok_s, unserved_share,
-        mw_used, mw_reserved, sites_open, nodes``, and ``nodes_<accelerator>`` per accelerator.
+        mw_used, mw_reserved, sites_open, nodes, carbon_usd_per_t, energy_mwh_per_year, tco2e_per_year,
+        gco2e_per_million_goodput_tokens, water_m3_per_year``, and ``nodes_<accelerator>`` per accelerator.
     """
     b, plan, costs = result.buildout, result.plan, result.costs
     nodes = plan.nodes[..., scenario]  # (M, A, Y)
     mw_used = np.einsum("may,ma->y", nodes, b.data.node_mw)
+    footprint = site_year_footprint(result, scenario)
+    energy = footprint["energy_mwh_per_year"]
+    carbon = _plan_year_total(footprint["tco2e_per_year"], energy)
+    goodput = costs.goodput_tok_s[:, scenario]
+    tokens_m = goodput * HOURS_PER_YEAR * 3600.0 / 1e6
     table = pd.DataFrame(
         {
             "year": b.years,
@@ -102,6 +145,11 @@ def year_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
             "mw_reserved": plan.first.mw_reserved.sum(axis=0),
             "sites_open": plan.first.open.sum(axis=0).astype(int),
             "nodes": np.round(nodes.sum(axis=(0, 1))).astype(int),
+            "carbon_usd_per_t": b.carbon_usd_per_t,
+            "energy_mwh_per_year": energy.sum(axis=0),
+            "tco2e_per_year": carbon,
+            "gco2e_per_million_goodput_tokens": np.where(tokens_m > 0, carbon * 1e6 / np.maximum(tokens_m, 1e-300), np.nan),
+            "water_m3_per_year": _plan_year_total(footprint["water_m3_per_year"], energy),
         }
     )
     for h, name in enumerate(b.fleet.ids):
@@ -164,6 +212,7 @@ def year_sites(result: StochasticResult, y: int, scenario: int) -> pd.DataFrame:
     mw_used = (nodes * data.node_mw).sum(axis=1)
     goodput = _served(result)[:, :, y, scenario].sum(axis=1)
     cost = costs.site_usd_per_h[:, y] + costs.site_accelerator_usd_per_h[:, :, y, scenario].sum(axis=1)
+    footprint = {name: values[:, y] for name, values in site_year_footprint(result, scenario).items()}
     table = pd.DataFrame(
         {
             "site_id": sites["id"],
@@ -185,6 +234,7 @@ def year_sites(result: StochasticResult, y: int, scenario: int) -> pd.DataFrame:
             "goodput_share": goodput / max(goodput.sum(), 1e-12),
             "cost_per_million_goodput_tokens_usd": np.where(goodput > 0, cost_per_million_tokens_usd(cost, goodput), np.nan),
             "tokens_per_s_per_mw": tokens_per_s_per_mw(goodput, mw_used),
+            **footprint,
         }
     )
     for h, name in enumerate(b.fleet.ids):
@@ -264,6 +314,10 @@ def year_summary(result: StochasticResult, y: int, scenario: int) -> dict[str, A
         "nodes": int(row["nodes"]),
         "unserved_share": float(row["unserved_share"]),
         "gap": result.gap,
+        "energy_mwh_per_year": float(row["energy_mwh_per_year"]),
+        "tco2e_per_year": finite_or_none(float(row["tco2e_per_year"])),
+        "gco2e_per_million_goodput_tokens": finite_or_none(float(row["gco2e_per_million_goodput_tokens"])),
+        "water_m3_per_year": finite_or_none(float(row["water_m3_per_year"])),
     }
 
 
@@ -288,6 +342,11 @@ def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any
                 "goodput_tok_s": float(r["goodput_tok_s"]),
                 "unserved_share": float(r["unserved_share"]),
                 "nodes": int(r["nodes"]),
+                "carbon_usd_per_t": float(r["carbon_usd_per_t"]),
+                "energy_mwh_per_year": float(r["energy_mwh_per_year"]),
+                "tco2e_per_year": finite_or_none(float(r["tco2e_per_year"])),
+                "gco2e_per_million_goodput_tokens": finite_or_none(float(r["gco2e_per_million_goodput_tokens"])),
+                "water_m3_per_year": finite_or_none(float(r["water_m3_per_year"])),
             }
             for r in years.to_dict("records")
         ],

@@ -13,7 +13,11 @@ frontier's folder).
 
 from __future__ import annotations
 
+import io
+import tarfile
+import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,10 @@ import pandas as pd
 from placement.economics import HOURS_PER_YEAR
 from placement.frontier import FrontierPoint
 from placement.outputs.writer import write_folder, write_results
+from placement.plan import Plan
 from placement.progress import Progress, quiet
+from placement.results import read_results_folder
+from placement.summary import PlanSummary
 
 COLUMNS = (
     "point", "axis", "cap", "tco2e_per_year", "water_m3_per_year", "usd_per_million_goodput_tokens",
@@ -50,12 +57,52 @@ def _less(base: float | None, now: float | None) -> float | None:
     return None if base is None or now is None else base - now
 
 
-def frontier_row(point: FrontierPoint, before: FrontierPoint | None, first: FrontierPoint, axis: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PointRecord:
+    """What ``frontier.csv`` reads of a point: its place, its cap, its plan's summary and open sites.
+
+    Parameters
+    ----------
+    index : int
+        The point (0: no cap).
+    cap_per_year : float or None
+        Its cap. [tCO2e or m3]
+    summary : PlanSummary
+        Its plan's figures.
+    open_sites : frozenset of str
+        Its plan's open site ids.
+    folder : str
+        Its results folder under the frontier's.
+    """
+
+    index: int
+    cap_per_year: float | None
+    summary: PlanSummary
+    open_sites: frozenset[str]
+    folder: str
+
+    @classmethod
+    def of(cls, point: FrontierPoint) -> PointRecord:
+        """A solved point's record."""
+        sites = point.plan.sites
+        opened = frozenset(sites.loc[sites["open"], "site_id"].astype(str))
+        return cls(point.index, point.cap_per_year, point.plan.summary, opened, point.folder)
+
+    @classmethod
+    def read(cls, index: int, cap_per_year: float | None, folder: Path) -> PointRecord:
+        """A point's record from its written results folder."""
+        results = read_results_folder(folder)
+        sites = results.sites
+        opened = frozenset(sites.loc[sites["open"], "site_id"].astype(str))
+        return cls(index, cap_per_year, results.plan_summary(), opened, folder.name)
+
+
+def frontier_row(point: PointRecord, before: PointRecord | None, first: PointRecord, axis: str) -> dict[str, Any]:
     """One point's row of ``frontier.csv`` (``before``: the point before it; ``first``: the plan without a cap)."""
-    s = point.plan.summary
-    open_ids = set(point.plan.sites.loc[point.plan.sites["open"], "site_id"].astype(str))
-    earlier = set() if before is None else set(before.plan.sites.loc[before.plan.sites["open"], "site_id"].astype(str))
-    base = first.plan.summary
+    s = point.summary
+    open_ids = point.open_sites
+    earlier = frozenset() if before is None else before.open_sites
+    base = first.summary
     extra = (s.objective_usd_per_h - base.objective_usd_per_h) * HOURS_PER_YEAR
     same_work = s.goodput_tok_s >= base.goodput_tok_s * (1 - 1e-6)
     return {
@@ -77,6 +124,16 @@ def frontier_row(point: FrontierPoint, before: FrontierPoint | None, first: Fron
         "usd_per_m3_avoided": _per_avoided(extra, _less(base.water_m3_per_year, s.water_m3_per_year), same_work),
         "plan": point.folder,
     }
+
+
+def write_table(records: list[PointRecord], folder: Path, axis: str, progress: Progress = quiet) -> None:
+    """``frontier.csv`` and ``frontier.png`` from the points' records, in the order of their index."""
+    ordered = sorted(records, key=lambda r: r.index)
+    rows = [frontier_row(r, ordered[k - 1] if k else None, ordered[0], axis) for k, r in enumerate(ordered)]
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    table.to_csv(folder / "frontier.csv", index=False)
+    draw_frontier(table, folder / "frontier.png", axis)
+    progress(f"wrote frontier.csv and frontier.png ({len(table)} points)")
 
 
 def draw_frontier(table: pd.DataFrame, path: Path, axis: str = "carbon") -> Path:
@@ -132,19 +189,32 @@ def write_frontier(
     Path
         The folder written.
     """
-    rows: list[dict[str, Any]] = []
 
     def writer(folder: Path) -> None:
-        first: FrontierPoint | None = None
-        before: FrontierPoint | None = None
+        records = []
         for point in points:
-            first = first or point
             write_results(point.plan, folder / point.folder, maps=maps)
-            rows.append(frontier_row(point, before, first, axis))
-            before = point
-        table = pd.DataFrame(rows, columns=list(COLUMNS))
-        table.to_csv(folder / "frontier.csv", index=False)
-        draw_frontier(table, folder / "frontier.png", axis)
-        progress(f"wrote frontier.csv and frontier.png ({len(table)} points)")
+            records.append(PointRecord.of(point))
+        write_table(records, folder, axis, progress)
 
     return write_folder(out_dir, writer)
+
+
+def pack_results(plan: Plan, *, maps: bool) -> bytes:
+    """A plan's results folder as a gzipped tar (a point solved on a Dask worker travels back as this)."""
+    with tempfile.TemporaryDirectory(prefix="placement-point-") as tmp:
+        folder = Path(tmp) / "point"
+        write_results(plan, folder, maps=maps)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+            for path in sorted(folder.iterdir()):
+                archive.add(path, arcname=path.name)
+        return buffer.getvalue()
+
+
+def unpack_results(packed: bytes, folder: Path) -> Path:
+    """A :func:`pack_results` archive written out as ``folder`` (plain files only)."""
+    folder.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as archive:
+        archive.extractall(folder, filter="data")
+    return folder

@@ -118,14 +118,14 @@ def _claim_folder(out_dir: Path, prepared: PreparedSweep) -> None:
 # --- running on Dask -------------------------------------------------------------------------
 
 
-def _distributed() -> Any:
+def distributed() -> Any:
     """The ``distributed`` package, imported on first use (it is untyped: calls go through Any)."""
     return importlib.import_module("distributed")
 
 
-def _open_client(workers: int | None, scheduler: str | None) -> tuple[Any, Any]:
+def open_client(workers: int | None, scheduler: str | None) -> tuple[Any, Any]:
     """A Dask client on an existing scheduler, or on a new local cluster of worker processes."""
-    dask = _distributed()
+    dask = distributed()
     if scheduler is not None:
         try:
             return dask.Client(scheduler, timeout="20s"), None
@@ -146,7 +146,7 @@ def _completed(futures: list[Any], show: bool, total: int, skipped: int) -> Iter
     from tqdm import tqdm
 
     with tqdm(total=total, initial=skipped, desc="cases", unit="case", file=sys.stderr, disable=not show) as bar:
-        for future in _distributed().as_completed(futures):
+        for future in distributed().as_completed(futures):
             bar.update(1)
             yield future
 
@@ -273,9 +273,9 @@ def run_sweep(
     missing = [case for case in prepared.cases if case.case_id not in records]
     say(f"{len(prepared.cases)} cases: {len(records)} already solved in {out / 'cases'} (skipped), {len(missing)} to solve")
     if missing:
-        client, cluster = _open_client(workers, scheduler)
+        client, cluster = open_client(workers, scheduler)
         try:
-            say(f"dask: {_describe_client(client, scheduler)}")
+            say(f"dask: {describe_client(client, scheduler)}")
             records.update(_solve_missing(missing, out, client, progress=progress, total=len(prepared.cases)))
         finally:
             client.close()
@@ -290,7 +290,8 @@ def run_sweep(
     return table
 
 
-def _describe_client(client: Any, scheduler: str | None) -> str:
+def describe_client(client: Any, scheduler: str | None) -> str:
+    """Where the tasks run, in words: the scheduler or a local cluster, and its workers."""
     n_workers = len(client.scheduler_info().get("workers", {}))
     where = f"scheduler {scheduler}" if scheduler else "local cluster"
     return f"{where} with {n_workers} worker{'s' if n_workers != 1 else ''}"

@@ -263,3 +263,46 @@ def test_an_existing_fleet_installed_inside_the_horizon_is_refused(tmp_path: Pat
     fleet = [{"site": "frankfurt", "accelerator": "h100-sxm", "nodes": 50, "installed_year": 2028}]
     err = _validate_errors(_write(tmp_path, {"existing_fleet": fleet}), capsys)
     assert "existing_fleet[0].installed_year 2028 is inside the horizon (from 2027)" in err
+
+
+def test_a_carbon_price_path_charges_each_year_its_price_on_its_tonnes(solved: Path, tmp_path: Path) -> None:
+    # horizon.carbon_usd_per_t: $0 in 2027 rising to $300 in 2029 (interpolated: $150 in 2028). Europe's plan already
+    # draws from clean sites (about 40-80 g/kWh) and keeps its design here; so each year's cost rises by exactly its
+    # price times its tonnes (idle power and load energy alike), and no year emits more. Each year's figures add up
+    # from its own sites.csv.
+    path = _write(tmp_path, {"carbon_usd_per_t": {2027: 0, 2029: 300}, "regret": False})
+    out = tmp_path / "out"
+    assert main(["solve", str(path), "--out", str(out), "--quiet", "--no-maps"]) == 0
+    priced, free = pd.read_csv(out / "years.csv"), pd.read_csv(solved / "years.csv")
+    assert priced["carbon_usd_per_t"].tolist() == [0.0, 150.0, 300.0] and free["carbon_usd_per_t"].tolist() == [0.0] * 3
+    assert (priced["tco2e_per_year"] > 0).all() and (priced["water_m3_per_year"] > 0).all()
+    assert (priced["tco2e_per_year"] <= free["tco2e_per_year"] * (1 + 1e-9)).all()
+    checked = 0
+    for k in range(3):
+        if priced["nodes"].iloc[k] == free["nodes"].iloc[k] and priced["tco2e_per_year"].iloc[k] == pytest.approx(
+            free["tco2e_per_year"].iloc[k], rel=1e-9
+        ):
+            charge = priced["carbon_usd_per_t"].iloc[k] * priced["tco2e_per_year"].iloc[k] / 8760
+            rise = priced["cost_usd_per_h"].iloc[k] - free["cost_usd_per_h"].iloc[k]
+            assert rise == pytest.approx(charge, rel=1e-6, abs=1e-6)
+            checked += 1
+    assert checked == 3  # every year kept its design (measured): each one's charge checked
+    for k, year in enumerate((2027, 2028, 2029)):
+        sites = pd.read_csv(out / "years" / str(year) / "sites.csv")
+        assert sites["tco2e_per_year"].sum() == pytest.approx(priced["tco2e_per_year"].iloc[k], rel=1e-9)
+        assert sites["energy_mwh_per_year"].sum() == pytest.approx(priced["energy_mwh_per_year"].iloc[k], rel=1e-9)
+        catalog = pd.read_csv(ROOT / "data" / "sites" / "world_metros.csv").set_index("id")
+        intensity = catalog.loc[sites["site_id"], "carbon_intensity_g_per_kwh"].to_numpy()
+        # the build-out's slices price energy by the day: the day's mean intensity, within the hourly shape's reach
+        ratio = sites["tco2e_per_year"] / (sites["energy_mwh_per_year"] * intensity / 1000)
+        assert ratio[sites["energy_mwh_per_year"] > 0].between(0.8, 1.25).all()
+
+
+def test_the_carbon_price_path_is_interpolated_and_held() -> None:
+    from placement.horizon import HorizonSection
+
+    horizon = HorizonSection(years=[2026, 2027, 2028, 2029, 2030, 2031], carbon_usd_per_t={2027: 50, 2030: 200})
+    assert horizon.carbon_price_path(10.0) == pytest.approx([50, 50, 100, 150, 200, 200])
+    assert HorizonSection(years=[2027, 2028]).carbon_price_path(10.0) == [10.0, 10.0]  # no path: the flat price
+    with pytest.raises(ValueError, match="prices must be >= 0"):
+        HorizonSection(years=[2027], carbon_usd_per_t={2027: -1})

@@ -195,3 +195,25 @@ def test_a_solve_cut_short_by_its_time_limit_says_how_to_give_it_more_time() -> 
             checked(data, _empty(data, report), "stochastic plan (RP)")
         assert str(raised.value).startswith("stochastic plan (RP): the solver returned no solution (Time limit reached)")
         assert ("--time-limit" in str(raised.value)) is hint
+
+
+def test_a_running_cost_that_rises_by_year_moves_the_purchases_by_hand() -> None:
+    # A carbon price path makes a node's running cost change by year ((M, A, Y)). Nodes serve one year (life 1),
+    # 100 tok/s each; demand 100, 100, then 200 tok/s; no site fixed cost, 1 $/h a reserved MW (kept once reserved),
+    # 1 $/h of annuity; an open site keeps at least one node. Site 0 (2 MW) runs a node at 1, 1, then 5 $/h; site 1 at
+    # 3 $/h throughout. By hand: one node at site 0 in the first two years (3 $/h each); in the third, a second node
+    # at site 1 (site 0: 1 MW + 5 + 1; site 1: 1 MW + 3 + 1; 12 $/h) beats both at site 0 (2 MW + 2 x (5 + 1) = 14).
+    # With site 0 at 1 $/h in every year both stay there (2 + 2 x 2 = 6 $/h against 1 + 2 + 1 + 4 = 8).
+    from dataclasses import replace
+
+    base = replace(instance([100, 100, 200], mw=[[2, 2, 2], [1, 1, 1]], fixed=[0, 0]), life_years=1)
+    for site0, nodes, total in (
+        ([1.0, 1.0, 5.0], [[1, 1, 1], [0, 0, 1]], 3 + 3 + 12),
+        ([1.0, 1.0, 1.0], [[1, 1, 2], [0, 0, 0]], 3 + 3 + 6),
+    ):
+        data = replace(base, node_usd_per_h=np.array([[site0], [[3.0, 3.0, 3.0]]]))
+        plan = solve_buildout(data, EXACT)
+        assert violations(data, plan) == []
+        assert plan.nodes[:, 0, :, 0].round().tolist() == nodes
+        assert plan_costs(data, plan).expected_npv_usd == pytest.approx(total * H)
+        assert plan.report.objective == pytest.approx(total * H)

@@ -55,7 +55,8 @@ class BuildoutInput:
     node_mw : numpy.ndarray
         ``(M, A)`` facility MW of one node (IT power times PUE). [MW]
     node_usd_per_h : numpy.ndarray
-        ``(M, A)`` running cost of one node in service (idle power, opex), capex excluded. [USD/h]
+        ``(M, A)`` running cost of one node in service (idle power, opex), capex excluded, or ``(M, A, Y)`` when it
+        changes by year (a carbon price path). [USD/h]
     energy_usd_per_h_per_tok_s : numpy.ndarray
         ``(M, K, A)`` load-following power cost of serving 1 token/s for an hour, or ``(M, K, A, Y, S)``.
         [USD/h per token/s]
@@ -142,6 +143,22 @@ class BuildoutInput:
         table = self.energy_usd_per_h_per_tok_s
         table = table if table.ndim == 5 else table[..., None, None]
         return np.asarray(np.broadcast_to(table, (m, k, a, y, s)))
+
+    @property
+    def running_may(self) -> FloatArray:
+        """``(M, A, Y)`` running cost of one node in service in each year. [USD/h]"""
+        m, a = self.node_mw.shape
+        table = self.node_usd_per_h if self.node_usd_per_h.ndim == 3 else self.node_usd_per_h[:, :, None]
+        return np.asarray(np.broadcast_to(table, (m, a, self.year_weight_h.size)))
+
+    def life_cost_usd(self, site: IntArray, accelerator: IntArray, bought: IntArray) -> FloatArray:
+        """Cost over its life of one node bought at each (site, accelerator, year). [USD]
+
+        Its capex annuity and its running cost in each year it serves, over that year's discounted hours.
+        """
+        served_h = self.alive.astype(float) * self.year_weight_h[None, :]  # (bought year, year)
+        running = (self.running_may[site, accelerator, :] * served_h[bought]).sum(axis=1)
+        return np.asarray(self.node_annuity_usd_per_h[accelerator, bought] * served_h[bought].sum(axis=1) + running)
 
     @property
     def alive(self) -> BoolArray:

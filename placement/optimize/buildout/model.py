@@ -157,10 +157,7 @@ def _buy_columns(lm: LinearModel, data: BuildoutInput) -> tuple[ColumnBlock, Int
     n_scen = data.probability.size
     j, h, b = (np.repeat(axis, n_scen) for axis in np.nonzero(_buyable(data)))
     s = np.tile(np.arange(n_scen), len(j) // n_scen if n_scen else 0)
-    weight, alive = data.year_weight_h, data.alive
-    lifetime_h = np.array([float(weight[alive[v]].sum()) for v in range(weight.size)])
-    running = data.node_annuity_usd_per_h[h, b] + data.node_usd_per_h[j, h]
-    cost = data.probability[s] * lifetime_h[b] * running
+    cost = data.probability[s] * data.life_cost_usd(j, h, b)
     block = lm.add_columns("buy", _labels(j, h, b, s), lower=0.0, cost=cost, integer=data.integer_nodes, size=len(j))
     return block, np.column_stack([j, h, b, s]).astype(np.int64)
 
@@ -434,7 +431,7 @@ def build_model(
     define_power(lm, order, data, (open_block, mw), service)
     define_routing(lm, order, data, (unserved, share), (unserved_key, share_key))
     served, served_key = define_serving(lm, order, data, (share, share_key), service)
-    lm.objective_constant = float(np.einsum("may,ma,y->", data.existing_nodes, data.node_usd_per_h, data.year_weight_h))
+    lm.objective_constant = float(np.einsum("may,may,y->", data.existing_nodes, data.running_may, data.year_weight_h))
     return BuildoutModel(lm, open_block, mw, buy, unserved, share, served, buy_key, unserved_key, share_key, served_key, order)
 
 
@@ -455,13 +452,12 @@ def scenario_costs(data: BuildoutInput, bm: BuildoutModel) -> list[tuple[IntArra
     list of tuple
         One per scenario. [USD]
     """
-    weight, alive = data.year_weight_h, data.alive
+    weight = data.year_weight_h
     j, y = np.divmod(np.arange(bm.open.size), data.year_weight_h.size)
     shared_cols = np.concatenate([bm.open.cols, bm.mw.cols])
     shared = np.concatenate([weight[y] * data.site_fixed_usd_per_h[j], weight[y] * data.site_usd_per_h_per_mw[j]])
     bj, bh, bb, bs = bm.buy_key.T
-    lifetime_h = np.array([float(weight[alive[v]].sum()) for v in range(weight.size)])
-    buy = lifetime_h[bb] * (data.node_annuity_usd_per_h[bh, bb] + data.node_usd_per_h[bj, bh])
+    buy = data.life_cost_usd(bj, bh, bb)
     zj, zk, zh, zy, zs, zt = bm.served_key.T
     served = weight[zy] * data.energy_weight[zy, zs, zt] * data.energy_mkays[zj, zk, zh, zy, zs]
     ur, uy, us = bm.unserved_key.T

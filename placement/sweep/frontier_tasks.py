@@ -1,0 +1,99 @@
+"""A frontier's capped points solved on Dask, one task each, as a sweep's cases are.
+
+The plan without a cap and the least any plan can use are solved here (they set the caps); each capped point is
+then a task that builds its own instance from the scenario with its cap and solves it, and sends its results folder
+back as an archive, so a worker needs no file system in common with the client. The frontier's folder is written
+whole or not at all, as without Dask.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from placement._errors import PlacementError
+from placement.frontier import Axis, frontier_start, point_folder
+from placement.outputs.frontier_files import PointRecord, pack_results, unpack_results, write_table
+from placement.outputs.writer import write_folder, write_results
+from placement.plan import run
+from placement.progress import Progress, quiet
+from placement.scenario import LoadedScenario
+from placement.sweep.run import describe_client, distributed, open_client
+
+
+def solve_point(loaded: LoadedScenario, maps: bool) -> bytes:
+    """One capped point, solved on a worker: its results folder as an archive (:func:`pack_results`)."""
+    return pack_results(run(loaded), maps=maps)
+
+
+def write_frontier_on_dask(
+    loaded: LoadedScenario,
+    out_dir: str | Path,
+    *,
+    axis: Axis = "carbon",
+    points: int = 6,
+    maps: bool = False,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: Progress = quiet,
+) -> Path:
+    """Solve a frontier with its capped points as Dask tasks and write its folder whole.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario (:func:`placement.frontier.frontier_start`).
+    out_dir : str or Path
+        The frontier's folder (replaced as a whole).
+    axis : {"carbon", "water"}, optional
+        What the caps limit.
+    points : int, optional
+        Points, the plan without a cap included.
+    maps : bool, optional
+        Draw each point's maps (on the worker that solves it).
+    workers : int, optional
+        Worker processes of a local cluster (default 2). Ignored with ``scheduler``.
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:port``).
+    progress : callable, optional
+        Receives a line per step.
+
+    Returns
+    -------
+    Path
+        The folder written.
+
+    Raises
+    ------
+    PlacementError
+        The scheduler cannot be reached, or a point failed on its worker (nothing is written).
+    """
+    start = frontier_start(loaded, axis=axis, points=points, progress=progress)
+
+    def writer(folder: Path) -> None:
+        write_results(start.first.plan, folder / start.first.folder, maps=maps)
+        records = [PointRecord.of(start.first)]
+        client, cluster = open_client(workers, scheduler)
+        try:
+            progress(f"dask: {describe_client(client, scheduler)}; {len(start.caps_per_year)} capped points")
+            futures: dict[Any, tuple[int, float]] = {}
+            for index, cap in enumerate(start.caps_per_year, start=1):
+                future = client.submit(solve_point, start.capped(cap), maps, key=f"placement-frontier-{index}", pure=False)
+                futures[future] = (index, cap)
+            for future in distributed().as_completed(list(futures)):
+                index, cap = futures[future]
+                try:
+                    packed = future.result()
+                except Exception as exc:
+                    raise PlacementError(f"frontier point {index} (cap {cap:,.0f}) failed on its worker: {exc}") from None
+                target = unpack_results(packed, folder / point_folder(index))
+                records.append(PointRecord.read(index, cap, target))
+                progress(f"frontier point {index}: cap {cap:,.0f}: solved")
+                future.release()
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+        write_table(records, folder, axis, progress)
+
+    return write_folder(out_dir, writer)
