@@ -574,6 +574,41 @@ def _sim_requests(text: str) -> int:
     return value
 
 
+def _discover(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from placement.discover import discover
+    from placement.outputs.discover_files import write_discovery
+    from placement.outputs.writer import check_output_folder
+    from placement.scenario import DiscoverSection
+
+    out = check_output_folder(args.out)
+    progress = StderrProgress(show=not args.quiet)
+    loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
+    spec = loaded.scenario.sites.discover or DiscoverSection()
+    changes = {k: v for k, v in (("min_population", args.min_population), ("spacing_km", args.spacing_km),
+                                 ("max_candidates", args.max_candidates)) if v is not None}  # fmt: skip
+    spec = DiscoverSection(**{**spec.model_dump(), **changes})
+    with tempfile.TemporaryDirectory(prefix="placement-discover-") as work:
+        found = discover(loaded, work=Path(work), final_folder=out.resolve(), spec=spec, progress=progress)
+        write_discovery(found, out, work=Path(work), maps=not args.no_maps, progress=progress)
+    head = found.headline()
+    print(
+        f"{head['proposals_opened']} of {head['proposals']} proposed sites worth building, {head['mw_built']:,.0f} MW: "
+        f"unserved {head['unserved_share_before']:.2%} -> {head['unserved_share_after']:.2%}, "
+        f"${head['usd_per_million_goodput_tokens_before']:.3f}/M -> ${head['usd_per_million_goodput_tokens_after']:.3f}/M"
+    )
+    for row in found.ranked.head(20).itertuples():
+        print(
+            f"  {row.site_id} {row.name} ({row.country_code}): {row.mw_built:,.1f} MW, takes "
+            f"{row.unserved_taken_tok_s:,.0f} unserved tok/s, entry ${row.entry_usd_per_mwh:,.0f}/MWh; gains: {row.largest_gains}"
+        )
+    for line in head["still_unserved"][:8]:
+        print(f"  still unserved: {line['population']} ({line['country_code']}) {line['unserved_share']:.0%}: {line['why']}")
+    print(f"discovery in {out}")
+    return EXIT_OK
+
+
 def _frontier(args: argparse.Namespace) -> int:
     from placement.frontier import UNIT, USED_PER_YEAR, resource_frontier
     from placement.outputs.frontier_files import PER_MILLION, write_frontier
@@ -843,6 +878,18 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="rebuild report.md and report.html of a results folder (no re-solve)")
     report.add_argument("outdir", help="a results folder written by 'solve'")
     report.set_defaults(handler=_report)
+    finder = commands.add_parser(
+        "discover", help="where to build next: greenfield sites proposed near unserved demand, solved and ranked"
+    )
+    finder.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
+    finder.add_argument("--out", default="discover", help="folder: discovered_sites.csv, discover.json, plan/, baseline/")
+    finder.add_argument("--min-population", type=int, default=None, help="least population of a proposed city")
+    finder.add_argument("--spacing-km", type=float, default=None, help="least distance from every site and proposal")
+    finder.add_argument("--max-candidates", type=int, default=None, help="proposals at most")
+    _solver_overrides(finder, time_limit_of="each solve")
+    finder.add_argument("--quiet", action="store_true", help="no progress lines")
+    finder.add_argument("--no-maps", action="store_true", help="no maps")
+    finder.set_defaults(handler=_discover)
     frontier = commands.add_parser(
         "frontier", help="the cost-carbon frontier: the cheapest plan under a sequence of emissions caps"
     )

@@ -139,7 +139,9 @@ class FrontierStart:
         """Point ``index`` (1, 2, ...) solved on the instance built once, its cap row moved."""
         limit = self.caps_per_year[index - 1]
         progress(f"frontier point {index}: cap {limit:,.0f} {UNIT[self.axis]} a year")
-        return FrontierPoint(index, limit, solve_instance(_with_cap(self.instance, self.axis, limit), progress=progress))
+        return FrontierPoint(
+            index, limit, solve_instance(_with_cap(self.instance, self.axis, limit), progress=progress, price_caps=False)
+        )
 
 
 def frontier_start(
@@ -179,7 +181,7 @@ def frontier_start(
     start = LoadedScenario(scenario=scenario, path=loaded.path)
     instance = build_instance(start, progress=progress)
     unit = UNIT[axis]
-    first = solve_instance(instance, progress=progress)
+    first = solve_instance(instance, progress=progress, price_caps=False)
     uncapped = getattr(first.summary, USED_PER_YEAR[axis])
     if uncapped is None:
         known = "carbon_intensity_g_per_kwh" if axis == "carbon" else "climate (or wue_l_per_kwh) and country_code"

@@ -302,7 +302,7 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             ),
         ),
     )
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "site_id": sites["id"],
             "name": sites["name"],
@@ -338,10 +338,34 @@ def _site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame
             ),
             "tokens_per_s_per_mw": tokens_per_s_per_mw(served, mw_used),
             "carbon_intensity_g_per_kwh": sites["carbon_intensity_g_per_kwh"],
+            **_discovered_columns(sites),
             **_site_footprint(instance, solution, warmup),
             "reason": reason,
         }
     )
+    return _with_footprint_per_million(table)
+
+
+def _discovered_columns(sites: pd.DataFrame) -> dict[str, pd.Series]:
+    """``discovered`` and ``years_to_energise`` where the catalog has proposals of ``placement discover``."""
+    if "discovered" not in sites.columns or not sites["discovered"].astype(bool).any():
+        return {}
+    return {"discovered": sites["discovered"].astype(bool), "years_to_energise": sites["years_to_energise"]}
+
+
+def _with_footprint_per_million(sites: pd.DataFrame) -> pd.DataFrame:
+    """Each site's emissions and water per million of its goodput tokens, before ``reason`` (NaN without goodput)."""
+    served = sites["goodput_tok_s"].to_numpy(float)
+    columns = {
+        "gco2e_per_million_goodput_tokens": ("tco2e_per_year", 1e6),
+        "water_l_per_million_goodput_tokens": ("water_m3_per_year", 1e3),
+    }
+    at = list(sites.columns).index("reason")
+    for k, (name, (source, scale)) in enumerate(columns.items()):
+        if source in sites.columns:
+            values = footprint.per_million_tokens(sites[source].to_numpy(float), served, scale=scale)
+            sites.insert(at + k, name, values)
+    return sites
 
 
 def _site_footprint(instance: Instance, solution: PlacementSolution, warmup: IntArray) -> dict[str, NDArray[Any]]:
@@ -585,14 +609,34 @@ def _class_costs(
     numpy.ndarray
         ``(n_classes,)`` cost of each class; they add up to the plan's cost. [USD/h]
     """
+    energy = np.bincount(pair_class, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=n_classes)
+    return np.asarray(_class_weights(data, solution, pair_class, n_classes).T @ site_cost_usd_per_h + energy)
+
+
+def _class_weights(data: PlacementInput, solution: PlacementSolution, pair_class: IntArray, n_classes: int) -> FloatArray:
+    """``(m, n_classes)`` each class's share of each site's node-equivalent usage over the day (rows sum to 1 or 0)."""
     pair, site, load = data.used_entry_load(solution.pair_share)  # a cross-metro pair uses nodes at its prefill site too
     usage = (load * solution.pair_share[pair, None]) @ (data.slice_hours / data.slice_hours.sum())
     per_site_class = np.zeros((data.n_sites, n_classes))
     np.add.at(per_site_class, (site, pair_class[pair]), usage)
     totals = per_site_class.sum(axis=1, keepdims=True)
-    weights = np.divide(per_site_class, totals, out=np.zeros_like(per_site_class), where=totals > 0)
-    energy = np.bincount(pair_class, weights=solution.pair_share * data.pair_cost_usd_per_h, minlength=n_classes)
-    return np.asarray(weights.T @ site_cost_usd_per_h + energy)
+    return np.asarray(np.divide(per_site_class, totals, out=np.zeros_like(per_site_class), where=totals > 0))
+
+
+def _class_footprint(
+    data: PlacementInput, solution: PlacementSolution, pair_class: IntArray, n_classes: int, sites: pd.DataFrame
+) -> dict[str, FloatArray]:
+    """``(n_classes,)`` each class's share of the plan's emissions [tCO2e] and water [m3] a year, split as cost is.
+
+    NaN for a figure the sites lack (a plan without water figures, an open site without an intensity).
+    """
+    weights = _class_weights(data, solution, pair_class, n_classes)
+    out = {}
+    for column in ("tco2e_per_year", "water_m3_per_year"):
+        values = sites[column].to_numpy(float) if column in sites.columns else np.full(len(sites), np.nan)
+        unknown = bool(np.isnan(values[sites["energy_mwh_per_year"].to_numpy(float) > 0]).any())
+        out[column] = np.full(n_classes, np.nan) if unknown else np.asarray(weights.T @ np.nan_to_num(values))
+    return out
 
 
 def _interactive_names(classes: list[WorkloadClass]) -> list[str]:
@@ -626,15 +670,27 @@ def _plan_cost_breakdown(instance: Instance, solution: PlacementSolution) -> Cos
 
 
 def _class_summaries(
-    profiles: list[ClassProfile], assignments: pd.DataFrame, class_cost_usd_per_h: FloatArray
+    profiles: list[ClassProfile],
+    assignments: pd.DataFrame,
+    class_cost_usd_per_h: FloatArray,
+    class_footprint: dict[str, FloatArray] | None = None,
 ) -> tuple[ClassSummary, ...]:
-    """Each class's figures: its profile, what the plan serves of it and its share of the cost."""
+    """Each class's figures: its profile, what the plan serves of it, its share of the cost, emissions and water."""
     summaries = []
-    for profile, cost in zip(profiles, class_cost_usd_per_h.tolist(), strict=True):
+    for k, (profile, cost) in enumerate(zip(profiles, class_cost_usd_per_h.tolist(), strict=True)):
         rows = assignments[assignments["class"] == profile.name]
         worst = float(rows["ttft_p99_ms"].max()) if len(rows) else None
         served = float(rows["goodput_tok_s"].sum())
-        summaries.append(ClassSummary.of_profile(profile, goodput_tok_s=served, cost_usd_per_h=cost, p99_ttft_ms_max=worst))
+        summary = ClassSummary.of_profile(profile, goodput_tok_s=served, cost_usd_per_h=cost, p99_ttft_ms_max=worst)
+        if class_footprint is not None:
+            grams = footprint.per_million_tokens(class_footprint["tco2e_per_year"][k], served, scale=1e6)
+            litres = footprint.per_million_tokens(class_footprint["water_m3_per_year"][k], served, scale=1e3)
+            summary = replace(
+                summary,
+                gco2e_per_million_goodput_tokens=finite_or_none(float(grams)),
+                water_l_per_million_goodput_tokens=finite_or_none(float(litres)),
+            )
+        summaries.append(summary)
     return tuple(summaries)
 
 
@@ -708,6 +764,7 @@ def summarise(
     class_cost = _class_costs(instance.inputs, solution, pair_class, len(instance.classes), site_cost)
     report = solution.report
     carbon, water = _plan_total(sites, "tco2e_per_year"), _plan_total(sites, "water_m3_per_year")
+    class_footprint = _class_footprint(instance.inputs, solution, pair_class, len(instance.classes), sites)
     return PlanSummary(
         scenario=instance.loaded.scenario.name,
         status=status,
@@ -739,7 +796,7 @@ def summarise(
         populations=len(instance.populations.table),
         cities=len(instance.populations.cities),
         feasible_pairs=len(instance.inputs.pair_site),
-        classes=_class_summaries(instance.profiles, assignments, class_cost),
+        classes=_class_summaries(instance.profiles, assignments, class_cost, class_footprint),
         dinkelbach_iterations=dinkelbach_steps(solution.iterations),
         solver=report.solver,
         solver_status=report.status.value,
@@ -1053,7 +1110,7 @@ def _n_plus_one_dropped_note(instance: Instance) -> str:
     )
 
 
-def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress = quiet) -> Plan:
+def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress = quiet, price_caps: bool = True) -> Plan:
     """Solve an instance and tabulate the plan.
 
     Parameters
@@ -1064,6 +1121,9 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         Show the solver's log.
     progress : callable, optional
         Receives one line per step.
+    price_caps : bool, optional
+        With carbon or water caps, solve the model without them too and say what they cost (``summary.json``'s
+        ``cap_cost``); the frontier, which solves that plan itself, does not.
 
     Returns
     -------
@@ -1076,6 +1136,40 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         When populations cannot be served inside their objective and the scenario's policy is
         ``stop``; the message names them and says why.
     """
+    plan = _solve_instance(instance, msg=msg, progress=progress)
+    if not price_caps or not instance.inputs.caps:
+        return plan
+    progress("what the caps cost: the same model without them")
+    uncapped = _solve_instance(replace(instance, inputs=replace(instance.inputs, caps=())), msg=msg, progress=progress)
+    return replace(plan, summary=replace(plan.summary, cap_cost=cap_cost(plan.summary, uncapped.summary)))
+
+
+def cap_cost(capped: PlanSummary, uncapped: PlanSummary) -> dict[str, float | None]:
+    """What a plan's caps cost against the same model without them: $/M both ways, and $ per tonne and m3 avoided.
+
+    The extra cost a year over the tonnes (cubic metres) avoided; None where the capped plan serves less goodput
+    (part of the cut is then demand left unserved, not a dearer way to serve it) or avoids none.
+    """
+    extra_usd_per_year = (capped.objective_usd_per_h - uncapped.objective_usd_per_h) * HOURS_PER_YEAR
+    same_work = capped.goodput_tok_s >= uncapped.goodput_tok_s * (1 - 1e-6)
+
+    def per_avoided(before: float | None, after: float | None) -> float | None:
+        avoided = None if before is None or after is None else before - after
+        return extra_usd_per_year / avoided if avoided is not None and avoided > 0 and same_work else None
+
+    return {
+        "uncapped_usd_per_million_goodput_tokens": uncapped.cost_per_million_goodput_tokens_usd,
+        "uncapped_objective_usd_per_h": uncapped.objective_usd_per_h,
+        "uncapped_goodput_tok_s": uncapped.goodput_tok_s,
+        "uncapped_tco2e_per_year": uncapped.tco2e_per_year,
+        "uncapped_water_m3_per_year": uncapped.water_m3_per_year,
+        "usd_per_t_avoided": per_avoided(uncapped.tco2e_per_year, capped.tco2e_per_year),
+        "usd_per_m3_avoided": per_avoided(uncapped.water_m3_per_year, capped.water_m3_per_year),
+    }
+
+
+def _solve_instance(instance: Instance, *, msg: bool, progress: Progress) -> Plan:
+    """:func:`solve_instance` of the model as it stands (its caps, if any, as rows)."""
     scenario = instance.loaded.scenario
     policy = scenario.policy
     options = scenario.solver.options(msg=msg)

@@ -28,6 +28,27 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+class DiscoverSection(_Section):
+    """How ``placement discover`` proposes greenfield sites where the catalog has none in reach of unserved demand."""
+
+    min_population: int = Field(300_000, ge=0, description="the least population of a GeoNames city proposed as a site")
+    spacing_km: float = Field(
+        100.0, gt=0, description="the least distance from every catalog site and every other proposal (a metro of its own)"
+    )
+    max_candidates: int = Field(
+        300, ge=1, description="proposals at most (those with the most unserved demand within near_km first)"
+    )
+    near_km: float = Field(
+        1000.0, gt=0, description="proposals are taken in the order of the unserved demand within this distance [km]"
+    )
+    reach_km_per_ms: float = Field(
+        100.0,
+        gt=0,
+        description="a first cut of reach: a city farther from every unserved population than this times the class's "
+        "round-trip budget is not proposed (light in fibre covers about 100 km per ms of round trip) [km/ms]",
+    )
+
+
 class SitesSection(_Section):
     """Where the candidate sites come from."""
 
@@ -42,6 +63,9 @@ class SitesSection(_Section):
         "evaporative",
         description="how new capacity is cooled, for its on-site water (data/energy/cooling_wue.csv): evaporative, or "
         "closed-loop (next to no water); a site's own catalog wue_l_per_kwh wins",
+    )
+    discover: DiscoverSection | None = Field(
+        None, description="settings of placement discover (greenfield proposals); a plain solve uses the catalog as it is"
     )
 
 
@@ -766,6 +790,23 @@ def _problem_from_pydantic(source: str, error: Any) -> Problem:
     elif "input" in error and kind != "missing" and not isinstance(error["input"], dict | list):
         message = f"{message} (got {error['input']!r})"  # a cross-field rule's input is its whole section: left out
     return Problem(source, _key_path(loc), "", message, fix)
+
+
+FILE_KEYS = (
+    "sites.catalog",
+    "demand.cities",
+    "time.profile",
+    "time.power_price_profile",
+    "time.carbon_intensity_profile",
+    "latency.hubs",
+    "latency.links",
+    "latency.measurements",
+    "serving.measurements",
+    "availability.file",
+    "residency.regimes_file",
+    "horizon.power_schedule",
+)
+"""Every scenario key that names a file (relative to the scenario's folder unless absolute)."""
 
 
 def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:

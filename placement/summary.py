@@ -234,6 +234,9 @@ class ClassSummary:
         Serving-model classes: the share of the node's capacity its goodput uses (1 - tail headroom).
     speculative : str or None
         Serving-model classes: the speculative-decoding method its nodes run (``""``: none).
+    gco2e_per_million_goodput_tokens, water_l_per_million_goodput_tokens : float or None
+        Its share of the plan's grid emissions and water (each site's split by the node-equivalents each class uses
+        there, as its cost is) per million of its goodput tokens; None where unknown or in older folders.
     """
 
     name: str
@@ -254,6 +257,8 @@ class ClassSummary:
     goodput_from: str | None = None
     serving_load_share: float | None = None
     speculative: str | None = None
+    gco2e_per_million_goodput_tokens: float | None = None
+    water_l_per_million_goodput_tokens: float | None = None
 
     @classmethod
     def of_profile(
@@ -320,6 +325,8 @@ class ClassSummary:
             "goodput_from": self.goodput_from,
             "serving_load_share": self.serving_load_share,
             "speculative": self.speculative,
+            "gco2e_per_million_goodput_tokens": self.gco2e_per_million_goodput_tokens,
+            "water_l_per_million_goodput_tokens": self.water_l_per_million_goodput_tokens,
         }
 
     @classmethod
@@ -346,6 +353,8 @@ class ClassSummary:
             goodput_from=None if goodput_from is None else str(goodput_from),
             serving_load_share=_optional_float(data.get("serving_load_share")),
             speculative=None if data.get("speculative") is None else str(data.get("speculative")),
+            gco2e_per_million_goodput_tokens=_optional_float(data.get("gco2e_per_million_goodput_tokens")),
+            water_l_per_million_goodput_tokens=_optional_float(data.get("water_l_per_million_goodput_tokens")),
         )
 
 
@@ -521,6 +530,9 @@ class PlanSummary:
         Water per million goodput tokens [L].
     water_charge_usd_per_h : float or None
         With ``objective.water_usd_per_m3``: what the water price adds to the cost [USD/h]; None without a price.
+    cap_cost : dict or None
+        With carbon or water caps: the same model solved without them (``uncapped_*``: $/M, $/h, goodput, tCO2e, m3)
+        and ``usd_per_t_avoided``, ``usd_per_m3_avoided`` (:func:`placement.plan.cap_cost`); None without caps.
     """
 
     scenario: str
@@ -576,6 +588,7 @@ class PlanSummary:
     water_on_site_m3_per_year: float | None = None
     water_l_per_million_goodput_tokens: float | None = None
     water_charge_usd_per_h: float | None = None
+    cap_cost: dict[str, Any] | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -669,6 +682,7 @@ class PlanSummary:
             water_on_site_m3_per_year=_optional_float(data.get("water_on_site_m3_per_year")),
             water_l_per_million_goodput_tokens=_optional_float(data.get("water_l_per_million_goodput_tokens")),
             water_charge_usd_per_h=_optional_float(data.get("water_charge_usd_per_h")),
+            cap_cost=_optional_dict(data.get("cap_cost")),
         )
 
 
@@ -691,6 +705,7 @@ JSON_ORDER = (
     "water_on_site_m3_per_year",
     "water_l_per_million_goodput_tokens",
     "water_charge_usd_per_h",
+    "cap_cost",
     "sites_open",
     "sites_candidate",
     "nodes",

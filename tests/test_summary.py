@@ -42,6 +42,7 @@ SUMMARY_JSON_KEYS = {
     "water_on_site_m3_per_year",
     "water_l_per_million_goodput_tokens",
     "water_charge_usd_per_h",
+    "cap_cost",
     "sites_open",
     "sites_candidate",
     "nodes",
@@ -83,6 +84,8 @@ SUMMARY_JSON_KEYS = {
 """``summary.json``'s keys: a contract with users and external checks. Add, never rename or drop."""
 CLASS_KEYS = {
     "class",
+    "gco2e_per_million_goodput_tokens",
+    "water_l_per_million_goodput_tokens",
     "goodput_tok_s",
     "cost_usd_per_h",
     "cost_per_million_goodput_tokens_usd",
@@ -173,6 +176,16 @@ def test_default_world_carbon_adds_up_from_its_sites(world_results: Path, world_
     assert 0 < world_summary["water_on_site_m3_per_year"] < world_summary["water_m3_per_year"]
     litres_per_million = world_summary["water_m3_per_year"] * 1e3 / (world_summary["goodput_tok_s"] * 8760 * 3600 / 1e6)
     assert world_summary["water_l_per_million_goodput_tokens"] == pytest.approx(litres_per_million, rel=1e-9)
+    # per class: the classes' shares add up to the plan's (grams and litres per million, weighted by their goodput)
+    classes = world_summary["classes"]
+    served = sum(c["goodput_tok_s"] for c in classes)
+    for key in ("gco2e_per_million_goodput_tokens", "water_l_per_million_goodput_tokens"):
+        weighted = sum(c[key] * c["goodput_tok_s"] for c in classes) / served
+        assert weighted == pytest.approx(world_summary[key], rel=1e-9)
+    # per site: its own tonnes and cubic metres over its own goodput
+    opened = sites[sites["goodput_tok_s"] > 0]
+    per_site = opened["tco2e_per_year"] * 1e6 / (opened["goodput_tok_s"] * 8760 * 3600 / 1e6)
+    assert opened["gco2e_per_million_goodput_tokens"].to_numpy() == pytest.approx(per_site.to_numpy(), rel=1e-6)
     # every open site draws at least its nodes' idle share all year, and no more than their full power
     opened = sites[sites["open"]]
     assert (opened["energy_mwh_per_year"] <= opened["mw_used"] * 8760 * (1 + 1e-9) + 1e-6).all()

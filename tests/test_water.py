@@ -218,3 +218,23 @@ def test_embodied_carbon_by_hand(tmp_path: Path) -> None:
     np.testing.assert_allclose(plan.sites["embodied_tco2e_per_year"], nodes * 3.7 / 4.0)
     assert plan.summary.embodied_tco2e_per_year == pytest.approx(nodes.sum() * 0.925)
     assert plan.summary.tco2e_per_year == pytest.approx(float(plan.sites["tco2e_per_year"].sum()))
+
+
+def test_a_capped_plan_says_what_its_caps_cost(tmp_path: Path) -> None:
+    # The water cap of the hand-worked test: the plan solved without it too, and the report's price per m3 avoided
+    # is the $20/MWh over 1.2308 m3/MWh of the whole move, $16.25.
+    free = _plan(tmp_path, "free")
+    moved_mwh = _energy(free)["chicago"]
+    assert free.summary.water_m3_per_year is not None and free.summary.cap_cost is None
+    cap = free.summary.water_m3_per_year - 0.5 * EXTRA_M3_PER_MWH * moved_mwh
+    capped = _plan(tmp_path, "capped", water_cap_m3_per_year=cap)
+    cost = capped.summary.cap_cost
+    assert cost is not None
+    assert cost["uncapped_objective_usd_per_h"] == pytest.approx(free.summary.objective_usd_per_h, rel=1e-9)
+    assert cost["uncapped_water_m3_per_year"] == pytest.approx(free.summary.water_m3_per_year, rel=1e-9)
+    assert cost["usd_per_m3_avoided"] == pytest.approx(BREAK_EVEN_USD_PER_M3, rel=1e-6)
+    assert cost["usd_per_t_avoided"] is None  # both sites draw the same grid: no tonne avoided
+    from placement.outputs.report_md import _cap_cost_lines
+
+    line = _cap_cost_lines(capped.summary)[0]
+    assert "m3 of water a year avoided at $16.25 each" in line

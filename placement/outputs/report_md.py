@@ -107,7 +107,27 @@ def _footprint_lines(summary: PlanSummary) -> list[str]:
         f"Energy and carbon: {summary.energy_mwh_per_year / 1e3:,.0f} GWh a year, PUE included; {carbon}.{charge}{embodied}",
         "",
     ]
-    return lines + _water_lines(summary)
+    return lines + _water_lines(summary) + _cap_cost_lines(summary)
+
+
+def _cap_cost_lines(summary: PlanSummary) -> list[str]:
+    """What the carbon and water caps cost, against the same model solved without them."""
+    cost = summary.cap_cost
+    if not cost:
+        return []
+    parts = [
+        f"Caps: ${_fmt(summary.cost_per_million_goodput_tokens_usd, ',.3f')} per million goodput tokens against "
+        f"${_fmt(cost.get('uncapped_usd_per_million_goodput_tokens'), ',.3f')} without them "
+        f"(${(summary.objective_usd_per_h - float(cost['uncapped_objective_usd_per_h'])):,.0f}/h more)"
+    ]
+    for unit, used, before, per in (
+        ("tCO2e", summary.tco2e_per_year, cost.get("uncapped_tco2e_per_year"), cost.get("usd_per_t_avoided")),
+        ("m3 of water", summary.water_m3_per_year, cost.get("uncapped_water_m3_per_year"), cost.get("usd_per_m3_avoided")),
+    ):
+        if used is not None and before is not None and before - used > 0:
+            price = f" at ${per:,.2f} each" if per is not None else " (partly by serving less: no price per unit)"
+            parts.append(f"{before - used:,.0f} {unit} a year avoided{price}")
+    return ["; ".join(parts) + ".", ""]
 
 
 def _water_lines(summary: PlanSummary) -> list[str]:

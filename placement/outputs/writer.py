@@ -22,17 +22,19 @@ from placement.modes import cross_metro_links
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments
 from placement.outputs.failover_report import plan_protection
+from placement.outputs.geopackage import GPKG_NAME, plan_layers, write_geopackage
 from placement.outputs.network_layer import links_frame, write_network
+from placement.outputs.qgis_project import QGZ_NAME, write_qgis_project
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import write_report_html
 from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
-from placement.outputs.world_map import draw_world_map
+from placement.outputs.world_map import draw_world_map, load_basemap
 from placement.plan import Plan
 from placement.progress import Progress, quiet
 from placement.results import write_csv, write_csv_chunks, write_json
 
-MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json", "frontier.csv")
+MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json", "frontier.csv", "discover.json")
 
 MAP_FILES = ("map.png", "map_<region>.png", "map.html")
 """The files ``maps=False`` (``solve --no-maps``) leaves out; every other file is written."""
@@ -104,7 +106,10 @@ def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame
     links = links_frame(plan.instance.latency)  # the network the plan's round trips were computed on
     write_catchments(catchments, folder)
     write_network(links, folder)
-    progress("wrote report.md, catchments and the network")
+    layers = plan_layers(plan, catchments=catchments, links=links, basemap=load_basemap())
+    write_geopackage(layers, folder / GPKG_NAME)
+    write_qgis_project(layers, folder / QGZ_NAME, title=title)
+    progress("wrote report.md, catchments, the network, plan.gpkg and plan.qgz")
     if maps:
         draw_regional_maps(plan, folder, catchments=catchments)
         write_webmap(plan, folder / "map.html", catchments=catchments, links=links)

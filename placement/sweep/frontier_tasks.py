@@ -13,9 +13,10 @@ from typing import Any
 
 from placement._errors import PlacementError
 from placement.frontier import Axis, frontier_start, point_folder
+from placement.instance import build_instance
 from placement.outputs.frontier_files import PointRecord, pack_results, unpack_results, write_table
 from placement.outputs.writer import write_folder, write_results
-from placement.plan import run
+from placement.plan import solve_instance
 from placement.progress import Progress, quiet
 from placement.scenario import LoadedScenario
 from placement.sweep.run import describe_client, distributed, open_client
@@ -23,7 +24,7 @@ from placement.sweep.run import describe_client, distributed, open_client
 
 def solve_point(loaded: LoadedScenario, maps: bool) -> bytes:
     """One capped point, solved on a worker: its results folder as an archive (:func:`pack_results`)."""
-    return pack_results(run(loaded), maps=maps)
+    return pack_results(solve_instance(build_instance(loaded), price_caps=False), maps=maps)
 
 
 def write_frontier_on_dask(
