@@ -323,6 +323,8 @@ def still_unserved(plan: Plan, *, top: int = 15) -> list[dict[str, Any]]:
                 "the network, beyond those classes' round-trip budgets (a site nearer on the network: lower "
                 "min_population or spacing_km, or raise max_candidates)"
             )
+            if int(row.get("n_cities", 1)) > 1:
+                why += "; a cluster of cities takes its farthest member's round trip (demand.clusters: null plans each city)"
         else:
             why = "short of power: the sites in reach are full (or barred to it by a residency rule)"
         out.append({
@@ -366,6 +368,8 @@ def discover(
     sites = sites[~sites["id"].isin(loaded.scenario.sites.exclude)].reset_index(drop=True)
     chosen = candidate_cities(load_cities(loaded.cities_path), sites, targets, spec=spec, reach_km=reach_km)
     proposals = proposal_rows(chosen, sites)
+    if spec.max_years_to_energise is not None and len(proposals):
+        proposals = proposals[proposals["years_to_energise"] <= spec.max_years_to_energise].reset_index(drop=True)
     progress(
         f"discover: {len(targets)} populations with demand unserved; {len(proposals)} cities of at least "
         f"{spec.min_population:,} people within {reach_km:,.0f} km of one, {spec.spacing_km:g} km from every site"

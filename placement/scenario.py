@@ -41,6 +41,9 @@ class DiscoverSection(_Section):
     near_km: float = Field(
         1000.0, gt=0, description="proposals are taken in the order of the unserved demand within this distance [km]"
     )
+    max_years_to_energise: float | None = Field(
+        None, gt=0, description="propose only where a campus could be energized within this many years (null: anywhere)"
+    )
     reach_km_per_ms: float = Field(
         100.0,
         gt=0,

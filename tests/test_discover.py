@@ -98,6 +98,20 @@ def test_the_plan_folder_is_an_ordinary_results_folder_with_a_discovered_layer(d
     assert main(["explain", str(plan), "--quiet"]) == 0
 
 
+def test_proposals_that_take_too_long_to_energise_are_left_out(tmp_path: Path) -> None:
+    # data/sites/discovery_figures.csv: 3 years in Africa and Oceania; a 2-year horizon leaves no proposal, so the
+    # plan is the baseline's
+    from placement.discover import discover
+
+    loaded = load_scenario(_scenario(tmp_path))
+    spec = DiscoverSection(max_years_to_energise=2)
+    found = discover(loaded, work=tmp_path / "w", final_folder=tmp_path / "out", spec=spec)
+    assert found.proposals.empty and found.ranked.empty
+    assert found.plan.summary.unserved_share == pytest.approx(found.baseline.summary.unserved_share)
+    three = discover(loaded, work=tmp_path / "w3", final_folder=tmp_path / "out3", spec=DiscoverSection(max_years_to_energise=3))
+    assert (three.proposals["years_to_energise"] <= 3).all() and len(three.ranked) >= 2
+
+
 def test_a_folder_that_is_not_a_results_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     taken = tmp_path / "taken"
     taken.mkdir()

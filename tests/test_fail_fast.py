@@ -84,7 +84,8 @@ def test_foreign_folder_is_refused_before_solving(
     assert main(["compare", str(small_scenario), "--out", str(out), "--quiet"]) == 1
     err = _error(capsys)
     assert (
-        "is not a placement results folder (no summary.json or compare.csv or diff.json or failover_exposure.json or frontier.csv)"
+        "is not a placement results folder (no summary.json or compare.csv or diff.json or failover_exposure.json or "
+        "frontier.csv or discover.json)"
         in err
         and "Fix:" in err
     )

@@ -113,3 +113,12 @@ def test_world_24x7_is_protected_costs_more_than_the_default_and_checks_from_its
     assert summary["n_plus_one_protected_share"] > 0.9
     assert summary["n_plus_one_protected_share"] + summary["unprotectable_share"] == pytest.approx(1.0, abs=1e-6)
     assert _checker().check(out) == []
+    # GIS teams get the failover as a layer of plan.gpkg: each site that takes load when another fails
+    import pyogrio
+
+    layers = dict(pyogrio.list_layers(out / "plan.gpkg"))
+    assert layers["failover_sites"] == "Point"
+    taken = pyogrio.read_dataframe(out / "plan.gpkg", layer="failover_sites")
+    failover_sites = pd.read_csv(out / "failover_sites.csv")
+    assert set(taken["site_id"]) == set(failover_sites["site_id"].astype(str))
+    assert taken["moved_in_tok_s_max"].max() == pytest.approx(failover_sites["moved_in_tok_s"].max())

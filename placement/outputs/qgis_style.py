@@ -118,11 +118,12 @@ def _size_defined(expression: str) -> str:
 
 @dataclass(frozen=True)
 class Rule:
-    """One legend entry: the features a filter expression selects, drawn with a symbol."""
+    """One legend entry: the features a filter expression selects, drawn with a symbol (unless unchecked)."""
 
     label: str
     filter: str
     symbol: Symbol
+    checked: bool = True
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,9 @@ class LayerStyle:
     def renderer_xml(self) -> str:
         """The ``<renderer-v2>`` element of a rule-based renderer."""
         rules = "".join(
-            f'<rule key="{{rule-{k}}}" symbol="{k}" label={quoteattr(rule.label)} filter={quoteattr(rule.filter)}/>'
+            f'<rule key="{{rule-{k}}}" symbol="{k}" label={quoteattr(rule.label)} filter={quoteattr(rule.filter)}'
+            + ("" if rule.checked else ' checkstate="0"')
+            + "/>"
             for k, rule in enumerate(self.rules)
         )
         symbols = "".join(rule.symbol.xml(str(k)) for k, rule in enumerate(self.rules))
@@ -225,9 +228,9 @@ def assignments_style(assignments: pd.DataFrame) -> LayerStyle:
         Rule(f"population -> site, class {name}", f'"class" = {_quote(name)}', Symbol("line", colour, size=0.2, alpha=0.5))
         for name, colour in class_colours(assignments).items()
     ]
-    rules += [
+    rules += [  # off at first, as map.png leaves them to its inset: a GIS user ticks them on in the legend
         Rule(f"population -> site, class {name} (deadline in hours)", f'"class" = {_quote(name)}',
-             Symbol("line", DEADLINE_COLOUR, size=0.15, alpha=0.35))
+             Symbol("line", DEADLINE_COLOUR, size=0.15, alpha=0.35), checked=False)
         for name in deadline_classes(assignments)
     ]  # fmt: skip
     return LayerStyle("assignments", "Line", rules, "which site serves each population and class")
@@ -242,10 +245,12 @@ def catchments_style() -> LayerStyle:
 
 
 def network_style() -> LayerStyle:
-    """Long-haul links: terrestrial brown, submarine blue (``map.html``'s links)."""
-    return LayerStyle("network", "Line", [
-        Rule("terrestrial link", "\"kind\" <> 'submarine'", Symbol("line", TERRESTRIAL_COLOUR, size=0.25, alpha=0.8)),
-        Rule("submarine link", "\"kind\" = 'submarine'", Symbol("line", SUBMARINE_COLOUR, size=0.25, alpha=0.8)),
+    """Long-haul links: terrestrial brown, submarine blue (``map.html``'s links), unticked at first."""
+    return LayerStyle("network", "Line", [  # off at first, as map.png does not draw them: ticked on in the legend
+        Rule("terrestrial link", "\"kind\" <> 'submarine'", Symbol("line", TERRESTRIAL_COLOUR, size=0.25, alpha=0.8),
+             checked=False),
+        Rule("submarine link", "\"kind\" = 'submarine'", Symbol("line", SUBMARINE_COLOUR, size=0.25, alpha=0.8),
+             checked=False),
     ], "the latency graph's long-haul links the round trips were computed on")  # fmt: skip
 
 

@@ -66,6 +66,12 @@ def test_each_layer_has_its_qgis_style_in_layer_styles(results: Path) -> None:
     colours = [s.find("layer/prop[@k='color']").get("v") for s in sites.findall("renderer-v2/symbols/symbol")[1:7]]  # type: ignore[union-attr]
     first, last = (tuple(int(c) for c in str(colour).split(",")[:3]) for colour in (colours[0], colours[-1]))
     assert first[1] > first[2] and last[2] > last[1]  # green over blue, then blue over green
+    # what map.png leaves off its world map starts unticked: the deadline class's lines and the network's links
+    lines = ET.fromstring(styles["assignments"].split(">", 1)[1]).findall("renderer-v2/rules/rule")
+    unticked = [rule.get("label") for rule in lines if rule.get("checkstate") == "0"]
+    assert unticked == ["population -> site, class batch (deadline in hours)"]
+    links = ET.fromstring(styles["network"].split(">", 1)[1]).findall("renderer-v2/rules/rule")
+    assert all(rule.get("checkstate") == "0" for rule in links)
 
 
 def test_the_qgis_project_opens_the_geopackage_layers_by_relative_path(results: Path) -> None:
