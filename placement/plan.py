@@ -1175,6 +1175,11 @@ def _solve_instance(instance: Instance, *, msg: bool, progress: Progress) -> Pla
     options = scenario.solver.options(msg=msg)
     options = replace(options, progress=progress).with_deadline(time.perf_counter())  # the limit bounds the whole solve
     notes: list[str] = []
+    if scenario.sites.discover is not None and not instance.sites.get("discovered", pd.Series(False)).astype(bool).any():
+        notes.append(
+            "sites.discover is set: `placement discover` reads it (a baseline, proposals, a plan with them); this plan "
+            "is on the catalog as it is"
+        )
     no_power = _no_power_message(instance)
     if no_power is not None:
         raise InfeasibleError(no_power)

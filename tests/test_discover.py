@@ -112,6 +112,16 @@ def test_proposals_that_take_too_long_to_energise_are_left_out(tmp_path: Path) -
     assert (three.proposals["years_to_energise"] <= 3).all() and len(three.ranked) >= 2
 
 
+def test_a_plain_solve_with_discover_settings_says_it_uses_the_catalog(tmp_path: Path) -> None:
+    from placement.plan import run
+
+    path = write_scenario(tmp_path, catalog=SMALL_CATALOG, cities=FAR_CITIES, policy={"unreachable": "report"},
+                          sites={"catalog": "catalog.csv", "discover": {"min_population": 1_000_000}})  # fmt: skip
+    plan = run(load_scenario(path))
+    assert any("sites.discover is set" in note for note in plan.notes)
+    assert "discovered" not in plan.sites.columns
+
+
 def test_a_folder_that_is_not_a_results_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     taken = tmp_path / "taken"
     taken.mkdir()
