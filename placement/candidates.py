@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from placement.geodesy import unit_vectors
 from placement.network.countries import continent_of_countries
@@ -57,18 +58,40 @@ def greenfield_candidates(
     catalog = unit_vectors(sites["lat"].to_numpy(float), sites["lon"].to_numpy(float))
     near = np.cos(spacing_km / EARTH_RADIUS_KM)  # a dot product above this is nearer than spacing_km
     clear = (points @ catalog.T).max(axis=1, initial=-1.0) < near
+    picked = order.iloc[spaced_picks(points, clear, count=count, near_cos=near)].reset_index(drop=True)
+    nearest = np.argmax(unit_vectors(picked["lat"].to_numpy(float), picked["lon"].to_numpy(float)) @ catalog.T, axis=1)
+    return _rows(picked, sites.iloc[nearest].reset_index(drop=True), mw)
+
+
+def spaced_picks(points: NDArray[np.float64], eligible: NDArray[np.bool_], *, count: int, near_cos: float) -> list[int]:
+    """Indices of up to ``count`` eligible points, in order, each farther than the spacing from those picked before.
+
+    Parameters
+    ----------
+    points : numpy.ndarray
+        ``(n, 3)`` unit vectors, in the order of preference.
+    eligible : numpy.ndarray of bool
+        ``(n,)`` points that may be picked.
+    count : int
+        Picks at most.
+    near_cos : float
+        The cosine of the spacing's angle: a dot product at least this is too near.
+
+    Returns
+    -------
+    list of int
+        The picks, in order.
+    """
     taken: list[int] = []
     chosen = np.zeros((0, 3))
-    for k in np.flatnonzero(clear).tolist():
+    for k in np.flatnonzero(eligible).tolist():
         if len(taken) >= count:
             break
-        if len(chosen) and float((chosen @ points[k]).max()) >= near:
+        if len(chosen) and float((chosen @ points[k]).max()) >= near_cos:
             continue
         taken.append(k)
         chosen = np.vstack([chosen, points[k]])
-    picked = order.iloc[taken].reset_index(drop=True)
-    nearest = np.argmax(unit_vectors(picked["lat"].to_numpy(float), picked["lon"].to_numpy(float)) @ catalog.T, axis=1)
-    return _rows(picked, sites.iloc[nearest].reset_index(drop=True), mw)
+    return taken
 
 
 def _rows(cities: pd.DataFrame, nearest: pd.DataFrame, mw: float) -> pd.DataFrame:

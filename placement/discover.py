@@ -31,8 +31,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from placement.bundled import bundled_path
-from placement.candidates import LEFT_OUT
+from placement.candidates import EARTH_RADIUS_KM, LEFT_OUT, spaced_picks
 from placement.catalog import load_catalog
 from placement.cities import load_cities
 from placement.economics import HOURS_PER_YEAR
@@ -40,11 +39,8 @@ from placement.geodesy import unit_vectors
 from placement.network.countries import continent_of_countries
 from placement.plan import Plan, run
 from placement.progress import Progress, quiet
-from placement.resources import GRID_MIX_CSV
+from placement.resources import GRID_MIX_CSV, bundled_table
 from placement.scenario import FILE_KEYS, DiscoverSection, LoadedScenario, load_scenario
-
-EARTH_RADIUS_KM = 6371.0088
-"""Mean Earth radius (IUGG). [km]"""
 
 FIGURES_CSV = ("sites", "discovery_figures.csv")
 """Campus MW and years to energise by continent (estimates)."""
@@ -160,20 +156,8 @@ def candidate_cities(
     catalog = unit_vectors(sites["lat"].to_numpy(float), sites["lon"].to_numpy(float))
     spacing = math.cos(spec.spacing_km / EARTH_RADIUS_KM)
     clear = (points @ catalog.T).max(axis=1, initial=-1.0) < spacing
-    taken: list[int] = []
-    chosen = np.zeros((0, 3))
-    for k in np.flatnonzero(in_reach & clear).tolist():
-        if len(taken) >= spec.max_candidates:
-            break
-        if len(chosen) and float((chosen @ points[k]).max()) >= spacing:
-            continue
-        taken.append(k)
-        chosen = np.vstack([chosen, points[k]])
+    taken = spaced_picks(points, in_reach & clear, count=spec.max_candidates, near_cos=spacing)
     return order.iloc[taken].reset_index(drop=True)
-
-
-def _table(parts: tuple[str, str], key: str) -> pd.DataFrame:
-    return pd.read_csv(bundled_path(*parts), comment="#", keep_default_na=False, na_values=[""]).set_index(key)
 
 
 def proposal_rows(chosen: pd.DataFrame, sites: pd.DataFrame) -> pd.DataFrame:
@@ -186,17 +170,17 @@ def proposal_rows(chosen: pd.DataFrame, sites: pd.DataFrame) -> pd.DataFrame:
     nearest = nearest.reset_index(drop=True)
     codes = chosen["country_code"].astype(str).tolist()
     continents = [continent_of.get(c, str(n)) for c, n in zip(codes, nearest["continent"].astype(str), strict=True)]
-    figures = _table(FIGURES_CSV, "continent")
-    prices = _table(PRICES_CSV, "area")["power_price_usd_per_mwh"]
-    mix = _table(GRID_MIX_CSV, "country_code")
+    figures = bundled_table(FIGURES_CSV).set_index("continent").to_dict("index")
+    prices = bundled_table(PRICES_CSV).set_index("area")["power_price_usd_per_mwh"].to_dict()
+    intensities = bundled_table(GRID_MIX_CSV).set_index("country_code")["carbon_intensity_g_per_kwh"].to_dict()
     rows = []
     for k, (city, near) in enumerate(zip(chosen.to_dict("records"), nearest.to_dict("records"), strict=True)):
         code, continent = codes[k], continents[k]
-        fig = figures.to_dict("index").get(continent) or figures.to_dict("index")["Asia"]
-        priced = code in prices.index
-        price = float(prices.to_dict()[code]) if priced else float(near["power_price_usd_per_mwh"])
-        known = code in mix.index
-        carbon = float(mix["carbon_intensity_g_per_kwh"].to_dict()[code]) if known else float(near["carbon_intensity_g_per_kwh"])
+        fig = figures.get(continent) or figures["Asia"]
+        priced = code in prices
+        price = float(prices[code]) if priced else float(near["power_price_usd_per_mwh"])
+        known = code in intensities
+        carbon = float(intensities[code]) if known else float(near["carbon_intensity_g_per_kwh"])
         said = [
             "kind: discovered (placement discover)",
             f"coords: GeoNames {city['city_id']} {city['name']}",

@@ -49,13 +49,14 @@ STRESSED = "extremely-high"
 """The water-stress class ``objective.stressed_site_water_m3_per_year`` limits."""
 
 
-def _bundled_table(parts: tuple[str, str]) -> pd.DataFrame:
+def bundled_table(parts: tuple[str, str]) -> pd.DataFrame:
+    """A bundled CSV with ``#`` comment lines, blank cells read as missing (``NA`` stays a country code)."""
     return pd.read_csv(bundled_path(*parts), comment="#", keep_default_na=False, na_values=[""])
 
 
 def embodied_kgco2e_per_node(gpus_per_node: int) -> float:
     """Embodied carbon of one serving node: the server's and its GPUs' (``data/energy/embodied_carbon.csv``). [kgCO2e]"""
-    figures = _bundled_table(EMBODIED_CSV).set_index("part")["kgco2e"]
+    figures = bundled_table(EMBODIED_CSV).set_index("part")["kgco2e"]
     return float(figures["server"] + gpus_per_node * figures["gpu"])
 
 
@@ -65,8 +66,8 @@ def grid_water_l_per_kwh(country_codes: Sequence[str]) -> FloatArray:
     Each source's share of the country's generation times its water per kWh; the rest of the mix (other renewables,
     and rounding) counts as none.
     """
-    mix = _bundled_table(GRID_MIX_CSV).set_index("country_code")
-    factors = _bundled_table(GENERATION_WATER_CSV).set_index("source")["l_per_kwh"]
+    mix = bundled_table(GRID_MIX_CSV).set_index("country_code")
+    factors = bundled_table(GENERATION_WATER_CSV).set_index("source")["l_per_kwh"]
     per_country = pd.Series(0.0, index=mix.index)
     for source in factors.index:
         per_country += mix[f"{source}_share"] * float(factors[source])
@@ -75,7 +76,7 @@ def grid_water_l_per_kwh(country_codes: Sequence[str]) -> FloatArray:
 
 def site_wue_l_per_kwh(sites: pd.DataFrame, cooling: str) -> FloatArray:
     """``(m,)`` each site's WUE: its catalog figure, else by its climate and ``cooling`` (NaN: neither known)."""
-    table = _bundled_table(COOLING_WUE_CSV)
+    table = bundled_table(COOLING_WUE_CSV)
     by_climate = table[table["cooling"] == cooling].set_index("climate")["wue_l_per_kwh"]
     climate = sites["climate"].astype(str) if "climate" in sites.columns else pd.Series([""] * len(sites))
     modelled = climate.map(by_climate).to_numpy(float)
@@ -113,7 +114,7 @@ def site_water(sites: pd.DataFrame, cooling: str) -> SiteWater:
 
 def site_water_stress(sites: pd.DataFrame) -> NDArray[np.str_]:
     """``(m,)`` each site's water-stress class: its catalog's, else its country's, else '' (not classed)."""
-    table = _bundled_table(WATER_STRESS_CSV).set_index("country_code")["water_stress"]
+    table = bundled_table(WATER_STRESS_CSV).set_index("country_code")["water_stress"]
     country = sites["country_code"].astype(str) if "country_code" in sites.columns else pd.Series([""] * len(sites))
     by_country = country.map(table).fillna("").to_numpy(str)
     own = sites["water_stress"].astype(str).to_numpy(str) if "water_stress" in sites.columns else np.full(len(sites), "")

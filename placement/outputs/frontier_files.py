@@ -27,10 +27,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from placement.economics import HOURS_PER_YEAR
 from placement.frontier import FrontierPoint
 from placement.outputs.writer import write_folder, write_results
-from placement.plan import Plan
+from placement.plan import Plan, cap_cost
 from placement.progress import Progress, quiet
 from placement.results import read_results_folder
 from placement.summary import PlanSummary
@@ -46,15 +45,6 @@ PER_MILLION: dict[str, tuple[str, str]] = {
     "water": ("water_l_per_million_goodput_tokens", "litres of water per million goodput tokens"),
 }
 """Each axis's figure per million goodput tokens: the frontier plot's x axis."""
-
-
-def _per_avoided(extra_usd: float, avoided: float | None, same_work: bool) -> float | None:
-    """Extra cost a year per unit avoided, where the point serves as much and avoids some."""
-    return extra_usd / avoided if avoided is not None and avoided > 0 and same_work else None
-
-
-def _less(base: float | None, now: float | None) -> float | None:
-    return None if base is None or now is None else base - now
 
 
 @dataclass(frozen=True)
@@ -102,9 +92,7 @@ def frontier_row(point: PointRecord, before: PointRecord | None, first: PointRec
     s = point.summary
     open_ids = point.open_sites
     earlier = frozenset() if before is None else before.open_sites
-    base = first.summary
-    extra = (s.objective_usd_per_h - base.objective_usd_per_h) * HOURS_PER_YEAR
-    same_work = s.goodput_tok_s >= base.goodput_tok_s * (1 - 1e-6)
+    against_first = cap_cost(s, first.summary)  # the uncapped point is the model without the cap
     return {
         "point": point.index,
         "axis": axis,
@@ -120,8 +108,8 @@ def frontier_row(point: PointRecord, before: PointRecord | None, first: PointRec
         "unserved_share": s.unserved_share,
         "sites_opened": ";".join(sorted(open_ids - earlier)) if before is not None else "",
         "sites_closed": ";".join(sorted(earlier - open_ids)),
-        "usd_per_t_avoided": _per_avoided(extra, _less(base.tco2e_per_year, s.tco2e_per_year), same_work),
-        "usd_per_m3_avoided": _per_avoided(extra, _less(base.water_m3_per_year, s.water_m3_per_year), same_work),
+        "usd_per_t_avoided": against_first["usd_per_t_avoided"],
+        "usd_per_m3_avoided": against_first["usd_per_m3_avoided"],
         "plan": point.folder,
     }
 
