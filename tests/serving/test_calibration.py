@@ -44,8 +44,17 @@ def test_the_bundled_points_load_and_name_only_catalog_parts() -> None:
     assert b200[0].tok_s == pytest.approx(float(np.median(runs)))
     # The throughput tables (no latency limit) are published checks, never fitted: 20 TensorRT-LLM, 4 AMD vLLM.
     checks = load_measured(use="check")
-    assert len(checks) == 24 and all(p.use == "check" and p.tp == p.gpus for p in checks)
-    assert {p.software for p in checks} == {"TensorRT-LLM v0.13", "vLLM 0.9.0.1, ROCm 6.4.1"}
+    tables = [p for p in checks if p.model in ("llama-2-70b", "llama-3.1-70b")]
+    assert len(tables) == 24 and all(p.use == "check" and p.tp == p.gpus for p in tables)
+    assert {p.software for p in tables} == {"TensorRT-LLM v0.13", "vLLM 0.9.0.1, ROCm 6.4.1"}
+    # The other MLPerf LLM benchmarks (Llama-3.1-405B / 8B, DeepSeek-R1), one node's figure each, checked (not yet
+    # fitted): their own limits and dataset lengths, e.g. DeepSeek-R1 Server 2,000 / 80 ms, prompts 804 / 3,140.
+    others = [p for p in checks if p not in tables]
+    assert len(others) == 64 and {p.model for p in others} == {"llama-3.1-405b", "llama-3.1-8b", "deepseek-r1"}
+    r1 = [p for p in others if p.model == "deepseek-r1"]
+    assert {(p.ttft_p99_ms, p.itl_p99_ms, p.input_tokens, p.input_tokens_max) for p in r1} == {(2000.0, 80.0, 804, 3140)}
+    rack = [p for p in others if p.accelerator == "gb200-nvl72" and p.model == "deepseek-r1"]
+    assert len(rack) == 1 and rack[0].gpus == 72 and rack[0].tok_s == pytest.approx(167578.06)
     assert not {p.point_id for p in checks} & {p.point_id for p in points}
 
 
