@@ -348,6 +348,8 @@ def _serving_request(args: argparse.Namespace) -> ServingRequest:
         node_cost_usd_h=None if args.node_cost_usd_h is None else args.node_cost_usd_h * pool,
         pue=args.pue,
         speculative=args.speculative,
+        attention_dp=args.attention_dp,
+        itl_metric=args.itl_metric,
         kv_link_gbit_s=args.kv_link_gbit_s,
     )
 
@@ -839,6 +841,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--speculative",
         metavar="METHOD",
         help="speculative decoding: eagle3, mtp (data/serving/speculative.csv) or auto (kept only where it gives more goodput)",
+    )
+    goodput.add_argument(
+        "--itl-metric",
+        choices=("step", "tpot"),
+        default="step",
+        help="what --itl-p99-ms bounds: every gap between tokens (step) or each request's mean time per output token "
+        "(tpot, MLPerf's and serving benchmarks' TPOT)",
+    )
+    goodput.add_argument(
+        "--attention-dp",
+        action="store_true",
+        help="a mixture of experts may also run data-parallel attention with all-to-all experts (modelled, not calibrated)",
     )
     goodput.add_argument(
         "--kv-cache",

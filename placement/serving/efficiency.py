@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+from numpy.typing import NDArray
+
 from placement._errors import Problem
 from placement._validate import Column, choice, missing_columns, numbers, raise_if, read_table, text
 from placement.bundled import bundled_path
@@ -22,9 +25,38 @@ from placement.serving.hardware import WEIGHT_BYTES, AcceleratorSpec
 
 CALIBRATION_CSV = bundled_path("serving") / "calibration.csv"
 """The fitted efficiencies per family (``benchmarks/calibrate_serving.py`` writes it)."""
-CALIBRATED_PARAMETERS = ("gemm_efficiency", "step_overhead_ms", "log_sigma_fitted", "log_sigma_held_out")
-"""What the calibration records: the GEMM fraction of peak per precision, the per-step overhead (any precision), and
-per family the RMS log error of the goodput on the points it was fitted on and on accelerators left out."""
+CALIBRATED_PARAMETERS = (
+    "gemm_efficiency",
+    "step_overhead_ms",
+    "layer_floor_us",
+    "sequence_us",
+    "expert_half_tokens",
+    "log_sigma_fitted",
+    "log_sigma_held_out",
+    "log_sigma_model_out",
+)
+"""What the calibration records: the GEMM fraction of peak per precision, the serving engine's floors (per step, per
+layer, per sequence), and per family the RMS log error of the goodput on the points it was fitted on, on accelerators
+left out and on models left out."""
+STEP_OVERHEAD_MS_PRIOR = 1.0
+"""Prior of the per-step fixed cost of an engine that replays its step as a CUDA/HIP graph: the host's scheduling
+and the graph launch, ~0.5-2 ms (vLLM and TensorRT-LLM step traces; an ASSUMPTION held by the prior's width). The
+joint calibration starts from it; until it has fitted the floors below, the catalog's ``step_overhead_ms`` (fitted on
+Llama-2-70B alone, ``calibration.csv``) stays in force and the per-layer and per-sequence floors are 0."""
+NOT_FITTED = 0.0
+"""What a floor or the expert padding is while the calibration has no figure for it: off, so that the model in force
+is the one the calibration was fitted with."""
+LAYER_FLOOR_US_PRIOR = 40.0
+"""Prior of the per-layer kernel floor: a transformer layer runs ~10-15 kernels (norms, projections, attention, the
+MLP or the router and experts, residual adds), each of which takes a few µs however small its work (launch latency
+and a wave of thread blocks, ~3-4 µs on current GPUs). [µs per layer]"""
+SEQUENCE_US_PRIOR = 10.0
+"""Prior of the per-sequence cost of a step: sampling, stop checks, detokenisation and the scheduler's bookkeeping of
+each running sequence (host work that grows with the batch). [µs per sequence per step]"""
+EXPERT_HALF_TOKENS_PRIOR = 64.0
+"""Rows (tokens) at which a GEMM reaches half of its large-GEMM efficiency: tensor-core tiles are 64-128 rows, so a
+GEMM over fewer tokens leaves most of each tile idle. Applied to each expert's GEMM at the tokens routed to it
+(grouped GEMMs of a mixture of experts); dense GEMMs of a decode batch are weight-read bound where it matters."""
 P10_Z = 1.2816
 """Standard normal quantile of 0.9: the band's p10 and p90 are ``exp(-/+ P10_Z * sigma)`` times the figure."""
 OTHER_MODEL_SIGMA = 0.15
@@ -55,7 +87,15 @@ class ServingEfficiency:
     attention : float, optional
         Achieved fraction of dense BF16 throughput in attention kernels (η_a; catalog ``attention_efficiency``).
     step_overhead_ms : float, optional
-        Per-step fixed cost: scheduling, sampling, kernel launches (catalog ``step_overhead_ms``). [ms]
+        Per-step fixed cost: scheduling and the step's launch (calibration, else the catalog's). [ms]
+    layer_floor_us : float, optional
+        Kernel floor per transformer layer (calibration, else :data:`NOT_FITTED`; prior
+        :data:`LAYER_FLOOR_US_PRIOR`). [µs]
+    sequence_us : float, optional
+        Cost per running sequence per step (calibration, else :data:`NOT_FITTED`; prior :data:`SEQUENCE_US_PRIOR`). [µs]
+    expert_half_tokens : float, optional
+        Tokens per expert at which an expert's GEMM reaches half its large-GEMM efficiency (calibration, else
+        :data:`NOT_FITTED`; prior :data:`EXPERT_HALF_TOKENS_PRIOR`). [tokens]
     allreduce_latency_us : float, optional
         Fixed latency of one all-reduce on the scale-up fabric (catalog ``allreduce_latency_us``). [µs]
     scale_up_efficiency : float, optional
@@ -64,19 +104,23 @@ class ServingEfficiency:
         Fraction of HBM kept for activations, workspace and fragmentation.
     max_batch : int
         Largest decode batch an engine runs per replica.
-    service_cv2 : float
-        Squared coefficient of variation of prefill service time (1: exponential; prompts vary).
+    service_cv2 : float, optional
+        Squared coefficient of variation of prefill service time (1: exponential, the calibrated default); ``None``:
+        the prompt mix's (0 when every prompt is the mean).
     """
 
     hbm: float | None = None
     tensor: float | None = None
     attention: float | None = None
     step_overhead_ms: float | None = None
+    layer_floor_us: float | None = None
+    sequence_us: float | None = None
+    expert_half_tokens: float | None = None
     allreduce_latency_us: float | None = None
     scale_up_efficiency: float | None = None
     activation_reserve: float = 0.10
     max_batch: int = 4096
-    service_cv2: float = 1.0
+    service_cv2: float | None = 1.0
 
 
 #: No override: the calibration (``data/serving/calibration.csv``) where it has a figure, else the catalog's cited
@@ -101,6 +145,14 @@ class Achieved:
     step_overhead_ms: float
     allreduce_latency_us: float
     scale_up_efficiency: float
+    layer_floor_us: float = NOT_FITTED
+    sequence_us: float = NOT_FITTED
+    expert_half_tokens: float = NOT_FITTED
+
+    def floor_ms(self, layers: int, sequences: float | NDArray[np.float64]) -> NDArray[np.float64]:
+        """The engine's part of a step: per step, per layer and per sequence. [ms]"""
+        per_sequence = np.asarray(sequences) * self.sequence_us / 1e3
+        return np.asarray(self.step_overhead_ms + layers * self.layer_floor_us / 1e3 + per_sequence)
 
 
 @dataclass(frozen=True)
@@ -299,12 +351,19 @@ def achieved(accel: AcceleratorSpec, eff: ServingEfficiency, precision: str | No
         return default if value is None else value
 
     gemm = calibrated_figure(accel, "gemm_efficiency", precision) if precision else None
-    overhead = calibrated_figure(accel, "step_overhead_ms")
+
+    def engine(parameter: str, value: float | None, prior: float) -> float:
+        figure = calibrated_figure(accel, parameter)
+        return pick(value, prior if figure is None else figure.value)
+
     return Achieved(
         hbm=pick(eff.hbm, accel.hbm_efficiency),
         tensor=pick(eff.tensor, accel.gemm_efficiency if gemm is None else gemm.value),
         attention=pick(eff.attention, accel.attention_efficiency),
-        step_overhead_ms=pick(eff.step_overhead_ms, accel.step_overhead_ms if overhead is None else overhead.value),
+        step_overhead_ms=engine("step_overhead_ms", eff.step_overhead_ms, accel.step_overhead_ms),
         allreduce_latency_us=pick(eff.allreduce_latency_us, accel.allreduce_latency_us),
         scale_up_efficiency=pick(eff.scale_up_efficiency, accel.scale_up_efficiency),
+        layer_floor_us=engine("layer_floor_us", eff.layer_floor_us, NOT_FITTED),
+        sequence_us=engine("sequence_us", eff.sequence_us, NOT_FITTED),
+        expert_half_tokens=engine("expert_half_tokens", eff.expert_half_tokens, NOT_FITTED),
     )

@@ -1,19 +1,26 @@
 """Step times of a tensor-parallel replica and their parts: FLOP counts, weight and KV reads, all-reduces, KV moves.
 
-The model (DESIGN.md section 3):
+The model (DESIGN.md section 3), in terms that mean the same thing for every model:
 
-- **Step** of a tensor-parallel replica of ``tp`` GPUs carrying a decode batch ``B`` (total context ``C``
-  tokens of KV) and a prefill chunk of ``K`` prompt tokens (``K = 0``: a pure decode step)::
+- **Step** of a replica of ``g`` GPUs carrying a decode batch ``B`` (total context ``C`` tokens of KV) and a
+  prefill chunk of ``K`` prompt tokens (``K = 0``: a pure decode step), ``T = B + K`` tokens::
 
-      step = max(weights / (η_bw · BW), 2 · P_active · (B + K) / (η_c · F))      linear layers
+      step = max(weight reads / (η_bw · BW), GEMMs / (η_c · F))                  linear layers
            + max(C · kv_bytes / (η_bw · BW), decode attention / (η_a · F_bf16))  decode attention
            + chunk attention / (η_a · F_bf16)                                   prefill attention
-           + t_comm + t_ovh
+           + t_comm                                                             collectives, per layer
+           + t_step + L · t_layer + B · t_seq                                   the engine's floors
 
-  The linear layers and attention are separate kernels and run one after the other; ``t_comm`` = two
-  all-reduces per layer over the scale-up fabric. Every η, the all-reduce latency and the step overhead
-  are columns of the accelerator catalog (``data/serving/accelerators.csv``) with their sources
-  (:mod:`placement.serving.efficiency`).
+  The linear layers and attention are separate kernels and run one after the other. ``t_comm``: with tensor
+  parallelism two all-reduces per layer of ``T · hidden`` BF16 values (latency + bytes over the scale-up fabric);
+  a mixture of experts may instead run **data-parallel attention** (each GPU its own sequences and KV, its own copy
+  of the shared weights) with **expert-parallel** experts and two all-to-alls per layer (dispatch and combine).
+  A mixture of experts reads only the experts its tokens route to, and its expert GEMMs run at the busiest GPU's
+  load (:func:`expert_imbalance`) and at the efficiency of a GEMM over the tokens each expert gets
+  (:func:`expert_padding_tokens`). The floors are the engine's: a step's launch and scheduling, a kernel floor per
+  layer, a cost per running sequence (:mod:`placement.serving.efficiency`); a 32-layer model pays 32 layer
+  floors, a 126-layer one 126. Every η, the fabric's latency and share are catalog columns with their sources;
+  the GEMM fraction and the floors are calibrated on measured points (``data/serving/calibration.csv``).
 - **Prefill** of ``N`` prompt tokens: ``(2 · P_active · N + attention) / (η_c · F)``; a prefix-cache hit
   rate ``h`` removes ``h · N`` tokens.
 - **KV transfer** (disaggregated serving): the prompt's KV crosses the scale-out NIC.
@@ -21,6 +28,7 @@ The model (DESIGN.md section 3):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +36,7 @@ from numpy.typing import NDArray
 
 from placement.serving.efficiency import CALIBRATED, ServingEfficiency, achieved
 from placement.serving.hardware import (
+    WEIGHT_BYTES,
     AcceleratorSpec,
     ModelSpec,
     get_accelerator,
@@ -60,11 +69,89 @@ class StepTime:
         return max(self.memory_ms, self.compute_ms) + self.attention_ms + self.comm_ms + self.overhead_ms
 
 
-def kv_copies(model: ModelSpec, tp: int) -> float:
-    """How many times a replica stores each token's KV: GQA shards heads (replicated beyond kv_heads), MLA replicates."""
+def kv_copies(model: ModelSpec, tp: int, *, attention_dp: bool = False) -> float:
+    """How many times a replica stores each token's KV.
+
+    Tensor-parallel attention: GQA shards heads (replicated beyond kv_heads), MLA's latent is read by every head, so
+    every GPU holds it. Data-parallel attention (``attention_dp``): each GPU holds only its own sequences' KV.
+    """
+    if attention_dp:
+        return 1.0
     if model.attention == "mla":
         return float(tp)
     return max(1.0, tp / model.kv_heads)
+
+
+def layouts(model: ModelSpec, tp: int, *, allow_dp: bool = False) -> tuple[bool, ...]:
+    """The attention layouts a replica of ``tp`` GPUs is searched over (``True``: data parallel).
+
+    Tensor-parallel attention always (a mixture of experts then runs its experts expert-parallel, combined by the
+    all-reduce); with ``allow_dp`` a mixture of experts on more than one GPU also data-parallel attention with
+    all-to-all expert parallelism. That layout is opt-in: no measured point of the calibration ran it (the MLPerf
+    DeepSeek-R1 results are met by tensor-parallel attention within ~10 %, and data-parallel attention's modelled
+    batch is 2-3x theirs), so its figures carry no fitted evidence.
+    """
+    return (False, True) if allow_dp and model.experts > 0 and tp > 1 else (False,)
+
+
+def moe_split_b(model: ModelSpec) -> tuple[float, float]:
+    """``(shared, per expert)`` parameters, all layers. [1e9]
+
+    Shared: attention, dense layers, shared experts and embeddings; then one routed expert. A dense model is all
+    shared.
+    """
+    if model.experts == 0:
+        return model.params_total_b, 0.0
+    e, k = model.experts, model.experts_per_token
+    expert_b = (model.params_total_b - model.params_active_b) / (e - k)
+    return model.params_active_b - k * expert_b, expert_b
+
+
+def expert_imbalance(tokens: NDArray[np.float64], model: ModelSpec, gpus: int) -> NDArray[np.float64]:
+    """Work of the busiest GPU's experts over the mean GPU's, when ``tokens`` tokens route over ``gpus`` GPUs.
+
+    Each token picks ``k`` of ``E`` experts; a GPU holding ``E / g`` of them receives a Poisson-like count of mean
+    ``μ = tokens · k / g``, and the largest of ``g`` such counts is about ``μ + sqrt(2 · ln g · μ)`` (uniform routing:
+    no load balancer's help and no hot experts). 1 for dense models or one GPU.
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    if model.experts == 0 or gpus <= 1:
+        return np.ones_like(tokens)
+    mean = np.maximum(tokens * model.experts_per_token / gpus, 1e-9)
+    return np.asarray(1.0 + np.sqrt(2.0 * math.log(gpus) / mean))
+
+
+def expert_padding_tokens(tokens: NDArray[np.float64], model: ModelSpec, half_tokens: float) -> NDArray[np.float64]:
+    """Rows the expert GEMMs run beyond the routed tokens: each expert a token reaches pads its GEMM by ``m_half``.
+
+    A GEMM over ``m`` tokens takes about as long as one over ``m + m_half`` at the large-GEMM rate (its tiles are
+    64-128 rows, filled or not), so an expert that gets ``m`` tokens reaches ``m / (m + m_half)`` of that rate.
+    Summed over the ``E · touched`` experts the step's tokens reach. 0 for dense models. [tokens]
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    if model.experts == 0:
+        return np.zeros_like(tokens)
+    touched = 1.0 - (1.0 - model.experts_per_token / model.experts) ** np.maximum(tokens, 1.0)
+    return np.asarray(model.experts * touched * half_tokens)
+
+
+def all_to_all_ms(
+    accel: AcceleratorSpec, gpus: int, tokens: NDArray[np.float64], model: ModelSpec, eff: ServingEfficiency
+) -> NDArray[np.float64]:
+    """Expert-parallel dispatch and combine of one step: two all-to-alls per layer over the scale-up fabric.
+
+    Each GPU sends its ``tokens / g`` tokens' hidden states to the GPUs of their ``k`` experts (FP8, 1 byte a value)
+    and gets the results back (BF16); ``(g - 1) / g`` of it leaves the GPU. Each call costs the fabric's latency plus
+    its bytes over the achieved link rate. [ms]
+    """
+    tokens = np.asarray(tokens, dtype=float)
+    if gpus <= 1 or model.experts == 0:
+        return np.zeros_like(tokens)
+    ach = achieved(accel, eff)
+    per_gpu = tokens / gpus * model.experts_per_token * model.hidden * (gpus - 1) / gpus
+    rate = ach.scale_up_efficiency * accel.scale_up_gb_s * 1e9
+    per_layer_s = 2.0 * ach.allreduce_latency_us * 1e-6 + per_gpu * (1.0 + ACTIVATION_BYTES) / rate
+    return np.asarray(model.layers * per_layer_s * 1e3)
 
 
 def achieved_tflops(accel: AcceleratorSpec, precision: str, eff: ServingEfficiency) -> float:
@@ -156,15 +243,17 @@ def step_parts_ms(
     chunk_attention_flop: NDArray[np.float64],
     eff: ServingEfficiency,
     verify_tokens: float = 1.0,
+    attention_dp: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Weight-read, GEMM, attention and communication time of steps (vectorised over any broadcastable shape).
 
-    The step overhead is not included; a step is ``max(memory, compute) + attention + comm + overhead``.
+    The engine's floors are not included (:func:`step_floor_ms`); a step is
+    ``max(memory, compute) + attention + comm + floor``.
 
     Parameters
     ----------
     model, accel, precision, tp
-        As in :func:`decode_step`.
+        As in :func:`decode_step`; ``tp`` is the replica's GPUs.
     batch : numpy.ndarray
         Sequences decoding in each step. [sequences]
     context_total : numpy.ndarray
@@ -178,6 +267,10 @@ def step_parts_ms(
     verify_tokens : float
         Tokens each decoding sequence carries through the step (speculative decoding: the drafts and the
         next token; 1 without). The weights and each sequence's KV are still read once.
+    attention_dp : bool
+        A mixture of experts with data-parallel attention (each GPU its own sequences, its own copy of the shared
+        weights) and expert-parallel experts (all-to-all dispatch and combine) instead of tensor parallelism
+        (all-reduces).
 
     Returns
     -------
@@ -185,21 +278,51 @@ def step_parts_ms(
         ``(memory_ms, compute_ms, attention_ms, comm_ms)``, broadcast to the steps' shape. [ms]
     """
     ach = achieved(accel, eff, precision)
-    bw = tp * ach.hbm * accel.hbm_tb_s * 1e12  # bytes/s of the replica
+    gpu_bw = ach.hbm * accel.hbm_tb_s * 1e12  # bytes/s of one GPU
+    bw = tp * gpu_bw
     tokens = np.asarray(batch * verify_tokens + chunk_tokens, dtype=float)
-    memory_ms = weight_bytes_read(model, precision, tokens) / bw * 1e3
-    compute_ms = 2.0 * model.params_active_b * 1e9 * tokens / (tp * ach.tensor * accel.tflops[precision] * 1e12) * 1e3
+    shared_b, expert_b = moe_split_b(model)
+    element = WEIGHT_BYTES[precision]
+    shared_bytes = shared_b * 1e9 * element
+    expert_bytes = np.asarray(weight_bytes_read(model, precision, tokens)) - shared_bytes
+    # every GPU reads its own copy of the shared weights under data-parallel attention
+    memory_ms = (shared_bytes / (gpu_bw if attention_dp else bw) + expert_bytes / bw) * 1e3
+    flops = tp * ach.tensor * accel.tflops[precision] * 1e12
+    shared_flop = 2.0 * shared_b * 1e9 * tokens
+    routed_rows = model.experts_per_token * tokens + expert_padding_tokens(tokens, model, ach.expert_half_tokens)
+    routed_flop = 2.0 * expert_b * 1e9 * routed_rows * expert_imbalance(tokens, model, tp)
+    compute_ms = (shared_flop + routed_flop) / flops * 1e3
     attn_rate = tp * attention_tflops(accel, eff) * 1e12
-    kv_ms = context_total * kv_bytes_per_token(model, precision) * kv_copies(model, tp) / bw * 1e3
+    kv_ms = context_total * kv_bytes_per_token(model, precision) * kv_copies(model, tp, attention_dp=attention_dp) / bw * 1e3
     decode_attn_ms = np.maximum(kv_ms, decode_attention_flops(model, 1.0) * verify_tokens * context_total / attn_rate * 1e3)
     attention_ms = decode_attn_ms + chunk_attention_flop / attn_rate * 1e3
-    comm_ms = allreduce_ms(accel, tp, tokens, model.hidden, model.layers, eff)
+    if attention_dp:
+        comm_ms = all_to_all_ms(accel, tp, tokens, model, eff)
+    else:
+        comm_ms = allreduce_ms(accel, tp, tokens, model.hidden, model.layers, eff)
     return (
         np.asarray(memory_ms * np.ones_like(tokens)),
-        np.asarray(compute_ms),
+        np.asarray(compute_ms * np.ones_like(tokens)),
         np.asarray(attention_ms * np.ones_like(tokens)),
-        comm_ms,
+        np.asarray(comm_ms),
     )
+
+
+def step_floor_ms(
+    model: ModelSpec,
+    accel: AcceleratorSpec,
+    tp: int,
+    batch: NDArray[np.float64] | float,
+    eff: ServingEfficiency,
+    *,
+    attention_dp: bool = False,
+) -> NDArray[np.float64]:
+    """The serving engine's floor of a step: per step, per layer, and per sequence the GPU's scheduler runs.
+
+    Under data-parallel attention each GPU's engine runs its own ``batch / tp`` sequences. [ms]
+    """
+    sequences = np.asarray(batch, dtype=float) / (tp if attention_dp else 1)
+    return achieved(accel, eff).floor_ms(model.layers, sequences)
 
 
 def decode_step(
@@ -213,6 +336,7 @@ def decode_step(
     prefill_tokens: float = 0.0,
     prefill_attention_flop: float = 0.0,
     eff: ServingEfficiency = CALIBRATED,
+    attention_dp: bool = False,
 ) -> StepTime:
     """Time of one step of a replica: a decode batch, optionally with a prefill chunk (chunked prefill).
 
@@ -250,8 +374,9 @@ def decode_step(
         chunk_tokens=np.array([float(prefill_tokens)]),
         chunk_attention_flop=np.array([float(prefill_attention_flop)]),
         eff=eff,
+        attention_dp=attention_dp,
     )
-    overhead = achieved(accel, eff).step_overhead_ms
+    overhead = float(step_floor_ms(model, accel, tp, float(batch), eff, attention_dp=attention_dp))
     return StepTime(
         memory_ms=float(memory[0]),
         compute_ms=float(compute[0]),
@@ -277,6 +402,7 @@ def mixed_step_ms(
     prefill_chunk_tokens: float,
     prefill_prefix_tokens: float = 0.0,
     efficiency: ServingEfficiency = CALIBRATED,
+    attention_dp: bool = False,
 ) -> float:
     """Time of one aggregated-serving step: a decode batch plus a chunk of prefill (chunked prefill).
 
@@ -320,8 +446,9 @@ def mixed_step_ms(
         chunk_tokens=np.array([float(prefill_chunk_tokens)]),
         chunk_attention_flop=np.array([chunk_attention_flops(model, prefill_chunk_tokens, prefill_prefix_tokens)]),
         eff=efficiency,
+        attention_dp=attention_dp,
     )
-    overhead = achieved(accel, efficiency).step_overhead_ms
+    overhead = float(step_floor_ms(model, accel, tp, float(decode_batch), efficiency, attention_dp=attention_dp))
     return float(max(memory[0], compute[0]) + attention[0] + comm[0] + overhead)
 
 
@@ -334,6 +461,7 @@ def prefill_ms(
     tokens: float,
     prefix_cache_hit_rate: float = 0.0,
     eff: ServingEfficiency = CALIBRATED,
+    attention_dp: bool = False,
 ) -> float:
     """Time to prefill one prompt alone on a replica (disaggregated prefill, or an idle node).
 
@@ -369,8 +497,9 @@ def prefill_ms(
         chunk_tokens=np.array([new]),
         chunk_attention_flop=np.array([prefill_attention_flops(model, tokens, cached)]),
         eff=eff,
+        attention_dp=attention_dp,
     )
-    return float(max(memory[0], compute[0]) + attention[0] + comm[0]) + achieved(accel, eff).step_overhead_ms
+    return float(max(memory[0], compute[0]) + attention[0] + comm[0]) + float(step_floor_ms(model, accel, tp, 1.0, eff))
 
 
 def kv_transfer_ms(tokens: float, kv_bytes_per_token: float, nic_gbit_s: float, *, nics: int = 1) -> float:
@@ -395,6 +524,14 @@ def kv_transfer_ms(tokens: float, kv_bytes_per_token: float, nic_gbit_s: float, 
     return tokens * kv_bytes_per_token / (nics * nic_gbit_s * 1e9 / 8.0) * 1e3
 
 
-def kv_capacity_bytes(model: ModelSpec, accel: AcceleratorSpec, precision: str, tp: int, eff: ServingEfficiency) -> float:
-    """HBM a replica has for KV after weights and the activation reserve; negative if weights do not fit. [bytes]"""
-    return tp * accel.hbm_gb * 1e9 * (1.0 - eff.activation_reserve) - weight_bytes(model, precision)
+def kv_capacity_bytes(
+    model: ModelSpec, accel: AcceleratorSpec, precision: str, tp: int, eff: ServingEfficiency, *, attention_dp: bool = False
+) -> float:
+    """HBM a replica has for KV after weights and the activation reserve; negative if weights do not fit.
+
+    Under data-parallel attention every GPU holds the shared weights (attention, dense layers, shared experts). [bytes]
+    """
+    stored = weight_bytes(model, precision)
+    if attention_dp:
+        stored += (tp - 1) * moe_split_b(model)[0] * 1e9 * WEIGHT_BYTES[precision]
+    return tp * accel.hbm_gb * 1e9 * (1.0 - eff.activation_reserve) - stored

@@ -63,6 +63,12 @@ class ServingRequest:
     kv_link_gbit_s : float, optional
         With ``disaggregated``: the prefill pool is in another metro and the prompt's whole KV crosses one WAN
         link of this rate (cross-metro prefill); None: the pools share the node's scale-out fabric. [Gbit/s]
+    itl_metric : {"step", "tpot"}
+        What ``itl_p99_ms`` bounds: every gap between tokens (``"step"``, the default the calibration was fitted
+        with) or each request's mean time per output token (``"tpot"``, MLPerf's and serving benchmarks' TPOT).
+    attention_dp : bool
+        Also search data-parallel attention with all-to-all expert parallelism for a mixture of experts
+        (:func:`placement.serving.kernels.layouts`: modelled, not calibrated on any measured point).
     """
 
     model: str
@@ -82,6 +88,8 @@ class ServingRequest:
     pue: float = 1.0
     speculative: str | None = None
     kv_link_gbit_s: float | None = None
+    attention_dp: bool = False
+    itl_metric: str = "step"
 
     @property
     def label(self) -> str:
@@ -102,6 +110,7 @@ class ServingRequest:
             hit_rate=self.prefix_cache_hit_rate,
             speculation=speculation_for(self.model, self.speculative),
             kv_link_gbit_s=self.kv_link_gbit_s,
+            itl_metric=self.itl_metric,
         )
 
 
@@ -159,6 +168,8 @@ class ServingResult:
         ``max_batch``, or why nothing fits.
     speculative : str
         The speculative-decoding method the result runs (``""``: none).
+    attention_dp : bool
+        The node runs data-parallel attention with all-to-all expert parallelism (only where the request allows it).
     tokens_per_step : float
         Mean tokens a decode step emits per sequence (1 without speculation; ``itl_ms`` is then the step
         over it, the time per output token).
@@ -191,6 +202,7 @@ class ServingResult:
     mixed_step_share: float
     limit: str
     speculative: str = ""
+    attention_dp: bool = False
     tokens_per_step: float = 1.0
 
 
@@ -221,6 +233,7 @@ def _number_problems(request: ServingRequest, w: Workload) -> list[Problem]:
         ("node_cost_usd_h", r.node_cost_usd_h is None or r.node_cost_usd_h >= 0, f"must be >= 0, got {r.node_cost_usd_h}"),
         ("pue", r.pue >= 1.0, f"must be >= 1, got {r.pue:g}"),
         ("kv_link_gbit_s", r.kv_link_gbit_s is None or r.kv_link_gbit_s > 0, f"must be > 0, got {r.kv_link_gbit_s}"),
+        ("itl_metric", r.itl_metric in ("step", "tpot"), f"must be step or tpot, got {r.itl_metric!r}"),
     ]
     problems = [Problem("goodput request", "", field, rule, "give a valid value") for field, good, rule in checks if not good]
     if (
@@ -320,6 +333,7 @@ def _result(request: ServingRequest, a: AcceleratorSpec, best: Candidate, worklo
         limit=best.limit,
         speculative="" if workload.speculation is None else workload.speculation.method,
         tokens_per_step=workload.tokens_per_step,
+        attention_dp=best.attention_dp,
     )
 
 
@@ -361,6 +375,7 @@ def serve(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED
                 disaggregated=request.disaggregated,
                 workload=w,
                 eff=efficiency,
+                allow_dp=request.attention_dp,
             ),
             w,
         )

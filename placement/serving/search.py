@@ -32,15 +32,17 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from placement.serving.efficiency import ServingEfficiency, achieved
+from placement.serving.efficiency import ServingEfficiency
 from placement.serving.hardware import AcceleratorSpec, ModelSpec, kv_bytes_per_token
 from placement.serving.kernels import (
     decode_step,
     kv_capacity_bytes,
     kv_copies,
     kv_transfer_ms,
+    layouts,
     prefill_attention_flops,
     prefill_ms,
+    step_floor_ms,
     step_parts_ms,
 )
 from placement.serving.lengths import LengthDistribution
@@ -88,6 +90,11 @@ class Workload:
         Disaggregated pools in different metros: the prompt's KV crosses one link of this rate (the whole KV,
         one copy); None: the pools share a hall and every prefill GPU sends its shard over its own scale-out NIC.
         [Gbit/s]
+    itl_metric : {"step", "tpot"}
+        What the p99 inter-token objective bounds: ``"step"`` (default, the metric the calibration in force was
+        fitted with), every single gap between tokens, so the p99 is set by the chunk-carrying steps; ``"tpot"``,
+        each request's mean time per output token (MLPerf's TPOT and every serving benchmark's), so the
+        chunk-carrying steps count at their share of its steps.
     """
 
     input_tokens: float
@@ -99,6 +106,19 @@ class Workload:
     hit_rate: float
     speculation: Speculation | None = None
     kv_link_gbit_s: float | None = None
+    itl_metric: str = "step"
+
+    def p99_batch(self, batch: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The batch the p99 inter-token objective is read at, for a mean batch ``batch`` under Poisson arrivals.
+
+        Sequences in flight fluctuate as an M/G/∞ queue (variance = mean). ``"step"`` (every token's gap): the
+        99th percentile of the instantaneous batch, ``B + z · sqrt(B)``. ``"tpot"`` (each request's mean time per
+        output token, what MLPerf and serving benchmarks report as TPOT): a request averages the batch over its
+        own life, and the average of an M/D/∞ count over one service time has variance ``2B / 3``, so
+        ``B + z · sqrt(2B / 3)``.
+        """
+        spread = np.sqrt(batch) if self.itl_metric == "step" else np.sqrt(2.0 * batch / 3.0)
+        return np.asarray(batch + P99_Z * spread)
 
     @property
     def tokens_per_step(self) -> float:
@@ -138,6 +158,17 @@ class Workload:
         return np.asarray(prompts.quantiles(LENGTH_POINTS) * (1.0 - self.hit_rate))
 
     @property
+    def prompt_cv2(self) -> float:
+        """Squared coefficient of variation of the prompt tokens to prefill (0: every prompt the mean).
+
+        A prompt holds its replica's chunk pipeline in proportion to its length, so this is the prefill service
+        time's variability that the queue's tail reads (Allen-Cunneen).
+        """
+        lengths = self.new_token_quantiles
+        mean = float(lengths.mean())
+        return float(lengths.var() / mean**2) if mean > 0 else 0.0
+
+    @property
     def context_tokens(self) -> float:
         """Mean KV length a decoding sequence reads: mean prompt plus half the answer. [tokens]"""
         return self.input_tokens + self.output_tokens / 2.0
@@ -173,6 +204,7 @@ class Candidate:
     mixed_step_share: float
     limit: str
     slot_wait_p99_ms: float = 0.0
+    attention_dp: bool = False
 
 
 def tp_options(accel: AcceleratorSpec, gpus: int) -> list[int]:
@@ -187,12 +219,23 @@ def batch_grid(b_max: int) -> NDArray[np.float64]:
 
 
 def max_batch(
-    model: ModelSpec, accel: AcceleratorSpec, precision: str, *, tp: int, workload: Workload, eff: ServingEfficiency
+    model: ModelSpec,
+    accel: AcceleratorSpec,
+    precision: str,
+    *,
+    tp: int,
+    workload: Workload,
+    eff: ServingEfficiency,
+    attention_dp: bool = False,
 ) -> int:
-    """Largest batch whose KV fits: the batch at the mean context plus room for one longest request (paged KV)."""
+    """Largest batch whose KV fits: the batch at the mean context plus room for one longest request (paged KV).
+
+    Under data-parallel attention a GPU holds whole sequences: room for the longest one on each GPU.
+    """
     w = workload
-    per_token = kv_bytes_per_token(model, precision) * kv_copies(model, tp)
-    free = kv_capacity_bytes(model, accel, precision, tp, eff) - per_token * max(0.0, w.longest_tokens - w.context_tokens)
+    per_token = kv_bytes_per_token(model, precision) * kv_copies(model, tp, attention_dp=attention_dp)
+    room = max(0.0, w.longest_tokens - w.context_tokens) * (tp if attention_dp else 1)
+    free = kv_capacity_bytes(model, accel, precision, tp, eff, attention_dp=attention_dp) - per_token * room
     return max(0, min(int(free // (per_token * w.context_tokens)), eff.max_batch)) if free > 0 else 0
 
 
@@ -292,6 +335,8 @@ class ChunkedSteps:
     sizes: ChunkSizes
     step_at: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]  # (sequences, chunk) -> ms
     tokens_per_step: float = 1.0  # tokens a step emits per sequence (speculative decoding: above 1)
+    itl_metric: str = "step"  # Workload.itl_metric
+    p99_batch: Callable[[NDArray[np.float64]], NDArray[np.float64]] = np.asarray  # Workload.p99_batch
 
     @cached_property
     def mean_ms(self) -> NDArray[np.float64]:
@@ -315,10 +360,16 @@ class ChunkedSteps:
 
     def itl_row_ms(self, ki: int, cols: slice, load: float | NDArray[np.float64]) -> NDArray[np.float64]:
         """:meth:`itl_ms` of the batches ``cols`` under chunk budget ``ki``, at one load or an array of loads. [ms]"""
+        batch = self.batch[cols]
+        if self.itl_metric == "tpot":  # a request's mean: chunk steps count at their share of the work
+            high = self.p99_batch(batch)
+            share = np.minimum(self.mixed_share[ki, cols] * load * high / batch, 1.0)
+            k = np.full_like(high, self.chunk[ki])
+            mean = share * self.step_at(high, k) + (1.0 - share) * self.step_at(high, np.zeros_like(high))
+            return np.asarray(mean / self.tokens_per_step)
         steps = np.minimum(self.chunk_step_share[ki, cols] * load, 1.0)
         packed = np.minimum(self.mixed_share[ki, cols] * load, 1.0)
         tokens = self.sizes.tail_tokens(ki, MIXED_STEP_TAIL_SHARE / np.maximum(steps, 1e-12), packed)
-        batch = self.batch[cols]
         mixed = self.step_at(batch + P99_Z * np.sqrt(batch), tokens)
         pure = self.pure_p99_ms[ki, cols]
         step = np.where(steps > MIXED_STEP_TAIL_SHARE, np.maximum(mixed, pure), pure)
@@ -336,6 +387,7 @@ def speculative_step_ms(
     chunk_attention_flop: NDArray[np.float64],
     workload: Workload,
     eff: ServingEfficiency,
+    attention_dp: bool = False,
 ) -> NDArray[np.float64]:
     """Step time of a decode batch (with any prefill chunk), speculative decoding's verify tokens and drafts included. [ms]
 
@@ -344,7 +396,7 @@ def speculative_step_ms(
     tokens do not go through them).
     """
     w = workload
-    overhead = achieved(accel, eff).step_overhead_ms
+    overhead = step_floor_ms(model, accel, tp, batch, eff, attention_dp=attention_dp)
 
     def plain_ms(chunk: NDArray[np.float64], attention_flop: NDArray[np.float64], verify: float) -> NDArray[np.float64]:
         memory, compute, attention, comm = step_parts_ms(
@@ -358,6 +410,7 @@ def speculative_step_ms(
             chunk_attention_flop=attention_flop,
             eff=eff,
             verify_tokens=verify,
+            attention_dp=attention_dp,
         )
         return np.asarray(np.maximum(memory, compute) + attention + comm + overhead)
 
@@ -377,6 +430,7 @@ def chunked_steps(
     batch: NDArray[np.float64],
     workload: Workload,
     eff: ServingEfficiency,
+    attention_dp: bool = False,
 ) -> ChunkedSteps:
     """Pure and mixed step times over chunk budgets × batches, and the shares of work and steps carrying a chunk.
 
@@ -408,7 +462,16 @@ def chunked_steps(
 
     def step_ms(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
         return speculative_step_ms(
-            model, accel, precision, tp, batch=seqs, chunk_tokens=k, chunk_attention_flop=k * per_token, workload=w, eff=eff
+            model,
+            accel,
+            precision,
+            tp,
+            batch=seqs,
+            chunk_tokens=k,
+            chunk_attention_flop=k * per_token,
+            workload=w,
+            eff=eff,
+            attention_dp=attention_dp,
         )
 
     def total(seqs: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -423,12 +486,14 @@ def chunked_steps(
         batch=batch,
         pure_ms=total(b, zero),
         mixed_ms=total(b, full),
-        pure_p99_ms=total(b + P99_Z * np.sqrt(b), zero),
+        pure_p99_ms=total(w.p99_batch(b), zero),
         mixed_share=np.asarray(share),
         chunk_step_share=np.asarray(step_share),
         sizes=sizes,
         step_at=step_ms,
         tokens_per_step=w.tokens_per_step,
+        itl_metric=w.itl_metric,
+        p99_batch=w.p99_batch,
     )
 
 
@@ -441,6 +506,7 @@ def colocated_candidate(
     tp: int,
     workload: Workload,
     eff: ServingEfficiency,
+    attention_dp: bool = False,
 ) -> Candidate | None:
     """Aggregated serving with chunked prefill: the best (batch, chunk budget) at this tensor-parallel degree.
 
@@ -466,7 +532,7 @@ def colocated_candidate(
         The best candidate with what stopped its batch growing; ``None`` when nothing meets the objective.
     """
     w = workload
-    b_max = max_batch(model, accel, precision, tp=tp, workload=w, eff=eff)
+    b_max = max_batch(model, accel, precision, tp=tp, workload=w, eff=eff, attention_dp=attention_dp)
     if b_max < 1:
         return None
     replicas = gpus // tp
@@ -474,7 +540,7 @@ def colocated_candidate(
     batch = batch[batch + P99_Z * np.sqrt(batch) <= b_max] if b_max > 1 else batch  # the p99 batch's KV fits too
     if batch.size == 0:
         return None
-    steps = chunked_steps(model, accel, precision, tp=tp, batch=batch, workload=w, eff=eff)
+    steps = chunked_steps(model, accel, precision, tp=tp, batch=batch, workload=w, eff=eff, attention_dp=attention_dp)
     # chunk steps add to the tail with load: capped per candidate; a step emits tokens_per_step per sequence
     mean, itl = steps.mean_ms, steps.pure_p99_ms / w.tokens_per_step
     itl_ok = itl <= w.itl_p99_ms
@@ -502,7 +568,8 @@ def colocated_candidate(
     if best is None:
         return None
     fits, fits_itl = np.asarray(ok.any(axis=0)), np.asarray(itl_ok.any(axis=0))
-    return replace(best, limit=best.limit or _grid_limit(fits, fits_itl, batch, best.batch, b_max, eff))
+    limit = best.limit or _grid_limit(fits, fits_itl, batch, best.batch, b_max, eff)
+    return replace(best, limit=limit, attention_dp=attention_dp)
 
 
 def chunked_candidate(
@@ -583,11 +650,12 @@ def chunked_candidate(
     chunk_budget_ms = w.ttft_p99_ms - prefill - first
     itl_target_ms = min(w.itl_p99_ms, 1e3 / max(w.min_tok_s_per_user, 1e-9))
     # one probe each of the chunk queue and the ITL at the load needed to beat the best, before either bisection
-    if rho_full > 0 and queue_misses(replicas, service, chunk_budget_ms, floor_load * rho_full, eff=eff):
+    cs2 = service_cv2(w, eff)
+    if rho_full > 0 and queue_misses(replicas, service, chunk_budget_ms, floor_load * rho_full, cs2=cs2):
         return None
     if _itl_misses(steps, ki, bi, floor_load, itl_target_ms):
         return None
-    rho = utilisation_cap(replicas, service, chunk_budget_ms, cs2=eff.service_cv2)
+    rho = utilisation_cap(replicas, service, chunk_budget_ms, cs2=cs2)
     cap = min(1.0, rho / rho_full) if rho_full > 0 else 1.0
     if cap * capacity <= floor_tok_s:
         return None
@@ -600,15 +668,17 @@ def chunked_candidate(
     # every answer token. At capacity all slots are busy, so the load must stay below it by the margin
     # the p99 slot wait allows inside what the objective leaves (this is what keeps goodput off the knee).
     slots, hold_ms = replicas * int(b), service + w.answer_steps * mean
-    chunk_wait = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2)
+    # from the prompt mix: the prompt varies, the answer's steps do not; an override holds for both queues
+    hold_cs2 = cs2 * (service / hold_ms) ** 2 if eff.service_cv2 is None else cs2
+    chunk_wait = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=cs2)
     slot_budget_ms = chunk_budget_ms - chunk_wait
-    if queue_misses(slots, hold_ms, slot_budget_ms, floor_load, eff=eff):
+    if queue_misses(slots, hold_ms, slot_budget_ms, floor_load, cs2=hold_cs2):
         return None  # the slot queue caps goodput below the best: the caller would not take it
-    cap = min(cap, utilisation_cap(slots, hold_ms, slot_budget_ms, cs2=eff.service_cv2))
+    cap = min(cap, utilisation_cap(slots, hold_ms, slot_budget_ms, cs2=hold_cs2))
     if cap <= 0:
         return None
-    queue = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=eff.service_cv2)
-    slot_wait = queue_wait_p99_ms(slots, hold_ms, cap, cs2=eff.service_cv2)
+    queue = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=cs2)
+    slot_wait = queue_wait_p99_ms(slots, hold_ms, cap, cs2=hold_cs2)
     itl = steps.itl_cell_ms(ki, bi, cap)
     step_share = min(1.0, cap * float(steps.chunk_step_share[ki, bi]))
     return Candidate(
@@ -631,7 +701,12 @@ def chunked_candidate(
     )
 
 
-def queue_misses(servers: int, service_ms: float, wait_budget_ms: float, utilisation: float, *, eff: ServingEfficiency) -> bool:
+def service_cv2(workload: Workload, eff: ServingEfficiency) -> float:
+    """The prefill service time's squared coefficient of variation: an override, else the prompt mix's."""
+    return workload.prompt_cv2 if eff.service_cv2 is None else eff.service_cv2
+
+
+def queue_misses(servers: int, service_ms: float, wait_budget_ms: float, utilisation: float, *, cs2: float) -> bool:
     """Whether the p99 wait already exceeds its budget a hair below ``utilisation``.
 
     The wait rises with utilisation, so :func:`~placement.serving.queueing.utilisation_cap` (a bisection keeping
@@ -642,7 +717,7 @@ def queue_misses(servers: int, service_ms: float, wait_budget_ms: float, utilisa
     if utilisation <= 0.0:
         return False
     probe = utilisation * (1.0 - PRUNE_MARGIN)
-    return probe >= 1.0 or queue_wait_p99_ms(servers, service_ms, probe, cs2=eff.service_cv2) > wait_budget_ms
+    return probe >= 1.0 or queue_wait_p99_ms(servers, service_ms, probe, cs2=cs2) > wait_budget_ms
 
 
 def _itl_misses(steps: ChunkedSteps, ki: int, bi: int, load: float, itl_ms: float) -> bool:
@@ -686,6 +761,7 @@ def disaggregated_candidate(
     tp: int,
     workload: Workload,
     eff: ServingEfficiency,
+    attention_dp: bool = False,
 ) -> Candidate | None:
     """Separate prefill and decode pools: the best decode batch at this tensor-parallel degree.
 
@@ -694,13 +770,22 @@ def disaggregated_candidate(
     wait caps the load. Parameters and result as in :func:`colocated_candidate`.
     """
     w = workload
-    b_max = max_batch(model, accel, precision, tp=tp, workload=w, eff=eff)
+    b_max = max_batch(model, accel, precision, tp=tp, workload=w, eff=eff, attention_dp=attention_dp)
     if b_max < 1:
         return None
     batch = np.arange(1, b_max + 1, dtype=float)
     zeros = np.zeros_like(batch)
     step = speculative_step_ms(
-        model, accel, precision, tp, batch=batch, chunk_tokens=zeros, chunk_attention_flop=zeros, workload=w, eff=eff
+        model,
+        accel,
+        precision,
+        tp,
+        batch=batch,
+        chunk_tokens=zeros,
+        chunk_attention_flop=zeros,
+        workload=w,
+        eff=eff,
+        attention_dp=attention_dp,
     )
     per_token = step / w.tokens_per_step  # the ITL: a step emits tokens_per_step per sequence
     itl_ok = per_token <= w.itl_p99_ms
@@ -728,7 +813,7 @@ def disaggregated_candidate(
                     decode_rate / (prefill_rate + decode_rate) if cap == 0 else decode_rate / (cap * prefill_rate + decode_rate)
                 )
                 servers = max(1, round(share * gpus / tp))
-                cap = utilisation_cap(servers, pre_mean, budget, cs2=eff.service_cv2)
+                cap = utilisation_cap(servers, pre_mean, budget, cs2=service_cv2(w, eff))
         if cap <= 0:
             continue
         effective_prefill = cap * prefill_rate
@@ -738,7 +823,7 @@ def disaggregated_candidate(
         )
         good = rate * w.output_tokens
         if best is None or good > best.goodput_tok_s:
-            queue = queue_wait_p99_ms(servers, pre_mean, cap, cs2=eff.service_cv2) if pre > 0 else 0.0
+            queue = queue_wait_p99_ms(servers, pre_mean, cap, cs2=service_cv2(w, eff)) if pre > 0 else 0.0
             best = Candidate(
                 goodput_tok_s=good,
                 capacity_tok_s=capacity,
@@ -758,7 +843,7 @@ def disaggregated_candidate(
             )
     if best is None:
         return None
-    return replace(best, limit=_limit(ok, itl_ok, best.batch, b_max, b_max == eff.max_batch))
+    return replace(best, limit=_limit(ok, itl_ok, best.batch, b_max, b_max == eff.max_batch), attention_dp=attention_dp)
 
 
 def _why_nothing(
@@ -788,6 +873,7 @@ def best_candidate(
     disaggregated: bool,
     workload: Workload,
     eff: ServingEfficiency,
+    allow_dp: bool = False,
 ) -> Candidate:
     """The best batch and tensor-parallel degree of a node; a zero-goodput candidate saying why when nothing fits.
 
@@ -808,6 +894,8 @@ def best_candidate(
         Lengths and objective.
     eff : ServingEfficiency
         Achieved efficiencies.
+    allow_dp : bool
+        Also search data-parallel attention for a mixture of experts (:func:`~placement.serving.kernels.layouts`).
 
     Returns
     -------
@@ -818,7 +906,9 @@ def best_candidate(
     found = [
         c
         for t in tp_options(accel, gpus)
-        if tp in (None, t) and (c := search(model, accel, precision, gpus=gpus, tp=t, workload=workload, eff=eff)) is not None
+        if tp in (None, t)
+        for dp in layouts(model, t, allow_dp=allow_dp)
+        if (c := search(model, accel, precision, gpus=gpus, tp=t, workload=workload, eff=eff, attention_dp=dp)) is not None
     ]
     best = max(found, key=lambda c: c.goodput_tok_s, default=None)
     if best is not None and best.goodput_tok_s > 0:

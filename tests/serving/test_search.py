@@ -120,7 +120,7 @@ def test_a_probe_that_misses_means_the_bisection_finds_less() -> None:
     for _ in range(300):
         servers, service_ms = int(rng.integers(1, 400)), float(rng.uniform(1.0, 500.0))
         budget_ms, needed = float(rng.uniform(0.0, 2000.0)), float(rng.uniform(0.01, 0.999))
-        misses = search.queue_misses(servers, service_ms, budget_ms, needed, eff=CALIBRATED)
+        misses = search.queue_misses(servers, service_ms, budget_ms, needed, cs2=1.0)
         assert misses == (queue_wait_p99_ms(servers, service_ms, needed * (1 - search.PRUNE_MARGIN)) > budget_ms)
         if misses:
             assert utilisation_cap(servers, service_ms, budget_ms) < needed

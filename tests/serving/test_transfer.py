@@ -1,0 +1,95 @@
+"""The step-time terms that mean the same thing for every model (issue 45): floors per step, layer and sequence,
+expert parallelism's imbalance, padding and all-to-all, data-parallel attention, and the TPOT objective."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from placement.serving import kernels, search
+from placement.serving.efficiency import ServingEfficiency, achieved
+from placement.serving.hardware import get_accelerator, get_model, kv_bytes_per_token
+from placement.serving.request import ServingRequest, serve
+
+#: Floors switched on by override (the bundled calibration has not fitted them yet).
+FLOORS = ServingEfficiency(step_overhead_ms=1.0, layer_floor_us=60.0, sequence_us=20.0, expert_half_tokens=64.0)
+
+
+def test_the_floor_counts_the_layers_and_the_sequences_of_each_model() -> None:
+    accel = get_accelerator("h200")
+    small, large = get_model("llama-3.1-8b"), get_model("llama-3.1-405b")
+    floor_small = float(kernels.step_floor_ms(small, accel, 8, 10.0, FLOORS))
+    floor_large = float(kernels.step_floor_ms(large, accel, 8, 10.0, FLOORS))
+    assert floor_small == pytest.approx(1.0 + 32 * 0.060 + 10 * 0.020)
+    assert floor_large - floor_small == pytest.approx((126 - 32) * 0.060)
+    # data-parallel attention: each GPU's engine runs its own share of the sequences
+    r1 = get_model("deepseek-r1")
+    assert float(kernels.step_floor_ms(r1, accel, 8, 80.0, FLOORS, attention_dp=True)) == pytest.approx(
+        1.0 + 61 * 0.060 + 10 * 0.020
+    )
+
+
+def test_expert_imbalance_and_padding_worked_by_hand() -> None:
+    r1 = get_model("deepseek-r1")  # 256 experts, 8 per token
+    # 64 tokens over 8 GPUs: 64 routed tokens per GPU on average, the busiest about sqrt(2 ln 8 / 64) more
+    assert float(kernels.expert_imbalance(np.array([64.0]), r1, 8)[0]) == pytest.approx(1 + math.sqrt(2 * math.log(8) / 64))
+    assert float(kernels.expert_imbalance(np.array([64.0]), r1, 1)[0]) == 1.0
+    assert float(kernels.expert_imbalance(np.array([64.0]), get_model("llama-3.1-8b"), 8)[0]) == 1.0
+    # one token reaches 8 experts, each padded to m_half rows; every expert is reached by a large step
+    assert float(kernels.expert_padding_tokens(np.array([1.0]), r1, 64.0)[0]) == pytest.approx(8 * 64.0)
+    assert float(kernels.expert_padding_tokens(np.array([1e5]), r1, 64.0)[0]) == pytest.approx(256 * 64.0)
+    assert float(kernels.expert_padding_tokens(np.array([1.0]), get_model("llama-2-70b"), 64.0)[0]) == 0.0
+
+
+def test_data_parallel_attention_keeps_one_copy_of_the_kv_and_a_copy_of_the_shared_weights_per_gpu() -> None:
+    r1, accel = get_model("deepseek-r1"), get_accelerator("b200")
+    assert kernels.kv_copies(r1, 8) == 8.0  # MLA's latent is read by every head: every GPU holds it
+    assert kernels.kv_copies(r1, 8, attention_dp=True) == 1.0
+    shared_b, expert_b = kernels.moe_split_b(r1)
+    assert shared_b + 8 * expert_b == pytest.approx(r1.params_active_b)
+    assert shared_b + 256 * expert_b == pytest.approx(r1.params_total_b)
+    eff = ServingEfficiency()
+    tp = kernels.kv_capacity_bytes(r1, accel, "fp4", 8, eff)
+    dp = kernels.kv_capacity_bytes(r1, accel, "fp4", 8, eff, attention_dp=True)
+    assert tp - dp == pytest.approx(7 * shared_b * 1e9 * 0.5)
+    # all-to-all: two calls per layer, each its latency plus the tokens' hidden states (FP8 out, BF16 back)
+    ach = achieved(accel, eff)
+    want = 61 * (2 * ach.allreduce_latency_us * 1e-6 + 64 / 8 * 8 * 7168 * 7 / 8 * 3 / (ach.scale_up_efficiency * 900e9)) * 1e3
+    assert float(kernels.all_to_all_ms(accel, 8, np.array([64.0]), r1, eff)[0]) == pytest.approx(want)
+    assert kv_bytes_per_token(r1, "fp4") == 61 * 576
+
+
+def test_a_tight_itl_on_a_fast_part_is_served_once_the_floor_is_per_layer() -> None:
+    """DeepSeek-R1 on 8 x B200 at a 15 ms TPOT: the 61-layer floor is ~5 ms, not Llama-2-70B's 15 ms per step."""
+    request = ServingRequest("deepseek-r1", "b200", 8, "fp4", 1024, 1024, 10_000.0, 15.0, input_tokens_max=1024)
+    old = serve(request)
+    assert old.goodput_tok_s == 0.0 and "batch-1" in old.limit
+    new = serve(request, efficiency=FLOORS)
+    assert new.goodput_tok_s > 0 and new.itl_ms <= 15.0
+
+
+def test_the_tpot_objective_reads_a_request_mean_and_is_never_tighter_than_every_gap() -> None:
+    model, accel = get_model("llama-3.1-70b"), get_accelerator("h200")
+    base = dict(input_tokens=2000.0, input_tokens_max=6000.0, output_tokens=300.0, ttft_p99_ms=3000.0, itl_p99_ms=60.0)
+    batch = np.array([8.0, 32.0, 128.0])
+    shapes = {}
+    for metric in ("step", "tpot"):
+        w = search.Workload(**base, min_tok_s_per_user=0.0, hit_rate=0.0, itl_metric=metric)  # type: ignore[arg-type]
+        steps = search.chunked_steps(model, accel, "fp8", tp=8, batch=batch, workload=w, eff=ServingEfficiency())
+        shapes[metric] = steps.itl_ms(0.9)
+        assert np.all(w.p99_batch(batch) > batch)
+    assert np.all(shapes["tpot"] <= shapes["step"] + 1e-9)
+    assert np.any(shapes["tpot"] < 0.9 * shapes["step"])  # long prompts: chunk steps set the per-gap tail
+
+
+def test_data_parallel_attention_is_searched_only_when_asked() -> None:
+    request = ServingRequest("deepseek-r1", "b200", 8, "fp4", 804, 3684, 2000.0, 80.0, input_tokens_max=3140)
+    assert kernels.layouts(get_model("deepseek-r1"), 8) == (False,)
+    assert kernels.layouts(get_model("deepseek-r1"), 8, allow_dp=True) == (False, True)
+    assert kernels.layouts(get_model("llama-2-70b"), 8, allow_dp=True) == (False,)
+    plain = serve(request, efficiency=FLOORS)
+    both = serve(ServingRequest(**{**request.__dict__, "attention_dp": True}), efficiency=FLOORS)
+    assert not plain.attention_dp
+    assert both.goodput_tok_s >= plain.goodput_tok_s  # a wider search never finds less
