@@ -389,6 +389,19 @@ def kv_bytes_per_token(model: ModelSpec, precision: str) -> float:
     return float(2 * model.layers * model.kv_heads * model.head_dim * element)
 
 
+def moe_split_b(model: ModelSpec) -> tuple[float, float]:
+    """``(shared, per expert)`` parameters, all layers. [1e9]
+
+    Shared: attention, dense layers, shared experts and embeddings; then one routed expert. A dense model is all
+    shared.
+    """
+    if model.experts == 0:
+        return model.params_total_b, 0.0
+    e, k = model.experts, model.experts_per_token
+    expert_b = (model.params_total_b - model.params_active_b) / (e - k)
+    return model.params_active_b - k * expert_b, expert_b
+
+
 def weight_bytes(model: ModelSpec, precision: str) -> float:
     """Bytes of all weights at a precision. [bytes]"""
     return model.params_total_b * 1e9 * WEIGHT_BYTES[precision]
@@ -418,7 +431,6 @@ def weight_bytes_read(model: ModelSpec, precision: str, tokens: NDArray[np.float
     if model.experts == 0:
         return np.full_like(tokens, weight_bytes(model, precision))
     e, k = model.experts, model.experts_per_token
-    expert_b = (model.params_total_b - model.params_active_b) / (e - k)
-    shared_b = model.params_active_b - k * expert_b
+    shared_b, expert_b = moe_split_b(model)
     touched = 1.0 - (1.0 - k / e) ** np.maximum(tokens, 1.0)
     return np.asarray((shared_b + e * expert_b * touched) * 1e9 * WEIGHT_BYTES[precision])

@@ -42,6 +42,7 @@ from placement.serving.hardware import (
     get_accelerator,
     get_model,
     kv_bytes_per_token,
+    moe_split_b,
     weight_bytes,
     weight_bytes_read,
 )
@@ -92,19 +93,6 @@ def layouts(model: ModelSpec, tp: int, *, allow_dp: bool = False) -> tuple[bool,
     batch is 2-3x theirs), so its figures carry no fitted evidence.
     """
     return (False, True) if allow_dp and model.experts > 0 and tp > 1 else (False,)
-
-
-def moe_split_b(model: ModelSpec) -> tuple[float, float]:
-    """``(shared, per expert)`` parameters, all layers. [1e9]
-
-    Shared: attention, dense layers, shared experts and embeddings; then one routed expert. A dense model is all
-    shared.
-    """
-    if model.experts == 0:
-        return model.params_total_b, 0.0
-    e, k = model.experts, model.experts_per_token
-    expert_b = (model.params_total_b - model.params_active_b) / (e - k)
-    return model.params_active_b - k * expert_b, expert_b
 
 
 def expert_imbalance(tokens: NDArray[np.float64], model: ModelSpec, gpus: int) -> NDArray[np.float64]:
