@@ -1,243 +1,228 @@
-"""Calibrate the serving model on the measured points and write ``data/serving/calibration.csv``.
+"""Calibrate the serving model jointly on every measured model and write ``data/serving/calibration.csv``.
 
 Usage::
 
-    .venv/bin/python benchmarks/calibrate_serving.py [--workers 2] [--cache FILE.npz] [--write]
+    .venv/bin/python benchmarks/calibrate_serving.py [--workers 2] [--iterations 8] [--start FIT.json]
+        [--save FIT.json] [--write]
 
-Fits, per accelerator family, the GEMM fraction of peak at the family's measured precision and the per-step
-overhead (``placement.serving.calibration``) on the median run of each configuration of ``data/serving/measured.csv``
-(the latest MLPerf round of each: the current software). Prints, per point, the model before (catalog priors)
-and after (a real run at the fitted figures), then the cross-validation: each accelerator left out (its family
-refitted on the rest), and each family predicted with another family's figures (a generation left out). Older
-rounds are printed as a software-vintage check, never fitted. ``--write`` writes the calibration table, with the
-extrapolated figures (families or precisions without a measured point) marked as such.
+Fits the terms of ``placement.serving.joint`` (per family the per-step, per-layer and per-sequence floors; per die
+and precision the GEMM fraction; the expert padding) on the median run of each configuration of
+``data/serving/measured.csv`` with a latency limit (MLPerf Llama-2-70B, Llama-3.1-405B, Llama-3.1-8B and
+DeepSeek-R1 Server and Interactive; the latest round of each). Prints the terms (prior and fit), per point the
+model at the fit (real runs), then the cross-validation: each model left out and each die left out (the rest
+refitted by one Gauss-Newton step from the joint fit, the left-out points predicted by real runs), per model and
+part. ``--write`` writes the calibration table: the fitted figures, the figures carried over to families and
+precisions without a point (marked ``extrapolated``), and per family the RMS log errors the goodput band uses.
+A full fit takes ~20 minutes on 2 cores; ``--start`` begins from a saved fit (``--save``).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
+import math
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from placement.serving.calibration import (
-    FamilyFit,
-    Surface,
-    family_of,
-    fit_family,
-    goodput_tok_s,
-    leave_one_accelerator_out,
-    priors,
-    surfaces,
-    with_fit,
-)
 from placement.serving.efficiency import CALIBRATION_CSV
 from placement.serving.hardware import bundled_accelerators, get_accelerator
+from placement.serving.joint import JointFit, die_of, fit_jointly, fold_predictions, terms_for
 from placement.serving.measured import MeasuredPoint, load_measured, median_points
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _surfaces(points: list[MeasuredPoint], cache: Path | None, workers: int) -> list[Surface]:
-    """The points' surfaces, those in ``cache`` (by point id, same measured figure) read back, the rest run."""
-    known: dict[str, np.ndarray] = {}
-    if cache is not None and cache.is_file():
-        stored = np.load(cache, allow_pickle=False)
-        known = {f"{i}@{t:.6g}": stored["grids"][k] for k, (i, t) in enumerate(zip(stored["ids"], stored["tok_s"], strict=True))}
-    key = {p.point_id: f"{p.point_id}@{p.tok_s:.6g}" for p in points}
-    missing = [p for p in points if key[p.point_id] not in known]
-    for s in surfaces(missing, workers=workers, progress=print):
-        known[key[s.point.point_id]] = s.log_goodput
-    if cache is not None:
-        ids = [p.point_id for p in points]
-        np.savez(
-            cache, ids=np.array(ids), tok_s=np.array([p.tok_s for p in points]), grids=np.stack([known[key[i]] for i in ids])
-        )
-    return [Surface(p, known[key[p.point_id]]) for p in points]
+Row = list[str]
+ENGINE_CARRIED = (
+    "step_overhead_ms",
+    "layer_floor_us",
+    "sequence_us",
+    "allreduce_latency_us",
+    "attention_efficiency",
+    "expert_half_tokens",
+    "log_sigma_held_out",
+    "log_sigma_model_out",
+)
+"""The engine's figures a family without points takes from the nearest measured one."""
 
 
 def _label(p: MeasuredPoint) -> str:
-    return f"{p.accelerator} x{p.gpus} {p.precision} {p.scenario} {p.round}"
+    return f"{p.model} {p.accelerator} x{p.gpus} {p.precision} {p.scenario}"
 
 
 def _rms(logs: list[float]) -> float:
     return float(np.sqrt(np.mean(np.square(logs)))) if logs else float("nan")
 
 
-def _mean_abs(errors: list[float]) -> float:
-    return float(np.mean(np.abs(errors))) if errors else float("nan")
+def _mae(logs: list[float]) -> float:
+    return float(np.mean(np.abs(np.expm1(logs)))) if logs else float("nan")
+
+
+def _family(p: MeasuredPoint) -> str:
+    return get_accelerator(p.accelerator).family
+
+
+def _folds(fit: JointFit, key: Callable[[MeasuredPoint], str], pool: ProcessPoolExecutor) -> dict[int, float]:
+    """Log error of every point predicted with its group (model or die) left out."""
+    out: dict[int, float] = {}
+    for group in sorted({key(p) for p in fit.points}):
+        _, predicted = fold_predictions(fit, lambda p, g=group: key(p) == g, pool=pool)
+        out.update(predicted)
+    return out
+
+
+def _table(title: str, fit: JointFit, logs: dict[int, float]) -> None:
+    print(f"\n{title}")
+    for k, p in enumerate(fit.points):
+        if k in logs:
+            print(f"  {_label(p):52s} {p.tok_s:10,.0f} {math.exp(logs[k]) * p.tok_s:10,.0f} {math.expm1(logs[k]):+7.1%}")
+    for name, key in (("model", lambda p: p.model), ("part", lambda p: die_of(p.accelerator))):
+        groups: dict[str, list[float]] = {}
+        for k, p in enumerate(fit.points):
+            if k in logs:
+                groups.setdefault(key(p), []).append(logs[k])
+        print("  " + "; ".join(f"{g} {_mae(v):.1%} ({len(v)})" for g, v in sorted(groups.items())) + f"  [by {name}]")
+    print(f"  all: mean |error| {_mae(list(logs.values())):.1%} over {len(logs)} configurations")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--cache", type=Path, help="keep the surfaces here (they take ~1 s per grid node)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--iterations", type=int, default=8)
+    parser.add_argument("--start", type=Path, help="start from a fit saved with --save")
+    parser.add_argument("--save", type=Path, help="save the fitted figures here (JSON)")
     parser.add_argument("--write", action="store_true", help="write data/serving/calibration.csv")
     args = parser.parse_args()
-    runs = load_measured()
-    points = median_points(runs)
-    found = _surfaces(points, args.cache, args.workers)
-    families: dict[str, list[Surface]] = {}
-    for s in found:
-        families.setdefault(family_of(s.point), []).append(s)
-    fits: dict[str, FamilyFit] = {}
-    print("\nFITTED (median run of each configuration, latest round; a real run at the fitted figures):")
-    print(f"{'point':36s} {'measured':>9s} {'prior':>9s} {'err':>7s} {'fitted':>9s} {'err':>7s}")
-    before, after = [], []
-    fitted_logs: dict[str, list[float]] = {}
-    held_logs: dict[str, list[float]] = {}
-    for family, members in sorted(families.items()):
-        prior_gemm, prior_overhead = priors(members[0].point)
-        fit = fit_family(family, members, prior_gemm=prior_gemm, prior_overhead_ms=prior_overhead)
-        fits[family] = fit
-        parts = ", ".join(f"{a} {g:.3f}" for a, g in fit.gemm_by_accelerator.items())
-        print(
-            f"-- {family} {fit.precision}: gemm_efficiency {parts} (family {fit.gemm_efficiency:.3f}, prior {prior_gemm}), "
-            f"step_overhead_ms {fit.step_overhead_ms:.2f} (prior {prior_overhead})"
-        )
-        for s in members:
-            p = s.point
-            accel = get_accelerator(p.accelerator)
-            prior = goodput_tok_s(p, accel.gemm_efficiency, accel.step_overhead_ms)  # the catalog's cited figures
-            fitted = with_fit(p, fit)
-            before.append(prior / p.tok_s - 1)
-            after.append(fitted / p.tok_s - 1)
-            fitted_logs.setdefault(family, []).append(float(np.log(fitted / p.tok_s)))
-            print(f"{_label(p):36s} {p.tok_s:9,.0f} {prior:9,.0f} {before[-1]:+7.1%} {fitted:9,.0f} {after[-1]:+7.1%}")
-    print(f"{'mean |error|':36s} {'':9s} {'':9s} {_mean_abs(before):7.1%} {'':9s} {_mean_abs(after):7.1%}")
-    print("\nLEAVE ONE ACCELERATOR OUT (family refitted without it; its points predicted, real runs):")
-    held_errors = []
-    for family, members in sorted(families.items()):
-        for left, fit, _ in leave_one_accelerator_out(family, members):
-            for s in (m for m in members if m.point.accelerator == left):
-                predicted = with_fit(s.point, fit)
-                held_errors.append(predicted / s.point.tok_s - 1)
-                held_logs.setdefault(family, []).append(float(np.log(predicted / s.point.tok_s)))
-                print(
-                    f"{_label(s.point):36s} {s.point.tok_s:9,.0f} predicted {predicted:9,.0f} {held_errors[-1]:+7.1%}"
-                    f"  (fit on the rest: gemm {fit.gemm_for(left):.3f}, overhead {fit.step_overhead_ms:.2f} ms)"
-                )
-    print(f"{'mean |error| held out':36s} {_mean_abs(held_errors):7.1%}")
-    print("\nLEAVE A GENERATION OUT (a family predicted with another family's figures; real runs):")
-    for family, members in sorted(families.items()):
-        for other, fit in sorted(fits.items()):
-            if other == family:
-                continue
-            errors = [with_fit(s.point, fit) / s.point.tok_s - 1 for s in members]
-            print(
-                f"  {family} with {other}'s figures: mean |error| {_mean_abs(errors):.1%} ({', '.join(f'{e:+.0%}' for e in errors)})"
-            )
-    print("\nSOFTWARE VINTAGE (older rounds of the same configurations; checks, never fitted):")
-    latest = {(p.accelerator, p.scenario): p.round for p in points}
-    for p in median_points([r for r in runs if r.round < latest.get((r.accelerator, r.scenario), "")]):
-        fit = fits.get(family_of(p))
-        if fit is None:
-            continue
-        got = with_fit(p, fit)
-        print(f"{_label(p):36s} {p.tok_s:9,.0f} model {got:9,.0f} {got / p.tok_s - 1:+7.1%}")
-    print("\nBAND (RMS log error per family: the goodput band's sigma):")
-    for family in sorted(fits):
-        print(f"  {family}: fitted {_rms(fitted_logs.get(family, [])):.3f}, held out {_rms(held_logs.get(family, [])):.3f}")
+    # every published point inside latency limits: the Llama-2-70B rows the calibration in force was fitted on and
+    # the other models' rows (``check`` until the joint calibration is written); the throughput tables have no limit
+    runs = load_measured() + load_measured(use="check")
+    points = [p for p in median_points(runs) if p.ttft_p99_ms < 1e8]
+    terms = terms_for(points)
+    start = None
+    if args.start is not None:
+        saved = json.loads(args.start.read_text(encoding="utf-8"))
+        start = [saved.get(t.label, t.prior) for t in terms]
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        fit = fit_jointly(points, pool=pool, start=start, iterations=args.iterations, progress=print)
+        if args.save is not None:
+            args.save.write_text(json.dumps({t.label: float(v) for t, v in zip(fit.terms, fit.values, strict=True)}, indent=1))
+        print(f"\nTERMS ({len(points)} configurations):")
+        for t, v in zip(fit.terms, fit.values, strict=True):
+            print(f"  {t.label:48s} prior {t.prior:8.3f}  fit {v:8.3f}")
+        fitted = {k: float(e) for k, e in enumerate(fit.log_errors)}
+        _table("FITTED (real runs at the joint fit): measured, model, error", fit, fitted)
+        model_out = _folds(fit, lambda p: p.model, pool)
+        _table("LEAVE ONE MODEL OUT (the rest refitted; real runs)", fit, model_out)
+        part_out = _folds(fit, lambda p: die_of(p.accelerator), pool)
+        _table("LEAVE ONE PART OUT (the rest refitted; real runs)", fit, part_out)
     if args.write:
-        write_table(fits, held_errors, fitted_logs, held_logs)
+        write_table(fit, fitted, part_out, model_out)
 
 
-def write_table(
-    fits: dict[str, FamilyFit], held_errors: list[float], fitted_logs: dict[str, list[float]], held_logs: dict[str, list[float]]
-) -> None:
-    """``data/serving/calibration.csv``: the fitted figures and the extrapolated ones, each with its basis."""
-    rows = []
-    for family, fit in sorted(fits.items()):
-        on = f"{len(fit.points)} median MLPerf Llama-2-70B points ({', '.join(fit.points)})"
-        for accelerator, gemm in fit.gemm_by_accelerator.items():
-            rows.append([family, accelerator, "gemm_efficiency", fit.precision, f"{gemm:.4f}", "fitted", on])
-        parts = " and ".join(fit.gemm_by_accelerator)
+def _on(fit: JointFit, family: str) -> str:
+    mine = [p for p in fit.points if not family or _family(p) == family]
+    models = sorted({p.model for p in mine})
+    return f"{len(mine)} median MLPerf points ({', '.join(models)}), fitted jointly with {len(fit.points)} in all"
+
+
+def write_table(fit: JointFit, fitted: dict[int, float], part_out: dict[int, float], model_out: dict[int, float]) -> None:
+    """``data/serving/calibration.csv``: the fitted figures, the carried-over ones, and the band's errors."""
+    rows: list[Row] = []
+    families = sorted({t.family for t in fit.terms if t.family})
+    gemm: dict[tuple[str, str], list[float]] = {}
+    for t, v in zip(fit.terms, fit.values, strict=True):
+        if t.parameter == "gemm_efficiency":
+            gemm.setdefault((t.family, t.precision), []).append(float(v))
+            mine = [p for p in fit.points if die_of(p.accelerator) == t.die and p.precision == t.precision]
+            models = ", ".join(sorted({p.model for p in mine}))
+            on = f"{len(mine)} median MLPerf points ({models}), fitted jointly with {len(fit.points)} in all"
+            for part in (t.die, f"{t.die}-nvl72"):
+                if part in bundled_accelerators():
+                    rows.append([t.family, part, t.parameter, t.precision, f"{v:.4f}", "fitted", on])
+        elif t.family:
+            rows.append([t.family, "", t.parameter, "", f"{v:.4f}", "fitted", _on(fit, t.family)])
+    for (family, precision), values in sorted(gemm.items()):
+        mean = float(np.exp(np.mean(np.log(values))))
         rows.append(
-            [
-                family,
-                "",
-                "gemm_efficiency",
-                fit.precision,
-                f"{fit.gemm_efficiency:.4f}",
-                "fitted",
-                f"geometric mean of the fitted {parts} (a part of the family without a point gets it)",
-            ]
+            [family, "", "gemm_efficiency", precision, f"{mean:.4f}", "fitted", "geometric mean of the family's fitted dies"]
         )
-        rows.append([family, "", "step_overhead_ms", "", f"{fit.step_overhead_ms:.3f}", "fitted", on])
-        logs = fitted_logs.get(family, [])
-        rows.append(
-            [family, "", "log_sigma_fitted", "", f"{_rms(logs):.4f}", "fitted", f"RMS log error on the {len(logs)} points fitted"]
-        )
-        held = held_logs.get(family, [])
-        if held:
+    expert = fit.value("expert_half_tokens")
+    for family in families:
+        if expert is not None:
+            moe = sorted({p.accelerator for p in fit.points if _family(p) == family and "deepseek" in p.model})
+            basis = "fitted" if moe else "extrapolated"
             rows.append(
                 [
                     family,
                     "",
-                    "log_sigma_held_out",
+                    "expert_half_tokens",
                     "",
-                    f"{_rms(held):.4f}",
-                    "fitted",
-                    f"RMS log error of the {len(held)} points predicted with their accelerator left out",
+                    f"{expert:.2f}",
+                    basis,
+                    "shared by every family (tensor-core tiles): DeepSeek-R1 points",
                 ]
             )
-    hopper, blackwell, cdna3 = fits.get("nvidia-hopper"), fits.get("nvidia-blackwell"), fits.get("amd-cdna3")
-    if hopper and blackwell:
-        rows.append(
-            [
-                "nvidia-blackwell",
-                "",
-                "gemm_efficiency",
-                "fp8",
-                f"{hopper.gemm_efficiency:.4f}",
-                "extrapolated",
-                "no Blackwell FP8 point: nvidia-hopper's fitted FP8 fraction (the same vendor's FP8 kernels)",
-            ]
-        )
-    if cdna3:
-        rows.append(
-            [
-                "amd-cdna4",
-                "",
-                "gemm_efficiency",
-                "fp8",
-                f"{cdna3.gemm_efficiency:.4f}",
-                "extrapolated",
-                "no MI355X point: amd-cdna3's fitted FP8 fraction (the same ROCm kernels)",
-            ]
-        )
-        rows.append(
-            [
-                "amd-cdna4",
-                "",
-                "step_overhead_ms",
-                "",
-                f"{cdna3.step_overhead_ms:.3f}",
-                "extrapolated",
-                "no MI355X point: amd-cdna3's fitted overhead (the same serving engine)",
-            ]
-        )
-        if hopper and blackwell:
-            ratio = blackwell.gemm_efficiency / hopper.gemm_efficiency
-            rows.append(
-                [
-                    "amd-cdna4",
-                    "",
-                    "gemm_efficiency",
-                    "fp4",
-                    f"{cdna3.gemm_efficiency * ratio:.4f}",
-                    "extrapolated",
-                    f"no AMD FP4 point: amd-cdna3's FP8 fraction x NVIDIA's fitted FP4/FP8 ratio {ratio:.3f}",
-                ]
-            )
+        for parameter, logs in (
+            ("log_sigma_fitted", fitted),
+            ("log_sigma_held_out", part_out),
+            ("log_sigma_model_out", model_out),
+        ):
+            mine = [e for k, e in logs.items() if _family(fit.points[k]) == family]
+            if mine:
+                rows.append([family, "", parameter, "", f"{_rms(mine):.4f}", "fitted", f"RMS log error of {len(mine)} points"])
+    rows += _carried_over(rows)
     with CALIBRATION_CSV.open("w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(["family", "accelerator", "parameter", "precision", "value", "basis", "fitted_on"])
         writer.writerows(rows)
-    accelerators = bundled_accelerators()
-    print(f"\nwrote {CALIBRATION_CSV} ({len(rows)} figures; held-out mean |error| {_mean_abs(held_errors):.1%});")
-    print("families in the catalog:", sorted({a.family for a in accelerators.values()}))
+    print(f"\nwrote {CALIBRATION_CSV} ({len(rows)} figures)")
+
+
+def _carried_over(rows: list[Row]) -> list[Row]:
+    """Figures for families and precisions without a point, from the nearest fitted ones (``extrapolated``)."""
+    have = {(r[0], r[1], r[2], r[3]): float(r[4]) for r in rows}
+    out: list[Row] = []
+
+    def carry(
+        family: str, parameter: str, precision: str, source: str, why: str, scale: float = 1.0, from_precision: str | None = None
+    ) -> None:
+        value = have.get((source, "", parameter, precision if from_precision is None else from_precision))
+        if value is not None and (family, "", parameter, precision) not in have:
+            out.append([family, "", parameter, precision, f"{value * scale:.4f}", "extrapolated", why])
+            have[(family, "", parameter, precision)] = value * scale
+
+    carry(
+        "nvidia-blackwell",
+        "gemm_efficiency",
+        "fp8",
+        "nvidia-hopper",
+        "no Blackwell FP8 point: nvidia-hopper's FP8 fraction (the same vendor's FP8 kernels)",
+    )
+    for parameter in ENGINE_CARRIED:
+        carry("amd-cdna4", parameter, "", "amd-cdna3", "no MI355X point: amd-cdna3's figure (the same ROCm serving engine)")
+    carry("amd-cdna4", "gemm_efficiency", "fp8", "amd-cdna3", "no MI355X point: amd-cdna3's FP8 fraction (the same ROCm kernels)")
+    fp4, fp8 = (
+        have.get(("nvidia-blackwell", "", "gemm_efficiency", "fp4")),
+        have.get(("nvidia-hopper", "", "gemm_efficiency", "fp8")),
+    )
+    if fp4 and fp8:
+        ratio = fp4 / fp8
+        carry(
+            "amd-cdna4",
+            "gemm_efficiency",
+            "fp4",
+            "amd-cdna3",
+            f"no AMD FP4 point: amd-cdna3's FP8 fraction x NVIDIA's fitted FP4/FP8 ratio {ratio:.3f}",
+            ratio,
+            "fp8",
+        )
+    for parameter in ENGINE_CARRIED:
+        carry(
+            "huawei-ascend", parameter, "", "amd-cdna3", "no Ascend point: the least tuned measured engine's figure (amd-cdna3)"
+        )
+    return out
 
 
 if __name__ == "__main__":

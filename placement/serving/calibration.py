@@ -1,32 +1,16 @@
-"""Calibrating the serving model on measured points: per family, the GEMM fraction per precision and the overhead.
+"""A planner's own measurements: each measured part's GEMM fraction refitted, with held-out errors.
 
-The physics is the prior; measurements are the evidence. Two figures of the step-time model are fitted, because
-measurements show they differ between parts and between software stacks:
-
-- ``gemm_efficiency`` (η_c), the achieved fraction of dense tensor peak, **per precision** and **per part**: FP4
-  is its own precision, never assumed to reach FP8's fraction (its scale handling and smaller tiles cost more),
-  and a part's sustained clocks under its power cap set how much of its peak it reaches (an MI300X at 750 W and
-  an MI325X at 1,000 W share a die); a part of the family without a point gets the family's geometric mean;
-- ``step_overhead_ms``, the per-step cost of the family's serving engine (scheduling, sampling, launches),
-  shared by the family's parts.
-
-Every other efficiency stays at its cited catalog value. The fit works on **response surfaces**: the serving
-model is run once per measured point on a grid of (η_c, overhead) (:data:`GRID_GEMM`, :data:`GRID_OVERHEAD_MS`),
-and the log goodput is interpolated between grid nodes, so a fit, and every fold of its cross-validation, is a
-search over a fine grid of the interpolated error (no further runs of the model; the search is exhaustive, so
-the non-smooth goodput of a discrete batch search cannot trap it). The error is the squared log ratio of model
-to measurement, plus a weak prior (log-normal, :data:`PRIOR_SIGMA`) that holds a figure the points cannot
-identify near its cited value, inside physical bounds (the grids' ranges).
-
-Cross-validation leaves one accelerator out (every point of it: its scenarios are one system), refits the family
-on the rest and predicts the left-out points; and leaves a whole family (a generation) out, predicting it with
-another family's figures. The fitted figures are re-checked with real runs of the model, not the interpolation.
+The bundled calibration (``data/serving/calibration.csv``, fitted jointly on every published model by
+:mod:`placement.serving.joint`) is the prior. A planner's few points of a part (``serving.measurements``,
+``placement calibrate FILE``) move that part's achieved GEMM fraction as far as they agree on; the engine's floors
+stay in force. Each point is run at every fraction of :data:`REFIT_GEMM`, the log goodput interpolated between
+them, and the fraction that minimises the points' squared log error plus the prior's is kept; each point is then
+predicted with the fraction refitted without it (real runs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,268 +21,20 @@ from placement.serving.hardware import get_accelerator
 from placement.serving.measured import MeasuredPoint
 from placement.serving.request import serve
 
-__all__ = [
-    "GRID_GEMM",
-    "GRID_OVERHEAD_MS",
-    "FamilyFit",
-    "PartFit",
-    "Surface",
-    "bilinear",
-    "family_of",
-    "fit_family",
-    "fit_parts",
-    "goodput_tok_s",
-    "leave_one_accelerator_out",
-    "priors",
-    "render_part_fits",
-    "surface",
-    "surfaces",
-    "with_fit",
-]
+__all__ = ["POINT_SIGMA", "PRIOR_SIGMA", "REFIT_GEMM", "PartFit", "fit_parts", "goodput_tok_s", "render_part_fits"]
 
-GRID_GEMM = np.round(np.arange(0.15, 0.801, 0.05), 3)
-"""GEMM fractions of peak the surfaces are run at: the physical range (a GEMM at 15-80 % of dense peak)."""
-GRID_OVERHEAD_MS = np.array([2.0, 5.0, 8.0, 11.0, 14.0, 18.0, 24.0, 30.0])
-"""Per-step overheads the surfaces are run at: a CUDA-graph engine (~2 ms) to an eager Python one (~30 ms). [ms]"""
 PRIOR_SIGMA = 0.5
-"""Standard deviation of the log-normal prior on each fitted figure: a factor e^0.5 = 1.65 is one sigma."""
+"""Standard deviation of the log-normal prior on the refitted fraction: a factor e^0.5 = 1.65 is one sigma."""
 POINT_SIGMA = 0.05
 """Standard deviation of a point's log error (the spread of one accelerator's systems in a round is ~3-5 %)."""
 FINE = 241
-"""Points per axis of the fine search over the interpolated error."""
+"""Points of the fine search over the interpolated error."""
 
 
-@dataclass(frozen=True)
-class Surface:
-    """The serving model's log goodput for one measured point over the (η_c, overhead) grid.
+def goodput_tok_s(point: MeasuredPoint, gemm: float | None = None) -> float:
+    """The serving model's goodput for a measured point's node, workload and limits (a GEMM fraction as given)."""
+    return float(serve(point.request(), efficiency=ServingEfficiency(tensor=gemm)).goodput_tok_s)
 
-    Parameters
-    ----------
-    point : MeasuredPoint
-        The measurement.
-    log_goodput : numpy.ndarray
-        ``(len(GRID_GEMM), len(GRID_OVERHEAD_MS))`` natural log of modelled goodput. [log tokens/s]
-    """
-
-    point: MeasuredPoint
-    log_goodput: NDArray[np.float64]
-
-    def at(self, gemm: NDArray[np.float64], overhead_ms: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Interpolated log goodput at (η_c, overhead) pairs (broadcast)."""
-        g, o = np.broadcast_arrays(np.asarray(gemm, dtype=float), np.asarray(overhead_ms, dtype=float))
-        return bilinear(GRID_GEMM, GRID_OVERHEAD_MS, self.log_goodput, g, o)
-
-    def log_error(self, gemm: NDArray[np.float64], overhead_ms: NDArray[np.float64]) -> NDArray[np.float64]:
-        """log(model / measured) at (η_c, overhead)."""
-        return np.asarray(self.at(gemm, overhead_ms) - np.log(self.point.tok_s), dtype=float)
-
-
-def bilinear(
-    xs: NDArray[np.float64], ys: NDArray[np.float64], values: NDArray[np.float64], x: NDArray[np.float64], y: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """Bilinear interpolation of ``values[i, j]`` (on the regular grid ``xs`` x ``ys``) at ``(x, y)``, clipped to it.
-
-    Numpy only: the installed package carries no SciPy.
-    """
-    x = np.clip(x, xs[0], xs[-1])
-    y = np.clip(y, ys[0], ys[-1])
-    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 2)
-    j = np.clip(np.searchsorted(ys, y, side="right") - 1, 0, len(ys) - 2)
-    tx = (x - xs[i]) / (xs[i + 1] - xs[i])
-    ty = (y - ys[j]) / (ys[j + 1] - ys[j])
-    low = values[i, j] * (1 - tx) + values[i + 1, j] * tx
-    high = values[i, j + 1] * (1 - tx) + values[i + 1, j + 1] * tx
-    return np.asarray(low * (1 - ty) + high * ty, dtype=float)
-
-
-def goodput_tok_s(point: MeasuredPoint, gemm: float | None = None, overhead_ms: float | None = None) -> float:
-    """The serving model's goodput for a measured point's node, workload and limits (overrides as given)."""
-    eff = ServingEfficiency(tensor=gemm, step_overhead_ms=overhead_ms)
-    return float(serve(point.request(), efficiency=eff).goodput_tok_s)
-
-
-def surface(point: MeasuredPoint) -> Surface:
-    """Run the model for one point at every grid node (``len(GRID_GEMM) x len(GRID_OVERHEAD_MS)`` runs)."""
-    grid = np.array([[goodput_tok_s(point, float(g), float(o)) for o in GRID_OVERHEAD_MS] for g in GRID_GEMM])
-    return Surface(point, np.log(np.maximum(grid, 1e-9)))
-
-
-def surfaces(
-    points: Sequence[MeasuredPoint], *, workers: int = 1, progress: Callable[[str], None] = lambda _: None
-) -> list[Surface]:
-    """The surfaces of many points, in order (``workers`` processes).
-
-    Parameters
-    ----------
-    points : sequence of MeasuredPoint
-        The measurements.
-    workers : int, optional
-        Processes to run them in (1: in this one).
-    progress : callable, optional
-        Receives one line per point done.
-
-    Returns
-    -------
-    list of Surface
-        One per point.
-    """
-    out: list[Surface] = []
-    if workers <= 1:
-        for k, p in enumerate(points):
-            out.append(surface(p))
-            progress(f"surface {k + 1}/{len(points)}: {p.accelerator} {p.precision} {p.scenario or p.point_id}")
-        return out
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for k, s in enumerate(pool.map(surface, points)):
-            out.append(s)
-            progress(f"surface {k + 1}/{len(points)}: {s.point.accelerator} {s.point.precision} {s.point.scenario}")
-    return out
-
-
-@dataclass(frozen=True)
-class FamilyFit:
-    """The fitted figures of one family and how well they fit.
-
-    Parameters
-    ----------
-    family : str
-        The accelerator family.
-    precision : str
-        The precision the GEMM fractions are for.
-    gemm_by_accelerator : dict of str to float
-        Fitted η_c of each accelerator measured: the fraction of dense peak a part sustains depends on its clocks
-        under its power cap (an MI300X at 750 W and an MI325X at 1,000 W share a die), so each part has its own.
-    gemm_efficiency : float
-        The family's η_c: the geometric mean of its parts' (what a part of the family without a point gets).
-    step_overhead_ms : float
-        Fitted per-step overhead, shared by the family (one serving software stack). [ms]
-    prior_gemm, prior_overhead_ms : float
-        The cited catalog values the prior pulls toward.
-    points : tuple of str
-        Point ids fitted on.
-    log_errors : tuple of float
-        Interpolated log(model / measured) of each point at the fit.
-    """
-
-    family: str
-    precision: str
-    gemm_by_accelerator: dict[str, float]
-    gemm_efficiency: float
-    step_overhead_ms: float
-    prior_gemm: float
-    prior_overhead_ms: float
-    points: tuple[str, ...]
-    log_errors: tuple[float, ...]
-
-    def gemm_for(self, accelerator: str) -> float:
-        """The η_c in force for an accelerator: its own when measured, else the family's."""
-        return self.gemm_by_accelerator.get(accelerator, self.gemm_efficiency)
-
-
-def _fine_axes() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    gemm = np.linspace(GRID_GEMM[0], GRID_GEMM[-1], FINE)
-    overhead = np.linspace(GRID_OVERHEAD_MS[0], GRID_OVERHEAD_MS[-1], FINE)
-    return gemm, overhead
-
-
-def fit_family(family: str, fitted: Sequence[Surface], *, prior_gemm: float, prior_overhead_ms: float) -> FamilyFit:
-    """Each part's η_c and the family's overhead that minimise the squared log errors plus the prior.
-
-    Given the overhead, the parts separate: each part's η_c is the best for its own points, so the search is
-    exhaustive over a fine grid of overheads, and for each over a fine grid of every part's η_c.
-
-    Parameters
-    ----------
-    family : str
-        The family (for the record).
-    fitted : sequence of Surface
-        Its points' surfaces, all at one precision.
-    prior_gemm, prior_overhead_ms : float
-        The cited values the log-normal prior (:data:`PRIOR_SIGMA`) is centred on.
-
-    Returns
-    -------
-    FamilyFit
-        The figures, inside the physical bounds (the grids' ranges).
-
-    Raises
-    ------
-    ValueError
-        No points, or points at more than one precision.
-    """
-    if not fitted:
-        raise ValueError(f"no measured points to fit family {family}")
-    precisions = {s.point.precision for s in fitted}
-    if len(precisions) > 1:
-        raise ValueError(f"family {family}: fit one precision at a time, got {sorted(precisions)}")
-    gemm, overhead = _fine_axes()
-    g, o = np.meshgrid(gemm, overhead, indexing="ij")
-    prior_g = np.log(g / prior_gemm) ** 2 / PRIOR_SIGMA**2
-    total = np.log(overhead / prior_overhead_ms) ** 2 / PRIOR_SIGMA**2
-    best_gemm_index: dict[str, NDArray[np.int64]] = {}
-    for accelerator in sorted({s.point.accelerator for s in fitted}):
-        own = [s for s in fitted if s.point.accelerator == accelerator]
-        loss = sum((s.log_error(g, o) ** 2 for s in own), start=np.zeros_like(g)) / POINT_SIGMA**2 + prior_g
-        best_gemm_index[accelerator] = np.argmin(loss, axis=0)  # per overhead
-        total = total + loss.min(axis=0)
-    j = int(np.argmin(total))
-    best_o = float(overhead[j])
-    by_accelerator = {a: round(float(gemm[index[j]]), 4) for a, index in best_gemm_index.items()}
-    family_gemm = round(float(np.exp(np.mean(np.log(list(by_accelerator.values()))))), 4)
-    errors = tuple(float(s.log_error(np.array(by_accelerator[s.point.accelerator]), np.array(best_o))) for s in fitted)
-    ids = tuple(s.point.point_id for s in fitted)
-    return FamilyFit(
-        family, precisions.pop(), by_accelerator, family_gemm, round(best_o, 3), prior_gemm, prior_overhead_ms, ids, errors
-    )
-
-
-def family_of(point: MeasuredPoint) -> str:
-    """The calibration family of a point's accelerator (blank when the catalog gives none)."""
-    return get_accelerator(point.accelerator).family
-
-
-def priors(point: MeasuredPoint) -> tuple[float, float]:
-    """The cited catalog η_c and step overhead of a point's accelerator (the prior of its family's fit)."""
-    accel = get_accelerator(point.accelerator)
-    return accel.gemm_efficiency, accel.step_overhead_ms
-
-
-def leave_one_accelerator_out(family: str, fitted: Sequence[Surface]) -> list[tuple[str, FamilyFit, list[float]]]:
-    """Leave each accelerator of a family out in turn, refit on the rest, and predict the left-out points.
-
-    Parameters
-    ----------
-    family : str
-        The family.
-    fitted : sequence of Surface
-        Its points.
-
-    Returns
-    -------
-    list of tuple
-        ``(accelerator left out, fit on the others, log errors of its points)``; empty when the family has a
-        single accelerator (nothing to fit on).
-    """
-    accelerators = sorted({s.point.accelerator for s in fitted})
-    if len(accelerators) < 2:
-        return []
-    prior_gemm, prior_overhead = priors(fitted[0].point)
-    out = []
-    for left in accelerators:
-        rest = [s for s in fitted if s.point.accelerator != left]
-        held = [s for s in fitted if s.point.accelerator == left]
-        fit = fit_family(family, rest, prior_gemm=prior_gemm, prior_overhead_ms=prior_overhead)
-        errors = [float(s.log_error(np.array(fit.gemm_for(left)), np.array(fit.step_overhead_ms))) for s in held]
-        out.append((left, fit, errors))
-    return out
-
-
-def with_fit(point: MeasuredPoint, fit: FamilyFit) -> float:
-    """A real run of the model at a fit's figures (not the interpolation): the check of every fitted residual."""
-    return goodput_tok_s(point, fit.gemm_for(point.accelerator), fit.step_overhead_ms)
-
-
-# ----------------------------------------------------------------------------- a planner's own measurements
 
 REFIT_GEMM = np.round(np.arange(0.15, 0.851, 0.05), 3)
 """GEMM fractions a planner's points are run at (the overhead stays at the calibration in force)."""
@@ -333,6 +69,10 @@ class PartFit:
     before_tok_s: tuple[float, ...]
     fitted_tok_s: tuple[float, ...]
     held_out_tok_s: tuple[float, ...]
+
+    def efficiency(self) -> ServingEfficiency:
+        """The overrides this fit puts in force for its part: the refitted GEMM fraction."""
+        return ServingEfficiency(tensor=self.gemm_efficiency)
 
 
 def _refit(curves: NDArray[np.float64], measured: NDArray[np.float64], prior: float) -> float:

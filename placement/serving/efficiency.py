@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import Problem
@@ -31,13 +32,16 @@ CALIBRATED_PARAMETERS = (
     "layer_floor_us",
     "sequence_us",
     "expert_half_tokens",
+    "allreduce_latency_us",
+    "attention_efficiency",
     "log_sigma_fitted",
     "log_sigma_held_out",
     "log_sigma_model_out",
 )
 """What the calibration records: the GEMM fraction of peak per precision, the serving engine's floors (per step, per
-layer, per sequence), and per family the RMS log error of the goodput on the points it was fitted on, on accelerators
-left out and on models left out."""
+layer, per sequence), the expert padding, the latency of one tensor-parallel collective, the attention kernels'
+achieved fraction of peak, and per family the RMS log
+error of the goodput on the points it was fitted on, on parts left out and on models left out."""
 STEP_OVERHEAD_MS_PRIOR = 1.0
 """Prior of the per-step fixed cost of an engine that replays its step as a CUDA/HIP graph: the host's scheduling
 and the graph launch, ~0.5-2 ms (vLLM and TensorRT-LLM step traces; an ASSUMPTION held by the prior's width). The
@@ -60,15 +64,15 @@ GEMM over fewer tokens leaves most of each tile idle. Applied to each expert's G
 P10_Z = 1.2816
 """Standard normal quantile of 0.9: the band's p10 and p90 are ``exp(-/+ P10_Z * sigma)`` times the figure."""
 OTHER_MODEL_SIGMA = 0.15
-"""Log error added (in quadrature) for a model the measurements do not cover (they are all Llama-2-70B): an
-ASSUMPTION, not measured (no published figure of another model may be fitted or looked up)."""
+"""Log error added (in quadrature) for a model the measurements do not cover when the calibration has no
+leave-one-model-out error for the family: an ASSUMPTION."""
 EXTRAPOLATED_SIGMA = 0.25
 """Log error added for a GEMM fraction or overhead carried over from another family or precision (the calibration
 marks it ``extrapolated``): an ASSUMPTION, between the held-out error of a part within its family and that of a
 family predicted with another's figures (0.4-1.0 in ``benchmarks/calibrate_serving.py``)."""
 LENGTHS_SIGMA = 0.10
-"""Log error added when the mean prompt or answer is more than twice, or less than half, the measured workload's
-(222 and 290 tokens): an ASSUMPTION."""
+"""Log error added when the mean prompt or answer is more than twice, or less than half, that of every measured
+workload of the model: an ASSUMPTION."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +109,8 @@ class ServingEfficiency:
     max_batch : int
         Largest decode batch an engine runs per replica.
     service_cv2 : float, optional
-        Squared coefficient of variation of prefill service time (1: exponential, the calibrated default); ``None``:
-        the prompt mix's (0 when every prompt is the mean).
+        Squared coefficient of variation of prefill service time (1: exponential, the calibration in force); ``None``:
+        the prompt mix's (0 when every prompt is the mean), what the joint calibration is fitted with.
     """
 
     hbm: float | None = None
@@ -277,13 +281,41 @@ class GoodputBand:
         return float(math.exp(z * self.sigma_log))
 
 
+MEASURED_CSV = bundled_path("serving") / "measured.csv"
+"""The published points the calibration is fitted on (``placement.serving.measured`` reads and checks them)."""
+
+
+@lru_cache(maxsize=1)
+def measured_workloads() -> dict[str, tuple[tuple[float, float], ...]]:
+    """Per model, the (mean prompt, mean answer) of every workload the calibration in force was fitted on.
+
+    Read from the bundled ``measured.csv`` (its ``fit`` rows with a latency limit), whose rows the measurement loader
+    checks; this module sits below that loader, so it reads only the four columns it needs.
+    """
+    if not MEASURED_CSV.is_file():
+        return {}
+    frame = pd.read_csv(MEASURED_CSV, usecols=["model", "input_tokens", "output_tokens", "ttft_p99_ms", "use"])
+    frame = frame[(frame["use"].fillna("fit") == "fit") & (frame["ttft_p99_ms"] < 1e8)]
+    out: dict[str, set[tuple[float, float]]] = {}
+    for model, prompt, answer in zip(frame["model"], frame["input_tokens"], frame["output_tokens"], strict=True):
+        out.setdefault(str(model), set()).add((float(prompt), float(answer)))
+    return {model: tuple(sorted(lengths)) for model, lengths in out.items()}
+
+
+def _near(lengths: tuple[tuple[float, float], ...], input_tokens: float, output_tokens: float) -> bool:
+    """Whether a workload is within a factor of two of one of ``lengths`` in both prompt and answer."""
+    return any(0.5 <= input_tokens / i <= 2.0 and 0.5 <= output_tokens / o <= 2.0 for i, o in lengths)
+
+
 def goodput_band(accel: AcceleratorSpec, precision: str, *, model: str, input_tokens: float, output_tokens: float) -> GoodputBand:
     """The band of a goodput the serving model gives for this part, precision, model and lengths.
 
     A part with its own measured points carries its family's fitted error; a part of a measured family without
-    points its family's leave-one-accelerator-out error; a part of no calibrated family the largest held-out
-    error of any family. Extrapolations (another model, a carried-over figure, lengths far from the measured
-    workload's) add in quadrature (:data:`OTHER_MODEL_SIGMA`, :data:`EXTRAPOLATED_SIGMA`, :data:`LENGTHS_SIGMA`).
+    points its family's leave-one-part-out error; a part of no calibrated family the largest held-out error of any
+    family. A model the calibration has no point of adds its family's leave-one-model-out error (else
+    :data:`OTHER_MODEL_SIGMA`); a figure carried over from another family or precision adds
+    :data:`EXTRAPOLATED_SIGMA`; lengths far from every measured workload of the model (of any model, for a model
+    without points) add :data:`LENGTHS_SIGMA`. The parts add in quadrature.
 
     Parameters
     ----------
@@ -309,23 +341,35 @@ def goodput_band(accel: AcceleratorSpec, precision: str, *, model: str, input_to
         return None if figure is None else figure.value
 
     parts: list[tuple[float, str]] = []
-    own = family and (family, accel.id, "gemm_efficiency", precision) in table
-    if own and sigma("log_sigma_fitted") is not None:
-        parts.append((float(sigma("log_sigma_fitted") or 0.0), f"{accel.id} is measured: {family}'s fitted error"))
-    elif sigma("log_sigma_held_out") is not None:
-        parts.append((float(sigma("log_sigma_held_out") or 0.0), f"{accel.id} has no point: {family}'s held-out error"))
+    own = family and table.get((family, accel.id, "gemm_efficiency", precision)) is not None
+    fitted, held = sigma("log_sigma_fitted"), sigma("log_sigma_held_out")
+    if own and fitted is not None:
+        parts.append((fitted, f"{accel.id} is measured: {family}'s fitted error"))
+    elif held is not None:
+        parts.append((held, f"{accel.id} ({precision}) has no point: {family}'s error with a part left out"))
     else:
-        held = [f.value for k, f in table.items() if k[2] == "log_sigma_held_out"]
-        worst = max(held) if held else EXTRAPOLATED_SIGMA
+        worst = max((f.value for k, f in table.items() if k[2] == "log_sigma_held_out"), default=EXTRAPOLATED_SIGMA)
         parts.append((worst, f"{accel.id} is in no calibrated family: the largest held-out error of any family"))
-    for parameter, key in (("gemm_efficiency", precision), ("step_overhead_ms", "")):
-        figure = calibrated_figure(accel, parameter, key)
-        if figure is not None and figure.basis == "extrapolated":
-            parts.append((EXTRAPOLATED_SIGMA, f"{parameter} extrapolated: {figure.fitted_on}"))
-    if model != "llama-2-70b":
-        parts.append((OTHER_MODEL_SIGMA, f"{model}: no measured point of this model (assumed)"))
-    if not (0.5 <= input_tokens / 222.0 <= 2.0 and 0.5 <= output_tokens / 290.0 <= 2.0):
-        parts.append((LENGTHS_SIGMA, "lengths far from the measured workload (222 in / 290 out; assumed)"))
+    carried = [
+        parameter
+        for parameter, key in (("gemm_efficiency", precision), ("step_overhead_ms", ""), ("layer_floor_us", ""))
+        if (figure := calibrated_figure(accel, parameter, key)) is not None and figure.basis == "extrapolated"
+    ]
+    if carried:
+        parts.append((EXTRAPOLATED_SIGMA, f"{', '.join(carried)} carried over from another family or precision"))
+    measured = measured_workloads()
+    if model not in measured:
+        model_out = sigma("log_sigma_model_out")
+        why = f"{family}'s error with a model left out" if model_out is not None else "assumed"
+        parts.append((OTHER_MODEL_SIGMA if model_out is None else model_out, f"{model}: no measured point ({why})"))
+    lengths = measured.get(model) or tuple(x for v in measured.values() for x in v)
+    if lengths and not _near(lengths, input_tokens, output_tokens):
+        parts.append(
+            (
+                LENGTHS_SIGMA,
+                f"lengths far from every measured workload of {model if model in measured else 'any model'} (assumed)",
+            )
+        )
     return GoodputBand(float(math.sqrt(sum(v * v for v, _ in parts))), tuple(f"{why} ({v:.2f})" for v, why in parts))
 
 
@@ -359,9 +403,9 @@ def achieved(accel: AcceleratorSpec, eff: ServingEfficiency, precision: str | No
     return Achieved(
         hbm=pick(eff.hbm, accel.hbm_efficiency),
         tensor=pick(eff.tensor, accel.gemm_efficiency if gemm is None else gemm.value),
-        attention=pick(eff.attention, accel.attention_efficiency),
+        attention=engine("attention_efficiency", eff.attention, accel.attention_efficiency),
         step_overhead_ms=engine("step_overhead_ms", eff.step_overhead_ms, accel.step_overhead_ms),
-        allreduce_latency_us=pick(eff.allreduce_latency_us, accel.allreduce_latency_us),
+        allreduce_latency_us=engine("allreduce_latency_us", eff.allreduce_latency_us, accel.allreduce_latency_us),
         scale_up_efficiency=pick(eff.scale_up_efficiency, accel.scale_up_efficiency),
         layer_floor_us=engine("layer_floor_us", eff.layer_floor_us, NOT_FITTED),
         sequence_us=engine("sequence_us", eff.sequence_us, NOT_FITTED),

@@ -23,13 +23,12 @@ import pandas as pd
 
 from placement._errors import Problem
 from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
-from placement.bundled import bundled_path
+from placement.serving.efficiency import MEASURED_CSV
 from placement.serving.hardware import WEIGHT_BYTES, bundled_accelerators, bundled_models
 from placement.serving.request import ServingRequest
 
 __all__ = ["MEASURED_CSV", "MeasuredPoint", "load_measured", "median_points"]
 
-MEASURED_CSV = bundled_path("serving") / "measured.csv"
 
 _COLUMNS = (
     Column("point_id", help="point id (any unique label)"),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from placement._errors import InputError
-from placement.serving import calibration as cal
+from placement.serving.calibration import goodput_tok_s
 from placement.serving.efficiency import (
     CALIBRATION_CSV,
     ServingEfficiency,
@@ -92,52 +92,6 @@ def test_a_row_is_fitted_or_a_check_and_nothing_else(tmp_path: Path) -> None:
     assert (check.point_id, check.tp, check.use) == ("b", None, "check")
 
 
-def _synthetic(point: MeasuredPoint, gemm: float, overhead: float) -> cal.Surface:
-    """A surface worked by hand: goodput proportional to gemm and falling 2 % per ms of overhead."""
-    g, o = np.meshgrid(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, indexing="ij")
-    scale = point.tok_s / (gemm * np.exp(-0.02 * overhead))
-    return cal.Surface(point, np.log(scale * g * np.exp(-0.02 * o)))
-
-
-def test_the_fit_recovers_the_figures_a_surface_was_made_with() -> None:
-    # Two points, each exact at (0.42, 12 ms) but with a different dependence on overhead: the fit is identified.
-    a = _synthetic(_point(point_id="a", tok_s=30000.0), 0.42, 12.0)
-    g, o = np.meshgrid(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, indexing="ij")
-    b_point = _point(point_id="b", tok_s=20000.0, scenario="Interactive")
-    b = cal.Surface(b_point, np.log(20000.0 * (g / 0.42) ** 0.5 * np.exp(-0.08 * (o - 12.0))))
-    fit = cal.fit_family("x", [a, b], prior_gemm=0.65, prior_overhead_ms=13.0)
-    assert fit.gemm_efficiency == pytest.approx(0.42, abs=0.01)
-    assert fit.step_overhead_ms == pytest.approx(12.0, abs=0.5)
-    assert max(abs(e) for e in fit.log_errors) < 0.01
-
-
-def test_a_figure_the_points_cannot_identify_stays_near_its_prior() -> None:
-    # Goodput independent of overhead: the prior alone decides the overhead.
-    g, _ = np.meshgrid(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, indexing="ij")
-    flat = cal.Surface(_point(tok_s=1000.0), np.log(1000.0 * g / 0.3))
-    fit = cal.fit_family("x", [flat], prior_gemm=0.65, prior_overhead_ms=13.0)
-    assert fit.gemm_efficiency == pytest.approx(0.3, abs=0.01)
-    assert fit.step_overhead_ms == pytest.approx(13.0, abs=0.2)
-
-
-def test_leaving_an_accelerator_out_predicts_it_from_the_others() -> None:
-    # Both accelerators follow one law: the held-out points are predicted without error.
-    surfaces = [
-        _synthetic(_point("h100-sxm", 20000.0, "h1"), 0.5, 10.0),
-        cal.Surface(_point("h100-sxm", 9000.0, "h2"), np.log(9000.0 * np.ones((len(cal.GRID_GEMM), len(cal.GRID_OVERHEAD_MS))))),
-        _synthetic(_point("h200", 30000.0, "h3"), 0.5, 10.0),
-    ]
-    folds = cal.leave_one_accelerator_out("nvidia-hopper", surfaces)
-    assert [left for left, _, _ in folds] == ["h100-sxm", "h200"]
-    h200_fit, h200_errors = folds[1][1], folds[1][2]
-    assert h200_fit.points == ("h1", "h2")
-    assert h200_errors[0] == pytest.approx(0.0, abs=0.02)
-    with pytest.raises(ValueError, match="one precision at a time"):
-        cal.fit_family(
-            "x", [surfaces[0], replace(surfaces[2], point=_point(precision="fp4"))], prior_gemm=0.6, prior_overhead_ms=10
-        )
-
-
 def test_override_over_calibration_over_catalog() -> None:
     h200 = get_accelerator("h200")
     table = bundled_calibration()
@@ -183,7 +137,7 @@ def test_a_bad_calibration_table_is_a_clear_error(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_calibrated_model_is_within_ten_percent_on_the_points_it_was_fitted_on() -> None:
     points = median_points(load_measured(MEASURED_CSV))
-    errors = [cal.goodput_tok_s(p) / p.tok_s - 1 for p in points]
+    errors = [goodput_tok_s(p) / p.tok_s - 1 for p in points]
     assert float(np.mean(np.abs(errors))) <= 0.10, [
         f"{p.accelerator} {p.scenario} {e:+.1%}" for p, e in zip(points, errors, strict=True)
     ]
@@ -198,25 +152,9 @@ def test_goodput_says_where_each_calibrated_figure_comes_from() -> None:
     b300 = calibration_report(get_accelerator("b300"), "fp4")
     assert b300["gemm_efficiency"]["basis"] == "fitted" and "geometric mean" in b300["gemm_efficiency"]["on"]
     assert calibration_report(get_accelerator("mi355x"), "fp4")["gemm_efficiency"]["basis"] == "extrapolated"
+    # The per-layer floors are not in the calibration in force (the joint fit is not yet written): off, and said so.
+    assert h100["layer_floor_us"] == {"value": 0.0, "basis": "not fitted", "on": "no calibration for nvidia-hopper: off"}
+    assert "expert_half_tokens" in calibration_report(get_accelerator("b200"), "fp4", "deepseek-r1")
+    assert "expert_half_tokens" not in h100
     # A precision the calibration has no figure for keeps the catalog's prior, and says so.
     assert calibration_report(get_accelerator("h100-sxm"), "bf16")["gemm_efficiency"]["basis"] == "catalog prior"
-
-
-def test_the_surface_interpolation_is_bilinear_and_needs_no_scipy() -> None:
-    from scipy.interpolate import RegularGridInterpolator  # dev only: the reference, not what the package uses
-
-    rng = np.random.default_rng(0)
-    values = rng.normal(size=(len(cal.GRID_GEMM), len(cal.GRID_OVERHEAD_MS)))
-    x = rng.uniform(cal.GRID_GEMM[0], cal.GRID_GEMM[-1], 500)
-    y = rng.uniform(cal.GRID_OVERHEAD_MS[0], cal.GRID_OVERHEAD_MS[-1], 500)
-    reference = RegularGridInterpolator((cal.GRID_GEMM, cal.GRID_OVERHEAD_MS), values)(np.stack([x, y], axis=-1))
-    np.testing.assert_allclose(cal.bilinear(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, values, x, y), reference, atol=1e-12)
-    # At a node it is the node's value; outside the grid, the edge's.
-    assert cal.bilinear(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, values, np.array(0.4), np.array(8.0)) == pytest.approx(
-        values[int(np.argmin(abs(cal.GRID_GEMM - 0.4))), 2]
-    )
-    edge = cal.bilinear(cal.GRID_GEMM, cal.GRID_OVERHEAD_MS, values, np.array(5.0), np.array(2.0))
-    assert edge == pytest.approx(values[-1, 0])
-    import placement.serving.calibration as module
-
-    assert "scipy" not in module.__dict__
