@@ -64,8 +64,9 @@ class ServingRequest:
         With ``disaggregated``: the prefill pool is in another metro and the prompt's whole KV crosses one WAN
         link of this rate (cross-metro prefill); None: the pools share the node's scale-out fabric. [Gbit/s]
     itl_metric : {"step", "tpot"}
-        What ``itl_p99_ms`` bounds: every gap between tokens (``"step"``, the default the calibration was fitted
-        with) or each request's mean time per output token (``"tpot"``, MLPerf's and serving benchmarks' TPOT).
+        What ``itl_p99_ms`` bounds: every single gap between tokens (``"step"``, the default the calibration in force
+        was fitted with: the p99 is set by the steps that carry a prefill chunk) or each request's mean time per
+        output token (``"tpot"``, MLPerf's and serving benchmarks' TPOT, what the joint calibration is fitted with).
     attention_dp : bool
         Also search data-parallel attention with all-to-all expert parallelism for a mixture of experts
         (:func:`placement.serving.kernels.layouts`: modelled, not calibrated on any measured point).
@@ -381,7 +382,14 @@ def serve(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED
         )
         for w in workloads
     ]
-    return max(results, key=lambda r: r.goodput_tok_s)
+    best = max(results, key=lambda r: r.goodput_tok_s)
+    method = speculation_for(request.model, AUTO)
+    if best.goodput_tok_s <= 0 and best.limit.startswith("itl objective") and request.speculative is None and method:
+        # never a silent 0 where the model could speculate: say so (the planner opts in; drafts cost accuracy nothing
+        # but they are a serving choice)
+        hint = f"; {method.method} speculative decoding emits more than one token per step: try --speculative auto"
+        best = replace(best, limit=best.limit + hint)
+    return best
 
 
 def goodput_report(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED) -> dict[str, Any]:
@@ -410,7 +418,7 @@ def goodput_report(request: ServingRequest, *, efficiency: ServingEfficiency = C
     if request.node_cost_usd_h is None:
         report.pop("cost_per_million_goodput_tokens_usd")
     accel = get_accelerator(request.accelerator)
-    calibration = calibration_report(accel, request.precision)
+    calibration = calibration_report(accel, request.precision, request.model)
     if efficiency.tensor is not None:
         calibration["gemm_efficiency"] = {"value": efficiency.tensor, "basis": "refitted", "on": "your measurements"}
     report["calibration"] = calibration
@@ -426,8 +434,8 @@ def goodput_report(request: ServingRequest, *, efficiency: ServingEfficiency = C
     return report
 
 
-def calibration_report(accel: AcceleratorSpec, precision: str) -> dict[str, dict[str, Any]]:
-    """Where the two calibrated figures in force for an accelerator come from.
+def calibration_report(accel: AcceleratorSpec, precision: str, model: str = "") -> dict[str, dict[str, Any]]:
+    """Where each calibrated figure in force for an accelerator comes from.
 
     Parameters
     ----------
@@ -435,22 +443,32 @@ def calibration_report(accel: AcceleratorSpec, precision: str) -> dict[str, dict
         The accelerator.
     precision : str
         The GEMMs' precision.
+    model : str, optional
+        The model: the expert padding is reported for a mixture of experts only.
 
     Returns
     -------
     dict
-        ``{"gemm_efficiency": {...}, "step_overhead_ms": {...}}``, each with ``value``, ``basis`` (``fitted``,
-        ``extrapolated``, or ``catalog prior`` where the calibration has no figure) and ``on`` (what it was
-        fitted on, carried over from, or the catalog's source note).
+        ``{"gemm_efficiency": {...}, "step_overhead_ms": {...}, "layer_floor_us": {...}, "sequence_us": {...}}``
+        (and ``expert_half_tokens`` for a mixture of experts), each with ``value``, ``basis`` (``fitted``,
+        ``extrapolated``, ``catalog prior`` or ``not fitted``) and ``on`` (what it was fitted on, carried over
+        from, or the catalog's source note).
     """
-    out: dict[str, dict[str, Any]] = {}
-    for parameter, key, prior in (
+    figures: list[tuple[str, str, float | None]] = [
         ("gemm_efficiency", precision, accel.gemm_efficiency),
         ("step_overhead_ms", "", accel.step_overhead_ms),
-    ):
+        ("layer_floor_us", "", None),
+        ("sequence_us", "", None),
+    ]
+    if model and get_model(model).experts > 0:
+        figures.append(("expert_half_tokens", "", None))
+    out: dict[str, dict[str, Any]] = {}
+    for parameter, key, prior in figures:
         figure = calibrated_figure(accel, parameter, key)
-        if figure is None:
+        if figure is not None:
+            out[parameter] = {"value": figure.value, "basis": figure.basis, "on": figure.fitted_on}
+        elif prior is not None:
             out[parameter] = {"value": prior, "basis": "catalog prior", "on": "data/serving/accelerators.csv efficiency_source"}
         else:
-            out[parameter] = {"value": figure.value, "basis": figure.basis, "on": figure.fitted_on}
+            out[parameter] = {"value": 0.0, "basis": "not fitted", "on": f"no calibration for {accel.family or accel.id}: off"}
     return out

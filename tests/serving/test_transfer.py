@@ -93,3 +93,21 @@ def test_data_parallel_attention_is_searched_only_when_asked() -> None:
     both = serve(ServingRequest(**{**request.__dict__, "attention_dp": True}), efficiency=FLOORS)
     assert not plain.attention_dp
     assert both.goodput_tok_s >= plain.goodput_tok_s  # a wider search never finds less
+
+
+def test_an_itl_under_the_plain_step_gets_the_speculative_answer_or_says_why() -> None:
+    """A class whose ITL is under a plain decode step is never a silent 0: MTP serves it, or the answer says to try it."""
+    from dataclasses import replace
+
+    model, accel = get_model("deepseek-r1"), get_accelerator("b200")
+    base = ServingRequest("deepseek-r1", "b200", 8, "fp8", 1024, 1024, 10_000.0, 1.0, input_tokens_max=1024)
+    context = base.workload.context_tokens
+    step_1 = min(
+        kernels.decode_step(model, accel, "fp8", tp=t, batch=1, context_tokens=context).total_ms
+        for t in search.tp_options(accel, 8)
+    )
+    request = replace(base, itl_p99_ms=0.8 * step_1)
+    plain = serve(request)
+    assert plain.goodput_tok_s == 0.0 and "batch-1" in plain.limit and "try --speculative auto" in plain.limit
+    auto = serve(replace(request, speculative="auto"))
+    assert auto.goodput_tok_s > 0 and auto.speculative == "mtp" and auto.itl_ms <= request.itl_p99_ms
