@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
     from placement.plan import Plan
     from placement.serving.calibration import PartFit
+    from placement.serving.closed_loop import SweepFit
+    from placement.serving.efficiency import ServingEfficiency
     from placement.serving.request import ServingRequest
 
 DEFAULT_SCENARIO = default_scenario_path()
@@ -401,7 +403,7 @@ def _plot_path(text: str) -> Path:
 
 
 def _with_cache(
-    args: argparse.Namespace, request: ServingRequest, gemm: float | None
+    args: argparse.Namespace, request: ServingRequest, refit: ServingEfficiency | None
 ) -> tuple[ServingRequest, dict[str, Any] | None]:
     """``--kv-cache TIER --prefix-reuse PROFILE``: the request at the hit rate its cache sustains, and the cache's figures."""
     if args.kv_cache is None and args.prefix_reuse is None:
@@ -424,7 +426,7 @@ def _with_cache(
         speculative=args.speculative,
         kv_cache=KvCacheSection(tier=args.kv_cache),
     )
-    served, _, figures = cached_request(serving, request, reuse, gemm)
+    served, _, figures = cached_request(serving, request, reuse, refit)
     return served, {
         "tier": figures.tier,
         "reuse_profile": reuse.profile,
@@ -450,8 +452,9 @@ def _goodput(args: argparse.Namespace) -> int:
     request = _serving_request(args)
     fits = _part_fits(args.measurements, quiet=args.json) if args.measurements else []
     refit = next((f for f in fits if (f.accelerator, f.precision) == (request.accelerator, request.precision)), None)
-    request, cache = _with_cache(args, request, None if refit is None else refit.gemm_efficiency)
-    report = goodput_report(request, efficiency=ServingEfficiency(tensor=None if refit is None else refit.gemm_efficiency))
+    overrides = ServingEfficiency() if refit is None else refit.efficiency()
+    request, cache = _with_cache(args, request, None if refit is None else overrides)
+    report = goodput_report(request, efficiency=overrides)
     report = _per_node(report, args.pool_nodes)
     if cache is not None:  # the hits' KV comes back from the tier before the prefill ends, as the plan counts it
         report["kv_cache"] = cache
@@ -518,32 +521,47 @@ def _goodput(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"  Pareto curve in {args.plot}")
     if fits:
-        from placement.serving.calibration import render_part_fits
-
         used = "refitted on them" if refit is not None else f"not refitted: no point of {request.accelerator} {request.precision}"
         print(f"your measurements ({args.measurements}; {used}):")
-        print(render_part_fits(fits))
+        print(_render_fits(fits))
     return EXIT_OK
 
 
-def _part_fits(path: str, *, quiet: bool) -> list[PartFit]:
+def _part_fits(path: str, *, quiet: bool) -> list[PartFit] | list[SweepFit]:
+    """A planner's measurements refitted: a closed-loop sweep (a ``concurrency`` column) or points inside limits."""
     from placement.serving.calibration import fit_parts
+    from placement.serving.closed_loop import fit_sweep, is_sweep, load_sweep
     from placement.serving.measured import load_measured
 
+    if Path(path).is_file() and is_sweep(path):
+        return fit_sweep(load_sweep(path))
     return fit_parts(load_measured(path), progress=StderrProgress(show=not quiet))
+
+
+def _render_fits(fits: list[PartFit] | list[SweepFit]) -> str:
+    from placement.serving.calibration import PartFit, render_part_fits
+    from placement.serving.closed_loop import render_sweep_fits
+
+    return render_part_fits(fits) if isinstance(fits[0], PartFit) else render_sweep_fits(fits)
 
 
 def _calibrate(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from placement.serving.calibration import render_part_fits
-
     fits = _part_fits(args.file, quiet=args.json or args.quiet)
     if args.json:
         print(jsonio.dumps([asdict(f) for f in fits]))
         return EXIT_OK
-    print(f"{args.file}: each part's GEMM fraction refitted on its points (the overhead as calibrated)")
-    print(render_part_fits(fits))
+    if not fits:
+        print(f"{args.file}: no point to fit")
+        return EXIT_OK
+    sweep = (
+        "a closed-loop sweep: each part's GEMM fraction and floor scale"
+        if "floor_scale" in asdict(fits[0])
+        else ("each part's GEMM fraction")
+    )
+    print(f"{args.file}: {sweep} refitted on its points (the rest as calibrated)")
+    print(_render_fits(fits))
     return EXIT_OK
 
 
@@ -879,13 +897,19 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_argument(
         "--measurements",
         metavar="FILE",
-        help="your measured goodput (the columns of data/serving/measured.csv): the part's GEMM fraction is refitted on it",
+        help="your measured goodput (the columns of data/serving/measured.csv) or a closed-loop concurrency sweep "
+        "(concurrency, input_tokens, output_tokens, output_tok_s, ...): the part's figures are refitted on it",
     )
     goodput.set_defaults(handler=_goodput)
     calibrate = commands.add_parser(
         "calibrate", help="refit the serving model on your measured goodput: fitted vs measured, and the held-out error"
     )
-    calibrate.add_argument("file", metavar="FILE", help="a CSV with the columns of data/serving/measured.csv")
+    calibrate.add_argument(
+        "file",
+        metavar="FILE",
+        help="a CSV with the columns of data/serving/measured.csv, or a closed-loop concurrency sweep (a concurrency "
+        "column: one row per level)",
+    )
     calibrate.add_argument("--json", action="store_true", help="print the fits as JSON")
     calibrate.add_argument("--quiet", action="store_true", help="no progress lines")
     calibrate.set_defaults(handler=_calibrate)

@@ -16,6 +16,7 @@ from placement._errors import InputError, Problem
 from placement.background import Background
 from placement.scenario import ServingSection, WorkloadClass
 from placement.serving.calibration import fit_parts
+from placement.serving.closed_loop import fit_sweep, is_sweep, load_sweep
 from placement.serving.efficiency import ServingEfficiency, goodput_band
 from placement.serving.hardware import get_accelerator, get_model, kv_bytes_per_token
 from placement.serving.kernels import kv_capacity_bytes, kv_copies, kv_transfer_ms, prefill_ms
@@ -190,18 +191,25 @@ def serving_request(serving: ServingSection, workload: WorkloadClass) -> Serving
         disaggregated=serving.disaggregated is True,
         min_tok_s_per_user=workload.min_tok_s_per_user,
         speculative=serving.speculative,
+        itl_metric=workload.itl_metric,
     )
 
 
 @lru_cache(maxsize=8)
-def _refitted(path: Path, modified_ns: int) -> dict[tuple[str, str], float]:
-    """Each part's GEMM fraction refitted on a planner's measurements (read once per file version)."""
+def _refitted(path: Path, modified_ns: int) -> dict[tuple[str, str], ServingEfficiency]:
+    """Each part's figures refitted on a planner's measurements (read once per file version).
+
+    A closed-loop sweep refits the GEMM fraction and the floors' scale; a file of points inside latency limits the
+    GEMM fraction.
+    """
     del modified_ns  # part of the cache key: an edited file is refitted
-    return {(f.accelerator, f.precision): f.gemm_efficiency for f in fit_parts(load_measured(path))}
+    if is_sweep(path):
+        return {(f.accelerator, f.precision): f.efficiency() for f in fit_sweep(load_sweep(path))}
+    return {(f.accelerator, f.precision): ServingEfficiency(tensor=f.gemm_efficiency) for f in fit_parts(load_measured(path))}
 
 
-def measured_gemm(serving: ServingSection, *, source: str) -> dict[tuple[str, str], float]:
-    """The GEMM fractions ``serving.measurements`` refits, by (accelerator, precision); empty without it.
+def measured_efficiency(serving: ServingSection, *, source: str) -> dict[tuple[str, str], ServingEfficiency]:
+    """The figures ``serving.measurements`` refits, by (accelerator, precision); empty without it.
 
     Parameters
     ----------
@@ -213,7 +221,7 @@ def measured_gemm(serving: ServingSection, *, source: str) -> dict[tuple[str, st
     Returns
     -------
     dict
-        ``{(accelerator, precision): gemm_efficiency}``.
+        ``{(accelerator, precision): the overrides in force}``.
 
     Raises
     ------
@@ -225,24 +233,27 @@ def measured_gemm(serving: ServingSection, *, source: str) -> dict[tuple[str, st
     path = Path(serving.measurements)
     path = path if path.is_absolute() else (Path(source).parent / path).resolve()
     if not path.is_file():
-        fix = "give a CSV with the columns of data/serving/measured.csv (a path relative to the scenario file)"
+        fix = (
+            "give a CSV with the columns of data/serving/measured.csv, or a closed-loop sweep (a path relative to the "
+            "scenario file)"
+        )
         raise InputError([Problem(source, "serving.measurements", "", f"no such file: {path}", fix)])
     return _refitted(path, path.stat().st_mtime_ns)
 
 
-def compared_modes(serving: ServingSection, request: ServingRequest, refit: float | None) -> list[ServingResult]:
+def compared_modes(serving: ServingSection, request: ServingRequest, refit: ServingEfficiency | None) -> list[ServingResult]:
     """The node's result in each serving mode ``serving.disaggregated`` allows (both with ``auto``: colocated first)."""
     pools = [False, True] if serving.disaggregated == "auto" else [serving.disaggregated is True]
     return [serve_pooled(serving.pool_nodes, replace(request, disaggregated=d), refit) for d in pools]
 
 
-def _best(serving: ServingSection, request: ServingRequest, refit: float | None) -> ServingResult:
+def _best(serving: ServingSection, request: ServingRequest, refit: ServingEfficiency | None) -> ServingResult:
     """The node's result; with ``disaggregated: auto`` the pools that give more goodput (colocated on a tie)."""
     return max(compared_modes(serving, request, refit), key=lambda r: r.goodput_tok_s)
 
 
 @lru_cache(maxsize=4096)
-def serve_pooled(pool_nodes: int, request: ServingRequest, refit: float | None) -> ServingResult:
+def serve_pooled(pool_nodes: int, request: ServingRequest, refit: ServingEfficiency | None) -> ServingResult:
     """One node's result; disaggregated pools queue over ``pool_nodes`` nodes' GPUs (``serving.pool_nodes``), per node.
 
     A disaggregated prefill pool is shared by every decode replica it serves (DistServe, Splitwise): its p99 wait is
@@ -252,7 +263,7 @@ def serve_pooled(pool_nodes: int, request: ServingRequest, refit: float | None) 
     same nodes.
     """
     pool = pool_nodes if request.disaggregated else 1
-    result = serve(replace(request, gpus=request.gpus * pool), efficiency=ServingEfficiency(tensor=refit))
+    result = serve(replace(request, gpus=request.gpus * pool), efficiency=refit or ServingEfficiency())
     if pool == 1:
         return result
     return replace(
@@ -270,12 +281,12 @@ CACHE_ITERATIONS = 8
 
 
 def cached_request(
-    serving: ServingSection, request: ServingRequest, reuse: PrefixReuse, refit: float | None = None
+    serving: ServingSection, request: ServingRequest, reuse: PrefixReuse, refit: ServingEfficiency | None = None
 ) -> tuple[ServingRequest, ServingResult, CacheFigures]:
     """The node at the hit rate its cache sustains: a fixed point of hit rate, goodput and retention.
 
     ``serving.kv_cache`` names the tier; ``request`` is the class on the node with the node's TTFT budget (its hit
-    rate is replaced); ``refit`` a refitted GEMM fraction (``serving.measurements``). Returns the request as served
+    rate is replaced); ``refit`` the figures refitted on ``serving.measurements``. Returns the request as served
     (hit rate, budget less the hit load), its result, and the cache's figures.
 
     Each round serves the class at hit rate ``h`` inside the node's TTFT budget less the time to load the longest
@@ -326,7 +337,7 @@ def cached_request(
 
 def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, source: str) -> ClassProfile | Problem:
     request = serving_request(serving, workload)
-    refit = measured_gemm(serving, source=source).get((serving.accelerator, serving.precision))
+    refit = measured_efficiency(serving, source=source).get((serving.accelerator, serving.precision))
     cache = None
     if serving.kv_cache is not None and workload.prefix_reuse is not None:
         reuse = reuse_for(workload.prefix_reuse, source=source, key=f"classes[{k}].prefix_reuse")
@@ -377,7 +388,7 @@ def mode_label(result: ServingResult) -> str:
     return f"{mode}+{result.speculative}" if result.speculative else mode
 
 
-def _source_label(serving: ServingSection, refit: float | None) -> str:
+def _source_label(serving: ServingSection, refit: ServingEfficiency | None) -> str:
     label = "serving model" + (", refitted on serving.measurements" if refit is not None else "")
     return label if serving.goodput_quantile == "p50" else f"{label}, {serving.goodput_quantile} of its band"
 
@@ -625,7 +636,7 @@ def cross_metro_profile(
         disaggregated=True,
         kv_link_gbit_s=spec.wan_gbit_s,
     )
-    refit = measured_gemm(serving, source=source).get((serving.accelerator, serving.precision))
+    refit = measured_efficiency(serving, source=source).get((serving.accelerator, serving.precision))
     result = serve_pooled(serving.pool_nodes, request, refit)
     if result.goodput_tok_s <= 0:
         return f"{why} leaves the pools no goodput ({result.limit})"
