@@ -50,6 +50,8 @@ _COLUMNS = (
     Column("scenario", required=False, may_be_absent=True),
     Column("tp", "number", required=False, low=1, whole=True, may_be_absent=True, help="tensor-parallel degree used"),
     Column("use", required=False, may_be_absent=True, help="fit (default) or check"),
+    Column("ttft_p99_measured_ms", "number", required=False, low=0.0, may_be_absent=True, help="p99 TTFT the run measured"),
+    Column("tpot_p99_measured_ms", "number", required=False, low=0.0, may_be_absent=True, help="p99 TPOT the run measured"),
 )
 USES = ("fit", "check")
 """What a row is for: fitted by the calibration, or a published check that nothing fits."""
@@ -79,6 +81,12 @@ class MeasuredPoint:
         Generated tokens per second the node completed inside them.
     system, round, software, scenario, source : str
         What was measured and where it was published.
+    tp : int or None
+        Tensor-parallel degree the run used, where the source states it.
+    use : str
+        ``fit`` or ``check``.
+    ttft_p99_measured_ms, tpot_p99_measured_ms : float or None
+        The p99 TTFT and TPOT the run itself logged (below its limits), where the source gives them. [ms]
     """
 
     point_id: str
@@ -99,6 +107,8 @@ class MeasuredPoint:
     source: str = ""
     tp: int | None = None
     use: str = "fit"
+    ttft_p99_measured_ms: float | None = None
+    tpot_p99_measured_ms: float | None = None
 
     def request(self) -> ServingRequest:
         """The serving model's question for this run: the same node, workload and limits."""
@@ -202,7 +212,20 @@ def _point(cells: dict[str, pd.Series], k: int) -> MeasuredPoint:
         source=word("source"),
         tp=None if pd.isna(tp) else int(tp),
         use=word("use") or "fit",
+        ttft_p99_measured_ms=_optional(cells["ttft_p99_measured_ms"].iloc[k]),
+        tpot_p99_measured_ms=_optional(cells["tpot_p99_measured_ms"].iloc[k]),
     )
+
+
+def _optional(value: float) -> float | None:
+    """A blank number cell as None."""
+    return None if pd.isna(value) else float(value)
+
+
+def _median(values: list[float | None]) -> float | None:
+    """The median of the values given (None when none is)."""
+    given = [v for v in values if v is not None]
+    return float(np.median(given)) if given else None
 
 
 def median_points(points: list[MeasuredPoint], *, latest_round_only: bool = True) -> list[MeasuredPoint]:
@@ -256,6 +279,8 @@ def median_points(points: list[MeasuredPoint], *, latest_round_only: bool = True
                 software=mid.software,
                 scenario=mid.scenario,
                 source=mid.source,
+                ttft_p99_measured_ms=_median([r.ttft_p99_measured_ms for r in runs]),
+                tpot_p99_measured_ms=_median([r.tpot_p99_measured_ms for r in runs]),
             )
         )
     return out

@@ -55,6 +55,13 @@ def test_the_bundled_points_load_and_name_only_catalog_parts() -> None:
     assert {(p.ttft_p99_ms, p.itl_p99_ms, p.input_tokens, p.input_tokens_max) for p in r1} == {(2000.0, 80.0, 804, 3140)}
     rack = [p for p in others if p.accelerator == "gb200-nvl72" and p.model == "deepseek-r1"]
     assert len(rack) == 1 and rack[0].gpus == 72 and rack[0].tok_s == pytest.approx(167578.06)
+    # Each run's own p99s, below the limits it held: the evidence of where it ran (8B Server at ~25-31 ms of 100).
+    logged = [p for p in others if p.tpot_p99_measured_ms is not None]
+    assert len(logged) == 64 and all(p.tpot_p99_measured_ms <= p.itl_p99_ms for p in logged)  # type: ignore[operator]
+    assert all(0 < (p.ttft_p99_measured_ms or 0) <= p.ttft_p99_ms for p in logged)
+    small = median_points([p for p in others if p.model == "llama-3.1-8b" and p.scenario == "Server"])
+    assert all((p.tpot_p99_measured_ms or 1e9) < 0.4 * p.itl_p99_ms for p in small)
+    assert all(p.tpot_p99_measured_ms is None for p in points)  # the Llama-2-70B file has no latencies
     assert not {p.point_id for p in checks} & {p.point_id for p in points}
 
 
