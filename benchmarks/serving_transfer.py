@@ -6,7 +6,8 @@ Usage::
 
 Runs ``placement.serving.request.serve`` at each configuration's median run (``data/serving/measured.csv``: MLPerf
 Llama-2-70B, Llama-3.1-405B, Llama-3.1-8B and DeepSeek-R1 Server and Interactive) and prints model vs measured per
-point, then the mean absolute error per model.
+point (the model's ITL at its batch beside the run's own logged p99 TPOT where the source gives it), then the mean
+absolute error per model.
 
 ``in-force`` is the bundled calibration, as ``placement goodput`` serves today (fitted on Llama-2-70B alone: one
 per-step overhead per family, the per-gap ITL). ``joint`` is the joint calibration of
@@ -49,6 +50,11 @@ def _run(job: tuple[MeasuredPoint, str, list[MeasuredPoint]]) -> tuple[float, in
     return r.goodput_tok_s, r.batch, r.tp, r.itl_ms, r.limit, time.perf_counter() - start
 
 
+def _logged(point: MeasuredPoint) -> str:
+    """The run's own p99 TPOT beside the model's ITL: where it actually ran against its limit."""
+    return "" if point.tpot_p99_measured_ms is None else f" (run: {point.tpot_p99_measured_ms:.1f} ms)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2)
@@ -70,7 +76,7 @@ def main() -> None:
                 errors.setdefault(p.model, []).append(abs(err))
                 print(
                     f"{p.model:15s} {p.accelerator:12s} {p.gpus:4d} {p.precision:4s} {p.scenario:11s} {p.tok_s:9,.0f} "
-                    f"{good:9,.0f} {err:+7.1%}  batch {batch} tp {tp} itl {itl:.1f} ms {limit} ({seconds:.1f} s)"
+                    f"{good:9,.0f} {err:+7.1%}  batch {batch} tp {tp} itl {itl:.1f} ms{_logged(p)} {limit} ({seconds:.1f} s)"
                 )
             for model, errs in errors.items():
                 print(f"  {model:15s} mean |error| {np.mean(errs):6.1%} over {len(errs)} configurations")
