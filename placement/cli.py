@@ -555,10 +555,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     if not fits:
         print(f"{args.file}: no point to fit")
         return EXIT_OK
+    from placement.serving.calibration import PartFit
+
     sweep = (
-        "a closed-loop sweep: each part's GEMM fraction and floor scale"
-        if "floor_scale" in asdict(fits[0])
-        else ("each part's GEMM fraction")
+        "each part's GEMM fraction"
+        if isinstance(fits[0], PartFit)
+        else "a closed-loop sweep: each part's GEMM fraction and floor scale"
     )
     print(f"{args.file}: {sweep} refitted on its points (the rest as calibrated)")
     print(_render_fits(fits))

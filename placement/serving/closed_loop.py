@@ -20,8 +20,8 @@ The loop is modelled from the same step times as the open-loop search (:func:`pl
 
 :func:`fit_sweep` refits, per part and precision, the achieved GEMM fraction and a common scale of the engine's
 floors (per step, per layer, per sequence: the figures a concurrency-1 point and a concurrency-256 point pull
-apart), on the points' throughput and, where given, median TPOT; each point is then predicted with both refitted
-without it.
+apart), on the points' throughput and, where given, median TPOT, over the planner's refit's GEMM grid and with its
+priors (:mod:`placement.serving.calibration`); each point is then predicted with both refitted without it.
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ from numpy.typing import NDArray
 
 from placement._errors import Problem
 from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
+from placement.serving.calibration import POINT_SIGMA, PRIOR_SIGMA, REFIT_GEMM
 from placement.serving.efficiency import CALIBRATED, ServingEfficiency, achieved
-from placement.serving.hardware import WEIGHT_BYTES, bundled_accelerators, bundled_models, get_accelerator, get_model
+from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.kernels import decode_step, prefill_attention_flops, prefill_ms
+from placement.serving.measured import node_problems
 
 __all__ = [
     "FLOOR_SCALES",
@@ -78,12 +80,6 @@ RAMP_REQUESTS_PER_CLIENT = 10
 """Requests per client a run sends when the file does not say (``requests`` blank)."""
 FLOOR_SCALES = np.exp(np.linspace(math.log(0.25), math.log(4.0), 17))
 """Scales of the calibrated floors a sweep is fitted over (a quarter to four times)."""
-REFIT_GEMM = np.round(np.arange(0.15, 0.851, 0.05), 3)
-"""GEMM fractions a sweep is fitted over."""
-PRIOR_SIGMA = 0.5
-"""Log-normal prior of both refitted figures around the calibration in force."""
-POINT_SIGMA = 0.05
-"""Log error of one measured figure."""
 
 
 @dataclass(frozen=True)
@@ -155,26 +151,10 @@ def load_sweep(path: str | Path) -> list[SweepPoint]:
     cells = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in SWEEP_COLUMNS}
     if not len(table.cells):
         problems.append(Problem(source, "", "", "the file has a header and no rows", "give one row per concurrency"))
-    models, accelerators = bundled_models(), bundled_accelerators()
     for k in range(len(table.cells)):
         where = table.where(k)
-        model, accel, precision = (str(cells[c].iloc[k]).strip() for c in ("model", "accelerator", "precision"))
-        if model and model not in models:
-            problems.append(Problem(source, where, "model", f"unknown model {model!r}", f"use one of {', '.join(models)}"))
-        if accel and accel not in accelerators:
-            known = ", ".join(accelerators)
-            problems.append(Problem(source, where, "accelerator", f"unknown accelerator {accel!r}", f"use one of {known}"))
-            continue
-        if not accel:
-            continue
-        spec = accelerators[accel]
-        if precision and (precision not in WEIGHT_BYTES or precision not in spec.tflops):
-            rule = f"{accel} has no {precision!r} tensor throughput in the catalog"
-            problems.append(Problem(source, where, "precision", rule, f"use one of {', '.join(sorted(spec.tflops))}"))
+        problems.extend(node_problems(cells, k, source, where))
         gpus, tp = cells["gpus"].iloc[k], cells["tp"].iloc[k]
-        if pd.notna(gpus) and gpus > spec.gpus_per_node:
-            rule = f"{int(gpus)} GPUs is more than one {accel} node ({spec.gpus_per_node})"
-            problems.append(Problem(source, where, "gpus", rule, "give one node's figure (divide a cluster's by its nodes)"))
         if pd.notna(gpus) and pd.notna(tp) and int(gpus) % int(tp):
             problems.append(Problem(source, where, "tp", f"{int(tp)} does not divide {int(gpus)} GPUs", "give a divisor"))
         for low, high in (("ttft_p50_ms", "ttft_p99_ms"), ("tpot_p50_ms", "tpot_p99_ms")):

@@ -446,8 +446,8 @@ def fold_predictions(
     """
     keep = np.array([not held_out(p) for p in fit.points])
     x = fit.x
-    touch = np.array([[t.touches(p) for t in fit.terms] for p in fit.points])
-    informed = touch[keep].any(axis=0)
+    runner = _Runner(fit.points, fit.terms, pool)
+    informed = runner.touch[keep].any(axis=0)
     a = fit.jacobian[keep] / fit.point_sigma
     normal = a.T @ a + np.eye(len(x))
     gradient = a.T @ (fit.log_errors[keep] / fit.point_sigma) + x
@@ -465,7 +465,6 @@ def fold_predictions(
         if siblings:
             values[j] = float(np.exp(np.mean(np.log(siblings))))
     out = [i for i in range(len(fit.points)) if not keep[i]]
-    runner = _Runner(fit.points, fit.terms, pool)
     goodput = runner.goodput([(i, values) for i in out])
     errors = _log_errors([fit.points[i] for i in out], goodput)
     return values, dict(zip(out, (float(e) for e in errors), strict=True))

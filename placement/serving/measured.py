@@ -153,26 +153,10 @@ def load_measured(path: str | Path = MEASURED_CSV, *, use: str = "fit") -> list[
     problems = missing_columns(table, _COLUMNS)
     raise_if(problems)
     cells = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in _COLUMNS}
-    models, accelerators = bundled_models(), bundled_accelerators()
     source = str(path)
     for k in range(len(table.cells)):
         where = table.where(k)
-        model, accel, precision = (str(cells[name].iloc[k]).strip() for name in ("model", "accelerator", "precision"))
-        if model and model not in models:
-            problems.append(Problem(source, where, "model", f"unknown model {model!r}", f"use one of {', '.join(models)}"))
-        if accel and accel not in accelerators:
-            known = ", ".join(accelerators)
-            problems.append(Problem(source, where, "accelerator", f"unknown accelerator {accel!r}", f"use one of {known}"))
-        elif accel:
-            spec = accelerators[accel]
-            if precision and (precision not in WEIGHT_BYTES or precision not in spec.tflops):
-                supported = ", ".join(sorted(spec.tflops))
-                rule = f"{accel} has no {precision!r} tensor throughput in the catalog"
-                problems.append(Problem(source, where, "precision", rule, f"use one of {supported}"))
-            gpus = cells["gpus"].iloc[k]
-            if pd.notna(gpus) and gpus > spec.gpus_per_node:
-                rule = f"{int(gpus)} GPUs is more than one {accel} node ({spec.gpus_per_node})"
-                problems.append(Problem(source, where, "gpus", rule, "give one node's figure (divide a cluster's by its nodes)"))
+        problems.extend(node_problems(cells, k, source, where))
         row_use = str(cells["use"].iloc[k]).strip()
         if row_use not in ("", *USES):
             problems.append(Problem(source, where, "use", f"unknown use {row_use!r}", "give fit, check or leave it blank (fit)"))
@@ -186,6 +170,44 @@ def load_measured(path: str | Path = MEASURED_CSV, *, use: str = "fit") -> list[
         problems.append(Problem(source, table.where(k), "point_id", rule, "give every row its own id"))
     raise_if(problems)
     return [point for k in range(len(table.cells)) if (point := _point(cells, k)).use == use]
+
+
+def node_problems(cells: dict[str, pd.Series], k: int, source: str, where: str) -> list[Problem]:
+    """Row ``k``'s model, accelerator, precision and node size against the catalogs (both measurement formats).
+
+    Parameters
+    ----------
+    cells : dict
+        The file's parsed columns (``model``, ``accelerator``, ``precision``, ``gpus`` among them).
+    k : int
+        The row.
+    source, where : str
+        The file and the row's label, for the problems.
+
+    Returns
+    -------
+    list of Problem
+        An unknown model or accelerator, a precision the part lacks, more GPUs than one node has.
+    """
+    models, accelerators = bundled_models(), bundled_accelerators()
+    model, accel, precision = (str(cells[name].iloc[k]).strip() for name in ("model", "accelerator", "precision"))
+    problems = []
+    if model and model not in models:
+        problems.append(Problem(source, where, "model", f"unknown model {model!r}", f"use one of {', '.join(models)}"))
+    if accel and accel not in accelerators:
+        known = ", ".join(accelerators)
+        problems.append(Problem(source, where, "accelerator", f"unknown accelerator {accel!r}", f"use one of {known}"))
+    elif accel:
+        spec = accelerators[accel]
+        if precision and (precision not in WEIGHT_BYTES or precision not in spec.tflops):
+            supported = ", ".join(sorted(spec.tflops))
+            rule = f"{accel} has no {precision!r} tensor throughput in the catalog"
+            problems.append(Problem(source, where, "precision", rule, f"use one of {supported}"))
+        gpus = cells["gpus"].iloc[k]
+        if pd.notna(gpus) and gpus > spec.gpus_per_node:
+            rule = f"{int(gpus)} GPUs is more than one {accel} node ({spec.gpus_per_node})"
+            problems.append(Problem(source, where, "gpus", rule, "give one node's figure (divide a cluster's by its nodes)"))
+    return problems
 
 
 def _point(cells: dict[str, pd.Series], k: int) -> MeasuredPoint:

@@ -383,8 +383,8 @@ def serve(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED
         for w in workloads
     ]
     best = max(results, key=lambda r: r.goodput_tok_s)
-    method = speculation_for(request.model, AUTO)
-    if best.goodput_tok_s <= 0 and best.limit.startswith("itl objective") and request.speculative is None and method:
+    silent = best.goodput_tok_s <= 0 and best.limit.startswith("itl objective") and request.speculative is None
+    if silent and (method := speculation_for(request.model, AUTO)) is not None:
         # never a silent 0 where the model could speculate: say so (the planner opts in; drafts cost accuracy nothing
         # but they are a serving choice)
         hint = f"; {method.method} speculative decoding emits more than one token per step: try --speculative auto"
