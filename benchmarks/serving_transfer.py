@@ -9,11 +9,10 @@ Llama-2-70B, Llama-3.1-405B, Llama-3.1-8B and DeepSeek-R1 Server and Interactive
 point (the model's ITL at its batch beside the run's own logged p99 TPOT where the source gives it), then the mean
 absolute error per model.
 
-``in-force`` is the bundled calibration, as ``placement goodput`` serves today (fitted on Llama-2-70B alone: one
-per-step overhead per family, the per-gap ITL). ``joint`` is the joint calibration of
-``benchmarks/calibrate_serving.py`` (saved in ``benchmarks/serving_joint_fit.json``: per family the floors per
-step, layer and sequence, the collective's latency and the attention fraction; per die the GEMM fraction; the
-expert padding; the ITL objective read as TPOT, the prefill variability from the prompt mix).
+``in-force`` is the bundled calibration (``data/serving/calibration.csv``), as ``placement goodput`` serves it.
+``joint`` is the fit saved by ``benchmarks/calibrate_serving.py --save`` in ``benchmarks/serving_joint_fit.json``
+(per family the floors per step, layer and sequence, the collective's latency and the attention fraction; per die
+the GEMM fraction; the expert padding): the same figures once ``--write`` has written them, a new fit before.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import argparse
 import json
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +44,7 @@ def _run(job: tuple[MeasuredPoint, str, list[MeasuredPoint]]) -> tuple[float, in
         terms = terms_for(points)
         saved = json.loads(JOINT_FIT.read_text(encoding="utf-8"))
         eff = efficiency_for(point, terms, [saved.get(t.label, t.prior) for t in terms])
-        r = serve(replace(point.request(), itl_metric="tpot"), efficiency=eff)
+        r = serve(point.request(), efficiency=eff)
     return r.goodput_tok_s, r.batch, r.tp, r.itl_ms, r.limit, time.perf_counter() - start
 
 
@@ -60,8 +58,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--config", choices=(*CONFIGS, "both"), default="both")
     args = parser.parse_args()
-    runs = load_measured() + load_measured(use="check")
-    points = [p for p in median_points(runs) if p.ttft_p99_ms < 1e8]
+    # every fitted point (the throughput tables, ``use`` = ``check``, have no latency limit)
+    points = [p for p in median_points(load_measured()) if p.ttft_p99_ms < 1e8]
     configs = list(CONFIGS) if args.config == "both" else [args.config]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         for config in configs:

@@ -372,7 +372,7 @@ def _simulated(request: ServingRequest, args: argparse.Namespace) -> dict[str, A
     return None if check is None else simulation_report(check)
 
 
-def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None) -> None:
+def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None, metric: str) -> None:
     if simulated is None:
         print("  simulated: nothing to simulate (no goodput, or disaggregated pools)")
         return
@@ -380,13 +380,18 @@ def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None) -
         f"  simulated at {simulated['load_factor']:g} x goodput ({simulated['arrival_rate_per_s']:.1f} requests/s, "
         f"{simulated['requests']:,} measured, chunk {simulated['chunk_tokens']} tokens/step):"
     )
-    print(f"    {'':24}{'analytic':>10}{'simulated':>11}")
-    print(f"    {'p99 TTFT at the node [ms]':24}{report['ttft_ms']:>10.1f}{simulated['ttft_p99_ms']:>11.1f}")
-    print(f"    {'p99 ITL [ms]':24}{report['itl_ms']:>10.1f}{simulated['itl_p99_ms']:>11.1f}")
-    print(
-        f"    {'tokens/s':24}{report['goodput_tok_s'] * simulated['load_factor']:>10,.0f}{simulated['throughput_tok_s']:>11,.0f}"
-    )
-    print(f"    {'batch per replica':24}{report['batch']:>10}{simulated['mean_batch']:>11.1f}")
+
+    def line(label: str, analytic: float | None, sim: float | None, fmt: str = ".1f") -> None:
+        shown = "-" if analytic is None else format(analytic, fmt)
+        print(f"    {label:30}{shown:>10}{'-' if sim is None else format(sim, fmt):>11}")
+
+    print(f"    {'':30}{'analytic':>10}{'simulated':>11}")
+    line("p99 TTFT at the node [ms]", report["ttft_ms"], simulated["ttft_p99_ms"])
+    # the analytic ITL is the objective's metric: each request's mean (tpot) or every gap (step)
+    line("p99 TPOT, per request [ms]", report["itl_ms"] if metric == "tpot" else None, simulated["tpot_p99_ms"])
+    line("p99 ITL, every gap [ms]", report["itl_ms"] if metric == "step" else None, simulated["itl_p99_ms"])
+    line("tokens/s", report["goodput_tok_s"] * simulated["load_factor"], simulated["throughput_tok_s"], ",.0f")
+    line("batch per replica", report["batch"], simulated["mean_batch"], ".1f")
 
 
 def _plot_path(text: str) -> Path:
@@ -502,7 +507,8 @@ def _goodput(args: argparse.Namespace) -> int:
     )
     print("  calibration: " + "; ".join(f"{name} {c['value']:g} ({c['basis']})" for name, c in calibration.items()))
     print(
-        f"  p99 ITL {report['itl_ms']:.1f} ms (prefill chunk {report['chunk_tokens']} tokens per step, "
+        f"  p99 {'TPOT' if args.itl_metric == 'tpot' else 'ITL'} {report['itl_ms']:.1f} ms "
+        f"(prefill chunk {report['chunk_tokens']} tokens per step, "
         f"{report['mixed_step_share']:.0%} of steps carry one)"
     )
     print(
@@ -517,7 +523,7 @@ def _goodput(args: argparse.Namespace) -> int:
     if "cost_per_million_goodput_tokens_usd" in report and report["cost_per_million_goodput_tokens_usd"] is not None:
         print(f"  ${report['cost_per_million_goodput_tokens_usd']:.3f} per million goodput tokens at ${args.node_cost_usd_h:g}/h")
     if args.simulate:
-        _print_simulated(report, simulated)
+        _print_simulated(report, simulated, args.itl_metric)
     if args.plot:
         print(f"  Pareto curve in {args.plot}")
     if fits:
@@ -865,9 +871,9 @@ def build_parser() -> argparse.ArgumentParser:
     goodput.add_argument(
         "--itl-metric",
         choices=("step", "tpot"),
-        default="step",
-        help="what --itl-p99-ms bounds: every gap between tokens (step) or each request's mean time per output token "
-        "(tpot, MLPerf's and serving benchmarks' TPOT)",
+        default="tpot",
+        help="what --itl-p99-ms bounds: each request's mean time per output token (tpot, the default: MLPerf's and "
+        "serving benchmarks' TPOT, what the calibration is fitted on) or every single gap between tokens (step)",
     )
     goodput.add_argument(
         "--attention-dp",

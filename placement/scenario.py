@@ -119,9 +119,9 @@ class WorkloadClass(_Section):
     ttft_p99_ms: float = Field(gt=0)
     itl_p99_ms: float = Field(gt=0)
     itl_metric: Literal["step", "tpot"] = Field(
-        "step",
-        description="what itl_p99_ms bounds: step, every gap between tokens (the calibration in force's); tpot, each "
-        "request's mean time per output token (MLPerf's and serving benchmarks' TPOT)",
+        "tpot",
+        description="what itl_p99_ms bounds: tpot, each request's mean time per output token (MLPerf's and serving "
+        "benchmarks' TPOT, what the calibration is fitted on); step, every single gap between tokens (stricter)",
     )
     connection: Literal["warm", "cold"] = Field(
         "warm", description="warm: 1 round trip to the first token; cold: + TCP and TLS 1.3 handshakes (3)"

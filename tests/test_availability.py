@@ -135,15 +135,15 @@ def test_a_part_that_cannot_serve_a_class_gets_no_goodput_and_no_say_in_its_pair
     fleet = build_fleet(scenario.classes, scenario.serving, scenario.horizon, list(scenario.horizon.years), source="test")
     a = fleet.ids.index("ascend-910c")
     names = [c.name for c in scenario.classes]
-    chat, batch = names.index("chat"), names.index("batch")
-    assert fleet.goodput_tok_s[chat, a] == 0.0 and fleet.goodput_tok_s[batch, a] > 0.0
-    assert any(line.startswith("ascend-910c cannot serve chat") for line in fleet.cannot_serve)
+    agent, batch = names.index("agent"), names.index("batch")
+    assert fleet.goodput_tok_s[agent, a] == 0.0 and fleet.goodput_tok_s[batch, a] > 0.0
+    assert any(line.startswith("ascend-910c cannot serve agent") for line in fleet.cannot_serve)
     with_stand_in = np.ones(len(fleet.ids), dtype=bool)
     without = with_stand_in.copy()
     without[a] = False
-    assert fleet.worst_profiles(with_stand_in)[chat] == fleet.worst_profiles(without)[chat]
+    assert fleet.worst_profiles(with_stand_in)[agent] == fleet.worst_profiles(without)[agent]
     only = ~without
-    assert fleet.worst_profiles(only)[chat].fixed_ttft_ms == float("inf"), "a site with only the stand-in allows no chat pair"
+    assert fleet.worst_profiles(only)[agent].fixed_ttft_ms == float("inf"), "a site with only the stand-in allows no agent pair"
     assert fleet.worst_profiles(only)[batch].goodput_tok_s_per_node > 0
 
 

@@ -2,10 +2,12 @@
 
 Every efficiency the step times use (η_bw, η_c, η_a, all-reduce latency and bandwidth share, step overhead) is a
 column of ``data/serving/accelerators.csv`` with its source: the physics' prior. ``data/serving/calibration.csv``
-holds the figures fitted on measured points (``placement.serving.calibration``) per accelerator family: the
-GEMM fraction per precision (FP4 its own, never assumed to reach FP8's) and the per-step overhead of the family's
-serving software. :class:`ServingEfficiency` overrides any of them for a what-if or a fit, and :func:`achieved`
-resolves the three, override over calibration over catalog, into the figures in force for one accelerator.
+holds the figures fitted jointly on every model's measured points (``placement.serving.joint``,
+``benchmarks/calibrate_serving.py``): per accelerator family the serving engine's floors per step, per layer and per
+sequence, the collective's latency and the attention kernels' fraction of peak; per die the GEMM fraction per
+precision (FP4 its own, never assumed to reach FP8's); the expert padding, shared. :class:`ServingEfficiency`
+overrides any of them for a what-if or a fit, and :func:`achieved` resolves the three, override over calibration
+over catalog, into the figures in force for one accelerator.
 """
 
 from __future__ import annotations
@@ -45,11 +47,10 @@ error of the goodput on the points it was fitted on, on parts left out and on mo
 STEP_OVERHEAD_MS_PRIOR = 1.0
 """Prior of the per-step fixed cost of an engine that replays its step as a CUDA/HIP graph: the host's scheduling
 and the graph launch, ~0.5-2 ms (vLLM and TensorRT-LLM step traces; an ASSUMPTION held by the prior's width). The
-joint calibration starts from it; until it has fitted the floors below, the catalog's ``step_overhead_ms`` (fitted on
-Llama-2-70B alone, ``calibration.csv``) stays in force and the per-layer and per-sequence floors are 0."""
+joint calibration starts from it (``calibration.csv`` holds the fitted figure per family)."""
 NOT_FITTED = 0.0
-"""What a floor or the expert padding is while the calibration has no figure for it: off, so that the model in force
-is the one the calibration was fitted with."""
+"""What a floor or the expert padding is where the calibration has no figure for it (a family without a point and
+nothing carried over to it): off."""
 LAYER_FLOOR_US_PRIOR = 40.0
 """Prior of the per-layer kernel floor: a transformer layer runs ~10-15 kernels (norms, projections, attention, the
 MLP or the router and experts, residual adds), each of which takes a few µs however small its work (launch latency
@@ -109,8 +110,8 @@ class ServingEfficiency:
     max_batch : int
         Largest decode batch an engine runs per replica.
     service_cv2 : float, optional
-        Squared coefficient of variation of prefill service time (1: exponential, the calibration in force); ``None``:
-        the prompt mix's (0 when every prompt is the mean), what the joint calibration is fitted with.
+        Squared coefficient of variation of prefill service time; ``None`` (default): the prompt mix's (0 when every
+        prompt is the mean), what the calibration is fitted with; 1: exponential.
     """
 
     hbm: float | None = None
@@ -124,7 +125,7 @@ class ServingEfficiency:
     scale_up_efficiency: float | None = None
     activation_reserve: float = 0.10
     max_batch: int = 4096
-    service_cv2: float | None = 1.0
+    service_cv2: float | None = None
 
 
 #: No override: the calibration (``data/serving/calibration.csv``) where it has a figure, else the catalog's cited

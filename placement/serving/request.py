@@ -64,9 +64,9 @@ class ServingRequest:
         With ``disaggregated``: the prefill pool is in another metro and the prompt's whole KV crosses one WAN
         link of this rate (cross-metro prefill); None: the pools share the node's scale-out fabric. [Gbit/s]
     itl_metric : {"step", "tpot"}
-        What ``itl_p99_ms`` bounds: every single gap between tokens (``"step"``, the default the calibration in force
-        was fitted with: the p99 is set by the steps that carry a prefill chunk) or each request's mean time per
-        output token (``"tpot"``, MLPerf's and serving benchmarks' TPOT, what the joint calibration is fitted with).
+        What ``itl_p99_ms`` bounds: each request's mean time per output token (``"tpot"``, the default: MLPerf's
+        and serving benchmarks' TPOT, what the calibration is fitted on) or every single gap between tokens
+        (``"step"``, stricter: the p99 is set by the steps that carry a prefill chunk).
     attention_dp : bool
         Also search data-parallel attention with all-to-all expert parallelism for a mixture of experts
         (:func:`placement.serving.kernels.layouts`: modelled, not calibrated on any measured point).
@@ -90,7 +90,7 @@ class ServingRequest:
     speculative: str | None = None
     kv_link_gbit_s: float | None = None
     attention_dp: bool = False
-    itl_metric: str = "step"
+    itl_metric: str = "tpot"
 
     @property
     def label(self) -> str:

@@ -91,10 +91,10 @@ class Workload:
         one copy); None: the pools share a hall and every prefill GPU sends its shard over its own scale-out NIC.
         [Gbit/s]
     itl_metric : {"step", "tpot"}
-        What the p99 inter-token objective bounds: ``"step"`` (default, the metric the calibration in force was
-        fitted with), every single gap between tokens, so the p99 is set by the chunk-carrying steps; ``"tpot"``,
+        What the p99 inter-token objective bounds: ``"tpot"`` (default, the metric the calibration is fitted on),
         each request's mean time per output token (MLPerf's TPOT and every serving benchmark's), so the
-        chunk-carrying steps count at their share of its steps.
+        chunk-carrying steps count at their share of its steps; ``"step"``, every single gap between tokens, so
+        the p99 is set by the chunk-carrying steps.
     """
 
     input_tokens: float
@@ -106,7 +106,7 @@ class Workload:
     hit_rate: float
     speculation: Speculation | None = None
     kv_link_gbit_s: float | None = None
-    itl_metric: str = "step"
+    itl_metric: str = "tpot"
 
     def p99_batch(self, batch: NDArray[np.float64]) -> NDArray[np.float64]:
         """The batch the p99 inter-token objective is read at, for a mean batch ``batch`` under Poisson arrivals.
@@ -335,7 +335,7 @@ class ChunkedSteps:
     sizes: ChunkSizes
     step_at: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]  # (sequences, chunk) -> ms
     tokens_per_step: float = 1.0  # tokens a step emits per sequence (speculative decoding: above 1)
-    itl_metric: str = "step"  # Workload.itl_metric
+    itl_metric: str = "tpot"  # Workload.itl_metric
     p99_batch: Callable[[NDArray[np.float64]], NDArray[np.float64]] = np.asarray  # Workload.p99_batch
 
     @cached_property

