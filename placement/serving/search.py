@@ -860,7 +860,20 @@ def _why_nothing(
         return "itl objective is below the batch-1 step time", one
     if 1e3 / one < w.min_tok_s_per_user:
         return "tok/s per user objective is above batch-1 speed", one
-    return "ttft objective cannot be met (prefill, transfer and first step exceed it)", one
+    alone = min(
+        prefill_ms(model, accel, precision, tp=t, tokens=w.input_tokens_max, prefix_cache_hit_rate=w.hit_rate, eff=eff)
+        for t in fits
+    )
+    if alone + one > w.ttft_p99_ms:
+        return "ttft objective cannot be met (prefill, transfer and first step exceed it)", one
+    # the step fits alone, and so does the prompt: what fails is the step at the batch Poisson arrivals reach
+    # around one sequence, or with a prompt's chunk in it
+    high = float(w.p99_batch(np.array([1.0]))[0])
+    return (
+        f"itl objective is below the step time at the p99 batch around one sequence ({high:.1f} sequences) or with "
+        "a prompt's chunk in the step",
+        one,
+    )
 
 
 def best_candidate(

@@ -117,3 +117,21 @@ def test_an_itl_under_the_plain_step_gets_the_speculative_answer_or_says_why() -
     assert plain.goodput_tok_s == 0.0 and "batch-1" in plain.limit and "try --speculative auto" in plain.limit
     auto = serve(replace(request, speculative="auto"))
     assert auto.goodput_tok_s > 0 and auto.speculative == "mtp" and auto.itl_ms <= request.itl_p99_ms
+
+
+def test_an_itl_just_above_the_batch_1_step_is_not_called_a_ttft_failure() -> None:
+    """A step that fits alone but not at the batch Poisson arrivals reach around it (1 + 2.33 sqrt(2/3) = 2.9)."""
+    from dataclasses import replace
+
+    model, accel = get_model("deepseek-r1"), get_accelerator("mi300x")
+    base = ServingRequest("deepseek-r1", "mi300x", 8, "fp8", 1024, 1024, 10_000.0, 1.0, input_tokens_max=1024)
+    context = base.workload.context_tokens
+    step_1 = min(
+        kernels.decode_step(model, accel, "fp8", tp=t, batch=1, context_tokens=context).total_ms
+        for t in search.tp_options(accel, 8)
+    )
+    tight = serve(replace(base, itl_p99_ms=1.01 * step_1))
+    assert tight.goodput_tok_s == 0.0
+    assert "ttft" not in tight.limit and "p99 batch around one sequence (2.9 sequences)" in tight.limit
+    short = serve(replace(base, itl_p99_ms=1.01 * step_1, ttft_p99_ms=10.0))  # the prompt alone takes longer
+    assert short.goodput_tok_s == 0.0 and short.limit.startswith("ttft objective cannot be met")
