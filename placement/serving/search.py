@@ -336,6 +336,7 @@ class ChunkedSteps:
     step_at: Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.float64]]  # (sequences, chunk) -> ms
     tokens_per_step: float = 1.0  # tokens a step emits per sequence (speculative decoding: above 1)
     itl_metric: str = "tpot"  # Workload.itl_metric
+    answer_steps: float = 1.0  # Workload.answer_steps: the steps a request's TPOT averages over
     p99_batch: Callable[[NDArray[np.float64]], NDArray[np.float64]] = np.asarray  # Workload.p99_batch
 
     @cached_property
@@ -349,7 +350,9 @@ class ChunkedSteps:
 
         Every step emits one token per decoding sequence, so the token-weighted p99 is the step-weighted one:
         the pure step at the p99 batch while at most 1 % of steps carry a chunk; above, the chunk step whose
-        chunk is exceeded by ``1 % / share`` of chunk steps.
+        chunk is exceeded by ``1 % / share`` of chunk steps. Under ``"tpot"`` the p99 request's mean over its own
+        steps instead: the steps at the p99 batch, a share of them carrying a full chunk, that share the p99 of
+        a binomial count over the answer's steps.
         """
         rows = range(len(self.chunk))
         return np.stack([self.itl_row_ms(ki, slice(None), load) for ki in rows])
@@ -365,7 +368,10 @@ class ChunkedSteps:
             high = self.p99_batch(batch)
             share = np.minimum(self.mixed_share[ki, cols] * load * high / batch, 1.0)
             k = np.full_like(high, self.chunk[ki])
-            mean = share * self.step_at(high, k) + (1.0 - share) * self.step_at(high, np.zeros_like(high))
+            chunk, pure = self.step_at(high, k), self.step_at(high, np.zeros_like(high))
+            # how many of a request's own steps carry a chunk varies from request to request (binomial over its steps)
+            spread = P99_Z * np.sqrt(share * (1.0 - share) / max(self.answer_steps, 1.0))
+            mean = np.minimum(share + spread, 1.0) * chunk + (1.0 - np.minimum(share + spread, 1.0)) * pure
             return np.asarray(mean / self.tokens_per_step)
         steps = np.minimum(self.chunk_step_share[ki, cols] * load, 1.0)
         packed = np.minimum(self.mixed_share[ki, cols] * load, 1.0)
@@ -493,6 +499,7 @@ def chunked_steps(
         step_at=step_ms,
         tokens_per_step=w.tokens_per_step,
         itl_metric=w.itl_metric,
+        answer_steps=w.answer_steps,
         p99_batch=w.p99_batch,
     )
 
@@ -651,11 +658,14 @@ def chunked_candidate(
     itl_target_ms = min(w.itl_p99_ms, 1e3 / max(w.min_tok_s_per_user, 1e-9))
     # one probe each of the chunk queue and the ITL at the load needed to beat the best, before either bisection
     cs2 = service_cv2(w, eff)
-    if rho_full > 0 and queue_misses(replicas, service, chunk_budget_ms, floor_load * rho_full, cs2=cs2):
+    # a prompt is routed to one replica on arrival and prefills in that replica's chunk pipeline, one prompt after
+    # another: one server per replica, fed every ``replicas``-th arrival (round-robin of a Poisson stream)
+    ca2 = 1.0 / replicas
+    if rho_full > 0 and queue_misses(1, service, chunk_budget_ms, floor_load * rho_full, ca2=ca2, cs2=cs2):
         return None
     if _itl_misses(steps, ki, bi, floor_load, itl_target_ms):
         return None
-    rho = utilisation_cap(replicas, service, chunk_budget_ms, cs2=cs2)
+    rho = utilisation_cap(1, service, chunk_budget_ms, ca2=ca2, cs2=cs2)
     cap = min(1.0, rho / rho_full) if rho_full > 0 else 1.0
     if cap * capacity <= floor_tok_s:
         return None
@@ -670,14 +680,14 @@ def chunked_candidate(
     slots, hold_ms = replicas * int(b), service + w.answer_steps * mean
     # from the prompt mix: the prompt varies, the answer's steps do not; an override holds for both queues
     hold_cs2 = cs2 * (service / hold_ms) ** 2 if eff.service_cv2 is None else cs2
-    chunk_wait = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=cs2)
+    chunk_wait = queue_wait_p99_ms(1, service, cap * rho_full, ca2=ca2, cs2=cs2)
     slot_budget_ms = chunk_budget_ms - chunk_wait
     if queue_misses(slots, hold_ms, slot_budget_ms, floor_load, cs2=hold_cs2):
         return None  # the slot queue caps goodput below the best: the caller would not take it
     cap = min(cap, utilisation_cap(slots, hold_ms, slot_budget_ms, cs2=hold_cs2))
     if cap <= 0:
         return None
-    queue = queue_wait_p99_ms(replicas, service, cap * rho_full, cs2=cs2)
+    queue = queue_wait_p99_ms(1, service, cap * rho_full, ca2=ca2, cs2=cs2)
     slot_wait = queue_wait_p99_ms(slots, hold_ms, cap, cs2=hold_cs2)
     itl = steps.itl_cell_ms(ki, bi, cap)
     step_share = min(1.0, cap * float(steps.chunk_step_share[ki, bi]))
@@ -706,7 +716,9 @@ def service_cv2(workload: Workload, eff: ServingEfficiency) -> float:
     return workload.prompt_cv2 if eff.service_cv2 is None else eff.service_cv2
 
 
-def queue_misses(servers: int, service_ms: float, wait_budget_ms: float, utilisation: float, *, cs2: float) -> bool:
+def queue_misses(
+    servers: int, service_ms: float, wait_budget_ms: float, utilisation: float, *, cs2: float, ca2: float = 1.0
+) -> bool:
     """Whether the p99 wait already exceeds its budget a hair below ``utilisation``.
 
     The wait rises with utilisation, so :func:`~placement.serving.queueing.utilisation_cap` (a bisection keeping
@@ -717,7 +729,7 @@ def queue_misses(servers: int, service_ms: float, wait_budget_ms: float, utilisa
     if utilisation <= 0.0:
         return False
     probe = utilisation * (1.0 - PRUNE_MARGIN)
-    return probe >= 1.0 or queue_wait_p99_ms(servers, service_ms, probe, cs2=cs2) > wait_budget_ms
+    return probe >= 1.0 or queue_wait_p99_ms(servers, service_ms, probe, ca2=ca2, cs2=cs2) > wait_budget_ms
 
 
 def _itl_misses(steps: ChunkedSteps, ki: int, bi: int, load: float, itl_ms: float) -> bool:

@@ -4,9 +4,11 @@ The analytic model (:mod:`placement.serving.request`) reads p99 TTFT off an M/G/
 mean prompt and takes p99 ITL to be the step time at the planned batch. This module checks both by
 running the node:
 
-- **Replicas** of ``tp`` GPUs share one FCFS queue (the M/G/c assumption). Each replica runs
-  iteration-level scheduling: a step decodes one token of every running sequence and carries up to
-  ``chunk_tokens`` prompt tokens of admitted, not yet prefilled requests, oldest first.
+- **Replicas** of ``tp`` GPUs behind a router: each arrival goes to the next replica in turn (round-robin) and
+  waits in that replica's FCFS queue, as the analytic model's chunk queue assumes (one server per replica fed
+  every ``replicas``-th arrival). Each replica runs iteration-level scheduling: a step decodes one token of every
+  running sequence and carries up to ``chunk_tokens`` prompt tokens of admitted, not yet prefilled requests,
+  oldest first.
 - **Admission** at each step start, oldest first: a request joins while fewer than ``max_batch``
   sequences run and its prompt plus reserved answer fits in the replica's free KV capacity (tokens).
   The head of the queue that does not fit blocks the rest (FCFS).
@@ -157,6 +159,7 @@ class _Replica:
     prefilling: deque[list[int]] = field(default_factory=deque)  # [request, prefill tokens left]
     finishing: dict[int, list[int]] = field(default_factory=dict)  # step -> requests whose last token it makes
     completing: list[int] = field(default_factory=list)  # requests whose prefill the current step completes
+    queue: deque[int] = field(default_factory=deque)  # routed here, not yet admitted (FCFS)
     started_ms: float = 0.0
     batch_now: int = 0
 
@@ -189,7 +192,6 @@ class _Engine:
         self.node, self.arrival_ms, self.prompt, self.output = node, arrival_ms, prompt, output
         self.new_tokens, self.reserve = new_tokens, reserve
         self.replicas = [_Replica() for _ in range(node.replicas)]
-        self.queue: deque[int] = deque()
         self.ends: list[tuple[float, int]] = []
         self.trace = _Trace(np.full(len(arrival_ms), np.nan), np.full(len(arrival_ms), np.nan))
 
@@ -197,10 +199,10 @@ class _Engine:
         n, a = len(self.arrival_ms), 0
         while a < n or self.ends:
             if a < n and (not self.ends or self.arrival_ms[a] <= self.ends[0][0]):
-                self.queue.append(a)
-                idle = next((r for r in range(len(self.replicas)) if not self.replicas[r].busy), None)
-                if idle is not None:
-                    self._start(idle, float(self.arrival_ms[a]))
+                r = a % len(self.replicas)  # the router's turn
+                self.replicas[r].queue.append(a)
+                if not self.replicas[r].busy:
+                    self._start(r, float(self.arrival_ms[a]))
                 a += 1
                 continue
             now, r = heapq.heappop(self.ends)
@@ -210,12 +212,12 @@ class _Engine:
 
     def _admit(self, rep: _Replica) -> None:
         node = self.node
-        while self.queue and rep.running < node.max_batch:
-            q = self.queue[0]
+        while rep.queue and rep.running < node.max_batch:
+            q = rep.queue[0]
             need = int(self.prompt[q] + self.reserve[q])
             if rep.kv_used + need > node.kv_capacity_tokens:
                 return
-            self.queue.popleft()
+            rep.queue.popleft()
             rep.running += 1
             rep.kv_used += need
             rep.prefilling.append([q, int(self.new_tokens[q])])

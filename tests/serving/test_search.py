@@ -1,13 +1,10 @@
 """The node search prunes candidates it can prove cannot win: same answers as the search without the probes.
 
-``serving_reference.json`` holds :func:`serve` results computed before the probes existed (commit cf4376e), at the
-catalog's cited efficiencies (before the calibration, issue 22): the search is checked at those, so the reference
-stays a test of the search, not of the calibration. The straightforward search below evaluates every candidate in
-full (no probe, no floor) and must pick the same (batch, chunk budget) with byte-identical figures.
-
-The reference predates the TTFT parts of issue 22 (item 5): its ``queue_p99_ms`` held the decode-slot wait too, and
-its ``first_decode_ms`` the last chunk step that ``prefill_ms`` now counts; :func:`_old_parts` sums the new parts
-the old way, so the totals are checked to the same precision.
+``serving_reference.json`` holds :func:`serve` results at the catalog's cited efficiencies (no calibration) and the
+per-gap ITL, so the reference stays a test of the search, not of the calibration. They were computed before the
+probes existed (commit cf4376e) and recomputed when the prompt queue became one per replica (issue 45: a router
+binds each prompt to a replica), each checked against the straightforward search below, which evaluates every
+candidate in full (no probe, no floor) and must pick the same (batch, chunk budget) with the same figures.
 """
 
 from __future__ import annotations
@@ -34,24 +31,11 @@ def _cases() -> list[dict[str, Any]]:
     return list(json.loads(REFERENCE.read_text(encoding="utf-8")))
 
 
-def _old_parts(got: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
-    """The result with its TTFT parts grouped as the reference grouped them (slot wait in the queue, the last
-    chunk step as the first decode step when colocated)."""
-    old = dict(got)
-    old["queue_p99_ms"] = got["queue_p99_ms"] + got["slot_wait_p99_ms"]
-    if got["chunk_tokens"] > 0 and got["first_decode_ms"] == 0.0:
-        old["first_decode_ms"] = reference["first_decode_ms"]
-        old["prefill_ms"] = got["prefill_ms"] - reference["first_decode_ms"]
-    return old
-
-
-@pytest.mark.parametrize("case", _cases(), ids=lambda c: f"{c['request']['model']}-{c['request']['ttft_p99_ms']:g}ms")
-def test_serve_matches_the_figures_computed_before_pruning(case: dict[str, Any]) -> None:
-    # the reference's terms: the catalog's figures, no per-layer or per-sequence floor, exponential prefill service,
-    # the per-gap ITL (the defaults when it was computed)
-    request = replace(ServingRequest(**case["request"]), itl_metric="step")
+def _cited(request: ServingRequest) -> ServingEfficiency:
+    """The reference's terms: the catalog's figures, no per-layer or per-sequence floor, no expert padding,
+    exponential prefill service."""
     accel = get_accelerator(request.accelerator)
-    cited = ServingEfficiency(
+    return ServingEfficiency(
         tensor=accel.gemm_efficiency,
         attention=accel.attention_efficiency,
         step_overhead_ms=accel.step_overhead_ms,
@@ -61,7 +45,17 @@ def test_serve_matches_the_figures_computed_before_pruning(case: dict[str, Any])
         expert_half_tokens=0.0,
         service_cv2=1.0,
     )
-    got = _old_parts(asdict(serve(request, efficiency=cited)), case["result"])
+
+
+def _reference_request(case: dict[str, Any]) -> ServingRequest:
+    return replace(ServingRequest(**case["request"]), itl_metric="step")  # the per-gap ITL it was computed with
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: f"{c['request']['model']}-{c['request']['ttft_p99_ms']:g}ms")
+def test_serve_matches_the_reference_figures(case: dict[str, Any]) -> None:
+    request = _reference_request(case)
+    eff = _cited(request)
+    got = asdict(serve(request, efficiency=eff))
     for key, want in case["result"].items():
         if isinstance(want, float):
             assert got[key] == pytest.approx(want, rel=1e-9, abs=0.0), key
@@ -69,16 +63,20 @@ def test_serve_matches_the_figures_computed_before_pruning(case: dict[str, Any])
             assert got[key] is None or not np.isfinite(got[key]), key
         else:
             assert got[key] == want, key
+    if got["chunk_tokens"] > 0 and not got["disaggregated"]:  # colocated: the unpruned search picks the same
+        full = _straightforward(request, got["tp"], eff)
+        assert full is not None and (full.batch, full.chunk_tokens) == (got["batch"], got["chunk_tokens"])
+        assert full.goodput_tok_s == pytest.approx(got["goodput_tok_s"], rel=1e-12)
 
 
-def _straightforward(request: ServingRequest, tp: int) -> Candidate | None:
+def _straightforward(request: ServingRequest, tp: int, eff: ServingEfficiency = CALIBRATED) -> Candidate | None:
     """The colocated search with every candidate evaluated in full: capacity order, no floor, no probe."""
     w = request.workload
     m, a = get_model(request.model), get_accelerator(request.accelerator)
-    b_max = search.max_batch(m, a, request.precision, tp=tp, workload=w, eff=CALIBRATED)
+    b_max = search.max_batch(m, a, request.precision, tp=tp, workload=w, eff=eff)
     batch = search.batch_grid(b_max)
     batch = batch[batch + P99_Z * np.sqrt(batch) <= b_max] if b_max > 1 else batch
-    steps = search.chunked_steps(m, a, request.precision, tp=tp, batch=batch, workload=w, eff=CALIBRATED)
+    steps = search.chunked_steps(m, a, request.precision, tp=tp, batch=batch, workload=w, eff=eff)
     itl = steps.pure_p99_ms
     ok = (itl <= w.itl_p99_ms) & (1e3 / itl >= w.min_tok_s_per_user)
     replicas = request.gpus // tp
@@ -89,7 +87,7 @@ def _straightforward(request: ServingRequest, tp: int) -> Candidate | None:
         if not ok[ki, bi] or (best is not None and capacity[ki, bi] <= best.goodput_tok_s):
             break  # goodput never exceeds capacity
         found = search.chunked_candidate(
-            steps, ki, bi, replicas=replicas, tp=tp, workload=w, eff=CALIBRATED, capacity_tok_s=float(capacity[ki, bi])
+            steps, ki, bi, replicas=replicas, tp=tp, workload=w, eff=eff, capacity_tok_s=float(capacity[ki, bi])
         )
         if found is not None and (best is None or found.goodput_tok_s > best.goodput_tok_s):
             best = found

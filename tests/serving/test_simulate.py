@@ -130,18 +130,18 @@ CHAT = ServingRequest("llama-3.1-70b", "h100-sxm", 8, "fp8", 512, 290, 170, 50, 
 
 @pytest.mark.parametrize(
     ("load_factor", "ttft_low", "ttft_high", "tpot_low"),
-    [(0.5, 0.8, 1.25, 0.55), (1.0, 1.0, 1.65, 0.8)],
+    [(0.5, 0.4, 0.7, 0.55), (1.0, 0.6, 1.0, 0.75)],
 )
 def test_analytic_and_simulated_agree_on_the_chat_node(
     load_factor: float, ttft_low: float, ttft_high: float, tpot_low: float
 ) -> None:
     """Llama-3.1-70B FP8 on 8 x H100, prompts of mean 512 up to 1,024, at half and at the planned goodput.
 
-    Agreement reached (3,000 requests; seeds 0-4): at half load the simulated p99 node TTFT is 0.97-1.16 x the
-    analytic one and the p99 TPOT 0.64-0.65 x (the batch is smaller); at the planned goodput TTFT 1.45-1.55 x and
-    TPOT 0.88-0.94 x. The TTFT gap at full load is the analytic model's pooled chunk queue (any replica's
-    pipeline takes the next prompt, M/G/c) against the simulated node, where a prompt stays with the replica that
-    admitted it; the analytic one also leaves out the step a new request waits out.
+    Both route each prompt to a replica in turn and prefill it in that replica's chunk pipeline. Agreement
+    reached (3,000 requests; seeds 0-4): at half load the simulated p99 node TTFT is 0.47-0.50 x the analytic one
+    and the p99 TPOT 0.60-0.61 x (the batch is smaller); at the planned goodput TTFT 0.67-0.74 x and TPOT
+    0.80-0.84 x: the analytic tails (Allen-Cunneen's GI/G/1 for a replica's prompts, the p99 batch and chunk
+    count held together) are above the simulated ones, never below.
     """
     analytic = serve(CHAT)
     check = simulate_request(CHAT, load_factor=load_factor, analytic=analytic)
@@ -277,28 +277,43 @@ def test_check_tail_lists_nothing_at_low_load(tmp_path: Path) -> None:
 AGENT = {"prefix_cache_hit_rate": 0.5, "min_tok_s_per_user": 40}
 
 
-def test_check_tail_flags_the_sites_when_the_objective_is_tight(tmp_path: Path) -> None:
-    """Agent lengths (prompts up to 2,048, 25 ms ITL): long prompts take ~6 chunked steps, more than the mean prompt's 3.
+def _overloaded(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
+    """Every simulated node runs ``factor`` x the load the plan gave it (a forecast that came in low)."""
+    import placement.tail
 
-    With 400 ms for the network the simulated tail fits; with 25 ms (the objective only just covers the plan's
-    node part, fixed parts and the nearest populations' RTT) every loaded site is flagged for TTFT.
+    def heavier(request: ServingRequest, *, load_factor: float = 1.0, **kw: Any) -> Any:
+        return simulate_request(request, load_factor=load_factor * factor, **kw)
+
+    monkeypatch.setattr(placement.tail, "simulate_request", heavier)
+
+
+def test_check_tail_flags_the_sites_whose_node_breaks_the_objective(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agent lengths (prompts up to 2,048, 25 ms ITL), 25 ms left for the network.
+
+    At the planned load every simulated node meets what the objective leaves it (the analytic tails are above the
+    simulated ones); run 1.5 x past it, the prompt queues grow and every loaded site is flagged for TTFT.
     """
-    relaxed = _plan(tmp_path, _serving_class("agent", 110 + 30 + 400, 110, 25, (2048, 400), **AGENT), 0.05)
-    assert (check_tail(relaxed)["exceeds"] == "").all()
     tight = _plan(tmp_path, _serving_class("agent", 110 + 30 + 25, 110, 25, (2048, 400), **AGENT), 0.05)
+    planned = check_tail(tight)
+    assert len(planned) >= 2 and (planned["exceeds"] == "").all()
+    assert (planned["simulated_ttft_p99_ms"] <= planned["node_ttft_allowed_ms"]).all()
+    _overloaded(monkeypatch, 1.5)
     table = check_tail(tight)
-    assert len(table) >= 2 and (table["exceeds"] == "ttft").all()
+    assert len(table) == len(planned) and table["exceeds"].str.contains("ttft").all()
     assert (table["simulated_ttft_p99_ms"] > table["node_ttft_allowed_ms"]).all()
-    assert (table["simulated_itl_p99_ms"] <= table["itl_objective_ms"]).all()
+    assert (table["itl_metric"] == "tpot").all()
 
 
-def test_solve_check_tail_writes_and_prints_the_flagged_sites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_solve_check_tail_writes_and_prints_the_flagged_sites(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = write_scenario(
         tmp_path,
         classes=[_serving_class("agent", 110 + 30 + 25, 110, 25, (2048, 400), **AGENT)],
         serving={"model": "llama-3.1-70b", "accelerator": "h100-sxm", "gpus_per_node": 8, "precision": "fp8"},
         policy={"unreachable": "report"},
     )
+    _overloaded(monkeypatch, 1.5)
     assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet", "--check-tail"]) == 0
     text = capsys.readouterr().out
     table = pd.read_csv(tmp_path / "out" / "tail_check.csv", keep_default_na=False)

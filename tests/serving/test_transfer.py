@@ -11,9 +11,10 @@ import pytest
 from placement.serving import kernels, search
 from placement.serving.efficiency import ServingEfficiency, achieved
 from placement.serving.hardware import get_accelerator, get_model, kv_bytes_per_token
+from placement.serving.queueing import queue_wait_p99_ms
 from placement.serving.request import ServingRequest, serve
 
-#: Floors switched on by override (the bundled calibration has not fitted them yet).
+#: Floors at round figures by override (the worked examples do not depend on the calibration).
 FLOORS = ServingEfficiency(step_overhead_ms=1.0, layer_floor_us=60.0, sequence_us=20.0, expert_half_tokens=64.0)
 
 
@@ -135,3 +136,58 @@ def test_an_itl_just_above_the_batch_1_step_is_not_called_a_ttft_failure() -> No
     assert "ttft" not in tight.limit and "p99 batch around one sequence (2.9 sequences)" in tight.limit
     short = serve(replace(base, itl_p99_ms=1.01 * step_1, ttft_p99_ms=10.0))  # the prompt alone takes longer
     assert short.goodput_tok_s == 0.0 and short.limit.startswith("ttft objective cannot be met")
+
+
+def test_a_requests_tpot_counts_the_spread_of_its_chunk_steps_worked_by_hand() -> None:
+    """How many of a request's own steps carry a chunk is binomial over its answer's steps: the p99 request sees
+    ``share + 2.33 sqrt(share (1 - share) / steps)`` of them, above the mean share."""
+    model, accel = get_model("llama-3.1-70b"), get_accelerator("h200")
+    batch = np.array([4.0])
+    for answer in (60.0, 600.0):
+        w = search.Workload(
+            input_tokens=2000.0,
+            input_tokens_max=6000.0,
+            output_tokens=answer,
+            ttft_p99_ms=3000.0,
+            itl_p99_ms=60.0,
+            min_tok_s_per_user=0.0,
+            hit_rate=0.0,
+        )
+        steps = search.chunked_steps(model, accel, "fp8", tp=8, batch=batch, workload=w, eff=ServingEfficiency())
+        ki = int(np.argmin(np.abs(steps.chunk - 4096.0)))
+        high = w.p99_batch(batch)
+        share = min(float(steps.mixed_share[ki, 0]) * 0.9 * float(high[0]) / 4.0, 1.0)
+        seen = min(share + search.P99_Z * math.sqrt(share * (1.0 - share) / answer), 1.0)
+        chunk = float(steps.step_at(high, np.full(1, steps.chunk[ki]))[0])
+        pure = float(steps.step_at(high, np.zeros(1))[0])
+        assert 0.0 < share < seen < 1.0 and chunk > pure
+        assert steps.itl_cell_ms(ki, 0, 0.9) == pytest.approx(seen * chunk + (1.0 - seen) * pure)
+        assert steps.itl_cell_ms(ki, 0, 0.9) > share * chunk + (1.0 - share) * pure
+
+
+def test_a_prompt_waits_in_its_own_replicas_chunk_pipeline_worked_by_hand() -> None:
+    """A router binds each prompt to one replica: its chunk queue is one server fed every R-th arrival of the
+    Poisson stream (ca2 = 1 / R), not a pool of R servers, so many small replicas queue prompts longer."""
+    model, accel = get_model("llama-2-70b"), get_accelerator("h200")
+    w = search.Workload(
+        input_tokens=222.0,
+        input_tokens_max=1021.0,
+        output_tokens=290.0,
+        ttft_p99_ms=450.0,
+        itl_p99_ms=40.0,
+        min_tok_s_per_user=0.0,
+        hit_rate=0.0,
+    )
+    eff = ServingEfficiency()
+    batch = np.array([64.0])
+    steps = search.chunked_steps(model, accel, "fp8", tp=1, batch=batch, workload=w, eff=eff)
+    ki = int(np.argmin(np.abs(steps.chunk - 256.0)))
+    capacity = 8 * 64.0 / float(steps.mean_ms[ki, 0]) * 1e3
+    found = search.chunked_candidate(steps, ki, 0, replicas=8, tp=1, workload=w, eff=eff, capacity_tok_s=capacity)
+    assert found is not None and found.queue_p99_ms > 0
+    service = w.new_tokens / steps.chunk[ki] * float(steps.mixed_ms[ki, 0])
+    load = found.utilisation_cap * 64.0 / (w.answer_steps * float(steps.mean_ms[ki, 0])) * service
+    cs2 = search.service_cv2(w, eff)
+    own = queue_wait_p99_ms(1, service, load, ca2=1.0 / 8, cs2=cs2)
+    assert found.queue_p99_ms == pytest.approx(own)
+    assert own > queue_wait_p99_ms(8, service, load, cs2=cs2), "a shared pool of 8 would wait less"
