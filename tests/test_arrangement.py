@@ -68,9 +68,9 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     classes = arrangement["classes"]
     assert set(classes) == {"chat", "agent", "batch"}
     chat = classes["chat"]
-    # pooled over 8 nodes, prefill and decode pools beat chunked prefill (with or without EAGLE-3) for chat and agent
-    assert chat["serving_mode"] == "disaggregated"
-    assert chat["goodput_tok_s_per_node"] > 2 * chat["goodput_tok_s_per_node_fixed_arrangement"]
+    # pooled over 8 nodes, prefill and decode pools with EAGLE-3 beat chunked prefill for chat and agent
+    assert chat["serving_mode"] == "disaggregated+eagle3"
+    assert chat["goodput_tok_s_per_node"] > 1.5 * chat["goodput_tok_s_per_node_fixed_arrangement"]
     assert chat["usd_per_million_goodput_tokens"] < chat["usd_per_million_goodput_tokens_fixed_arrangement"]
     steps = chat["waterfall"]
     # the waterfall is read from the tables as cost_waterfall.png draws it: it adds up to the class's $/M
@@ -80,19 +80,19 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     )
     assert steps["moved_most_usd_per_m"] < 0, "more goodput per node shrinks a step of chat's waterfall"
     agent = classes["agent"]
-    assert agent["serving_mode"] == "disaggregated", "agent's 110 ms node TTFT: chunked prefill cannot hold its batch"
-    assert agent["goodput_tok_s_per_node"] > 5 * agent["goodput_tok_s_per_node_fixed_arrangement"]
+    assert agent["serving_mode"] == "disaggregated+eagle3", "agent's 110 ms node TTFT: chunked prefill cannot hold its batch"
+    assert agent["goodput_tok_s_per_node"] > 4 * agent["goodput_tok_s_per_node_fixed_arrangement"]
     assert classes["batch"]["serving_mode"] == "aggregated+eagle3"
     # why each site serves each class the way it does: the modes the serving model compared, best first
     reasons = arrangement["mode_reasons"]
     assert set(reasons) == set(arrangement["modes_by_site"])
     some_site = next(iter(reasons.values()))
-    assert some_site["agent"].startswith("most goodput per node of the modes compared: disaggregated")
-    assert "no cross-metro prefill" in some_site["agent"]
-    # cross-metro prefill: columns for chat (agent's 110 ms leaves its pools nothing after the WAN), the share taken
+    assert some_site["agent"].startswith("most goodput per node of the modes compared: disaggregated+eagle3")
+    assert "aggregated" in some_site["agent"].split("disaggregated+eagle3", 1)[1], "the mode it beat, with its figure"
+    # cross-metro prefill: columns for chat and agent; batch is time-shiftable and served whole anywhere
     cross = arrangement["cross_metro"]
-    assert cross["classes"]["chat"]["columns"] > 0 and cross["classes"]["agent"]["columns"] == 0
-    assert "leaves the pools no goodput" in cross["classes"]["agent"]["why_none"]
+    assert cross["classes"]["chat"]["columns"] > 0 and cross["classes"]["agent"]["columns"] > 0
+    assert cross["classes"]["batch"]["columns"] == 0 and "time-shiftable" in cross["classes"]["batch"]["why_none"]
     links = pd.read_csv(out / "cross_metro_links.csv")
     assert links["goodput_tok_s"].sum() == pytest.approx(
         cross["classes"]["chat"]["goodput_tok_s"] + cross["classes"]["agent"]["goodput_tok_s"]
@@ -118,7 +118,8 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     for name in ("chat", "agent"):
         cache = classes[name]["kv_cache"]
         rates = sites[f"prefix_hit_rate_{name}"].replace("", float("nan")).astype(float).dropna()
-        assert len(rates) and (rates <= cache["hit_rate_limit"] + 1e-9).all() and (rates > 0).all()
+        # (the class's limit is a fixed point of hit rate and goodput, converged to 1e-4)
+        assert len(rates) and (rates <= cache["hit_rate_limit"] + 1e-4).all() and (rates > 0).all()
         # the class's figure is its sites' goodput-weighted mean
         assert rates.min() - 1e-9 <= classes[name]["prefix_hit_rate"] <= rates.max() + 1e-9
     assert classes["chat"]["kv_cache"]["value_usd_per_million_goodput_tokens"] > 0
