@@ -476,7 +476,7 @@ def _goodput(args: argparse.Namespace) -> int:
     print(
         f"{request.label}, {args.input_tokens} in (mean"
         f"{'' if args.input_tokens_max is None else f', longest {args.input_tokens_max}'}) / {args.output_tokens} out, "
-        f"p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 ITL <= {args.itl_p99_ms:g} ms"
+        f"p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 {'TPOT' if args.itl_metric == 'tpot' else 'ITL'} <= {args.itl_p99_ms:g} ms"
     )
     if not report["goodput_tok_s"]:
         print(f"  no goodput: {report['limit']}")
