@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -84,6 +85,27 @@ def _refit(curves: NDArray[np.float64], measured: NDArray[np.float64], prior: fl
     return round(float(fine[int(np.argmin(loss))]), 4)
 
 
+class _OnPart(Protocol):
+    """A measurement of one part at one precision (a point or a sweep row)."""
+
+    @property
+    def accelerator(self) -> str: ...
+
+    @property
+    def precision(self) -> str: ...
+
+
+PointT = TypeVar("PointT", bound=_OnPart)
+
+
+def by_part(points: Sequence[PointT]) -> dict[tuple[str, str], list[PointT]]:
+    """Points grouped by (accelerator, precision), in the order first seen: what a refit fits one figure on."""
+    groups: dict[tuple[str, str], list[PointT]] = {}
+    for p in points:
+        groups.setdefault((p.accelerator, p.precision), []).append(p)
+    return groups
+
+
 def fit_parts(points: Sequence[MeasuredPoint], *, progress: Callable[[str], None] = lambda _: None) -> list[PartFit]:
     """Refit each measured part's GEMM fraction on a planner's points, with held-out errors.
 
@@ -103,11 +125,8 @@ def fit_parts(points: Sequence[MeasuredPoint], *, progress: Callable[[str], None
     list of PartFit
         One per (accelerator, precision), in the order first seen.
     """
-    groups: dict[tuple[str, str], list[MeasuredPoint]] = {}
-    for p in points:
-        groups.setdefault((p.accelerator, p.precision), []).append(p)
     out = []
-    for (accelerator, precision), members in groups.items():
+    for (accelerator, precision), members in by_part(points).items():
         accel = get_accelerator(accelerator)
         prior = achieved(accel, ServingEfficiency(), precision).tensor
         curves = []

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from placement._errors import Problem
 from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
-from placement.serving.calibration import POINT_SIGMA, PRIOR_SIGMA, REFIT_GEMM
+from placement.serving.calibration import POINT_SIGMA, PRIOR_SIGMA, REFIT_GEMM, by_part
 from placement.serving.efficiency import CALIBRATED, ServingEfficiency, achieved
 from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.kernels import decode_step, prefill_attention_flops, prefill_ms
@@ -335,11 +335,8 @@ def fit_sweep(points: Sequence[SweepPoint]) -> list[SweepFit]:
     list of SweepFit
         One per (accelerator, precision), in the order first seen.
     """
-    groups: dict[tuple[str, str], list[SweepPoint]] = {}
-    for p in points:
-        groups.setdefault((p.accelerator, p.precision), []).append(p)
     out = []
-    for (accelerator, precision), members in groups.items():
+    for (accelerator, precision), members in by_part(points).items():
         prior = achieved(get_accelerator(accelerator), ServingEfficiency(), precision).tensor
         errors = _grid(members)
         gemm, scale = _argmin(errors, prior)

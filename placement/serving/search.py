@@ -370,8 +370,8 @@ class ChunkedSteps:
             k = np.full_like(high, self.chunk[ki])
             chunk, pure = self.step_at(high, k), self.step_at(high, np.zeros_like(high))
             # how many of a request's own steps carry a chunk varies from request to request (binomial over its steps)
-            spread = P99_Z * np.sqrt(share * (1.0 - share) / max(self.answer_steps, 1.0))
-            mean = np.minimum(share + spread, 1.0) * chunk + (1.0 - np.minimum(share + spread, 1.0)) * pure
+            seen = np.minimum(share + P99_Z * np.sqrt(share * (1.0 - share) / max(self.answer_steps, 1.0)), 1.0)
+            mean = seen * chunk + (1.0 - seen) * pure
             return np.asarray(mean / self.tokens_per_step)
         steps = np.minimum(self.chunk_step_share[ki, cols] * load, 1.0)
         packed = np.minimum(self.mixed_share[ki, cols] * load, 1.0)

@@ -102,17 +102,22 @@ def test_data_parallel_attention_is_searched_only_when_asked() -> None:
     assert both.goodput_tok_s >= plain.goodput_tok_s  # a wider search never finds less
 
 
+def _batch_1_step_ms(request: ServingRequest) -> float:
+    """The fastest replica's step at batch 1 for the request's node (any tensor-parallel degree that fits). [ms]"""
+    model, accel = get_model(request.model), get_accelerator(request.accelerator)
+    context = request.workload.context_tokens
+    return min(
+        kernels.decode_step(model, accel, request.precision, tp=t, batch=1, context_tokens=context).total_ms
+        for t in search.tp_options(accel, request.gpus)
+    )
+
+
 def test_an_itl_under_the_plain_step_gets_the_speculative_answer_or_says_why() -> None:
     """A class whose ITL is under a plain decode step is never a silent 0: MTP serves it, or the answer says to try it."""
     from dataclasses import replace
 
-    model, accel = get_model("deepseek-r1"), get_accelerator("b200")
     base = ServingRequest("deepseek-r1", "b200", 8, "fp8", 1024, 1024, 10_000.0, 1.0, input_tokens_max=1024)
-    context = base.workload.context_tokens
-    step_1 = min(
-        kernels.decode_step(model, accel, "fp8", tp=t, batch=1, context_tokens=context).total_ms
-        for t in search.tp_options(accel, 8)
-    )
+    step_1 = _batch_1_step_ms(base)
     request = replace(base, itl_p99_ms=0.8 * step_1)
     plain = serve(request)
     assert plain.goodput_tok_s == 0.0 and "batch-1" in plain.limit and "try --speculative auto" in plain.limit
@@ -124,13 +129,8 @@ def test_an_itl_just_above_the_batch_1_step_is_not_called_a_ttft_failure() -> No
     """A step that fits alone but not at the batch Poisson arrivals reach around it (1 + 2.33 sqrt(2/3) = 2.9)."""
     from dataclasses import replace
 
-    model, accel = get_model("deepseek-r1"), get_accelerator("mi300x")
     base = ServingRequest("deepseek-r1", "mi300x", 8, "fp8", 1024, 1024, 10_000.0, 1.0, input_tokens_max=1024)
-    context = base.workload.context_tokens
-    step_1 = min(
-        kernels.decode_step(model, accel, "fp8", tp=t, batch=1, context_tokens=context).total_ms
-        for t in search.tp_options(accel, 8)
-    )
+    step_1 = _batch_1_step_ms(base)
     tight = serve(replace(base, itl_p99_ms=1.01 * step_1))
     assert tight.goodput_tok_s == 0.0
     assert "ttft" not in tight.limit and "p99 batch around one sequence (2.9 sequences)" in tight.limit
