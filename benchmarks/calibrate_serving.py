@@ -41,7 +41,7 @@ ENGINE_CARRIED = (
     "sequence_us",
     "allreduce_latency_us",
     "attention_efficiency",
-    "expert_half_tokens",
+    "gemm_half_tokens",
     "log_sigma_held_out",
     "log_sigma_model_out",
 )
@@ -136,10 +136,20 @@ def write_table(fit: JointFit, fitted: dict[int, float], part_out: dict[int, flo
             gemm.setdefault((t.family, t.precision), []).append(float(v))
             mine = [p for p in fit.points if die_of(p.accelerator) == t.die and p.precision == t.precision]
             models = ", ".join(sorted({p.model for p in mine}))
-            on = f"{len(mine)} median MLPerf points ({models}), fitted jointly with {len(fit.points)} in all"
-            for part in (t.die, f"{t.die}-nvl72"):
-                if part in bundled_accelerators():
-                    rows.append([t.family, part, t.parameter, t.precision, f"{v:.4f}", "fitted", on])
+            measured = ", ".join(sorted({p.accelerator for p in mine}))
+            on = f"{len(mine)} median MLPerf points ({models}) of the {t.die} die on {measured}"
+            for part in sorted(a for a in bundled_accelerators() if die_of(a) == t.die):
+                rows.append(
+                    [
+                        t.family,
+                        part,
+                        t.parameter,
+                        t.precision,
+                        f"{v:.4f}",
+                        "fitted",
+                        f"{on}, fitted jointly with {len(fit.points)} in all",
+                    ]
+                )
         elif t.family:
             rows.append([t.family, "", t.parameter, "", f"{v:.4f}", "fitted", _on(fit, t.family)])
     for (family, precision), values in sorted(gemm.items()):
@@ -147,20 +157,18 @@ def write_table(fit: JointFit, fitted: dict[int, float], part_out: dict[int, flo
         rows.append(
             [family, "", "gemm_efficiency", precision, f"{mean:.4f}", "fitted", "geometric mean of the family's fitted dies"]
         )
-    expert = fit.value("expert_half_tokens")
+    padding = fit.value("gemm_half_tokens")
     for family in families:
-        if expert is not None:
-            moe = sorted({p.accelerator for p in fit.points if _family(p) == family and "deepseek" in p.model})
-            basis = "fitted" if moe else "extrapolated"
+        if padding is not None:
             rows.append(
                 [
                     family,
                     "",
-                    "expert_half_tokens",
+                    "gemm_half_tokens",
                     "",
-                    f"{expert:.2f}",
-                    basis,
-                    "shared by every family (tensor-core tiles): DeepSeek-R1 points",
+                    f"{padding:.2f}",
+                    "fitted",
+                    f"shared by every family (tensor-core tiles): {_on(fit, '')}",
                 ]
             )
         for parameter, logs in (
@@ -202,21 +210,15 @@ def _carried_over(rows: list[Row]) -> list[Row]:
     for parameter in ENGINE_CARRIED:
         carry("amd-cdna4", parameter, "", "amd-cdna3", "no MI355X point: amd-cdna3's figure (the same ROCm serving engine)")
     carry("amd-cdna4", "gemm_efficiency", "fp8", "amd-cdna3", "no MI355X point: amd-cdna3's FP8 fraction (the same ROCm kernels)")
-    fp4, fp8 = (
-        have.get(("nvidia-blackwell", "", "gemm_efficiency", "fp4")),
-        have.get(("nvidia-hopper", "", "gemm_efficiency", "fp8")),
+    carry(
+        "amd-cdna4",
+        "gemm_efficiency",
+        "fp4",
+        "amd-cdna3",
+        "no AMD FP4 point: amd-cdna3's FP8 fraction of peak (the same ROCm GEMM libraries at the FP4 peak; no FP4/FP8 "
+        "ratio of one die is measured to scale it by)",
+        from_precision="fp8",
     )
-    if fp4 and fp8:
-        ratio = fp4 / fp8
-        carry(
-            "amd-cdna4",
-            "gemm_efficiency",
-            "fp4",
-            "amd-cdna3",
-            f"no AMD FP4 point: amd-cdna3's FP8 fraction x NVIDIA's fitted FP4/FP8 ratio {ratio:.3f}",
-            ratio,
-            "fp8",
-        )
     for parameter in ENGINE_CARRIED:
         carry(
             "huawei-ascend", parameter, "", "amd-cdna3", "no Ascend point: the least tuned measured engine's figure (amd-cdna3)"

@@ -5,7 +5,7 @@ column of ``data/serving/accelerators.csv`` with its source: the physics' prior.
 holds the figures fitted jointly on every model's measured points (``placement.serving.joint``,
 ``benchmarks/calibrate_serving.py``): per accelerator family the serving engine's floors per step, per layer and per
 sequence, the collective's latency and the attention kernels' fraction of peak; per die the GEMM fraction per
-precision (FP4 its own, never assumed to reach FP8's); the expert padding, shared. :class:`ServingEfficiency`
+precision (FP4 its own, never assumed to reach FP8's); the GEMMs' tile padding, shared. :class:`ServingEfficiency`
 overrides any of them for a what-if or a fit, and :func:`achieved` resolves the three, override over calibration
 over catalog, into the figures in force for one accelerator.
 """
@@ -33,7 +33,7 @@ CALIBRATED_PARAMETERS = (
     "step_overhead_ms",
     "layer_floor_us",
     "sequence_us",
-    "expert_half_tokens",
+    "gemm_half_tokens",
     "allreduce_latency_us",
     "attention_efficiency",
     "log_sigma_fitted",
@@ -41,7 +41,7 @@ CALIBRATED_PARAMETERS = (
     "log_sigma_model_out",
 )
 """What the calibration records: the GEMM fraction of peak per precision, the serving engine's floors (per step, per
-layer, per sequence), the expert padding, the latency of one tensor-parallel collective, the attention kernels'
+layer, per sequence), the GEMMs' tile padding, the latency of one tensor-parallel collective, the attention kernels'
 achieved fraction of peak, and per family the RMS log
 error of the goodput on the points it was fitted on, on parts left out and on models left out."""
 STEP_OVERHEAD_MS_PRIOR = 1.0
@@ -49,7 +49,7 @@ STEP_OVERHEAD_MS_PRIOR = 1.0
 and the graph launch, ~0.5-2 ms (vLLM and TensorRT-LLM step traces; an ASSUMPTION held by the prior's width). The
 joint calibration starts from it (``calibration.csv`` holds the fitted figure per family)."""
 NOT_FITTED = 0.0
-"""What a floor or the expert padding is where the calibration has no figure for it (a family without a point and
+"""What a floor or the GEMMs' tile padding is where the calibration has no figure for it (a family without a point and
 nothing carried over to it): off."""
 LAYER_FLOOR_US_PRIOR = 40.0
 """Prior of the per-layer kernel floor: a transformer layer runs ~10-15 kernels (norms, projections, attention, the
@@ -58,10 +58,11 @@ and a wave of thread blocks, ~3-4 µs on current GPUs). [µs per layer]"""
 SEQUENCE_US_PRIOR = 10.0
 """Prior of the per-sequence cost of a step: sampling, stop checks, detokenisation and the scheduler's bookkeeping of
 each running sequence (host work that grows with the batch). [µs per sequence per step]"""
-EXPERT_HALF_TOKENS_PRIOR = 64.0
+GEMM_HALF_TOKENS_PRIOR = 64.0
 """Rows (tokens) at which a GEMM reaches half of its large-GEMM efficiency: tensor-core tiles are 64-128 rows, so a
-GEMM over fewer tokens leaves most of each tile idle. Applied to each expert's GEMM at the tokens routed to it
-(grouped GEMMs of a mixture of experts); dense GEMMs of a decode batch are weight-read bound where it matters."""
+GEMM over ``m`` tokens runs ``m + m_half`` rows' time (half a 128-row tile of padding on average, more where ``m``
+is small). Applied to every GEMM at its own rows: the dense and shared weights' over the step's tokens, each routed
+expert's over the tokens routed to it. [tokens]"""
 P10_Z = 1.2816
 """Standard normal quantile of 0.9: the band's p10 and p90 are ``exp(-/+ P10_Z * sigma)`` times the figure."""
 OTHER_MODEL_SIGMA = 0.15
@@ -98,9 +99,9 @@ class ServingEfficiency:
         :data:`LAYER_FLOOR_US_PRIOR`). [µs]
     sequence_us : float, optional
         Cost per running sequence per step (calibration, else :data:`NOT_FITTED`; prior :data:`SEQUENCE_US_PRIOR`). [µs]
-    expert_half_tokens : float, optional
+    gemm_half_tokens : float, optional
         Tokens per expert at which an expert's GEMM reaches half its large-GEMM efficiency (calibration, else
-        :data:`NOT_FITTED`; prior :data:`EXPERT_HALF_TOKENS_PRIOR`). [tokens]
+        :data:`NOT_FITTED`; prior :data:`GEMM_HALF_TOKENS_PRIOR`). [tokens]
     allreduce_latency_us : float, optional
         Fixed latency of one all-reduce on the scale-up fabric (catalog ``allreduce_latency_us``). [µs]
     scale_up_efficiency : float, optional
@@ -120,7 +121,7 @@ class ServingEfficiency:
     step_overhead_ms: float | None = None
     layer_floor_us: float | None = None
     sequence_us: float | None = None
-    expert_half_tokens: float | None = None
+    gemm_half_tokens: float | None = None
     allreduce_latency_us: float | None = None
     scale_up_efficiency: float | None = None
     activation_reserve: float = 0.10
@@ -152,7 +153,7 @@ class Achieved:
     scale_up_efficiency: float
     layer_floor_us: float = NOT_FITTED
     sequence_us: float = NOT_FITTED
-    expert_half_tokens: float = NOT_FITTED
+    gemm_half_tokens: float = NOT_FITTED
 
     def floor_ms(self, layers: int, sequences: float | NDArray[np.float64]) -> NDArray[np.float64]:
         """The engine's part of a step: per step, per layer and per sequence. [ms]"""
@@ -311,11 +312,11 @@ def _near(lengths: tuple[tuple[float, float], ...], input_tokens: float, output_
 def goodput_band(accel: AcceleratorSpec, precision: str, *, model: str, input_tokens: float, output_tokens: float) -> GoodputBand:
     """The band of a goodput the serving model gives for this part, precision, model and lengths.
 
-    A part with its own measured points carries its family's fitted error; a part of a measured family without
-    points its family's leave-one-part-out error; a part of no calibrated family the largest held-out error of any
-    family. A model the calibration has no point of adds its family's leave-one-model-out error (else
-    :data:`OTHER_MODEL_SIGMA`); a figure carried over from another family or precision adds
-    :data:`EXTRAPOLATED_SIGMA`; lengths far from every measured workload of the model (of any model, for a model
+    A part whose die has measured points (its own, or a sibling's that carries the same die) carries its family's
+    fitted error; a part of a measured family without points its family's leave-one-part-out error; a part of no
+    calibrated family the largest held-out error of any family. A model the calibration has no point of adds its
+    family's leave-one-model-out error (else :data:`OTHER_MODEL_SIGMA`); a figure carried over from another family
+    or precision adds :data:`EXTRAPOLATED_SIGMA`; lengths far from every measured workload of the model (of any model, for a model
     without points) add :data:`LENGTHS_SIGMA`. The parts add in quadrature.
 
     Parameters
@@ -345,7 +346,8 @@ def goodput_band(accel: AcceleratorSpec, precision: str, *, model: str, input_to
     own = family and table.get((family, accel.id, "gemm_efficiency", precision)) is not None
     fitted, held = sigma("log_sigma_fitted"), sigma("log_sigma_held_out")
     if own and fitted is not None:
-        parts.append((fitted, f"{accel.id} is measured: {family}'s fitted error"))
+        die = "" if accel.silicon == accel.id else f" (its {accel.silicon} die)"
+        parts.append((fitted, f"{accel.id}{die} is measured: {family}'s fitted error"))
     elif held is not None:
         parts.append((held, f"{accel.id} ({precision}) has no point: {family}'s error with a part left out"))
     else:
@@ -410,5 +412,5 @@ def achieved(accel: AcceleratorSpec, eff: ServingEfficiency, precision: str | No
         scale_up_efficiency=pick(eff.scale_up_efficiency, accel.scale_up_efficiency),
         layer_floor_us=engine("layer_floor_us", eff.layer_floor_us, NOT_FITTED),
         sequence_us=engine("sequence_us", eff.sequence_us, NOT_FITTED),
-        expert_half_tokens=engine("expert_half_tokens", eff.expert_half_tokens, NOT_FITTED),
+        gemm_half_tokens=engine("gemm_half_tokens", eff.gemm_half_tokens, NOT_FITTED),
     )

@@ -118,6 +118,9 @@ class AcceleratorSpec:
     family : str
         Silicon and software family the calibration fits together (``nvidia-hopper``, ``nvidia-blackwell``,
         ``amd-cdna3``, ``amd-cdna4``; ``data/serving/calibration.csv``); blank: the catalog's cited figures only.
+    die : str
+        The GPU die the part carries (catalog ``die``; blank: the part's own id). Parts that carry one die share its
+        calibrated GEMM fraction: the HGX B200, the GB200 tray and the GB200 NVL72 rack run the B200 die.
     """
 
     id: str
@@ -139,6 +142,12 @@ class AcceleratorSpec:
     scale_up_efficiency: float = 0.80
     step_overhead_ms: float = 3.0
     family: str = ""
+    die: str = ""
+
+    @property
+    def silicon(self) -> str:
+        """The die whose GEMM fraction this part takes (``die``, else the part's own id)."""
+        return self.die or self.id
 
 
 _MODEL_NUMBERS = {
@@ -197,6 +206,7 @@ _MODEL_COLUMNS = _columns(("id", "name", "attention", "precisions", "source"), _
 _ACCEL_COLUMNS = (
     *_columns(("id", "name", "source", "efficiency_source"), _ACCEL_NUMBERS),
     Column("family", required=False, may_be_absent=True, help="calibration family (e.g. nvidia-hopper)"),
+    Column("die", required=False, may_be_absent=True, help="the GPU die the part carries (e.g. b200 for gb200-nvl72)"),
 )
 
 
@@ -328,7 +338,21 @@ def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, Accelera
             scale_up_efficiency=float(n["scale_up_efficiency"]),
             step_overhead_ms=float(n["step_overhead_ms"]),
             family=str(row.get("family", "") or "").strip(),
+            die=str(row.get("die", "") or "").strip(),
         )
+    raise_if(
+        [
+            Problem(
+                str(path),
+                table.where(k),
+                "die",
+                f"{spec.die!r} is no part of this catalog",
+                "name a part's id, or leave it blank",
+            )
+            for k, spec in enumerate(out.values())
+            if spec.die and spec.die not in out
+        ]
+    )
     return out
 
 

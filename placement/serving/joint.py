@@ -5,13 +5,13 @@ every model, so that a model measured on a part informs every other model on it:
 
 - per accelerator **family** (one serving software stack): the per-step launch cost ``step_overhead_ms``, the
   per-layer kernel floor ``layer_floor_us`` and the per-running-sequence cost ``sequence_us``;
-- per **die** (a part and its rack-scale form share silicon and clocks: ``gb200`` and ``gb200-nvl72``) and
-  precision: the achieved GEMM fraction ``gemm_efficiency``;
+- per **die** (the catalog's ``die``: ``b200``, ``gb200`` and ``gb200-nvl72`` carry one B200 die) and precision:
+  the achieved GEMM fraction ``gemm_efficiency``;
 - per family, the latency of one tensor-parallel collective ``allreduce_latency_us`` (prior: the catalog's cited
   figure), which sets what a layer costs a model split over GPUs beyond its bytes, and the attention kernels'
   achieved fraction of peak ``attention_efficiency`` (what a long context costs);
-- shared by every family: ``expert_half_tokens``, the rows at which an expert's grouped GEMM reaches half its
-  large-GEMM efficiency (a property of tensor-core tiles, measured only where a mixture of experts was run).
+- shared by every family: ``gemm_half_tokens``, the rows at which a GEMM reaches half its large-GEMM efficiency
+  (a property of tensor-core tiles: every dense GEMM over a step's tokens and every expert's over its own).
 
 Each term has a log-normal prior at its cited value (:data:`PRIOR_SIGMA`) and physical bounds. The loss is the
 squared log error of modelled to measured goodput over :data:`POINT_SIGMA`, each configuration's median run weighed
@@ -35,13 +35,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placement.serving.efficiency import (
-    EXPERT_HALF_TOKENS_PRIOR,
+    GEMM_HALF_TOKENS_PRIOR,
     LAYER_FLOOR_US_PRIOR,
     SEQUENCE_US_PRIOR,
     STEP_OVERHEAD_MS_PRIOR,
     ServingEfficiency,
 )
-from placement.serving.hardware import get_accelerator, get_model
+from placement.serving.hardware import get_accelerator
 from placement.serving.measured import MeasuredPoint
 from placement.serving.request import serve
 
@@ -79,14 +79,19 @@ _ENGINE_TERMS = {
     "sequence_us": (SEQUENCE_US_PRIOR, 0.5, 20.0),
 }
 _GEMM_BOUNDS = (0.10, 0.90)
-_EXPERT_BOUNDS = (4.0, 2048.0)
+_GEMM_HALF_BOUNDS = (4.0, 2048.0)
 _COLLECTIVE_BOUNDS = (2.0, 100.0)
 _ATTENTION_BOUNDS = (0.05, 0.9)
 
 
 def die_of(accelerator: str) -> str:
-    """The die a part is: its rack-scale form (``-nvl72``) shares its GEMM fraction."""
-    return accelerator.removesuffix("-nvl72")
+    """The die a part carries (catalog ``die``): the parts that carry one share its GEMM fraction.
+
+    The HGX B200, the GB200 tray and the GB200 NVL72 rack run one B200 die at their own clocks and peaks; the
+    fraction of its own peak each reaches is the die's kernels', so their points inform one figure (and a part
+    without points of its own, the HGX B300, takes the figure its die's GB300 points fit).
+    """
+    return get_accelerator(accelerator).silicon
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,8 @@ class Term:
 
     def touches(self, point: MeasuredPoint) -> bool:
         """Whether the term moves this point's goodput."""
-        if self.parameter == "expert_half_tokens":
-            return get_model(point.model).experts > 0
+        if self.parameter == "gemm_half_tokens":
+            return True
         if get_accelerator(point.accelerator).family != self.family:
             return False
         return self.parameter != "gemm_efficiency" or (die_of(point.accelerator), point.precision) == (
@@ -144,8 +149,7 @@ def terms_for(points: Sequence[MeasuredPoint]) -> list[Term]:
     Returns
     -------
     list of Term
-        Engine terms per family, GEMM fractions per (die, precision), and the expert padding when any point is of a
-        mixture of experts.
+        Engine terms per family, GEMM fractions per (die, precision), and the GEMMs' tile padding (shared by every point).
     """
     terms: list[Term] = []
     families = sorted({get_accelerator(p.accelerator).family for p in points} - {""})
@@ -161,8 +165,8 @@ def terms_for(points: Sequence[MeasuredPoint]) -> list[Term]:
         if family:
             prior = get_accelerator(die).gemm_efficiency
             terms.append(Term("gemm_efficiency", family, die, precision, prior, *_GEMM_BOUNDS))
-    if any(get_model(p.model).experts > 0 for p in points):
-        terms.append(Term("expert_half_tokens", "", "", "", EXPERT_HALF_TOKENS_PRIOR, *_EXPERT_BOUNDS))
+    if points:
+        terms.append(Term("gemm_half_tokens", "", "", "", GEMM_HALF_TOKENS_PRIOR, *_GEMM_HALF_BOUNDS))
     return terms
 
 
@@ -185,7 +189,7 @@ def efficiency_for(point: MeasuredPoint, terms: Sequence[Term], values: Sequence
         step_overhead_ms=chosen.get("step_overhead_ms"),
         layer_floor_us=chosen.get("layer_floor_us"),
         sequence_us=chosen.get("sequence_us"),
-        expert_half_tokens=chosen.get("expert_half_tokens"),
+        gemm_half_tokens=chosen.get("gemm_half_tokens"),
         allreduce_latency_us=chosen.get("allreduce_latency_us"),
         attention=chosen.get("attention_efficiency"),
         service_cv2=None,

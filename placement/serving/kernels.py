@@ -5,7 +5,7 @@ The model (DESIGN.md section 3), in terms that mean the same thing for every mod
 - **Step** of a replica of ``g`` GPUs carrying a decode batch ``B`` (total context ``C`` tokens of KV) and a
   prefill chunk of ``K`` prompt tokens (``K = 0``: a pure decode step), ``T = B + K`` tokens::
 
-      step = max(weight reads / (η_bw · BW), GEMMs / (η_c · F))                  linear layers
+      step = max(weight reads / (η_bw · BW), GEMMs (rows + m_half) / (η_c · F))   linear layers
            + max(C · kv_bytes / (η_bw · BW), decode attention / (η_a · F_bf16))  decode attention
            + chunk attention / (η_a · F_bf16)                                   prefill attention
            + t_comm                                                             collectives, per layer
@@ -15,9 +15,11 @@ The model (DESIGN.md section 3), in terms that mean the same thing for every mod
   parallelism two all-reduces per layer of ``T · hidden`` BF16 values (latency + bytes over the scale-up fabric);
   a mixture of experts may instead run **data-parallel attention** (each GPU its own sequences and KV, its own copy
   of the shared weights) with **expert-parallel** experts and two all-to-alls per layer (dispatch and combine).
+  Every GEMM runs at the efficiency of a GEMM over its own rows: one over ``m`` tokens takes as long as one over
+  ``m + m_half`` at the large-GEMM rate (its tiles are 64-128 rows, filled or not), the dense and shared weights'
+  over the step's ``T`` tokens, each routed expert's over the tokens routed to it (:func:`expert_padding_tokens`).
   A mixture of experts reads only the experts its tokens route to, and its expert GEMMs run at the busiest GPU's
-  load (:func:`expert_imbalance`) and at the efficiency of a GEMM over the tokens each expert gets
-  (:func:`expert_padding_tokens`). The floors are the engine's: a step's launch and scheduling, a kernel floor per
+  load (:func:`expert_imbalance`). The floors are the engine's: a step's launch and scheduling, a kernel floor per
   layer, a cost per running sequence (:mod:`placement.serving.efficiency`); a 32-layer model pays 32 layer
   floors, a 126-layer one 126. Every η, the fabric's latency and share are catalog columns with their sources;
   the GEMM fraction and the floors are calibrated on measured points (``data/serving/calibration.csv``).
@@ -276,8 +278,9 @@ def step_parts_ms(
     # every GPU reads its own copy of the shared weights under data-parallel attention
     memory_ms = (shared_bytes / (gpu_bw if attention_dp else bw) + expert_bytes / bw) * 1e3
     flops = tp * ach.tensor * accel.tflops[precision] * 1e12
-    shared_flop = 2.0 * shared_b * 1e9 * tokens
-    routed_rows = model.experts_per_token * tokens + expert_padding_tokens(tokens, model, ach.expert_half_tokens)
+    # every GEMM pads its rows to the tile: the shared weights' over the step's tokens, each routed expert's over its own
+    shared_flop = 2.0 * shared_b * 1e9 * (tokens + ach.gemm_half_tokens)
+    routed_rows = model.experts_per_token * tokens + expert_padding_tokens(tokens, model, ach.gemm_half_tokens)
     routed_flop = 2.0 * expert_b * 1e9 * routed_rows * expert_imbalance(tokens, model, tp)
     compute_ms = (shared_flop + routed_flop) / flops * 1e3
     attn_rate = tp * attention_tflops(accel, eff) * 1e12

@@ -418,7 +418,7 @@ def goodput_report(request: ServingRequest, *, efficiency: ServingEfficiency = C
     if request.node_cost_usd_h is None:
         report.pop("cost_per_million_goodput_tokens_usd")
     accel = get_accelerator(request.accelerator)
-    calibration = calibration_report(accel, request.precision, request.model)
+    calibration = calibration_report(accel, request.precision)
     if efficiency.tensor is not None:
         calibration["gemm_efficiency"] = {"value": efficiency.tensor, "basis": "refitted", "on": "your measurements"}
     report["calibration"] = calibration
@@ -434,7 +434,7 @@ def goodput_report(request: ServingRequest, *, efficiency: ServingEfficiency = C
     return report
 
 
-def calibration_report(accel: AcceleratorSpec, precision: str, model: str = "") -> dict[str, dict[str, Any]]:
+def calibration_report(accel: AcceleratorSpec, precision: str) -> dict[str, dict[str, Any]]:
     """Where each calibrated figure in force for an accelerator comes from.
 
     Parameters
@@ -443,14 +443,12 @@ def calibration_report(accel: AcceleratorSpec, precision: str, model: str = "") 
         The accelerator.
     precision : str
         The GEMMs' precision.
-    model : str, optional
-        The model: the expert padding is reported for a mixture of experts only.
 
     Returns
     -------
     dict
         ``{"gemm_efficiency": {...}, "step_overhead_ms": {...}, "layer_floor_us": {...}, "sequence_us": {...}}``
-        (and ``expert_half_tokens`` for a mixture of experts), each with ``value``, ``basis`` (``fitted``,
+        and ``gemm_half_tokens``, each with ``value``, ``basis`` (``fitted``,
         ``extrapolated``, ``catalog prior`` or ``not fitted``) and ``on`` (what it was fitted on, carried over
         from, or the catalog's source note).
     """
@@ -460,8 +458,7 @@ def calibration_report(accel: AcceleratorSpec, precision: str, model: str = "") 
         ("layer_floor_us", "", None),
         ("sequence_us", "", None),
     ]
-    if model and get_model(model).experts > 0:
-        figures.append(("expert_half_tokens", "", None))
+    figures.append(("gemm_half_tokens", "", None))
     out: dict[str, dict[str, Any]] = {}
     for parameter, key, prior in figures:
         figure = calibrated_figure(accel, parameter, key)

@@ -159,15 +159,18 @@ def test_goodput_says_where_each_calibrated_figure_comes_from() -> None:
 
     h100 = calibration_report(get_accelerator("h100-sxm"), "fp8")
     assert h100["gemm_efficiency"]["basis"] == "fitted" and "MLPerf" in h100["gemm_efficiency"]["on"]
-    # B300 has no point: the Blackwell family's figure, fitted on B200 and GB200.
+    # The HGX B300 has no point of its own: it carries the B300 die, whose fraction GB300's points fit.
     b300 = calibration_report(get_accelerator("b300"), "fp4")
-    assert b300["gemm_efficiency"]["basis"] == "fitted" and "geometric mean" in b300["gemm_efficiency"]["on"]
+    assert b300["gemm_efficiency"]["basis"] == "fitted" and "b300 die on gb300" in b300["gemm_efficiency"]["on"]
+    assert (
+        b300["gemm_efficiency"]["value"] == calibration_report(get_accelerator("gb300-nvl72"), "fp4")["gemm_efficiency"]["value"]
+    )
     assert calibration_report(get_accelerator("mi355x"), "fp4")["gemm_efficiency"]["basis"] == "extrapolated"
     # The per-layer floor is fitted on every model's Hopper points; MI355X has none and carries CDNA3's.
     assert h100["layer_floor_us"]["basis"] == "fitted" and "llama-3.1-405b" in h100["layer_floor_us"]["on"]
     assert 5.0 <= h100["layer_floor_us"]["value"] <= 120.0, "inside the prior's physical bounds"
     assert calibration_report(get_accelerator("mi355x"), "fp4")["layer_floor_us"]["basis"] == "extrapolated"
-    assert "expert_half_tokens" in calibration_report(get_accelerator("b200"), "fp4", "deepseek-r1")
-    assert "expert_half_tokens" not in h100
+    # The tile padding is every GEMM's: fitted on every model's points, reported for every part.
+    assert h100["gemm_half_tokens"]["basis"] == "fitted" and "llama-2-70b" in h100["gemm_half_tokens"]["on"]
     # A precision the calibration has no figure for keeps the catalog's prior, and says so.
     assert calibration_report(get_accelerator("h100-sxm"), "bf16")["gemm_efficiency"]["basis"] == "catalog prior"

@@ -102,13 +102,22 @@ def test_terms_touching_disjoint_points_are_differenced_together() -> None:
     assert joint._colour(touch) == [[0, 1], [2, 3], [4]]
 
 
-def test_the_terms_are_per_family_per_die_and_shared_for_experts() -> None:
+def test_the_terms_are_per_family_per_die_and_the_tile_padding_shared() -> None:
     base = MeasuredPoint("a", "deepseek-r1", "gb200-nvl72", 72, "fp4", 804, 3000, 3140, 2000.0, 80.0, 1.0)
-    points = [base, replace(base, accelerator="gb200", gpus=4), replace(base, model="llama-2-70b", accelerator="mi300x")]
+    points = [
+        base,
+        replace(base, accelerator="gb200", gpus=4),
+        replace(base, accelerator="b200", gpus=8),
+        replace(base, accelerator="gb300", gpus=4),
+        replace(base, model="llama-2-70b", accelerator="mi300x"),
+    ]
     labels = [t.label for t in joint.terms_for(points)]
-    # the rack and its tray are one die; the expert padding is one term for every family
-    assert labels.count("gemm_efficiency nvidia-blackwell gb200 fp4") == 1
-    assert "gemm_efficiency amd-cdna3 mi300x fp4" in labels and labels.count("expert_half_tokens") == 1
+    # the rack, its tray and the HGX part carry one B200 die; GB300 carries the B300 die, named by its HGX part
+    assert labels.count("gemm_efficiency nvidia-blackwell b200 fp4") == 1
+    assert "gemm_efficiency nvidia-blackwell b300 fp4" in labels and not any("gb200" in label for label in labels)
+    assert joint.die_of("gb200-nvl72") == joint.die_of("gb200") == "b200" and joint.die_of("h200") == "h200"
+    # the tile padding is one term for every family and model: a dense model's GEMMs pad their rows too
+    assert "gemm_efficiency amd-cdna3 mi300x fp4" in labels and labels.count("gemm_half_tokens") == 1
     assert sum(label.startswith("layer_floor_us") for label in labels) == 2
-    expert = next(t for t in joint.terms_for(points) if t.parameter == "expert_half_tokens")
-    assert expert.touches(points[0]) and not expert.touches(points[2])
+    padding = next(t for t in joint.terms_for(points) if t.parameter == "gemm_half_tokens")
+    assert padding.touches(points[0]) and padding.touches(points[-1])

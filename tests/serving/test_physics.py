@@ -78,6 +78,21 @@ def test_loader_reports_file_row_and_field(tmp_path: Path) -> None:
     assert str(path) in message and "row 1" in message and "'layers'" in message
 
 
+def test_a_part_names_the_die_it_carries(tmp_path: Path) -> None:
+    accels = load_accelerators(ACCELERATORS_CSV)
+    # the GB200 tray and rack carry the HGX B200's die (their GEMM fraction is one calibrated figure); others their own
+    assert accels["gb200-nvl72"].silicon == accels["gb200"].silicon == "b200" and accels["gb300"].silicon == "b300"
+    assert accels["h200"].silicon == "h200" and accels["mi355x"].silicon == "mi355x"
+    lines = ACCELERATORS_CSV.read_text().splitlines()
+    broken = [line.replace(",nvidia-blackwell,b300", ",nvidia-blackwell,b301") for line in lines]
+    path = tmp_path / "accelerators.csv"
+    path.write_text("\n".join(broken) + "\n")
+    with pytest.raises(InputError) as info:
+        load_accelerators(path)
+    message = str(info.value)
+    assert "'die'" in message and "'b301' is no part of this catalog" in message and message.count("b301") == 2
+
+
 def test_unknown_model_lists_known_names_and_suggests() -> None:
     with pytest.raises(InputError) as info:
         goodput_report(ServingRequest("llama-2-70", "h200", 8, "fp8", 1024, 290, 450, 40))

@@ -42,7 +42,7 @@ def _cited(request: ServingRequest) -> ServingEfficiency:
         allreduce_latency_us=accel.allreduce_latency_us,
         layer_floor_us=0.0,
         sequence_us=0.0,
-        expert_half_tokens=0.0,
+        gemm_half_tokens=0.0,
         service_cv2=1.0,
     )
 

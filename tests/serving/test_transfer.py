@@ -15,7 +15,7 @@ from placement.serving.queueing import queue_wait_p99_ms
 from placement.serving.request import ServingRequest, serve
 
 #: Floors at round figures by override (the worked examples do not depend on the calibration).
-FLOORS = ServingEfficiency(step_overhead_ms=1.0, layer_floor_us=60.0, sequence_us=20.0, expert_half_tokens=64.0)
+FLOORS = ServingEfficiency(step_overhead_ms=1.0, layer_floor_us=60.0, sequence_us=20.0, gemm_half_tokens=64.0)
 
 
 def test_the_floor_counts_the_layers_and_the_sequences_of_each_model() -> None:
