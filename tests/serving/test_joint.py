@@ -63,7 +63,10 @@ def test_the_joint_fit_recovers_the_terms_a_law_was_made_with() -> None:
         "attention_efficiency nvidia-hopper",
         "gemm_efficiency nvidia-hopper h100-sxm fp8",
         "gemm_efficiency nvidia-hopper h200 fp8",
+        "gemm_half_tokens",
     }
+    # the law pads no GEMM: the tile padding never leaves its prior
+    assert fit.value("gemm_half_tokens") == pytest.approx(joint.GEMM_HALF_TOKENS_PRIOR)
     # The priors still pull a little (they are part of the loss): each figure within 15 %, the goodput within 1 %.
     for name, value in TRUTH.items():
         assert fit.value(name, "nvidia-hopper") == pytest.approx(value, rel=0.15), name

@@ -120,6 +120,7 @@ EFF = ServingEfficiency(
     sequence_us=10.0,
     allreduce_latency_us=8.0,
     scale_up_efficiency=0.8,
+    gemm_half_tokens=64.0,
 )
 
 
@@ -130,7 +131,7 @@ def test_decode_step_worked_by_hand() -> None:
     weights = 68.98e9 * 1.0
     kv = 64 * 1000 * 160 * KIB
     memory_ms = weights / (0.9 * 4.8e12) * 1e3  # 15.97 ms: the linear layers read every weight once
-    compute_ms = 2 * 68.98e9 * 64 / (0.65 * 1979e12) * 1e3  # 6.86 ms
+    compute_ms = 2 * 68.98e9 * (64 + 64) / (0.65 * 1979e12) * 1e3  # 13.73 ms: 64 rows run a 128-row tile's time
     kv_ms = kv / (0.9 * 4.8e12) * 1e3  # 2.43 ms: decode attention reads the KV after the GEMMs
     attention_flop_ms = 64 * 4 * 80 * 64 * 128 * 1000 / (0.5 * 989e12) * 1e3  # 0.34 ms: below the KV read
     assert step.memory_ms == pytest.approx(memory_ms, rel=1e-9)
