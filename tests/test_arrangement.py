@@ -68,9 +68,11 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     classes = arrangement["classes"]
     assert set(classes) == {"chat", "agent", "batch"}
     chat = classes["chat"]
-    # pooled over 8 nodes, prefill and decode pools with EAGLE-3 beat chunked prefill for chat and agent
-    assert chat["serving_mode"] == "disaggregated+eagle3"
-    assert chat["goodput_tok_s_per_node"] > 1.5 * chat["goodput_tok_s_per_node_fixed_arrangement"]
+    # pooled over 8 nodes, prefill and decode pools beat chunked prefill for chat and agent (since NVSwitch's
+    # in-network all-reduce made TP8 prefill cheap, by less: chat 6,474 against 5,648 tok/s per node, agent 3,530
+    # with EAGLE-3 against 1,736)
+    assert chat["serving_mode"].startswith("disaggregated")
+    assert chat["goodput_tok_s_per_node"] > 1.1 * chat["goodput_tok_s_per_node_fixed_arrangement"]
     assert chat["usd_per_million_goodput_tokens"] < chat["usd_per_million_goodput_tokens_fixed_arrangement"]
     steps = chat["waterfall"]
     # the waterfall is read from the tables as cost_waterfall.png draws it: it adds up to the class's $/M
@@ -80,9 +82,8 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     )
     assert steps["moved_most_usd_per_m"] < 0, "more goodput per node shrinks a step of chat's waterfall"
     agent = classes["agent"]
-    # (plain disaggregated decode since every GEMM pads to its tile: 2,763 tok/s per node against 568 aggregated)
     assert agent["serving_mode"].startswith("disaggregated"), "agent's 110 ms node TTFT: chunked prefill cannot hold its batch"
-    assert agent["goodput_tok_s_per_node"] > 4 * agent["goodput_tok_s_per_node_fixed_arrangement"]
+    assert agent["goodput_tok_s_per_node"] > 1.8 * agent["goodput_tok_s_per_node_fixed_arrangement"]
     assert classes["batch"]["serving_mode"] == "aggregated+eagle3"
     # why each site serves each class the way it does: the modes the serving model compared, best first
     reasons = arrangement["mode_reasons"]

@@ -101,8 +101,8 @@ def test_goodput_json_has_the_contract_keys(capsys: pytest.CaptureFixture[str], 
         "chunk_tokens",
     }
     assert keys <= set(report)
-    # MLPerf v5.0 H200 interactive row, over-predicted by the joint calibration (tests/serving/test_physics.py)
-    assert 19_424 <= report["goodput_tok_s"] <= 1.5 * 19_424
+    # MLPerf v5.0 H200 interactive row, within 10 % at the joint calibration (tests/serving/test_physics.py)
+    assert 0.9 * 19_424 <= report["goodput_tok_s"] <= 1.1 * 19_424
     assert report["band"]["goodput_p10_tok_s"] < report["goodput_tok_s"] < report["band"]["goodput_p90_tok_s"]
     assert report["itl_ms"] <= 40 and report["ttft_ms"] <= 450
     assert report["cost_per_million_goodput_tokens_usd"] == pytest.approx(30 / (report["goodput_tok_s"] * 3600 / 1e6))

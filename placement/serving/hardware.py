@@ -121,6 +121,10 @@ class AcceleratorSpec:
     die : str
         The GPU die the part carries (catalog ``die``; blank: the part's own id). Parts that carry one die share its
         calibrated GEMM fraction: the HGX B200, the GB200 tray and the GB200 NVL72 rack run the B200 die.
+    allreduce : str
+        How the scale-up fabric reduces (catalog ``allreduce``): ``ring`` (each GPU sends ``2(n − 1)/n`` of the
+        payload over its links) or ``switch`` (the switch reduces in the network, NVLink SHARP: each GPU sends the
+        payload once and receives the sum once).
     """
 
     id: str
@@ -143,6 +147,7 @@ class AcceleratorSpec:
     step_overhead_ms: float = 3.0
     family: str = ""
     die: str = ""
+    allreduce: str = "ring"
 
     @property
     def silicon(self) -> str:
@@ -207,7 +212,9 @@ _ACCEL_COLUMNS = (
     *_columns(("id", "name", "source", "efficiency_source"), _ACCEL_NUMBERS),
     Column("family", required=False, may_be_absent=True, help="calibration family (e.g. nvidia-hopper)"),
     Column("die", required=False, may_be_absent=True, help="the GPU die the part carries (e.g. b200 for gb200-nvl72)"),
+    Column("allreduce", required=False, may_be_absent=True, help="ring, or switch (in-network reduction, NVLink SHARP)"),
 )
+ALLREDUCE_KINDS = ("ring", "switch")
 
 
 def _read(path: Path, columns: tuple[Column, ...]) -> tuple[Table, pd.DataFrame]:
@@ -339,6 +346,7 @@ def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, Accelera
             step_overhead_ms=float(n["step_overhead_ms"]),
             family=str(row.get("family", "") or "").strip(),
             die=str(row.get("die", "") or "").strip(),
+            allreduce=str(row.get("allreduce", "") or "").strip().lower() or "ring",
         )
     raise_if(
         [
@@ -351,6 +359,13 @@ def load_accelerators(path: str | Path = ACCELERATORS_CSV) -> dict[str, Accelera
             )
             for k, spec in enumerate(out.values())
             if spec.die and spec.die not in out
+        ]
+        + [
+            Problem(
+                str(path), table.where(k), "allreduce", f"must be ring or switch, got {spec.allreduce!r}", "write ring or switch"
+            )
+            for k, spec in enumerate(out.values())
+            if spec.allreduce not in ALLREDUCE_KINDS
         ]
     )
     return out

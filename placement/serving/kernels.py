@@ -189,7 +189,11 @@ def decode_attention_flops(model: ModelSpec, context_tokens: float) -> float:
 def allreduce_ms(
     accel: AcceleratorSpec, tp: int, tokens: NDArray[np.float64], hidden: int, layers: int, eff: ServingEfficiency
 ) -> NDArray[np.float64]:
-    """Tensor-parallel all-reduce time of one step: two per layer, ring over the scale-up fabric.
+    """Tensor-parallel all-reduce time of one step: two per layer over the scale-up fabric.
+
+    A ring sends ``2(n − 1)/n`` of the payload over each GPU's links; a switch that reduces in the network (NVLink
+    SHARP on NVSwitch) takes the payload from each GPU once and returns the sum once, so each GPU moves the payload
+    once (the catalog's ``allreduce``).
 
     Parameters
     ----------
@@ -216,8 +220,8 @@ def allreduce_ms(
         return np.zeros_like(tokens)
     ach = achieved(accel, eff)
     payload = tokens * hidden * ACTIVATION_BYTES
-    ring_bytes = 2.0 * (tp - 1) / tp * payload
-    per_call_s = ach.allreduce_latency_us * 1e-6 + ring_bytes / (ach.scale_up_efficiency * accel.scale_up_gb_s * 1e9)
+    sent_bytes = payload if accel.allreduce == "switch" else 2.0 * (tp - 1) / tp * payload
+    per_call_s = ach.allreduce_latency_us * 1e-6 + sent_bytes / (ach.scale_up_efficiency * accel.scale_up_gb_s * 1e9)
     return np.asarray(2.0 * layers * per_call_s * 1e3)
 
 

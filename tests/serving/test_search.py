@@ -3,7 +3,8 @@
 ``serving_reference.json`` holds :func:`serve` results at the catalog's cited efficiencies (no calibration) and the
 per-gap ITL, so the reference stays a test of the search, not of the calibration. They were computed before the
 probes existed (commit cf4376e) and recomputed when the prompt queue became one per replica (issue 45: a router
-binds each prompt to a replica), each checked against the straightforward search below, which evaluates every
+binds each prompt to a replica) and when NVSwitch's all-reduce became in-network (each GPU sends the payload once),
+each checked against the straightforward search below, which evaluates every
 candidate in full (no probe, no floor) and must pick the same (batch, chunk budget) with the same figures.
 """
 
