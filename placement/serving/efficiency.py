@@ -100,8 +100,8 @@ class ServingEfficiency:
     sequence_us : float, optional
         Cost per running sequence per step (calibration, else :data:`NOT_FITTED`; prior :data:`SEQUENCE_US_PRIOR`). [µs]
     gemm_half_tokens : float, optional
-        Tokens per expert at which an expert's GEMM reaches half its large-GEMM efficiency (calibration, else
-        :data:`NOT_FITTED`; prior :data:`GEMM_HALF_TOKENS_PRIOR`). [tokens]
+        Rows at which a GEMM (dense, or one expert's over its routed tokens) reaches half its large-GEMM efficiency
+        (calibration, else :data:`NOT_FITTED`; prior :data:`GEMM_HALF_TOKENS_PRIOR`). [tokens]
     allreduce_latency_us : float, optional
         Fixed latency of one all-reduce on the scale-up fabric (catalog ``allreduce_latency_us``). [µs]
     scale_up_efficiency : float, optional
