@@ -49,8 +49,13 @@ STEP_OVERHEAD_MS_PRIOR = 1.0
 and the graph launch, ~0.5-2 ms (vLLM and TensorRT-LLM step traces; an ASSUMPTION held by the prior's width). The
 joint calibration starts from it (``calibration.csv`` holds the fitted figure per family)."""
 NOT_FITTED = 0.0
-"""What a floor or the GEMMs' tile padding is where the calibration has no figure for it (a family without a point and
-nothing carried over to it): off."""
+"""What a floor or the GEMMs' tile padding is where the calibration has none at all (no calibration table): off."""
+CARRIED_ENGINE_TERMS = ("step_overhead_ms", "layer_floor_us", "sequence_us", "gemm_half_tokens")
+"""The engine's floors and the GEMMs' tile padding: a part of a family the calibration has no figure for takes the
+geometric mean of the fitted families' (:func:`carried_engine_figure`). Each floor means the same thing on every
+engine (a step's launch, a layer's kernels, a sequence's bookkeeping), and every fit puts it 1.5-3x above its prior;
+the prior alone would make an unmeasured family's steps too short. The collective's latency and the attention
+kernels' fraction keep the catalog's cited figure: they belong to the fabric and the kernels."""
 LAYER_FLOOR_US_PRIOR = 40.0
 """Prior of the per-layer kernel floor: a transformer layer runs ~10-15 kernels (norms, projections, attention, the
 MLP or the router and experts, residual adds), each of which takes a few µs however small its work (launch latency
@@ -255,11 +260,44 @@ def bundled_calibration() -> dict[CalibrationKey, CalibratedFigure]:
 
 
 def calibrated_figure(accel: AcceleratorSpec, parameter: str, precision: str = "") -> CalibratedFigure | None:
-    """The calibration's figure for an accelerator (its own, else its family's), or None (the catalog's stands)."""
-    if not accel.family:
-        return None
+    """The calibration's figure for an accelerator (its own, else its family's), or None (the catalog's stands).
+
+    An engine floor or the tile padding (:data:`CARRIED_ENGINE_TERMS`) of a part whose family has none is carried
+    over from the fitted families (:func:`carried_engine_figure`).
+    """
     table = bundled_calibration()
-    return table.get((accel.family, accel.id, parameter, precision)) or table.get((accel.family, "", parameter, precision))
+    own = table.get((accel.family, accel.id, parameter, precision)) or table.get((accel.family, "", parameter, precision))
+    if own is None and parameter in CARRIED_ENGINE_TERMS and not precision:
+        return carried_engine_figure(parameter, accel.family or accel.id)
+    return own
+
+
+def carried_engine_figure(parameter: str, whose: str) -> CalibratedFigure | None:
+    """An engine floor for a family without one: the geometric mean of the fitted families' figures (``extrapolated``).
+
+    Parameters
+    ----------
+    parameter : str
+        One of :data:`CARRIED_ENGINE_TERMS`.
+    whose : str
+        The family (or, for a part of no family, the part) it is carried to: named in ``fitted_on``.
+
+    Returns
+    -------
+    CalibratedFigure or None
+        None when no family has a fitted figure for it.
+    """
+    fitted = sorted(
+        (f.family, f.value)
+        for f in bundled_calibration().values()
+        if f.parameter == parameter and not f.accelerator and not f.precision and f.basis == "fitted" and f.value > 0
+    )
+    if not fitted:
+        return None
+    value = float(np.exp(np.mean(np.log([v for _, v in fitted]))))
+    families = ", ".join(f for f, _ in fitted)
+    why = f"no calibration for {whose}: the geometric mean of the fitted families' figures ({families})"
+    return CalibratedFigure(whose, "", parameter, "", value, "extrapolated", why)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placement.serving.efficiency import (
+    CARRIED_ENGINE_TERMS,
     GEMM_HALF_TOKENS_PRIOR,
     LAYER_FLOOR_US_PRIOR,
     SEQUENCE_US_PRIOR,
@@ -432,7 +433,9 @@ def fold_predictions(
     The refit is one damped Gauss-Newton step from the joint fit (damping 1: the Jacobian of a discrete search is
     noisy, and an undamped step overshoots). A term no kept point touches is predicted as the product predicts a
     part without points: a die's GEMM fraction is the geometric mean of its family's other dies at that precision
-    (their prior when there are none), an engine term its prior.
+    (their prior when there are none), a family's engine floor the geometric mean of the other families'
+    (:data:`~placement.serving.efficiency.CARRIED_ENGINE_TERMS`), the collective's latency and the attention
+    fraction their cited prior.
 
     Parameters
     ----------
@@ -459,12 +462,14 @@ def fold_predictions(
     x_fold[~informed] = 0.0
     values = values_of(fit.terms, x_fold)
     for j, term in enumerate(fit.terms):
-        if informed[j] or term.parameter != "gemm_efficiency":
+        if informed[j] or term.parameter not in ("gemm_efficiency", *CARRIED_ENGINE_TERMS):
             continue
+        # a die takes its family's other dies at its precision; a family's floor the other families'
+        same = ("parameter", "family", "precision") if term.parameter == "gemm_efficiency" else ("parameter",)
         siblings = [
             values[k]
             for k, other in enumerate(fit.terms)
-            if informed[k] and (other.parameter, other.family, other.precision) == (term.parameter, term.family, term.precision)
+            if informed[k] and all(getattr(other, a) == getattr(term, a) for a in same)
         ]
         if siblings:
             values[j] = float(np.exp(np.mean(np.log(siblings))))

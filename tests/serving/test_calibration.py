@@ -114,6 +114,34 @@ def test_override_over_calibration_over_catalog() -> None:
     assert achieved(h200, ServingEfficiency()).step_overhead_ms == overhead
 
 
+def test_a_part_of_no_calibrated_family_takes_the_fitted_families_floors() -> None:
+    # A planner's own part (a family the calibration has never seen) still pays a step's launch, a layer's kernels
+    # and a sequence's bookkeeping: the geometric mean of the fitted families' figures, not the floors off.
+    from placement.serving.request import calibration_report
+
+    table = bundled_calibration()
+    families = sorted({k[0] for k, f in table.items() if k[2] == "layer_floor_us" and f.basis == "fitted"})
+    assert len(families) >= 3
+    expected = float(np.exp(np.mean([np.log(table[(f, "", "layer_floor_us", "")].value) for f in families])))
+    own = replace(get_accelerator("h200"), id="acme-1", family="acme-accel", die="")
+    figures = achieved(own, ServingEfficiency(), "fp8")
+    assert figures.layer_floor_us == pytest.approx(expected)
+    assert figures.sequence_us > 0 and figures.gemm_half_tokens > 0
+    # the fabric's latency and the attention kernels' fraction stay the catalog's cited figures
+    assert figures.allreduce_latency_us == own.allreduce_latency_us and figures.attention == own.attention_efficiency
+    report = calibration_report(own, "fp8")
+    assert report["layer_floor_us"]["basis"] == "extrapolated" and "acme-accel" in report["layer_floor_us"]["on"]
+    assert report["gemm_efficiency"]["basis"] == "catalog prior"
+    # 80 layers of floors make its steps longer, so its goodput lower, than with the floors off
+    from placement.serving.hardware import get_model
+    from placement.serving.kernels import decode_step
+
+    with_floors = decode_step(get_model("llama-2-70b"), own, "fp8", tp=1, batch=64, context_tokens=500)
+    off = ServingEfficiency(step_overhead_ms=0.0, layer_floor_us=0.0, sequence_us=0.0)
+    without = decode_step(get_model("llama-2-70b"), own, "fp8", tp=1, batch=64, context_tokens=500, eff=off)
+    assert with_floors.overhead_ms > without.overhead_ms + 80 * expected / 1e3 * 0.99
+
+
 def test_the_bundled_calibration_says_how_each_figure_was_found() -> None:
     table = load_calibration(CALIBRATION_CSV)
     families = {a.family for a in bundled_accelerators().values()}

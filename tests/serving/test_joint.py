@@ -124,3 +124,28 @@ def test_the_terms_are_per_family_per_die_and_the_tile_padding_shared() -> None:
     assert sum(label.startswith("layer_floor_us") for label in labels) == 2
     padding = next(t for t in joint.terms_for(points) if t.parameter == "gemm_half_tokens")
     assert padding.touches(points[0]) and padding.touches(points[-1])
+
+
+@pytest.mark.usefixtures("law")
+def test_a_family_left_out_takes_the_other_families_floors() -> None:
+    # Blackwell points made with the same engine as Hopper's: left out whole, the fold has nothing of Blackwell and
+    # predicts it as the product predicts a family without points, its floors those the other families fit.
+    blackwell = [
+        replace(p, point_id=p.point_id.replace("h100-sxm", "b200"), accelerator="b200")
+        for p in _points()
+        if p.accelerator == "h100-sxm" and p.model != "llama-3.1-405b"
+    ]
+    points = _points() + [replace(p, tok_s=_law(p, ServingEfficiency(tensor=0.55, **TRUTH))) for p in blackwell]  # type: ignore[arg-type]
+    fit = joint.fit_jointly(points, iterations=30, point_sigma=0.02)
+    values, predicted = joint.fold_predictions(fit, lambda p: p.accelerator == "b200")
+    by_label = {t.label: float(v) for t, v in zip(fit.terms, values, strict=True)}
+    for floor in ("step_overhead_ms", "layer_floor_us", "sequence_us"):
+        assert by_label[f"{floor} nvidia-blackwell"] == pytest.approx(by_label[f"{floor} nvidia-hopper"]), floor
+        prior = next(t.prior for t in fit.terms if t.label == f"{floor} nvidia-blackwell")
+        # carried, not the prior: the law's floors are 1.25-2.25x the priors
+        assert abs(by_label[f"{floor} nvidia-blackwell"] / prior - 1) > 0.2, floor
+    # the fabric's latency and the attention kernels' fraction are the part's own: their cited prior
+    blackwell_terms = {t.label: t for t in fit.terms if t.family == "nvidia-blackwell"}
+    for name in ("allreduce_latency_us nvidia-blackwell", "attention_efficiency nvidia-blackwell"):
+        assert by_label[name] == pytest.approx(blackwell_terms[name].prior), name
+    assert set(predicted) == {k for k, p in enumerate(points) if p.accelerator == "b200"}
