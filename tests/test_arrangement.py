@@ -69,8 +69,8 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     assert set(classes) == {"chat", "agent", "batch"}
     chat = classes["chat"]
     # pooled over 8 nodes, prefill and decode pools beat chunked prefill for chat and agent (since NVSwitch's
-    # in-network all-reduce made TP8 prefill cheap, by less: chat 6,474 against 5,648 tok/s per node, agent 3,530
-    # with EAGLE-3 against 1,736)
+    # in-network all-reduce made TP8 prefill cheap, by less; with decode attention padded to its tile, agent 4,712
+    # tok/s per node with EAGLE-3 against 2,687)
     assert chat["serving_mode"].startswith("disaggregated")
     assert chat["goodput_tok_s_per_node"] > 1.1 * chat["goodput_tok_s_per_node_fixed_arrangement"]
     assert chat["usd_per_million_goodput_tokens"] < chat["usd_per_million_goodput_tokens_fixed_arrangement"]
@@ -83,7 +83,7 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     assert steps["moved_most_usd_per_m"] < 0, "more goodput per node shrinks a step of chat's waterfall"
     agent = classes["agent"]
     assert agent["serving_mode"].startswith("disaggregated"), "agent's 110 ms node TTFT: chunked prefill cannot hold its batch"
-    assert agent["goodput_tok_s_per_node"] > 1.8 * agent["goodput_tok_s_per_node_fixed_arrangement"]
+    assert agent["goodput_tok_s_per_node"] > 1.6 * agent["goodput_tok_s_per_node_fixed_arrangement"]
     assert classes["batch"]["serving_mode"] == "aggregated+eagle3"
     # why each site serves each class the way it does: the modes the serving model compared, best first
     reasons = arrangement["mode_reasons"]

@@ -67,7 +67,8 @@ GEMM_HALF_TOKENS_PRIOR = 64.0
 """Rows (tokens) at which a GEMM reaches half of its large-GEMM efficiency: tensor-core tiles are 64-128 rows, so a
 GEMM over ``m`` tokens runs ``m + m_half`` rows' time (half a 128-row tile of padding on average, more where ``m``
 is small). Applied to every GEMM at its own rows: the dense and shared weights' over the step's tokens, each routed
-expert's over the tokens routed to it. [tokens]"""
+expert's over the tokens routed to it, decode attention's over the query heads sharing one KV head. The joint
+calibration fits it as the rows at which a GEMM reaches half its large-GEMM rate. [tokens]"""
 P10_Z = 1.2816
 """Standard normal quantile of 0.9: the band's p10 and p90 are ``exp(-/+ P10_Z * sigma)`` times the figure."""
 OTHER_MODEL_SIGMA = 0.15

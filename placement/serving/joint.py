@@ -11,7 +11,8 @@ every model, so that a model measured on a part informs every other model on it:
   figure), which sets what a layer costs a model split over GPUs beyond its bytes, and the attention kernels'
   achieved fraction of peak ``attention_efficiency`` (what a long context costs);
 - shared by every family: ``gemm_half_tokens``, the rows at which a GEMM reaches half its large-GEMM efficiency
-  (a property of tensor-core tiles: every dense GEMM over a step's tokens and every expert's over its own).
+  (a property of tensor-core tiles: every dense GEMM over a step's tokens, every expert's over its own, and decode
+  attention's over the query heads that share one KV head).
 
 Each term has a log-normal prior at its cited value (:data:`PRIOR_SIGMA`) and physical bounds. The loss is the
 squared log error of modelled to measured goodput over :data:`POINT_SIGMA`, each configuration's median run weighed

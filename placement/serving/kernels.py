@@ -6,7 +6,7 @@ The model (DESIGN.md section 3), in terms that mean the same thing for every mod
   prefill chunk of ``K`` prompt tokens (``K = 0``: a pure decode step), ``T = B + K`` tokens::
 
       step = max(weight reads / (η_bw · BW), GEMMs (rows + m_half) / (η_c · F))   linear layers
-           + max(C · kv_bytes / (η_bw · BW), decode attention / (η_a · F_bf16))  decode attention
+           + max(C · kv_bytes / (η_bw · BW), decode attention (r + m_half) / r / (η_a · F_bf16))  decode attention
            + chunk attention / (η_a · F_bf16)                                   prefill attention
            + t_comm                                                             collectives, per layer
            + t_step + L · t_layer + B · t_seq                                   the engine's floors
@@ -17,7 +17,10 @@ The model (DESIGN.md section 3), in terms that mean the same thing for every mod
   of the shared weights) with **expert-parallel** experts and two all-to-alls per layer (dispatch and combine).
   Every GEMM runs at the efficiency of a GEMM over its own rows: one over ``m`` tokens takes as long as one over
   ``m + m_half`` at the large-GEMM rate (its tiles are 64-128 rows, filled or not), the dense and shared weights'
-  over the step's ``T`` tokens, each routed expert's over the tokens routed to it (:func:`expert_padding_tokens`).
+  over the step's ``T`` tokens, each routed expert's over the tokens routed to it (:func:`expert_padding_tokens`),
+  and decode attention's over its ``r`` rows, the query heads that share one KV head on a GPU
+  (:func:`attention_rows`: 8 for Llama-2-70B's GQA groups, 32 for DeepSeek-R1's MLA under TP4, where every head
+  reads the one latent; that is what makes MLA under tensor parallelism slow on every part, not a kernel fraction).
   A mixture of experts reads only the experts its tokens route to, and its expert GEMMs run at the busiest GPU's
   load (:func:`expert_imbalance`). The floors are the engine's: a step's launch and scheduling, a kernel floor per
   layer, a cost per running sequence (:mod:`placement.serving.efficiency`); a 32-layer model pays 32 layer
@@ -95,6 +98,21 @@ def layouts(model: ModelSpec, tp: int, *, allow_dp: bool = False) -> tuple[bool,
     batch is 2-3x theirs), so its figures carry no fitted evidence.
     """
     return (False, True) if allow_dp and model.experts > 0 and tp > 1 else (False,)
+
+
+def attention_rows(model: ModelSpec, tp: int, *, attention_dp: bool = False) -> float:
+    """Rows of one decode attention GEMM on a GPU: the query heads that share one KV head there.
+
+    Decode attention multiplies the queries of the heads that read one KV head (a GQA group; under MLA every head,
+    all reading the one latent) by that head's cached keys and values: its GEMMs have that many rows per token a
+    sequence carries. Tensor parallelism splits the heads over the GPUs (a GQA model's KV heads too, replicated
+    once there are more GPUs than KV heads); data-parallel attention keeps every head on each GPU.
+    """
+    gpus = 1 if attention_dp else max(tp, 1)
+    heads = model.q_heads / gpus
+    if model.attention == "mla":
+        return heads
+    return heads / max(model.kv_heads / gpus, 1.0)
 
 
 def expert_imbalance(tokens: NDArray[np.float64], model: ModelSpec, gpus: int) -> NDArray[np.float64]:
@@ -289,7 +307,10 @@ def step_parts_ms(
     compute_ms = (shared_flop + routed_flop) / flops * 1e3
     attn_rate = tp * attention_tflops(accel, eff) * 1e12
     kv_ms = context_total * kv_bytes_per_token(model, precision) * kv_copies(model, tp, attention_dp=attention_dp) / bw * 1e3
-    decode_attn_ms = np.maximum(kv_ms, decode_attention_flops(model, 1.0) * verify_tokens * context_total / attn_rate * 1e3)
+    # decode attention's GEMMs pad their rows to the tile like every GEMM: their rows are the heads sharing a KV head
+    rows = attention_rows(model, tp, attention_dp=attention_dp) * verify_tokens
+    padded_flop = decode_attention_flops(model, 1.0) * verify_tokens * (rows + ach.gemm_half_tokens) / rows
+    decode_attn_ms = np.maximum(kv_ms, padded_flop * context_total / attn_rate * 1e3)
     attention_ms = decode_attn_ms + chunk_attention_flop / attn_rate * 1e3
     if attention_dp:
         comm_ms = all_to_all_ms(accel, tp, tokens, model, eff)

@@ -29,6 +29,7 @@ from placement.serving.hardware import (
     load_models,
 )
 from placement.serving.kernels import (
+    attention_rows,
     decode_step,
     kv_copies,
     kv_transfer_ms,
@@ -137,14 +138,30 @@ def test_decode_step_worked_by_hand() -> None:
     memory_ms = weights / (0.9 * 4.8e12) * 1e3  # 15.97 ms: the linear layers read every weight once
     compute_ms = 2 * 68.98e9 * (64 + 64) / (0.65 * 1979e12) * 1e3  # 13.73 ms: 64 rows run a 128-row tile's time
     kv_ms = kv / (0.9 * 4.8e12) * 1e3  # 2.43 ms: decode attention reads the KV after the GEMMs
-    attention_flop_ms = 64 * 4 * 80 * 64 * 128 * 1000 / (0.5 * 989e12) * 1e3  # 0.34 ms: below the KV read
+    # its GEMMs have 8 rows (the 8 query heads of a GQA group share one KV head), padded like every GEMM's: 8 + 64
+    attention_flop_ms = 64 * 4 * 80 * 64 * 128 * 1000 * (8 + 64) / 8 / (0.5 * 989e12) * 1e3  # 3.05 ms: above the read
     assert step.memory_ms == pytest.approx(memory_ms, rel=1e-9)
     assert step.memory_ms == pytest.approx(15.967, abs=0.01)
     assert step.compute_ms == pytest.approx(compute_ms, rel=1e-9)
-    assert step.attention_ms == pytest.approx(max(kv_ms, attention_flop_ms), rel=1e-9)
+    assert step.attention_ms == pytest.approx(attention_flop_ms, rel=1e-9) and attention_flop_ms > kv_ms
+    assert step.attention_ms == pytest.approx(3.053, abs=0.01)
     assert step.comm_ms == 0.0
     floor_ms = 1.0 + 80 * 40e-3 + 64 * 10e-3  # per step, per layer (80) and per sequence (64): 4.84 ms
-    assert step.total_ms == pytest.approx(memory_ms + kv_ms + floor_ms)
+    assert step.total_ms == pytest.approx(memory_ms + attention_flop_ms + floor_ms)
+
+
+def test_decode_attention_rows_are_the_heads_sharing_a_kv_head() -> None:
+    # GQA: a group's query heads, whatever the tensor parallelism, until the KV heads run out and replicate
+    assert attention_rows(get_model("llama-2-70b"), 1) == 8 and attention_rows(get_model("llama-2-70b"), 8) == 8
+    assert attention_rows(get_model("llama-3.1-405b"), 8) == 16 and attention_rows(get_model("llama-3.1-8b"), 8) == 4
+    # MLA: every head reads the one latent; tensor parallelism leaves each GPU 128 / tp of them, data-parallel all
+    r1 = get_model("deepseek-r1")
+    assert attention_rows(r1, 4) == 32 and attention_rows(r1, 8) == 16 and attention_rows(r1, 8, attention_dp=True) == 128
+    # so the same work pads 4x more under TP8 than under data-parallel attention: (16 + 64) / 16 against (128 + 64) / 128
+    accel, eff = get_accelerator("b200"), replace(EFF, hbm=10.0)  # memory far too fast to bind: the FLOPs show
+    tp8 = decode_step(r1, accel, "fp4", tp=8, batch=64, context_tokens=2000, eff=eff)
+    dp8 = decode_step(r1, accel, "fp4", tp=8, batch=64, context_tokens=2000, eff=eff, attention_dp=True)
+    assert tp8.attention_ms / dp8.attention_ms == pytest.approx((80 / 16) / (192 / 128), rel=1e-6)
 
 
 def test_tensor_parallel_adds_allreduce_and_splits_bytes() -> None:
