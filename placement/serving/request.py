@@ -447,8 +447,8 @@ def calibration_report(accel: AcceleratorSpec, precision: str) -> dict[str, dict
     Returns
     -------
     dict
-        ``{"gemm_efficiency": {...}, "step_overhead_ms": {...}, "layer_floor_us": {...}, "sequence_us": {...}}``
-        and ``gemm_half_tokens``, each with ``value``, ``basis`` (``fitted``,
+        ``{"gemm_efficiency": {...}, "step_overhead_ms": {...}, "layer_floor_us": {...}, "sequence_us": {...}}``,
+        ``gemm_half_tokens``, ``attention_efficiency`` and ``allreduce_latency_us``, each with ``value``, ``basis`` (``fitted``,
         ``extrapolated``, ``catalog prior`` or ``not fitted``) and ``on`` (what it was fitted on, carried over
         from, or the catalog's source note).
     """
@@ -457,8 +457,10 @@ def calibration_report(accel: AcceleratorSpec, precision: str) -> dict[str, dict
         ("step_overhead_ms", "", accel.step_overhead_ms),
         ("layer_floor_us", "", None),
         ("sequence_us", "", None),
+        ("gemm_half_tokens", "", None),
+        ("attention_efficiency", "", accel.attention_efficiency),
+        ("allreduce_latency_us", "", accel.allreduce_latency_us),
     ]
-    figures.append(("gemm_half_tokens", "", None))
     out: dict[str, dict[str, Any]] = {}
     for parameter, key, prior in figures:
         figure = calibrated_figure(accel, parameter, key)

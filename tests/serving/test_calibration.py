@@ -200,5 +200,15 @@ def test_goodput_says_where_each_calibrated_figure_comes_from() -> None:
     assert calibration_report(get_accelerator("mi355x"), "fp4")["layer_floor_us"]["basis"] == "extrapolated"
     # The tile padding is every GEMM's: fitted on every model's points, reported for every part.
     assert h100["gemm_half_tokens"]["basis"] == "fitted" and "llama-2-70b" in h100["gemm_half_tokens"]["on"]
+    # The attention kernels' fraction and the collective's latency are fitted per family too, and say so.
+    for term in ("attention_efficiency", "allreduce_latency_us"):
+        assert h100[term]["basis"] == "fitted", term
+        assert calibration_report(get_accelerator("mi355x"), "fp4")[term]["basis"] == "extrapolated", term
+    own = replace(get_accelerator("h200"), id="acme-1", family="acme-accel", die="")
+    assert calibration_report(own, "fp8")["attention_efficiency"] == {
+        "value": own.attention_efficiency,
+        "basis": "catalog prior",
+        "on": "data/serving/accelerators.csv efficiency_source",
+    }
     # A precision the calibration has no figure for keeps the catalog's prior, and says so.
     assert calibration_report(get_accelerator("h100-sxm"), "bf16")["gemm_efficiency"]["basis"] == "catalog prior"
