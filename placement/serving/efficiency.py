@@ -273,8 +273,11 @@ def calibrated_figure(accel: AcceleratorSpec, parameter: str, precision: str = "
     return own
 
 
+@lru_cache(maxsize=64)
 def carried_engine_figure(parameter: str, whose: str) -> CalibratedFigure | None:
     """An engine floor for a family without one: the geometric mean of the fitted families' figures (``extrapolated``).
+
+    Cached like the table it reads: :func:`achieved` asks for it on every step a part of such a family runs.
 
     Parameters
     ----------
