@@ -19,6 +19,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
+from scipy.spatial import cKDTree
 from shapely import points
 
 from placement.bundled import bundled_path
@@ -50,11 +51,18 @@ def _polygons() -> gpd.GeoDataFrame:
     return countries.assign(country_code=code.reindex(countries.index).fillna("")).query("country_code != ''")
 
 
+@lru_cache(maxsize=1)
+def _city_tree() -> cKDTree:
+    """The cities' unit vectors in a k-d tree: the nearest in chord is the nearest over the great circle."""
+    cities = _cities()
+    return cKDTree(unit_vectors(cities["lat"].to_numpy(float), cities["lon"].to_numpy(float)))
+
+
 def _nearest_city(lat: NDArray[np.float64], lon: NDArray[np.float64]) -> tuple[NDArray[np.str_], NDArray[np.float64]]:
-    """Country code of each point's nearest GeoNames city, and the distance to it. [km]"""
+    """Country code of each point's nearest GeoNames city, and the distance to it (a tree: any number of points). [km]"""
     cities = _cities()
     city_lat, city_lon = cities["lat"].to_numpy(float), cities["lon"].to_numpy(float)
-    nearest = np.argmax(unit_vectors(lat, lon) @ unit_vectors(city_lat, city_lon).T, axis=1)
+    nearest = np.asarray(_city_tree().query(unit_vectors(lat, lon))[1], dtype=np.intp)
     km = great_circle_km(lat, lon, city_lat[nearest], city_lon[nearest])
     return np.asarray(cities["country_code"].to_numpy(str)[nearest]), np.asarray(km, dtype=float)
 

@@ -43,7 +43,7 @@ from placement._validate import Column, missing_columns, numbers, raise_if, read
 from placement.network.corrections import RegionCorrections
 from placement.network.countries import country_of_points
 from placement.network.paths import Endpoints, PathType, RoundTrips
-from placement.network.places import resolve_place
+from placement.network.places import resolve_places
 from placement.network.world_regions import region_pair_key, world_region
 
 FloatArray = NDArray[np.float64]
@@ -88,15 +88,28 @@ class Measurements:
         return len(self.rows)
 
 
-def _end(text_value: str, sites: pd.DataFrame | None) -> tuple[float, float, str, bool]:
-    """Coordinates, country and whether on transit of one end (a site id first, then a place)."""
-    if sites is not None and text_value in set(sites["id"]):
-        site = sites.loc[sites["id"].eq(text_value)].iloc[0]
-        on_transit = str(site.get("network", "transit")) == "transit"
-        return float(site["lat"]), float(site["lon"]), str(site["country_code"]), on_transit
-    place = resolve_place(text_value)
-    code = place.country_code or str(country_of_points(np.array([place.lat]), np.array([place.lon]))[0])
-    return place.lat, place.lon, code, True
+End = tuple[float, float, str, bool]
+"""Coordinates, country and whether on transit of one end of a measured path."""
+
+
+def _ends(texts: list[str], sites: pd.DataFrame | None) -> dict[str, End | InputError]:
+    """Each distinct end once: a site id of the catalog first, then a place (:func:`resolve_places`)."""
+    out: dict[str, End | InputError] = {}
+    by_id = {} if sites is None else {str(row["id"]): row for row in sites.drop_duplicates("id").to_dict("records")}
+    places = resolve_places(t for t in dict.fromkeys(texts) if t not in by_id)
+    for written in dict.fromkeys(texts):
+        if written in by_id:
+            site = by_id[written]
+            on_transit = str(site.get("network", "transit")) == "transit"
+            out[written] = float(site["lat"]), float(site["lon"]), str(site["country_code"]), on_transit
+            continue
+        place = places[written]
+        if isinstance(place, InputError):
+            out[written] = place
+            continue
+        code = place.country_code or str(country_of_points(np.array([place.lat]), np.array([place.lon]))[0])
+        out[written] = place.lat, place.lon, code, True
+    return out
 
 
 def load_measurements(path: str | Path, *, sites: pd.DataFrame | None = None) -> Measurements:
@@ -129,26 +142,30 @@ def load_measurements(path: str | Path, *, sites: pd.DataFrame | None = None) ->
     raise_if(problems)
     if not len(table):
         raise InputError([Problem(source, "", "", "the file has no rows", "add one row per measured path")])
-    cells = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in _COLUMNS}
+    series = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in _COLUMNS}
+    cells = {name: column.tolist() for name, column in series.items()}  # plain lists: a row is read in microseconds
     records = []
+    written_ends = [str(v) for field in ("from", "to") for v in cells[field] if str(v)]
+    resolved = _ends(written_ends, sites)  # each distinct place once, not once a row
     for k in range(len(table)):
         where = table.where(k)
         ends = []
         for field in ("from", "to"):
-            written = str(cells[field].iloc[k])
+            written = str(cells[field][k])
             if not written:
                 continue
-            try:
-                ends.append(_end(written, sites))
-            except InputError as error:
-                fix = error.problems[0].fix + ("" if sites is None else ", or a site id of the catalog")
-                problems.append(Problem(source, where, field, f"{written!r}: {error.problems[0].rule}", fix))
-        row_path = str(cells["path"].iloc[k]).lower() or "internet"
+            end = resolved[written]
+            if isinstance(end, InputError):
+                fix = end.problems[0].fix + ("" if sites is None else ", or a site id of the catalog")
+                problems.append(Problem(source, where, field, f"{written!r}: {end.problems[0].rule}", fix))
+            else:
+                ends.append(end)
+        row_path = str(cells["path"][k]).lower() or "internet"
         if row_path not in PATHS:
             problems.append(
                 Problem(source, where, "path", f"unknown path {row_path!r}", "write internet, access or leave it blank")
             )
-        rtt, p90 = float(cells["rtt_ms"].iloc[k]), float(cells["rtt_p90_ms"].iloc[k])
+        rtt, p90 = float(cells["rtt_ms"][k]), float(cells["rtt_p90_ms"][k])
         if rtt == 0.0:
             problems.append(Problem(source, where, "rtt_ms", "is 0", "give the measured round trip in ms"))
         if np.isfinite(p90) and np.isfinite(rtt) and p90 < rtt:
@@ -156,15 +173,15 @@ def load_measurements(path: str | Path, *, sites: pd.DataFrame | None = None) ->
         if len(ends) == 2 and ends[0][:2] == ends[1][:2]:
             problems.append(Problem(source, where, "to", "is the same place as from", "measure between two places"))
         if len(ends) == 2:
-            samples = float(cells["samples"].iloc[k])
+            samples = float(cells["samples"][k])
             weight = 1.0 if not np.isfinite(samples) else min(1.0, samples / FULL_SAMPLES)
             (a_lat, a_lon, a_cc, a_transit), (b_lat, b_lon, b_cc, b_transit) = ends
-            key = f"{cells['from'].iloc[k]}|{cells['to'].iloc[k]}".encode()
+            key = f"{cells['from'][k]}|{cells['to'][k]}".encode()
             records.append(
                 {
                     "row": where,
-                    "from": str(cells["from"].iloc[k]),
-                    "to": str(cells["to"].iloc[k]),
+                    "from": str(cells["from"][k]),
+                    "to": str(cells["to"][k]),
                     "a_lat": a_lat,
                     "a_lon": a_lon,
                     "a_cc": a_cc,
@@ -185,18 +202,28 @@ def load_measurements(path: str | Path, *, sites: pd.DataFrame | None = None) ->
 
 
 def modelled(measurements: Measurements, round_trips: RoundTrips) -> tuple[FloatArray, FloatArray]:
-    """The model's p50 and p90 of each measured path (exactly what a plan or ``placement rtt`` computes). [ms]"""
+    """The model's p50 and p90 of each measured path (exactly what a plan or ``placement rtt`` computes). [ms]
+
+    Pair by pair (:meth:`RoundTrips.rtt_pairs_ms`, element by element the table a plan computes): the work grows
+    with the rows, however many distinct places they measure.
+    """
     rows = measurements.rows
     p50, p90 = np.zeros(len(rows)), np.zeros(len(rows))
-    lat_a, lon_a, lat_b, lon_b = (rows[c].to_numpy(float) for c in ("a_lat", "a_lon", "b_lat", "b_lon"))
-    cc_a, cc_b = rows["a_cc"].to_numpy(str), rows["b_cc"].to_numpy(str)
-    transit_a, transit_b = rows["a_transit"].to_numpy(bool), rows["b_transit"].to_numpy(bool)
     access = rows["path"].to_numpy(str) == "access"
-    for k in range(len(rows)):
-        a = Endpoints.of(lat_a[k], lon_a[k], cc_a[k], transit_a[k])
-        b = Endpoints.of(lat_b[k], lon_b[k], cc_b[k], transit_b[k])
-        quantiles = round_trips.rtt_ms(a, b, PathType.ACCESS if access[k] else PathType.INTERNET)
-        p50[k], p90[k] = float(quantiles.p50_ms[0, 0]), float(quantiles.p90_ms[0, 0])
+    for path, mine in ((PathType.ACCESS, access), (PathType.INTERNET, ~access)):
+        if not mine.any():
+            continue
+        ends = [
+            Endpoints.of(
+                rows[f"{side}_lat"].to_numpy(float)[mine],
+                rows[f"{side}_lon"].to_numpy(float)[mine],
+                rows[f"{side}_cc"].to_numpy(str)[mine],
+                rows[f"{side}_transit"].to_numpy(bool)[mine],
+            )
+            for side in ("a", "b")
+        ]
+        quantiles = round_trips.rtt_pairs_ms(ends[0], ends[1], path)
+        p50[mine], p90[mine] = quantiles.p50_ms, quantiles.p90_ms
     return p50, p90
 
 
@@ -215,7 +242,11 @@ def _shrunk_mean_log(log_ratio: FloatArray, weight: FloatArray, keys: NDArray[np
 
 
 def fit_corrections(
-    measurements: Measurements, round_trips: RoundTrips, *, rows: NDArray[np.bool_] | None = None
+    measurements: Measurements,
+    round_trips: RoundTrips,
+    *,
+    rows: NDArray[np.bool_] | None = None,
+    uncorrected_ms: tuple[FloatArray, FloatArray] | None = None,
 ) -> RegionCorrections:
     """Corrections by world-region pair from the measured rows (``rows``: which; default all).
 
@@ -227,6 +258,8 @@ def fit_corrections(
         The model to correct (without corrections of its own).
     rows : numpy.ndarray of bool, optional
         The rows to fit on.
+    uncorrected_ms : tuple of numpy.ndarray, optional
+        :func:`modelled` of ``round_trips`` without corrections, when the caller has it already. [ms]
 
     Returns
     -------
@@ -235,7 +268,7 @@ def fit_corrections(
     """
     frame = measurements.rows
     use = np.ones(len(frame), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
-    p50, p90 = modelled(measurements, replace(round_trips, corrections=RegionCorrections()))
+    p50, p90 = uncorrected_ms or modelled(measurements, replace(round_trips, corrections=RegionCorrections()))
     keys, weight = _pair_keys(frame), frame["weight"].to_numpy(float)
     measured = frame["rtt_ms"].to_numpy(float)
     factor = _shrunk_mean_log(np.log(measured[use] / p50[use]), weight[use], keys[use])
@@ -303,10 +336,11 @@ def calibrate(measurements: Measurements, round_trips: RoundTrips) -> Calibratio
     """
     frame = measurements.rows.copy()
     held = frame["held_out"].to_numpy(bool)
+    round_trips = replace(round_trips, corrections=RegionCorrections())
     before_p50, before_p90 = modelled(measurements, round_trips)
-    split_fit = fit_corrections(measurements, round_trips, rows=~held)
+    split_fit = fit_corrections(measurements, round_trips, rows=~held, uncorrected_ms=(before_p50, before_p90))
     after_split = modelled(measurements, replace(round_trips, corrections=split_fit))
-    final = fit_corrections(measurements, round_trips)
+    final = fit_corrections(measurements, round_trips, uncorrected_ms=(before_p50, before_p90))
     after_all = modelled(measurements, replace(round_trips, corrections=final))
     frame = frame.assign(
         region_pair=_pair_keys(frame),

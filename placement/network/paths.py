@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -269,6 +269,30 @@ def backbone_rtt_ms(
     return np.asarray(np.maximum(rtt, bound))
 
 
+@dataclass(frozen=True)
+class _Ends:
+    """One side's points shaped to broadcast: rows of a table (``column=False``), its columns, or aligned pairs."""
+
+    points: Endpoints
+    column: bool | None = None
+
+    def shaped(self, values: NDArray[Any]) -> NDArray[Any]:
+        """``values`` (one per point) as a column ``(n, 1)``, a row ``(1, m)`` or as they are (pairs)."""
+        if self.column is None:
+            return values
+        return values[None, :] if self.column else values[:, None]
+
+    @property
+    def region(self) -> NDArray[np.intp]:
+        """World-region index of each point, shaped."""
+        return self.shaped(self.points.region)
+
+    @property
+    def on_transit(self) -> NDArray[np.bool_]:
+        """Whether each point is on commodity transit, shaped."""
+        return self.shaped(self.points.on_transit)
+
+
 @dataclass(frozen=True, eq=False)
 class RoundTrips:
     """Round trips of every path type over one network.
@@ -411,34 +435,70 @@ class RoundTrips:
             ``p50_ms`` and ``p90_ms``, both never below the physics bound over the great circle. [ms]
         """
         km = pairwise_km(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg)
-        bound = physics_bound_rtt_ms(km)
         if path is PathType.BACKBONE:
             backbone = global_network(self.network)  # a provider's backbone does not take the regional corridors
             p50 = backbone_rtt_ms(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg, self.backbone, network=backbone)
-            p50 = np.maximum(p50, bound)
+            p50 = np.maximum(p50, physics_bound_rtt_ms(km))
             return RoundTripQuantiles(np.asarray(p50), np.asarray(p50 * self.extras.p90_ratio(km)))
-        p50 = self._public_p50_ms(a, b)
-        on_transit = b.on_transit[None, :] if path is PathType.ACCESS else a.on_transit[:, None] | b.on_transit[None, :]
+        return self._quantiles(self._public_p50_ms(a, b), km, _Ends(a, column=False), _Ends(b, column=True), path)
+
+    def rtt_pairs_ms(self, a: Endpoints, b: Endpoints, path: PathType) -> RoundTripQuantiles:
+        """``(n,)`` median and p90 round trips of the pairs ``(a[i], b[i])``: element ``i`` of :meth:`rtt_ms`'s table.
+
+        For many pairs of many distinct places (a planner's measurement file), where the table of every point to
+        every point would be mostly unused.
+
+        Parameters
+        ----------
+        a, b : Endpoints
+            The pairs' ends, of equal length.
+        path : PathType
+            ``internet`` or ``access``.
+
+        Returns
+        -------
+        RoundTripQuantiles
+            ``p50_ms`` and ``p90_ms`` of each pair, shape ``(n,)``. [ms]
+        """
+        if path is PathType.BACKBONE:
+            raise ValueError("rtt_pairs_ms takes internet or access paths; use rtt_ms for the backbone")
+        km = great_circle_km(a.lat_deg, a.lon_deg, b.lat_deg, b.lon_deg)
+        entry_a, entry_b = self.entries(a), self.entries(b)
+        regional = self._on_corridor(a) | self._on_corridor(b)
+        p50 = np.full(len(a), np.inf)
+        for ka in range(entry_a.hub.shape[1]):
+            for kb in range(entry_b.hub.shape[1]):
+                hub_a, hub_b = entry_a.hub[:, ka], entry_b.hub[:, kb]
+                hub_ms = np.where(regional, self.internet_hub_rtt_ms[hub_a, hub_b], self.transit_hub_rtt_ms[hub_a, hub_b])
+                p50 = np.minimum(p50, entry_a.leg_ms[:, ka] + hub_ms + entry_b.leg_ms[:, kb])
+        p50 = p50 + self.internet.fixed_ms
+        return self._quantiles(np.asarray(p50), km, _Ends(a), _Ends(b), path)
+
+    def _quantiles(self, p50: FloatArray, km: FloatArray, a: _Ends, b: _Ends, path: PathType) -> RoundTripQuantiles:
+        """The public path's p50 and p90 from its hub-graph median: transit, last mile, corrections, physics bound."""
+        bound = physics_bound_rtt_ms(km)
+        on_transit = b.on_transit if path is PathType.ACCESS else a.on_transit | b.on_transit
         on_transit = np.broadcast_to(on_transit, p50.shape)
         band = band_index(km)
         backbone_ratio = self.extras.p90_ratio(km, band=band)
         ratio = backbone_ratio
         if on_transit.any():
-            p50 = np.where(on_transit, p50 * self.transit.inflation(km, a.region[:, None], b.region[None, :]), p50)
+            p50 = np.where(on_transit, p50 * self.transit.inflation(km, a.region, b.region), p50)
             transit_ratio = self.transit.p90_ratio(
-                band_ratio(self.transit.p90_ratio_by_band, km, band=band), km, a.region[:, None], b.region[None, :]
+                band_ratio(self.transit.p90_ratio_by_band, km, band=band), km, a.region, b.region
             )
             ratio = np.where(on_transit, np.maximum(transit_ratio, backbone_ratio), ratio)
         if path is PathType.ACCESS:
             # The transit spread was measured between RIPE probes and already holds their access networks'
             # spread; the users' last mile keeps the spread it had, so only the network part takes it.
-            last_mile = np.broadcast_to(self.extras.last_mile_ms(a.country_code, self.last_mile_override_ms)[:, None], p50.shape)
+            last_mile = np.broadcast_to(
+                a.shaped(self.extras.last_mile_ms(a.points.country_code, self.last_mile_override_ms)), p50.shape
+            )
             ratio = (p50 * ratio + last_mile * backbone_ratio) / np.maximum(p50 + last_mile, 1e-9)
             p50 = p50 + last_mile
         if self.corrections:
-            region_a, region_b = a.region[:, None], b.region[None, :]
-            p50 = p50 * self.corrections.p50(region_a, region_b)
-            ratio = np.maximum(ratio * self.corrections.spread(region_a, region_b), 1.0)
+            p50 = p50 * self.corrections.p50(a.region, b.region)
+            ratio = np.maximum(ratio * self.corrections.spread(a.region, b.region), 1.0)
         p50 = np.maximum(p50, bound)
         return RoundTripQuantiles(np.asarray(p50), np.asarray(p50 * ratio))
 

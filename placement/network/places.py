@@ -5,12 +5,14 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
 from placement.bundled import bundled_path
@@ -60,6 +62,21 @@ def default_cities() -> pd.DataFrame:
     return load_cities(CITIES_CSV)
 
 
+@lru_cache(maxsize=1)
+def _default_keys() -> pd.Series:
+    """The bundled cities' names folded (:func:`fold`), once: folding 30,000 names takes a tenth of a second."""
+    return default_cities()["name"].map(fold)
+
+
+@lru_cache(maxsize=1)
+def _default_index() -> dict[str, NDArray[np.intp]]:
+    """Row positions of the bundled cities by folded name: an exact name found without scanning the table."""
+    rows: dict[str, list[int]] = {}
+    for k, key in enumerate(_default_keys().tolist()):
+        rows.setdefault(str(key), []).append(k)
+    return {key: np.asarray(found, dtype=np.intp) for key, found in rows.items()}
+
+
 def _parse_lat_lon(text: str) -> tuple[float, float] | None:
     match = _LAT_LON.match(text)
     return (float(match.group(1)), float(match.group(2))) if match else None
@@ -86,10 +103,9 @@ def _split_country(text: str) -> tuple[str, str]:
     return text, ""
 
 
-def _pick(matches: pd.DataFrame, text: str, how: str) -> Place:
-    ranked = matches.sort_values(["population", "city_id"], ascending=[False, True], kind="stable")
-    best = ranked.iloc[0]
-    others = len(ranked) - 1
+def _place(best: dict[str, Any], candidates: int, text: str, how: str) -> Place:
+    """The place of the best of ``candidates`` matches, with a note when the match was not unique or not exact."""
+    others = candidates - 1
     note = ""
     if others or how != "exact":
         what = f"named {text!r}" if how == "exact" else f"whose name starts with {text!r}"
@@ -99,6 +115,28 @@ def _pick(matches: pd.DataFrame, text: str, how: str) -> Place:
     return Place(
         name=str(best["name"]), country_code=str(best["country_code"]), lat=float(best["lat"]), lon=float(best["lon"]), note=note
     )
+
+
+def _pick(matches: pd.DataFrame, text: str, how: str) -> Place:
+    ranked = matches.sort_values(["population", "city_id"], ascending=[False, True], kind="stable")
+    return _place({str(k): v for k, v in ranked.iloc[0].to_dict().items()}, len(ranked), text, how)
+
+
+@lru_cache(maxsize=1)
+def _default_columns() -> dict[str, NDArray[Any]]:
+    cities = default_cities()
+    return {c: cities[c].to_numpy() for c in ("city_id", "name", "country_code", "lat", "lon", "population")}
+
+
+def _pick_default(rows: NDArray[np.intp], country: str, text: str) -> Place | None:
+    """:func:`_pick` of the bundled cities at ``rows`` (in ``country`` when given), in microseconds; None if none."""
+    columns = _default_columns()
+    if country:
+        rows = rows[columns["country_code"][rows] == country]
+    if not len(rows):
+        return None
+    best = rows[np.lexsort((columns["city_id"][rows], -columns["population"][rows].astype(float)))[0]]
+    return _place({c: v[best] for c, v in columns.items()}, len(rows), text, "exact")
 
 
 def resolve_place(text: str, cities: pd.DataFrame | None = None) -> Place:
@@ -131,10 +169,14 @@ def resolve_place(text: str, cities: pd.DataFrame | None = None) -> Place:
     coordinates = _parse_lat_lon(text)
     if coordinates is not None:
         return _from_coordinates(text, *coordinates)
-    cities = default_cities() if cities is None else cities
     name, country = _split_country(text)
+    found = _default_index().get(fold(name)) if cities is None else None
+    if found is not None and (place := _pick_default(found, country, name.strip())) is not None:
+        return place
+    all_keys = _default_keys() if cities is None else cities["name"].map(fold)
+    cities = default_cities() if cities is None else cities
     pool = cities[cities["country_code"].eq(country)] if country else cities
-    keys = pool["name"].map(fold)
+    keys = all_keys[cities["country_code"].eq(country)] if country else all_keys
     wanted = fold(name)
     exact = pool[keys.eq(wanted).to_numpy()]
     if len(exact):
@@ -143,6 +185,37 @@ def resolve_place(text: str, cities: pd.DataFrame | None = None) -> Place:
     if wanted and len(prefix):
         return _pick(prefix, name.strip(), "prefix")
     raise InputError([_unknown(text, name, country, pool, keys)])
+
+
+def resolve_places(texts: Iterable[str]) -> dict[str, Place | InputError]:
+    """Each distinct text resolved once (:func:`resolve_place`), the coordinates' countries in one spatial join.
+
+    Parameters
+    ----------
+    texts : iterable of str
+        City names or ``lat,lon``, repeats allowed.
+
+    Returns
+    -------
+    dict of str to Place or InputError
+        Per distinct text its place, or the error :func:`resolve_place` raises for it.
+    """
+    out: dict[str, Place | InputError] = {}
+    coordinates: dict[str, tuple[float, float]] = {}
+    for text in dict.fromkeys(texts):
+        parsed = _parse_lat_lon(text) if text.strip() else None
+        if parsed is not None and -90.0 <= parsed[0] <= 90.0 and -180.0 <= parsed[1] <= 180.0:
+            coordinates[text] = parsed
+            continue
+        try:
+            out[text] = resolve_place(text)
+        except InputError as error:
+            out[text] = error
+    if coordinates:
+        lat, lon = (np.array(v, dtype=float) for v in zip(*coordinates.values(), strict=True))
+        for (text, (a, b)), code in zip(coordinates.items(), country_of_points(lat, lon), strict=True):
+            out[text] = Place(name=f"{a:g},{b:g}", country_code=str(code), lat=a, lon=b)
+    return out
 
 
 def _unknown(text: str, name: str, country: str, pool: pd.DataFrame, keys: pd.Series) -> Problem:
