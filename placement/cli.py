@@ -22,6 +22,7 @@ from placement.textfmt import ms_text, mw_text
 
 if TYPE_CHECKING:
     import pandas as pd
+    from pydantic import BaseModel
 
     from placement.plan import Plan
     from placement.serving.calibration import PartFit
@@ -33,12 +34,28 @@ DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 
+def _key(section: str, field: str) -> Any:
+    """An argparse type for an option that overrides the scenario key ``section.field``: checked by that key's rule."""
+    from placement import scenario
+
+    models: dict[str, type[BaseModel]] = {"solver": scenario.SolverSection, "sites.discover": scenario.DiscoverSection}
+    model = models[section]
+
+    def parse(text: str) -> Any:
+        try:
+            return scenario.key_value(model, field, text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc}: the rule of the scenario key {section}.{field}") from None
+
+    return parse
+
+
 def _solver_overrides(parser: argparse.ArgumentParser, *, time_limit_of: str = "") -> None:
     """``--solver``, ``--time-limit`` and ``--gap``, which :func:`_with_overrides` applies to the scenario."""
     parser.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
     of = f" of {time_limit_of}" if time_limit_of else ""
-    parser.add_argument("--time-limit", type=float, help=f"override the solver time limit{of} [s]")
-    parser.add_argument("--gap", type=float, help="override the relative MIP gap")
+    parser.add_argument("--time-limit", type=_key("solver", "time_limit_s"), help=f"override the solver time limit{of} [s]")
+    parser.add_argument("--gap", type=_key("solver", "gap"), help="override the relative MIP gap (0 to 1)")
 
 
 def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedScenario:
@@ -541,7 +558,17 @@ def _part_fits(path: str, *, quiet: bool) -> list[PartFit] | list[SweepFit]:
 
     if Path(path).is_file() and is_sweep(path):
         return fit_sweep(load_sweep(path))
-    return fit_parts(load_measured(path), progress=StderrProgress(show=not quiet))
+    points = load_measured(path)
+    if not points:
+        rule = "no row to fit: every row is use=check (a published check, not a measurement to fit)"
+        raise InputError([Problem(path, "", "use", rule, "give rows with use blank or fit")])
+    from placement.serving.calibration import check_configurations
+
+    check_configurations(points, path)  # refused at once, before any run
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
+        return fit_parts(points, source=path, progress=StderrProgress(show=not quiet), pool=pool)
 
 
 def _render_fits(fits: list[PartFit] | list[SweepFit]) -> str:
@@ -557,9 +584,6 @@ def _calibrate(args: argparse.Namespace) -> int:
     fits = _part_fits(args.file, quiet=args.json or args.quiet)
     if args.json:
         print(jsonio.dumps([asdict(f) for f in fits]))
-        return EXIT_OK
-    if not fits:
-        print(f"{args.file}: no point to fit")
         return EXIT_OK
     from placement.serving.calibration import PartFit
 
@@ -595,6 +619,18 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _frontier_points(text: str) -> int:
+    from placement.frontier import MAX_POINTS
+
+    value = int(text)
+    if not 2 <= value <= MAX_POINTS:
+        raise argparse.ArgumentTypeError(
+            f"must be 2 to {MAX_POINTS}, got {value}: the plan without a cap and up to {MAX_POINTS - 1} caps, 1 % of its "
+            "figure apart (closer caps differ by less than the solver's gap, and each is a whole solve)"
+        )
+    return value
+
+
 def _sim_requests(text: str) -> int:
     value = int(text)
     if value < 100:
@@ -621,6 +657,14 @@ def _discover(args: argparse.Namespace) -> int:
         found = discover(loaded, work=Path(work), final_folder=out.resolve(), spec=spec, progress=progress)
         write_discovery(found, out, work=Path(work), maps=not args.no_maps, progress=progress)
     head = found.headline()
+    if not head["proposals"]:
+        why = (
+            "the plan already serves every population"
+            if head["unserved_share_before"] < 1e-6
+            else f"no city of at least {spec.min_population:,} people lies within reach of the unserved demand and "
+            f"{spec.spacing_km:g} km from every site (lower --min-population or --spacing-km)"
+        )
+        print(f"no site proposed: {why}")
     print(
         f"{head['proposals_opened']} of {head['proposals']} proposed sites worth building, {head['mw_built']:,.0f} MW: "
         f"unserved {head['unserved_share_before']:.2%} -> {head['unserved_share_after']:.2%}, "
@@ -929,9 +973,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     finder.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
     finder.add_argument("--out", default="discover", help="folder: discovered_sites.csv, discover.json, plan/, baseline/")
-    finder.add_argument("--min-population", type=int, default=None, help="least population of a proposed city")
-    finder.add_argument("--spacing-km", type=float, default=None, help="least distance from every site and proposal")
-    finder.add_argument("--max-candidates", type=int, default=None, help="proposals at most")
+    finder.add_argument(
+        "--min-population", type=_key("sites.discover", "min_population"), help="least population of a proposed city (>= 0)"
+    )
+    finder.add_argument(
+        "--spacing-km", type=_key("sites.discover", "spacing_km"), help="least distance from every site and proposal (> 0)"
+    )
+    finder.add_argument("--max-candidates", type=_key("sites.discover", "max_candidates"), help="proposals at most (>= 1)")
     _solver_overrides(finder, time_limit_of="each solve")
     finder.add_argument("--quiet", action="store_true", help="no progress lines")
     finder.add_argument("--no-maps", action="store_true", help="no maps")
@@ -941,12 +989,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     frontier.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
     frontier.add_argument("--axis", default="carbon", choices=["carbon", "water"], help="what the caps limit")
-    frontier.add_argument("--points", type=int, default=6, help="points, the plan without a cap included (default 6)")
+    frontier.add_argument(
+        "--points", type=_frontier_points, default=6, help="points, the plan without a cap included: 2 to 51 (default 6)"
+    )
     frontier.add_argument("--out", default="frontier", help="folder: frontier.csv, frontier.png, a results folder per point")
     _solver_overrides(frontier, time_limit_of="each point's solve")
     frontier.add_argument("--quiet", action="store_true", help="no progress lines")
     frontier.add_argument("--no-maps", action="store_true", help="no maps in the points' results folders")
-    frontier.add_argument("--workers", type=int, default=None, help="solve the capped points on a local Dask cluster")
+    frontier.add_argument("--workers", type=_positive_int, help="solve the capped points on a local Dask cluster")
     frontier.add_argument("--scheduler", default=None, help="solve the capped points on this Dask scheduler (tcp://host:port)")
     frontier.set_defaults(handler=_frontier)
     sweep = commands.add_parser("sweep", help="solve many what-ifs of a scenario in parallel (Dask), resumable")

@@ -6,23 +6,40 @@ The bundled calibration (``data/serving/calibration.csv``, fitted jointly on eve
 stay in force. Each point is run at every fraction of :data:`REFIT_GEMM`, the log goodput interpolated between
 them, and the fraction that minimises the points' squared log error plus the prior's is kept; each point is then
 predicted with the fraction refitted without it (real runs).
+
+The work is per distinct configuration (model, part, node, lengths and limits: the request the model serves), not
+per row: rows that repeat a configuration (a benchmark run many times) are fitted once, at the geometric mean of
+their measurements, weighted by their count, and held out together. A file of more than
+:data:`MAX_CONFIGURATIONS` distinct configurations is refused at once, with the limit and why.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from placement._errors import InputError, Problem
 from placement.serving.efficiency import ServingEfficiency, achieved
 from placement.serving.hardware import get_accelerator
 from placement.serving.measured import MeasuredPoint
-from placement.serving.request import serve
+from placement.serving.request import ServingRequest, serve
 
-__all__ = ["POINT_SIGMA", "PRIOR_SIGMA", "REFIT_GEMM", "PartFit", "fit_parts", "goodput_tok_s", "render_part_fits"]
+__all__ = [
+    "MAX_CONFIGURATIONS",
+    "POINT_SIGMA",
+    "PRIOR_SIGMA",
+    "REFIT_GEMM",
+    "PartFit",
+    "fit_parts",
+    "goodput_tok_s",
+    "render_part_fits",
+]
 
 PRIOR_SIGMA = 0.5
 """Standard deviation of the log-normal prior on the refitted fraction: a factor e^0.5 = 1.65 is one sigma."""
@@ -39,6 +56,9 @@ def goodput_tok_s(point: MeasuredPoint, gemm: float | None = None) -> float:
 
 REFIT_GEMM = np.round(np.arange(0.15, 0.851, 0.05), 3)
 """GEMM fractions a planner's points are run at (the overhead stays at the calibration in force)."""
+MAX_CONFIGURATIONS = 60
+"""Distinct configurations a refit takes: each costs ``len(REFIT_GEMM) + 3`` runs of the serving model (0.1-0.5 s
+each), so 60 take one to eight minutes on two cores; more is a file to split by part or to merge."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +74,14 @@ class PartFit:
     prior_gemm : float
         The η_c in force before (the bundled calibration, else the catalog): the prior's centre.
     point_ids : tuple of str
-        The planner's points of this part.
+        Per distinct configuration of this part, the id of its first row.
     measured_tok_s, before_tok_s, fitted_tok_s : tuple of float
-        Per point: the measurement, the model before, and a real run at the refitted figure.
+        Per configuration: the measurement (the geometric mean of its rows), the model before, and a real run at the
+        refitted figure.
     held_out_tok_s : tuple of float
-        Per point, the model refitted without it (real runs); empty with a single point.
+        Per configuration, the model refitted without it (real runs); empty with a single configuration.
+    rows : tuple of int
+        Per configuration, the rows that measured it (its weight in the fit).
     """
 
     accelerator: str
@@ -70,17 +93,18 @@ class PartFit:
     before_tok_s: tuple[float, ...]
     fitted_tok_s: tuple[float, ...]
     held_out_tok_s: tuple[float, ...]
+    rows: tuple[int, ...] = ()
 
     def efficiency(self) -> ServingEfficiency:
         """The overrides this fit puts in force for its part: the refitted GEMM fraction."""
         return ServingEfficiency(tensor=self.gemm_efficiency)
 
 
-def _refit(curves: NDArray[np.float64], measured: NDArray[np.float64], prior: float) -> float:
-    """The η_c minimising the points' squared log errors (interpolated on the curves) plus the prior."""
+def _refit(curves: NDArray[np.float64], measured: NDArray[np.float64], prior: float, rows: NDArray[np.float64]) -> float:
+    """The η_c minimising the configurations' squared log errors (interpolated, weighted by rows) plus the prior."""
     fine = np.linspace(REFIT_GEMM[0], REFIT_GEMM[-1], FINE)
     modelled = np.stack([np.interp(fine, REFIT_GEMM, c) for c in curves])
-    loss = ((modelled - np.log(measured)[:, None]) ** 2).sum(axis=0) / POINT_SIGMA**2
+    loss = (rows[:, None] * (modelled - np.log(measured)[:, None]) ** 2).sum(axis=0) / POINT_SIGMA**2
     loss = loss + np.log(fine / prior) ** 2 / PRIOR_SIGMA**2
     return round(float(fine[int(np.argmin(loss))]), 4)
 
@@ -106,51 +130,113 @@ def by_part(points: Sequence[PointT]) -> dict[tuple[str, str], list[PointT]]:
     return groups
 
 
-def fit_parts(points: Sequence[MeasuredPoint], *, progress: Callable[[str], None] = lambda _: None) -> list[PartFit]:
+def configurations(points: Sequence[MeasuredPoint]) -> dict[ServingRequest, list[MeasuredPoint]]:
+    """Points grouped by what the serving model is asked (the request), in the order first seen."""
+    groups: dict[ServingRequest, list[MeasuredPoint]] = {}
+    for p in points:
+        groups.setdefault(p.request(), []).append(p)
+    return groups
+
+
+def check_configurations(points: Sequence[MeasuredPoint], source: str) -> None:
+    """Refuse at once a file of more distinct configurations than :data:`MAX_CONFIGURATIONS`.
+
+    Raises
+    ------
+    InputError
+        Naming the file, the count, the limit and why.
+    """
+    count = len(configurations(points))
+    if count > MAX_CONFIGURATIONS:
+        rule = (
+            f"{count:,} distinct configurations ({len(points):,} rows); a refit takes at most {MAX_CONFIGURATIONS}: each "
+            f"runs the serving model {len(REFIT_GEMM) + 3} times (0.1-0.5 s a run)"
+        )
+        fix = "split the file by accelerator, or keep the configurations you deploy (repeated rows of one are merged)"
+        raise InputError([Problem(source, "", "", rule, fix)])
+
+
+def _run(job: tuple[MeasuredPoint, float | None]) -> float:
+    return goodput_tok_s(*job)
+
+
+def fit_parts(
+    points: Sequence[MeasuredPoint],
+    *,
+    source: str = "the measurements",
+    progress: Callable[[str], None] = lambda _: None,
+    pool: Executor | None = None,
+) -> list[PartFit]:
     """Refit each measured part's GEMM fraction on a planner's points, with held-out errors.
 
-    The bundled calibration is the prior (its overhead stays in force): a planner's few points move the part's
-    figure only as far as they agree on. Each point costs ``len(REFIT_GEMM)`` runs of the model, plus one real
-    run at the fit and one per held-out fold.
+    The bundled calibration is the prior (its overhead stays in force): a planner's few configurations move the
+    part's figure only as far as they agree on. Each distinct configuration costs ``len(REFIT_GEMM)`` runs of the
+    model, plus one before, one at the fit and one per held-out fold; repeated rows of one configuration cost
+    nothing more (their geometric mean is fitted, weighted by their count).
 
     Parameters
     ----------
     points : sequence of MeasuredPoint
         The planner's measurements (:func:`placement.serving.measured.load_measured`).
+    source : str, optional
+        The file, for the error when it holds more than :data:`MAX_CONFIGURATIONS` configurations.
     progress : callable, optional
-        Receives one line per point run.
+        Receives one line per configuration run, with the time left once the first has run.
+    pool : concurrent.futures.Executor, optional
+        Runs the model's runs in parallel (the command line: one process per core); None: here, one by one.
 
     Returns
     -------
     list of PartFit
         One per (accelerator, precision), in the order first seen.
+
+    Raises
+    ------
+    InputError
+        More distinct configurations than :data:`MAX_CONFIGURATIONS`.
     """
+    check_configurations(points, source)
+    total, done, start = len(configurations(points)), 0, time.perf_counter()
+    runs = map if pool is None else pool.map
     out = []
     for (accelerator, precision), members in by_part(points).items():
         accel = get_accelerator(accelerator)
         prior = achieved(accel, ServingEfficiency(), precision).tensor
+        groups = list(configurations(members).values())
+        results = iter(runs(_run, [(rows[0], float(g)) for rows in groups for g in REFIT_GEMM]))
         curves = []
-        for p in members:
-            curves.append(np.log(np.maximum([goodput_tok_s(p, float(g)) for g in REFIT_GEMM], 1e-9)))
-            progress(f"{accelerator} {precision}: point {p.point_id} run at {len(REFIT_GEMM)} GEMM fractions")
-        grid, measured = np.array(curves), np.array([p.tok_s for p in members])
-        gemm = _refit(grid, measured, prior)
-        held = []
-        if len(members) > 1:
-            for k, p in enumerate(members):
-                keep = np.arange(len(members)) != k
-                held.append(goodput_tok_s(p, _refit(grid[keep], measured[keep], prior)))
+        for rows in groups:
+            p = rows[0]
+            curves.append(np.log(np.maximum([next(results) for _ in REFIT_GEMM], 1e-9)))
+            done += 1
+            left = (time.perf_counter() - start) / done * (total - done)
+            repeats = f" ({len(rows):,} rows)" if len(rows) > 1 else ""
+            progress(
+                f"{accelerator} {precision}: configuration {done} of {total}, point {p.point_id}{repeats}, run at "
+                f"{len(REFIT_GEMM)} GEMM fractions" + (f"; about {left:.0f} s of runs left" if done < total else "")
+            )
+        grid = np.array(curves)
+        measured = np.array([np.exp(np.mean(np.log([p.tok_s for p in rows]))) for rows in groups])
+        weight = np.array([float(len(rows)) for rows in groups])
+        gemm = _refit(grid, measured, prior, weight)
+        n = len(groups)
+        folds = [np.arange(n) != k for k in range(n)] if n > 1 else []  # each configuration held out in turn
+        held_gemm = [_refit(grid[keep], measured[keep], prior, weight[keep]) for keep in folds]
+        jobs = [(rows[0], g) for g in (None, gemm) for rows in groups]
+        jobs += [(rows[0], g) for rows, g in zip(groups, held_gemm, strict=False)]
+        ran = list(runs(_run, jobs))
         out.append(
             PartFit(
                 accelerator,
                 precision,
                 gemm,
                 prior,
-                tuple(p.point_id for p in members),
+                tuple(rows[0].point_id for rows in groups),
                 tuple(float(m) for m in measured),
-                tuple(goodput_tok_s(p) for p in members),
-                tuple(goodput_tok_s(p, gemm) for p in members),
-                tuple(held),
+                tuple(ran[:n]),
+                tuple(ran[n : 2 * n]),
+                tuple(ran[2 * n :]),
+                tuple(len(rows) for rows in groups),
             )
         )
     return out
@@ -167,11 +253,15 @@ def render_part_fits(fits: Sequence[PartFit]) -> str:
             cell = f"{'-':>10s}"
             if fit.held_out_tok_s:
                 cell = f"{fit.held_out_tok_s[k]:10,.0f} {fit.held_out_tok_s[k] / m - 1:+7.1%}"
-            lines.append(f"{pid[:28]:28s} {m:10,.0f} {b:10,.0f} {b / m - 1:+7.1%} {f:10,.0f} {f / m - 1:+7.1%} {cell}")
+            rows = fit.rows[k] if fit.rows else 1
+            label = pid if rows == 1 else f"{pid} x{rows:,}"
+            lines.append(f"{label[:28]:28s} {m:10,.0f} {b:10,.0f} {b / m - 1:+7.1%} {f:10,.0f} {f / m - 1:+7.1%} {cell}")
     errors = [f / m - 1 for fit in fits for f, m in zip(fit.fitted_tok_s, fit.measured_tok_s, strict=True)]
     held_errors = [
         h / m - 1 for fit in fits if fit.held_out_tok_s for h, m in zip(fit.held_out_tok_s, fit.measured_tok_s, strict=True)
     ]
-    tail = f"; held out {np.mean(np.abs(held_errors)):.1%}" if held_errors else "; held out: needs two points of a part"
+    if not errors:
+        return "\n".join([*lines, "no configuration fitted"])
+    tail = f"; held out {np.mean(np.abs(held_errors)):.1%}" if held_errors else "; held out: needs two configurations of a part"
     lines.append(f"mean |error| refitted {np.mean(np.abs(errors)):.1%}{tail}")
     return "\n".join(lines)

@@ -148,27 +148,28 @@ def load_sweep(path: str | Path) -> list[SweepPoint]:
     table = read_table(path, fix="save it as UTF-8 CSV with a header row (the columns of a sweep file)")
     problems = missing_columns(table, SWEEP_COLUMNS)
     raise_if(problems)
-    cells = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in SWEEP_COLUMNS}
+    series = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in SWEEP_COLUMNS}
+    cells = {name: column.tolist() for name, column in series.items()}
     if not len(table.cells):
         problems.append(Problem(source, "", "", "the file has a header and no rows", "give one row per concurrency"))
     for k in range(len(table.cells)):
         where = table.where(k)
         problems.extend(node_problems(cells, k, source, where))
-        gpus, tp = cells["gpus"].iloc[k], cells["tp"].iloc[k]
+        gpus, tp = cells["gpus"][k], cells["tp"][k]
         if pd.notna(gpus) and pd.notna(tp) and int(gpus) % int(tp):
             problems.append(Problem(source, where, "tp", f"{int(tp)} does not divide {int(gpus)} GPUs", "give a divisor"))
         for low, high in (("ttft_p50_ms", "ttft_p99_ms"), ("tpot_p50_ms", "tpot_p99_ms")):
-            a, b = cells[low].iloc[k], cells[high].iloc[k]
+            a, b = cells[low][k], cells[high][k]
             if pd.notna(a) and pd.notna(b) and b < a:
                 problems.append(Problem(source, where, high, f"is below {low}", "give the 99th percentile"))
-    ids = [str(cells["point_id"].iloc[k]).strip() or f"row {k + 1}" for k in range(len(table.cells))]
+    ids = [str(cells["point_id"][k]).strip() or f"row {k + 1}" for k in range(len(table.cells))]
     for k, name in enumerate(ids):
         if name in ids[:k]:
             problems.append(Problem(source, table.where(k), "point_id", f"{name!r} appears twice", "give every row its own id"))
     raise_if(problems)
 
     def number(name: str, k: int) -> float | None:
-        value = cells[name].iloc[k]
+        value = cells[name][k]
         return None if pd.isna(value) else float(value)
 
     out = []
@@ -177,21 +178,21 @@ def load_sweep(path: str | Path) -> list[SweepPoint]:
         out.append(
             SweepPoint(
                 point_id=name,
-                model=str(cells["model"].iloc[k]).strip(),
-                accelerator=str(cells["accelerator"].iloc[k]).strip(),
-                gpus=int(cells["gpus"].iloc[k]),
-                precision=str(cells["precision"].iloc[k]).strip(),
-                concurrency=int(cells["concurrency"].iloc[k]),
-                input_tokens=float(cells["input_tokens"].iloc[k]),
-                output_tokens=float(cells["output_tokens"].iloc[k]),
-                output_tok_s=float(cells["output_tok_s"].iloc[k]),
+                model=str(cells["model"][k]).strip(),
+                accelerator=str(cells["accelerator"][k]).strip(),
+                gpus=int(cells["gpus"][k]),
+                precision=str(cells["precision"][k]).strip(),
+                concurrency=int(cells["concurrency"][k]),
+                input_tokens=float(cells["input_tokens"][k]),
+                output_tokens=float(cells["output_tokens"][k]),
+                output_tok_s=float(cells["output_tok_s"][k]),
                 tp=None if tp is None else int(tp),
                 requests=None if requests is None else int(requests),
                 ttft_p50_ms=number("ttft_p50_ms", k),
                 ttft_p99_ms=number("ttft_p99_ms", k),
                 tpot_p50_ms=number("tpot_p50_ms", k),
                 tpot_p99_ms=number("tpot_p99_ms", k),
-                source=str(cells["source"].iloc[k]).strip(),
+                source=str(cells["source"][k]).strip(),
             )
         )
     return out

@@ -15,13 +15,15 @@ prompt submitted at once and no limit; ``benchmarks/validate_serving.py`` report
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from placement._errors import Problem
+from placement._errors import InputError, Problem
 from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
 from placement.serving.efficiency import MEASURED_CSV
 from placement.serving.hardware import WEIGHT_BYTES, bundled_accelerators, bundled_models
@@ -152,19 +154,22 @@ def load_measured(path: str | Path = MEASURED_CSV, *, use: str = "fit") -> list[
     table = read_table(path, fix="save it as UTF-8 CSV with a header row (the columns of data/serving/measured.csv)")
     problems = missing_columns(table, _COLUMNS)
     raise_if(problems)
-    cells = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in _COLUMNS}
+    if not len(table.cells):
+        raise InputError([Problem(str(path), "", "", "the file has a header and no rows", "give one row per measured point")])
+    series = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in _COLUMNS}
+    cells = {name: column.tolist() for name, column in series.items()}  # plain lists: a row is read in microseconds
     source = str(path)
     for k in range(len(table.cells)):
         where = table.where(k)
         problems.extend(node_problems(cells, k, source, where))
-        row_use = str(cells["use"].iloc[k]).strip()
+        row_use = str(cells["use"][k]).strip()
         if row_use not in ("", *USES):
             problems.append(Problem(source, where, "use", f"unknown use {row_use!r}", "give fit, check or leave it blank (fit)"))
-        longest, mean = cells["input_tokens_max"].iloc[k], cells["input_tokens"].iloc[k]
+        longest, mean = cells["input_tokens_max"][k], cells["input_tokens"][k]
         if pd.notna(longest) and pd.notna(mean) and longest < mean:
             rule = "is below input_tokens (the mean)"
             problems.append(Problem(source, where, "input_tokens_max", rule, "give the longest prompt"))
-    ids = cells["point_id"]
+    ids = series["point_id"]
     for k in np.flatnonzero(ids.duplicated().to_numpy()).tolist():
         rule = f"{ids.iloc[k]!r} appears twice"
         problems.append(Problem(source, table.where(k), "point_id", rule, "give every row its own id"))
@@ -172,7 +177,7 @@ def load_measured(path: str | Path = MEASURED_CSV, *, use: str = "fit") -> list[
     return [point for k in range(len(table.cells)) if (point := _point(cells, k)).use == use]
 
 
-def node_problems(cells: dict[str, pd.Series], k: int, source: str, where: str) -> list[Problem]:
+def node_problems(cells: Mapping[str, Sequence[Any]], k: int, source: str, where: str) -> list[Problem]:
     """Row ``k``'s model, accelerator, precision and node size against the catalogs (both measurement formats).
 
     Parameters
@@ -190,7 +195,7 @@ def node_problems(cells: dict[str, pd.Series], k: int, source: str, where: str) 
         An unknown model or accelerator, a precision the part lacks, more GPUs than one node has.
     """
     models, accelerators = bundled_models(), bundled_accelerators()
-    model, accel, precision = (str(cells[name].iloc[k]).strip() for name in ("model", "accelerator", "precision"))
+    model, accel, precision = (str(cells[name][k]).strip() for name in ("model", "accelerator", "precision"))
     problems = []
     if model and model not in models:
         problems.append(Problem(source, where, "model", f"unknown model {model!r}", f"use one of {', '.join(models)}"))
@@ -203,30 +208,30 @@ def node_problems(cells: dict[str, pd.Series], k: int, source: str, where: str) 
             supported = ", ".join(sorted(spec.tflops))
             rule = f"{accel} has no {precision!r} tensor throughput in the catalog"
             problems.append(Problem(source, where, "precision", rule, f"use one of {supported}"))
-        gpus = cells["gpus"].iloc[k]
+        gpus = cells["gpus"][k]
         if pd.notna(gpus) and gpus > spec.gpus_per_node:
             rule = f"{int(gpus)} GPUs is more than one {accel} node ({spec.gpus_per_node})"
             problems.append(Problem(source, where, "gpus", rule, "give one node's figure (divide a cluster's by its nodes)"))
     return problems
 
 
-def _point(cells: dict[str, pd.Series], k: int) -> MeasuredPoint:
+def _point(cells: Mapping[str, Sequence[Any]], k: int) -> MeasuredPoint:
     def word(name: str) -> str:
-        return str(cells[name].iloc[k]).strip()
+        return str(cells[name][k]).strip()
 
-    longest, tp = cells["input_tokens_max"].iloc[k], cells["tp"].iloc[k]
+    longest, tp = cells["input_tokens_max"][k], cells["tp"][k]
     return MeasuredPoint(
         point_id=word("point_id"),
         model=word("model"),
         accelerator=word("accelerator"),
-        gpus=int(cells["gpus"].iloc[k]),
+        gpus=int(cells["gpus"][k]),
         precision=word("precision"),
-        input_tokens=float(cells["input_tokens"].iloc[k]),
-        output_tokens=float(cells["output_tokens"].iloc[k]),
+        input_tokens=float(cells["input_tokens"][k]),
+        output_tokens=float(cells["output_tokens"][k]),
         input_tokens_max=None if pd.isna(longest) else float(longest),
-        ttft_p99_ms=float(cells["ttft_p99_ms"].iloc[k]),
-        itl_p99_ms=float(cells["itl_p99_ms"].iloc[k]),
-        tok_s=float(cells["tok_s"].iloc[k]),
+        ttft_p99_ms=float(cells["ttft_p99_ms"][k]),
+        itl_p99_ms=float(cells["itl_p99_ms"][k]),
+        tok_s=float(cells["tok_s"][k]),
         system=word("system"),
         round=word("round"),
         software=word("software"),
@@ -234,8 +239,8 @@ def _point(cells: dict[str, pd.Series], k: int) -> MeasuredPoint:
         source=word("source"),
         tp=None if pd.isna(tp) else int(tp),
         use=word("use") or "fit",
-        ttft_p99_measured_ms=_optional(cells["ttft_p99_measured_ms"].iloc[k]),
-        tpot_p99_measured_ms=_optional(cells["tpot_p99_measured_ms"].iloc[k]),
+        ttft_p99_measured_ms=_optional(cells["ttft_p99_measured_ms"][k]),
+        tpot_p99_measured_ms=_optional(cells["tpot_p99_measured_ms"][k]),
     )
 
 

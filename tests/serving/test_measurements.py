@@ -72,7 +72,7 @@ def test_a_missing_measurements_file_names_the_key(tmp_path: Path) -> None:
 def test_calibrate_prints_the_fit_and_goodput_uses_it(measured_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["calibrate", str(measured_file), "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "h200 fp8: gemm_efficiency" in out and "held out: needs two points of a part" in out
+    assert "h200 fp8: gemm_efficiency" in out and "held out: needs two configurations of a part" in out
     args = ["goodput", "--model", "llama-2-70b", "--accelerator", "h200", "--input-tokens", "222", "--input-tokens-max", "1021"]
     args += [
         "--output-tokens",
