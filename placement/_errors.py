@@ -50,13 +50,14 @@ class InputError(PlacementError):
     Parameters
     ----------
     problems : list of Problem
-        Every problem found; never empty.
+        Every problem found; never empty. A problem found twice (one file read for each of several classes)
+        is kept once, in the order first found.
     """
 
     def __init__(self, problems: list[Problem]) -> None:
         if not problems:
             raise ValueError("InputError needs at least one problem")
-        self.problems = list(problems)
+        self.problems = list(dict.fromkeys(problems))
         count = len(self.problems)
         head = f"{count:,} problem{'s' if count != 1 else ''} in the input:"
         lines = [f"  - {p}" for p in self.problems[:SHOWN_PROBLEMS]]

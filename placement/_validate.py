@@ -65,7 +65,10 @@ class Column:
 
     def how_to_fix(self) -> str:
         """How to fix a bad or missing cell."""
-        return self.fix or f"give the {self.help or self.name}"
+        if self.fix:
+            return self.fix
+        what = self.help or self.name
+        return f"give {what}" if what.startswith(("the ", "a ", "an ")) else f"give the {what}"
 
     def bounds(self) -> str:
         """The range a number must lie in, as words ('' when unbounded)."""

@@ -163,7 +163,7 @@ def candidate_cities(
 def proposal_rows(chosen: pd.DataFrame, sites: pd.DataFrame) -> pd.DataFrame:
     """The proposals as catalog rows (:mod:`module docstring <placement.discover>`, step 3)."""
     if chosen.empty:
-        return pd.DataFrame(columns=[*sites.columns, "discovered", "years_to_energise"])
+        return pd.DataFrame(columns=list(dict.fromkeys([*sites.columns, "discovered", "years_to_energise"])))
     continent_of = continent_of_countries()
     points = unit_vectors(chosen["lat"].to_numpy(float), chosen["lon"].to_numpy(float))
     nearest = sites.iloc[np.argmax(points @ unit_vectors(sites["lat"].to_numpy(float), sites["lon"].to_numpy(float)).T, axis=1)]
@@ -364,8 +364,12 @@ def discover(
     scenario_path = scenario_with_catalog(loaded, final_folder / CATALOG_NAME, work / SCENARIO_NAME)
     # solved from the work copy (the final folder does not exist yet): the same catalog, read from where it is now
     solving = scenario_with_catalog(loaded, work / CATALOG_NAME, work / "scenario_solving.yaml")
-    progress("discover: the plan with the proposals beside the catalog")
-    plan = run(load_scenario(solving), progress=progress)
+    if len(proposals):
+        progress("discover: the plan with the proposals beside the catalog")
+        plan = run(load_scenario(solving), progress=progress)
+    else:  # nothing proposed: the plan with the proposals is the baseline (the same catalog), not solved again
+        progress("discover: no city to propose; the plan is the baseline")
+        plan = baseline
     plan = _as_written(plan, scenario_path, final_folder / CATALOG_NAME)
     return Discovery(baseline, plan, proposals, rank_proposals(plan, baseline), catalog)
 

@@ -39,6 +39,9 @@ never binds (HiGHS and CBC take bounds this large as infinite)."""
 
 SHARE_OF_UNCAPPED = 0.5
 """The last point's cap as a share of the uncapped plan's emissions (unless no plan can emit that little)."""
+MAX_POINTS = 51
+"""Most points a frontier takes: its caps then stand 1 % of the uncapped plan's figure apart (closer points differ by
+less than the solver's gap, and each is a whole solve)."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,8 @@ def frontier_caps(uncapped: float, least: float, points: int, *, share: float = 
     list of float
         The caps, loosest first. [same]
     """
-    if points < 2:
-        raise ValueError("a frontier needs at least 2 points: the plan without a cap and one with")
+    if not 2 <= points <= MAX_POINTS:
+        raise ValueError(f"a frontier takes 2 to {MAX_POINTS} points (the plan without a cap and up to {MAX_POINTS - 1} caps)")
     tightest = max(share * uncapped, least)
     steps = np.linspace(uncapped, tightest, points)[1:]
     return [float(c) for c in steps]
@@ -176,8 +179,8 @@ def frontier_start(
     why = scenario.carbon_not_modelled()  # model_copy does not validate: a cap where none is modelled is refused here
     if why is not None:
         raise ValueError(why)
-    if points < 2:
-        raise ValueError("a frontier needs at least 2 points: the plan without a cap and one with")
+    if not 2 <= points <= MAX_POINTS:
+        raise ValueError(f"a frontier takes 2 to {MAX_POINTS} points (the plan without a cap and up to {MAX_POINTS - 1} caps)")
     start = LoadedScenario(scenario=scenario, path=loaded.path)
     instance = build_instance(start, progress=progress)
     unit = UNIT[axis]

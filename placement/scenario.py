@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from placement._errors import InputError, Problem
 from placement.economics import EconomicsParams
@@ -779,6 +779,27 @@ def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
         if model is None:
             return []
     return list(model.model_fields) if hasattr(model, "model_fields") else []
+
+
+def key_value(section: type[BaseModel], field: str, text: str) -> Any:
+    """``text`` as the value of the scenario key ``section.field``, checked by that key's own rule.
+
+    For command-line options that override a scenario key: a value the scenario would refuse is refused where it
+    is parsed, in the words the scenario's check uses.
+
+    Raises
+    ------
+    ValueError
+        The key's rule, as the scenario states it, and the value given.
+    """
+    info = section.model_fields[field]
+    annotation: Any = info.annotation
+    option = create_model("Option", value=(annotation, info))
+    try:
+        return getattr(option.model_validate({"value": text}), "value")  # noqa: B009 (a field made at run time)
+    except ValidationError as exc:
+        rule = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"{rule} (got {text!r})") from None
 
 
 def _problem_from_pydantic(source: str, error: Any) -> Problem:

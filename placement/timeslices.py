@@ -106,16 +106,21 @@ def load_area_profiles(path: str | Path, value: str, areas: set[str]) -> dict[st
     hours = pd.to_numeric(table["local_hour"], errors="coerce")
     values = pd.to_numeric(table[value], errors="coerce")
     problems = []
+    unknown: dict[str, list[int]] = {}  # each unknown area once, with its rows
     for k, area in enumerate(table["area"].astype(str).tolist()):
         where = f"row {k + 2}"
         if area not in areas:
-            problems.append(Problem(source, where, "area", f"'{area}' is no site id and no site's country code",
-                                    "name a site of the catalog or an ISO country code one of its sites has"))  # fmt: skip
+            unknown.setdefault(area, []).append(k + 2)
         hour = hours.iloc[k]
         if pd.isna(hour) or hour != int(hour) or not 0 <= hour < HOURS:
             problems.append(Problem(source, where, "local_hour", "must be a whole hour 0..23", "fix the value"))
         if pd.isna(values.iloc[k]) or values.iloc[k] < 0:
             problems.append(Problem(source, where, value, "must be a number >= 0", "fix the value"))
+    for area, written in unknown.items():
+        shown = ", ".join(str(r) for r in written[:3]) + (", ..." if len(written) > 3 else "")
+        where = f"row {written[0]}" if len(written) == 1 else f"rows {shown} ({len(written)} rows)"
+        problems.append(Problem(source, where, "area", f"'{area}' is no site id and no site's country code",
+                                "name a site of the catalog or an ISO country code one of its sites has"))  # fmt: skip
     if problems:
         raise InputError(problems)
     profiles: dict[str, NDArray[np.float64]] = {}

@@ -1,8 +1,11 @@
 """Check everything a solve reads, without solving: the scenario, its catalog, cities, serving model, stores, build-out.
 
 :func:`check_scenario_inputs` gathers the problems of every input a scenario names and raises them
-together, so a planner fixes a scenario in one pass; :func:`validate_file` checks a scenario or a
-site catalog by its file name.
+together, so a planner fixes a scenario in one pass; :func:`check_scenario` then builds the model's inputs
+as ``solve`` does (:func:`placement.instance.build_instance`, the one function both call), so a rule that
+reads two inputs together (a carbon price and the sites' intensities, a regional cap and the catalog's
+regions, an hourly profile and the sites) is checked too: nothing ``validate`` accepts is refused by ``solve``
+for its inputs. :func:`validate_file` checks a scenario or a site catalog by its file name.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import pandas as pd
 
 from placement._errors import InputError, Problem, problems_of
 from placement.availability import availability_rules
-from placement.buildout.arrays import check_buildout_inputs
+from placement.buildout.arrays import aggregated, check_buildout_inputs, horizon_of
 from placement.catalog import load_catalog
 from placement.faults import fault_domains
-from placement.instance import build_latency_model, demand_cities, load_sites, retrieval_extra_ms
+from placement.instance import Instance, build_instance, build_latency_model, demand_cities, load_sites, retrieval_extra_ms
 from placement.profiles import class_profiles
+from placement.progress import Progress, quiet
 from placement.residency import scenario_regimes
 from placement.scenario import LoadedScenario, Resolve, SitesSection, load_scenario
 
@@ -37,11 +41,14 @@ class Validated:
         The candidate sites (after a scenario's exclusions).
     loaded : LoadedScenario, optional
         The scenario, when the file is one.
+    instance : Instance, optional
+        The model's inputs as ``solve`` builds them, when the file is a scenario (a build-out's: its base year's).
     """
 
     path: Path
     sites: pd.DataFrame
     loaded: LoadedScenario | None = None
+    instance: Instance | None = None
 
 
 def _retrieval_catalog(spec: SitesSection, resolve: Resolve, sites: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -98,8 +105,36 @@ def check_scenario_inputs(loaded: LoadedScenario) -> pd.DataFrame:
     return sites
 
 
+def check_scenario(loaded: LoadedScenario, *, progress: Progress = quiet) -> tuple[pd.DataFrame, Instance]:
+    """Every check ``solve`` runs before solving: each input alone (gathered), then the model's inputs built.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        A scenario whose YAML is valid.
+    progress : callable, optional
+        Receives the build's progress lines.
+
+    Returns
+    -------
+    tuple
+        The candidate sites and the built :class:`~placement.instance.Instance` (a build-out's: the instance its
+        engine builds first, every year's demand aggregated).
+
+    Raises
+    ------
+    InputError
+        The inputs' problems together; else the first rule the build refuses.
+    """
+    sites = check_scenario_inputs(loaded)
+    built = aggregated(loaded, horizon_of(loaded)) if loaded.scenario.is_buildout else loaded
+    return sites, build_instance(built, progress=progress)
+
+
 def validate_file(path: str | Path) -> Validated:
-    """Check a scenario (``.yaml``/``.yml``: the file and every input it names) or a site catalog (CSV/GeoJSON).
+    """Check a scenario (``.yaml``/``.yml``) or a site catalog (CSV/GeoJSON).
+
+    A scenario's file, every input it names, and the model's inputs built from them as ``solve`` builds them.
 
     Parameters
     ----------
@@ -109,7 +144,7 @@ def validate_file(path: str | Path) -> Validated:
     Returns
     -------
     Validated
-        Its sites, and the scenario when it is one.
+        Its sites, and the scenario and its built instance when it is one.
 
     Raises
     ------
@@ -119,5 +154,6 @@ def validate_file(path: str | Path) -> Validated:
     path = Path(path)
     if path.suffix.lower() in SCENARIO_SUFFIXES:
         loaded = load_scenario(path)
-        return Validated(path, check_scenario_inputs(loaded), loaded)
+        sites, instance = check_scenario(loaded)
+        return Validated(path, sites, loaded, instance)
     return Validated(path, load_catalog(path))
