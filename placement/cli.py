@@ -612,6 +612,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _whole_number(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0 or value == float("inf"):
@@ -945,7 +952,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--load-factor", type=_positive_float, default=1.0, help="--simulate: offered load over the goodput (1: planned)"
     )
     goodput.add_argument("--sim-requests", type=_sim_requests, default=3000, help="--simulate: requests to simulate")
-    goodput.add_argument("--seed", type=int, default=0, help="--simulate: random seed")
+    goodput.add_argument("--seed", type=_whole_number, default=0, help="--simulate: random seed (0 or more)")
     goodput.add_argument(
         "--measurements",
         metavar="FILE",

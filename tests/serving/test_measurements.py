@@ -22,11 +22,12 @@ HEADER = (
     "point_id,model,accelerator,gpus,precision,input_tokens,input_tokens_max,output_tokens,ttft_p99_ms,itl_p99_ms,tok_s,source\n"
 )
 TRUE_GEMM = 0.45
-"""The GEMM fraction the made-up measurement was produced with (the bundled calibration has H200 at 0.68)."""
+"""The GEMM fraction the made-up measurement was produced with (the bundled calibration has H200 at 0.83)."""
 
 
 def _point(tok_s: float, point_id: str = "mine-1") -> MeasuredPoint:
-    return MeasuredPoint(point_id, "llama-2-70b", "h200", 8, "fp8", 222, 290, 1021, 450.0, 40.0, tok_s)
+    # one GPU of Llama-3.1-8B: the part's GEMM fraction moves it as much as a node of 70B, in a third of the time
+    return MeasuredPoint(point_id, "llama-3.1-8b", "h200", 1, "fp8", 222, 290, 1021, 450.0, 40.0, tok_s)
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +35,14 @@ def measured_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # A measurement the model itself gives at TRUE_GEMM: the refit must find it again.
     tok_s = goodput_tok_s(_point(1.0), TRUE_GEMM)
     path = tmp_path_factory.mktemp("mine") / "measured.csv"
-    path.write_text(HEADER + f"mine-1,llama-2-70b,h200,8,fp8,222,1021,290,450,40,{tok_s:.3f},our benchmark\n")
+    path.write_text(HEADER + f"mine-1,llama-3.1-8b,h200,1,fp8,222,1021,290,450,40,{tok_s:.3f},our benchmark\n")
     return path
 
 
 def test_the_refit_finds_the_fraction_a_measurement_was_made_with(measured_file: Path) -> None:
     (fit,) = fit_parts(load_measured(measured_file))
     assert (fit.accelerator, fit.precision) == ("h200", "fp8")
-    # The prior (the bundled calibration's 0.68) pulls a little; one exact point outweighs it.
+    # The prior (the bundled calibration's 0.83) pulls a little; one exact point outweighs it.
     assert fit.gemm_efficiency == pytest.approx(TRUE_GEMM, abs=0.02)
     assert fit.fitted_tok_s[0] == pytest.approx(fit.measured_tok_s[0], rel=0.03)
     assert fit.before_tok_s[0] > fit.measured_tok_s[0] * 1.05  # the bundled calibration was faster than this node
@@ -73,7 +74,8 @@ def test_calibrate_prints_the_fit_and_goodput_uses_it(measured_file: Path, capsy
     assert main(["calibrate", str(measured_file), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "h200 fp8: gemm_efficiency" in out and "held out: needs two configurations of a part" in out
-    args = ["goodput", "--model", "llama-2-70b", "--accelerator", "h200", "--input-tokens", "222", "--input-tokens-max", "1021"]
+    args = ["goodput", "--model", "llama-3.1-8b", "--accelerator", "h200", "--gpus", "1", "--input-tokens", "222"]
+    args += ["--input-tokens-max", "1021"]
     args += [
         "--output-tokens",
         "290",
