@@ -37,7 +37,7 @@ CONFIGURATIONS = (
 
 
 def _pings(kind: str, rows: int, rng: np.random.Generator) -> pd.DataFrame:
-    cities = pd.read_csv(CITIES, usecols=["name", "countrycode", "population"])
+    cities = pd.read_csv(CITIES, usecols=["name", "countrycode", "population"], keep_default_na=False)
     names = (cities["name"] + ", " + cities["countrycode"]).to_numpy()
 
     def coordinates(n: int) -> np.ndarray:

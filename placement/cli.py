@@ -324,11 +324,22 @@ def _rtt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+RTT_PROGRESS_ROWS = 50_000
+"""A measurement file this long prints a progress line (it takes several seconds)."""
+RTT_SECONDS_PER_ROW = 6e-5
+"""About what fitting and reporting a measured path costs on one core (benchmarks/bench_inputs.py). [s]"""
+
+
 def _rtt_measurements(args: argparse.Namespace) -> int:
     from placement.network.measurements import calibrate, format_report, load_measurements
     from placement.network.paths import default_round_trips
 
-    report = calibrate(load_measurements(args.measurements), default_round_trips())
+    progress = StderrProgress(show=True)
+    measurements = load_measurements(args.measurements)
+    if len(measurements) >= RTT_PROGRESS_ROWS:  # past ~10 s: say what is being done and about how long it takes
+        seconds = len(measurements) * RTT_SECONDS_PER_ROW
+        progress(f"{args.measurements}: {len(measurements):,} paths read; fitting and reporting (about {seconds:.0f} s)")
+    report = calibrate(measurements, default_round_trips())
     if args.json:
         payload = {
             "measurements": args.measurements,

@@ -3,7 +3,7 @@
 The bundled calibration (``data/serving/calibration.csv``, fitted jointly on every published model by
 :mod:`placement.serving.joint`) is the prior. A planner's few points of a part (``serving.measurements``,
 ``placement calibrate FILE``) move that part's achieved GEMM fraction as far as they agree on; the engine's floors
-stay in force. Each point is run at every fraction of :data:`REFIT_GEMM`, the log goodput interpolated between
+stay in force. Each point is run at every fraction of :data:`POINT_GEMM`, the log goodput interpolated between
 them, and the fraction that minimises the points' squared log error plus the prior's is kept; each point is then
 predicted with the fraction refitted without it (real runs).
 
@@ -32,6 +32,7 @@ from placement.serving.request import ServingRequest, serve
 
 __all__ = [
     "MAX_CONFIGURATIONS",
+    "POINT_GEMM",
     "POINT_SIGMA",
     "PRIOR_SIGMA",
     "REFIT_GEMM",
@@ -55,10 +56,13 @@ def goodput_tok_s(point: MeasuredPoint, gemm: float | None = None) -> float:
 
 
 REFIT_GEMM = np.round(np.arange(0.15, 0.851, 0.05), 3)
-"""GEMM fractions a planner's points are run at (the overhead stays at the calibration in force)."""
-MAX_CONFIGURATIONS = 60
-"""Distinct configurations a refit takes: each costs ``len(REFIT_GEMM) + 3`` runs of the serving model (0.1-0.5 s
-each), so 60 take one to eight minutes on two cores; more is a file to split by part or to merge."""
+"""GEMM fractions a closed-loop sweep is run at (its fit takes the grid's best; the overhead stays in force)."""
+POINT_GEMM = REFIT_GEMM[::2]
+"""GEMM fractions a point inside latency limits is run at (0.15 to 0.85 by 0.1): its log goodput is smooth in the
+fraction and interpolated between them (:data:`FINE`), so a finer grid would only cost runs."""
+MAX_CONFIGURATIONS = 24
+"""Distinct configurations a refit takes: each costs ``len(POINT_GEMM) + 3`` runs of the serving model (0.1-3 s
+each), so 24 take from half a minute to six minutes on two cores; more is a file to split by part or to merge."""
 
 
 @dataclass(frozen=True)
@@ -102,8 +106,8 @@ class PartFit:
 
 def _refit(curves: NDArray[np.float64], measured: NDArray[np.float64], prior: float, rows: NDArray[np.float64]) -> float:
     """The η_c minimising the configurations' squared log errors (interpolated, weighted by rows) plus the prior."""
-    fine = np.linspace(REFIT_GEMM[0], REFIT_GEMM[-1], FINE)
-    modelled = np.stack([np.interp(fine, REFIT_GEMM, c) for c in curves])
+    fine = np.linspace(POINT_GEMM[0], POINT_GEMM[-1], FINE)
+    modelled = np.stack([np.interp(fine, POINT_GEMM, c) for c in curves])
     loss = (rows[:, None] * (modelled - np.log(measured)[:, None]) ** 2).sum(axis=0) / POINT_SIGMA**2
     loss = loss + np.log(fine / prior) ** 2 / PRIOR_SIGMA**2
     return round(float(fine[int(np.argmin(loss))]), 4)
@@ -150,7 +154,7 @@ def check_configurations(points: Sequence[MeasuredPoint], source: str) -> None:
     if count > MAX_CONFIGURATIONS:
         rule = (
             f"{count:,} distinct configurations ({len(points):,} rows); a refit takes at most {MAX_CONFIGURATIONS}: each "
-            f"runs the serving model {len(REFIT_GEMM) + 3} times (0.1-0.5 s a run)"
+            f"runs the serving model {len(POINT_GEMM) + 3} times (0.1-3 s a run)"
         )
         fix = "split the file by accelerator, or keep the configurations you deploy (repeated rows of one are merged)"
         raise InputError([Problem(source, "", "", rule, fix)])
@@ -170,7 +174,7 @@ def fit_parts(
     """Refit each measured part's GEMM fraction on a planner's points, with held-out errors.
 
     The bundled calibration is the prior (its overhead stays in force): a planner's few configurations move the
-    part's figure only as far as they agree on. Each distinct configuration costs ``len(REFIT_GEMM)`` runs of the
+    part's figure only as far as they agree on. Each distinct configuration costs ``len(POINT_GEMM)`` runs of the
     model, plus one before, one at the fit and one per held-out fold; repeated rows of one configuration cost
     nothing more (their geometric mean is fitted, weighted by their count).
 
@@ -203,17 +207,17 @@ def fit_parts(
         accel = get_accelerator(accelerator)
         prior = achieved(accel, ServingEfficiency(), precision).tensor
         groups = list(configurations(members).values())
-        results = iter(runs(_run, [(rows[0], float(g)) for rows in groups for g in REFIT_GEMM]))
+        results = iter(runs(_run, [(rows[0], float(g)) for rows in groups for g in POINT_GEMM]))
         curves = []
         for rows in groups:
             p = rows[0]
-            curves.append(np.log(np.maximum([next(results) for _ in REFIT_GEMM], 1e-9)))
+            curves.append(np.log(np.maximum([next(results) for _ in POINT_GEMM], 1e-9)))
             done += 1
             left = (time.perf_counter() - start) / done * (total - done)
             repeats = f" ({len(rows):,} rows)" if len(rows) > 1 else ""
             progress(
                 f"{accelerator} {precision}: configuration {done} of {total}, point {p.point_id}{repeats}, run at "
-                f"{len(REFIT_GEMM)} GEMM fractions" + (f"; about {left:.0f} s of runs left" if done < total else "")
+                f"{len(POINT_GEMM)} GEMM fractions" + (f"; about {left:.0f} s of runs left" if done < total else "")
             )
         grid = np.array(curves)
         measured = np.array([np.exp(np.mean(np.log([p.tok_s for p in rows]))) for rows in groups])
