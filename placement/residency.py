@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from placement._errors import Problem
+from placement._errors import InputError, Problem
 from placement._validate import Column, flags, missing_columns, raise_if, read_table, text
 from placement.bundled import bundled_path
 from placement.regions import country_table
@@ -105,6 +105,8 @@ def load_regime_table(path: str | Path = REGIMES_CSV) -> dict[str, _Row]:
     table = read_table(path, fix="write a CSV with a header row: " + ",".join(c.name for c in _COLUMNS), comment="#")
     problems = missing_columns(table, _COLUMNS)
     raise_if(problems)
+    if not len(table):
+        raise InputError([Problem(str(path), "", "", "the file has a header and no rows", "give one row per regime")])
     for column in ("regime_id", "name", "members", "share", "simplification", "source"):
         text(table, next(c for c in _COLUMNS if c.name == column), problems)
     outsiders = flags(table, next(c for c in _COLUMNS if c.name == "serve_outsiders"), problems)
@@ -154,9 +156,11 @@ def scenario_regimes(loaded: LoadedScenario) -> list[Regime]:
         table gives no share for, two regimes covering one country (overlapping blocs).
     """
     section = loaded.scenario.residency
-    if not section.regimes:
-        return []
     path = loaded.resolve(section.regimes_file) if section.regimes_file is not None else REGIMES_CSV
+    if not section.regimes:
+        if section.regimes_file is not None:
+            load_regime_table(path)  # a file the scenario names is checked even before a regime is picked from it
+        return []
     table = load_regime_table(path)
     classes = [c.name for c in loaded.scenario.classes]
     source = str(loaded.path)

@@ -103,6 +103,10 @@ def load_area_profiles(path: str | Path, value: str, areas: set[str]) -> dict[st
     if missing:
         raise InputError([Problem(source, "header", c, "required column is missing", f"use columns area,local_hour,{value}")
                           for c in missing])  # fmt: skip
+    if not len(table):
+        raise InputError(
+            [Problem(source, "", "", "the file has a header and no rows", f"give 24 rows (area,local_hour,{value}) per area")]
+        )
     hours = pd.to_numeric(table["local_hour"], errors="coerce")
     values = pd.to_numeric(table[value], errors="coerce")
     problems = []

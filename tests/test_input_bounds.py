@@ -112,6 +112,21 @@ def test_validate_refuses_every_input_solve_refuses(tmp_path: Path) -> None:
         assert {p.rule for p in solved.value.problems} <= {p.rule for p in validated.value.problems}, what
 
 
+def test_header_only_and_empty_input_files_are_errors_naming_them(tmp_path: Path) -> None:
+    profile = tmp_path / "carbon.csv"
+    profile.write_text("area,local_hour,gco2e_per_kwh\n")
+    regimes = tmp_path / "regimes.csv"
+    regimes.write_text("")
+    time_section = {**_slices(), "carbon_intensity_profile": profile.name}
+    for overrides, path in (
+        ({"catalog": CARBON_CATALOG, "serving": DYNAMIC_POWER, "time": time_section}, profile),
+        ({"residency": {"regimes_file": regimes.name}}, regimes),  # named, though no regime is picked from it yet
+    ):
+        with pytest.raises(InputError) as caught:
+            validate_file(write_scenario(tmp_path, **overrides))
+        assert str(path) in str(caught.value), overrides
+
+
 def test_an_unknown_area_is_named_once_with_its_rows(tmp_path: Path) -> None:
     scenario = _bad_scenarios(tmp_path)["an intensity profile of an area that is no site or country"]
     with pytest.raises(InputError) as caught:
