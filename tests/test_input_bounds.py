@@ -25,6 +25,7 @@ from placement.serving.measured import MeasuredPoint, load_measured
 from placement.validate import validate_file
 from tests.conftest import write_scenario
 from tests.test_footprint import CARBON_CATALOG, DYNAMIC_POWER
+from tests.test_profiles import physics_class
 
 # --- command-line values, checked where they are parsed, in the scenario's words --------------------------------
 
@@ -139,6 +140,16 @@ def test_a_problem_found_twice_is_reported_once() -> None:
     twice = Problem("s.yaml", "serving.measurements", "", "no such file: x.csv", "give a file")
     error = InputError([twice, Problem("s.yaml", "a", "", "other", "fix"), twice])
     assert len(error.problems) == 2 and str(error).count("no such file") == 1
+
+
+def test_a_missing_measurements_file_is_reported_once_not_once_per_class(tmp_path: Path) -> None:
+    classes = [physics_class(), {**physics_class(), "name": "agent"}, {**physics_class(), "name": "batch"}]
+    for c, share in zip(classes, (0.5, 0.3, 0.2), strict=True):
+        c["share"] = share
+    serving = {"model": "llama-3.1-70b", "accelerator": "h200", "measurements": "nope.csv"}
+    with pytest.raises(InputError) as caught:
+        validate_file(write_scenario(tmp_path, classes=classes, serving=serving))
+    assert [p.rule for p in caught.value.problems].count(f"no such file: {tmp_path / 'nope.csv'}") == 1
 
 
 def test_a_fix_written_from_a_help_text_reads_as_english() -> None:
