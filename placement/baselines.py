@@ -16,11 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from placement._types import FloatArray
 from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.instance import Instance
 from placement.pair_mask import ROWS_CHUNK
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -21,16 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numpy.typing import NDArray
 
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.economics import load_energy_usd_per_h
 from placement.optimize.problem import PlacementInput
 from placement.profiles import ClassProfile, CrossMetroProfile
 from placement.scenario import CrossMetroSection
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, PlacementError, Problem
+from placement._types import FloatArray, IntArray
 from placement.explain import rebuild_instance, refuse_buildout
 from placement.faults import fault_domains, find_domain
 from placement.instance import Instance
-from placement.optimize.problem import FloatArray, IntArray, PlacementSolution
+from placement.optimize.problem import PlacementSolution
 from placement.optimize.reroute import Reroute, reroute_on_capacity
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus
 from placement.results import read_results_folder, read_summary

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from placement._types import FloatArray, IntArray
 from placement.economics import cost_per_million_tokens_usd
-from placement.optimize.problem import FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.protect import exposed
 from placement.optimize.rows import group_by
 

@@ -15,9 +15,9 @@ the plan's tables call it, the solve does not.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-FloatArray = NDArray[np.float64]
+from placement._types import FloatArray
 
 DAYS_PER_YEAR = 365.0
 """Days a year of the plan's daily cycle (the cost model's 8,760 hours)."""

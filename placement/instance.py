@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from placement import footprint
 from placement._errors import InputError, Problem
+from placement._types import FloatArray, IntArray
 from placement.budget import ttft_p99_ms
 from placement.bundled import bundled_path
 from placement.catalog import load_catalog
@@ -63,9 +64,6 @@ from placement.timeslices import (
     site_offsets_h,
     utc_offset_hours,
 )
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 @dataclass(frozen=True)

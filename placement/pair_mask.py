@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-BoolArray = NDArray[np.bool_]
-IntArray = NDArray[np.int64]
+from placement._types import BoolArray, IntArray
 
 ROWS_CHUNK = 4096
 """Rows unpacked at a time when counting (a (4096 x sites) byte table: 8 MB on 2,000 sites)."""

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from placement import footprint
 from placement._errors import InfeasibleError, SolverError
+from placement._types import FloatArray, IntArray
 from placement.availability import availability_rules, standing_bars
 from placement.budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.cache_hits import class_hit_rates
@@ -50,9 +51,6 @@ from placement.summary import (
     yield_figures,
 )
 from placement.textfmt import mw_text, share_text, usd_per_m_text
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 __all__ = ["Instance", "Plan", "PlanSummary", "build_instance", "run", "solve_instance", "summarise", "unprotectable_commodities"]
 

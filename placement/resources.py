@@ -24,11 +24,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
+from placement._types import BoolArray, FloatArray
 from placement.bundled import bundled_path
 from placement.scenario import ObjectiveSection
-
-FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
 
 COOLING_WUE_CSV = ("energy", "cooling_wue.csv")
 """Site WUE by cooling design and climate class (estimates between two cited anchors)."""

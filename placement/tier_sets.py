@@ -14,14 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
 
+from placement._types import FloatArray, IntArray
 from placement.profiles import ClassProfile, class_profiles, class_rungs
 from placement.scenario import KvCacheSection, ServingSection, WorkloadClass
 from placement.serving.prefix_cache import TIER_ORDER, load_tiers, tier_stack
-
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem, problems_of
+from placement._types import FloatArray, IntArray
 from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
 from placement.availability import AvailabilityRule, availability_rules, barred_mask
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
@@ -26,9 +27,6 @@ from placement.pair_mask import PairMask
 from placement.progress import Progress, quiet
 from placement.regions import region_values
 from placement.scenario import EconomicsSection, LoadedScenario, ServingSection, WorkloadClass
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from placement._types import FloatArray
 from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution
-
-FloatArray = NDArray[np.float64]
 
 TOLERANCE = 1e-6
 

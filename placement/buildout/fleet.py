@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
+from placement._types import FloatArray
 from placement.horizon import AcceleratorOffer, HorizonSection
 from placement.profiles import (
     ClassProfile,
@@ -26,8 +27,6 @@ from placement.profiles import (
 from placement.scenario import ServingSection, WorkloadClass
 from placement.serving.hardware import get_model
 from placement.serving.request import serve
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

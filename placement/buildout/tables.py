@@ -10,16 +10,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
 
 from placement._errors import SolverError
+from placement._types import FloatArray
 from placement.buildout.arrays import day_mean_intensity, part_groups
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
 from placement.economics import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.summary import finite_or_none
-
-FloatArray = NDArray[np.float64]
 
 
 def _served(result: StochasticResult) -> np.ndarray:

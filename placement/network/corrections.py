@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from placement._types import FloatArray
 from placement.network.world_regions import WORLD_REGIONS, region_pair_key
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,11 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
-import numpy as np
-from numpy.typing import NDArray
-
+from placement._types import FloatArray
 from placement.network import great_circle as gc
 from placement.network.load import GraphLatencyParams, Network
 from placement.network.measurements import CalibrationReport
 from placement.network.paths import Endpoints, PathType, RoundTripQuantiles, RoundTrips
-
-FloatArray = NDArray[np.float64]
 
 
 @dataclass(frozen=True, eq=False)

@@ -39,14 +39,13 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
+from placement._types import FloatArray
 from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
 from placement.network.corrections import RegionCorrections
 from placement.network.countries import country_of_points
 from placement.network.paths import Endpoints, PathType, RoundTrips
 from placement.network.places import resolve_places
 from placement.network.world_regions import region_pair_key, world_region
-
-FloatArray = NDArray[np.float64]
 
 PRIOR_ROWS = 5.0
 """The model counts as this many rows that measured it exactly (the shrinkage toward no correction)."""

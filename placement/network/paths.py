@@ -50,6 +50,7 @@ import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from placement._types import FloatArray
 from placement.geodesy import great_circle_km, pairwise_km, unit_vectors
 from placement.network.corrections import RegionCorrections
 from placement.network.graph import (
@@ -73,8 +74,6 @@ from placement.network.load import (
 )
 from placement.network.transit import TransitParams, load_transit
 from placement.network.world_regions import region_index
-
-FloatArray = NDArray[np.float64]
 
 BAND_EDGES_KM = (500.0, 1500.0, 4000.0, 8000.0, 12000.0)
 """Upper edges of the distance bands the error is reported in (and the p90 ratio fitted by). [km]"""

@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from placement._types import FloatArray
 from placement.network.world_regions import WORLD_REGIONS
-
-FloatArray = NDArray[np.float64]
 
 KNOTS_KM = (1000.0, 2500.0, 6000.0, 10000.0, 16000.0)
 """Distances at which the transit inflation is fitted (interpolated in log distance between them). [km]

@@ -6,9 +6,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize import rows
 from placement.optimize.model import PlacementModel, placement_blocks, to_placement_model
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.rows import group_by
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, relative_gap, solve_problem
 

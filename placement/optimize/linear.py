@@ -27,14 +27,11 @@ import pulp
 import scipy.sparse
 from numpy.typing import ArrayLike, NDArray
 
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.solver import _quiet_stdout
 
 if TYPE_CHECKING:
     import highspy
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 
 def _names(prefix: str, labels: list[str] | None, size: int) -> list[str]:

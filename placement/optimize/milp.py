@@ -16,10 +16,11 @@ from typing import Literal
 import numpy as np
 
 from placement._errors import SolverError
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.heuristics import greedy_design, greedy_failover_design, route_to_nearest
 from placement.optimize.linear import pulp_values
 from placement.optimize.model import PlacementModel, build_model, set_warm_start
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.routing import route_nearest_arrays
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, solve_problem
 from placement.optimize.verify import verify_solution

@@ -22,9 +22,10 @@ from typing import Literal
 import numpy as np
 import pulp
 
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize import rows
 from placement.optimize.linear import ColumnBlock, LinearModel, to_pulp
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput
+from placement.optimize.problem import PlacementInput
 
 
 @dataclass

@@ -25,10 +25,11 @@ from dataclasses import replace
 import numpy as np
 
 from placement._errors import SolverError
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.milp import empty, extract, route_on_open_sites, unserved_shares, verified
 from placement.optimize.model import build_model, set_warm_start
 from placement.optimize.pricing import CONVERGED, Relaxation, _Lp, first_of_each, relax, site_slice_load
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.restrict import lift, restrict_to_pairs
 from placement.optimize.slope import slope_scaled
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem

@@ -31,9 +31,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import sparse
 
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize import rows
 from placement.optimize.linear import ColumnBlock, HighsSync, LinearModel, RowBlock, new_highs
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, load_entries_of
+from placement.optimize.problem import PlacementInput, load_entries_of
 
 INITIAL_PAIRS_PER_COMMODITY = 10
 """Pairs each commodity starts with: its cheapest by node, energy and fixed cost at its peak."""

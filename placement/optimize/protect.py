@@ -24,9 +24,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from placement._errors import SolverError
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize import rows
 from placement.optimize.linear import ColumnBlock, LinearModel, new_highs, to_highspy
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
 from placement.optimize.verify import ABS_TOL, verify_solution
 

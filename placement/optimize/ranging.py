@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from placement._types import BoolArray, FloatArray
 from placement.optimize import rows
 from placement.optimize.linear import ColumnBlock, LinearModel, RowBlock, to_highspy
-from placement.optimize.problem import BoolArray, FloatArray, PlacementInput
+from placement.optimize.problem import PlacementInput
 
 __all__ = ["FixedDesignLP", "FixedDesignModel", "Resolve", "fixed_design_model", "supports"]
 

@@ -13,12 +13,13 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.heuristics import greedy_design
 from placement.optimize.milp import empty, extract, finish, unserved_shares
 from placement.optimize.model import PlacementModel, build_model, set_warm_start
 from placement.optimize.priced import SHORTFALL_TOL, round_up
 from placement.optimize.pricing import relax
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
 

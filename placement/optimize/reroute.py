@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placement._types import FloatArray, IntArray
 from placement.optimize.linear import LinearModel, new_highs, to_highspy
-from placement.optimize.problem import FloatArray, IntArray, PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solver import SolverOptions
 
 MOVED_TOLERANCE = 1e-9

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from placement.optimize.problem import BoolArray, FloatArray, IntArray, PlacementInput, PlacementSolution, ResourceCap
+from placement._types import BoolArray, FloatArray, IntArray
+from placement.optimize.problem import PlacementInput, PlacementSolution, ResourceCap
 from placement.optimize.solver import SolverReport
 
 

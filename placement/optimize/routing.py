@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from placement._types import FloatArray, IntArray
 from placement.optimize import rows
 from placement.optimize.linear import LinearModel, solve_by_pricing, to_highspy
-from placement.optimize.problem import FloatArray, IntArray, PlacementInput, load_entries_of
+from placement.optimize.problem import PlacementInput, load_entries_of
 
 NEAREST_PER_COMMODITY = 8
 """Open sites per commodity the routing LP may move its share to, nearest first (besides those it uses): a share goes to

@@ -17,11 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import NDArray
 
-from placement.optimize.linear import ColumnBlock, FloatArray, IntArray, LinearModel, RowBlock
-
-BoolArray = NDArray[np.bool_]
+from placement._types import BoolArray, FloatArray, IntArray
+from placement.optimize.linear import ColumnBlock, LinearModel, RowBlock
 
 
 def group_by(index: IntArray, size: int) -> list[IntArray]:

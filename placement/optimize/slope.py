@@ -21,8 +21,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from placement._types import FloatArray
 from placement.optimize.pricing import Relaxation, _Lp, site_slice_load
-from placement.optimize.problem import FloatArray, PlacementInput
+from placement.optimize.problem import PlacementInput
 
 ITERATIONS = 8
 """LPs solved at most (each one's design is offered; the caller stops once one is within the gap)."""

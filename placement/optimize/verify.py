@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from placement.optimize.problem import FloatArray, PlacementInput, PlacementSolution
+from placement._types import FloatArray
+from placement.optimize.problem import PlacementInput, PlacementSolution
 
 ABS_TOL = 1e-6
 REL_TOL = 1e-6

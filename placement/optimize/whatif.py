@@ -17,8 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
+from placement._types import BoolArray, FloatArray
 from placement.optimize.model import PlacementBlocks, PlacementModel, placement_blocks, to_placement_model
-from placement.optimize.problem import BoolArray, FloatArray, PlacementInput
+from placement.optimize.problem import PlacementInput
 from placement.optimize.ranging import FixedDesignLP, Resolve, supports
 from placement.optimize.shortfall import shortfall_penalty_usd_per_tok_s
 from placement.optimize.solver import SolverOptions, solve_problem

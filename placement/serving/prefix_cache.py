@@ -30,13 +30,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
+from placement._types import FloatArray
 from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
 from placement.bundled import bundled_path
-
-FloatArray = NDArray[np.float64]
 
 KV_TIERS_CSV = bundled_path("serving", "kv_tiers.csv")
 """The bundled cache tiers."""

@@ -11,13 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numpy.typing import NDArray
 
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.solver import SolverReport
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
 
 SECONDS_PER_HOUR = 3600.0
 

@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize import rows
-from placement.optimize.buildout.input import BoolArray, BuildoutInput, FirstStage, FloatArray, IntArray
+from placement.optimize.buildout.input import BuildoutInput, FirstStage
 from placement.optimize.linear import ColumnBlock, LinearModel, PulpModel, RowBlock, to_pulp
 from placement.optimize.rows import group_by
 

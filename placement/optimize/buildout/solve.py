@@ -12,14 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from placement.optimize.buildout.input import (
-    BoolArray,
-    BuildoutInput,
-    BuildoutSolution,
-    FirstStage,
-    FloatArray,
-    nodes_in_service,
-)
+from placement._types import BoolArray, FloatArray
+from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage, nodes_in_service
 from placement.optimize.buildout.model import BuildoutModel, create_model, regret_model
 from placement.optimize.linear import PulpModel, pulp_values
 from placement.optimize.solver import SolverOptions, SolverReport, solve_problem
