@@ -66,7 +66,7 @@ from placement.timeslices import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Instance:
     """A scenario turned into arrays, before solving.
 

@@ -166,7 +166,7 @@ def _no_power_message(instance: Instance) -> str | None:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     """A verified siting plan and the tables users read.
 
@@ -899,7 +899,16 @@ def _assemble(instance: Instance, solution: PlacementSolution, status: str, note
         failover = failover_tables(instance, solution)
         notes = [*notes, *_protection_notes(instance, solution, summary)]
     plan_notes = [*notes, *rule_notes(instance, sites)]
-    return Plan(instance, solution, sites, assignments, populations, summary, plan_notes, failover)
+    return Plan(
+        instance=instance,
+        solution=solution,
+        sites=sites,
+        assignments=assignments,
+        populations=populations,
+        summary=summary,
+        notes=plan_notes,
+        failover=failover,
+    )
 
 
 def _protection_notes(instance: Instance, solution: PlacementSolution, summary: PlanSummary, *, limit: int = 10) -> list[str]:

@@ -56,7 +56,7 @@ def _optional_float(value: Any) -> float | None:
 # ----------------------------------------------------------------------------- cost breakdown
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostBreakdown:
     """The cost of a design by component; the components add up to the plan's objective. [USD/h]
 
@@ -200,7 +200,7 @@ def cost_breakdown_of_site_table(sites: pd.DataFrame) -> CostBreakdown:
 # ----------------------------------------------------------------------------- per class, per step
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClassSummary:
     """The figures of one workload class (one entry of ``summary.json``'s ``classes``).
 
@@ -421,7 +421,7 @@ class DinkelbachStep:
 # ----------------------------------------------------------------------------- the plan
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlanSummary:
     """Headline figures of a plan.
 
