@@ -219,7 +219,8 @@ def _check_tail(plan: Plan, progress: StderrProgress) -> tuple[pd.DataFrame, lis
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from placement.outputs.compare import compare_placements, render_comparison, write_comparison
+    from placement.compare import compare_placements
+    from placement.outputs.compare import render_comparison, write_comparison
     from placement.outputs.writer import check_output_folder
 
     check_output_folder(args.out)

@@ -136,7 +136,7 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
 
 @pytest.mark.slow
 def test_compare_shows_the_fixed_arrangement_beside_the_optimum() -> None:
-    from placement.outputs.compare import compare_placements
+    from placement.compare import compare_placements
 
     rows = {r["placement"]: r for r in compare_placements(load_scenario(scenario_file("world-arrangement")))}
     assert list(rows)[:2] == ["optimal", "optimal, fixed arrangement"]

@@ -28,7 +28,7 @@ def no_solving(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any solve fails the test: the check must come first."""
     # Modules that bind ``run`` by name are imported first: imported under the patch, they would keep ``_never``
     # and fail every later test that solves through them.
-    importlib.import_module("placement.outputs.compare")
+    importlib.import_module("placement.compare")
     importlib.import_module("placement.rule_price")
     importlib.import_module("placement.arrangement")
     monkeypatch.setattr("placement.plan.run", _never)
