@@ -42,6 +42,7 @@ from placement.summary import (
     ClassSummary,
     CostBreakdown,
     PlanSummary,
+    RulePrice,
     cost_breakdown,
     dinkelbach_steps,
     fault_domain_coverage,
@@ -190,7 +191,7 @@ class Plan:
         What each loss moves where (N+1 plans): ``failover*.csv``.
     rule_prices : pandas.DataFrame or None
         What each residency rule costs, per continent (``solve --price-rules``): ``rule_prices.csv``.
-    rule_price_headlines : list of dict or None
+    rule_price_headlines : list of RulePrice or None
         The same per rule, whole plan: ``summary.json``'s ``rule_prices``.
     arrangement : dict or None
         The plan against the fixed arrangement (:mod:`placement.arrangement`): ``summary.json``'s ``arrangement``.
@@ -208,7 +209,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     failover: FailoverTables | None = None
     rule_prices: pd.DataFrame | None = None
-    rule_price_headlines: list[dict[str, Any]] | None = None
+    rule_price_headlines: list[RulePrice] | None = None
     arrangement: dict[str, Any] | None = None
 
     @property

@@ -8,7 +8,7 @@ long as the plan itself each.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -16,6 +16,7 @@ import pandas as pd
 from placement.plan import RULES_HEADER, Plan, run
 from placement.rule_binds import scenario_rules
 from placement.scenario import LoadedScenario, Scenario
+from placement.summary import RulePrice
 
 
 def _by_continent(plan: Plan) -> pd.DataFrame:
@@ -47,7 +48,7 @@ def _row(rule_id: str, region: str, with_rule: Mapping[Any, Any], without: Mappi
 
 def price_rules(
     loaded: LoadedScenario, plan: Plan, *, progress: Callable[[str], None] = lambda _: None
-) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+) -> tuple[pd.DataFrame, list[RulePrice]]:
     """Re-solve without each rule in turn: the table (per rule and continent) and a headline per rule.
 
     Parameters
@@ -64,12 +65,10 @@ def price_rules(
     tuple
         ``rule_prices.csv``'s table (``rule_id, region`` (``all`` or a continent), ``usd_per_m_with``,
         ``usd_per_m_without``, ``cost_usd_per_h_with``/``_without``, ``mw_with``/``_without``,
-        ``goodput_tok_s_with``/``_without``) and, per rule, ``rule_id``, ``text``, ``usd_per_m_with``/
-        ``_without``, ``mw_with``/``_without``, ``sites_open_with``/``_without``, ``unserved_share_with``/
-        ``_without``.
+        ``goodput_tok_s_with``/``_without``) and, per rule, its :class:`~placement.summary.RulePrice`.
     """
     rows: list[dict[str, Any]] = []
-    headlines: list[dict[str, Any]] = []
+    headlines: list[RulePrice] = []
     with_rules = _by_continent(plan)
     for rule in scenario_rules(plan.instance):
         progress(f"pricing rule {rule.rule_id}: solving without it")
@@ -77,18 +76,18 @@ def price_rules(
         free = run(LoadedScenario(scenario=scenario, path=loaded.path))
         a, b = plan.summary, free.summary
         headlines.append(
-            {
-                "rule_id": rule.rule_id,
-                "text": rule.text,
-                "usd_per_m_with": a.cost_per_million_goodput_tokens_usd,
-                "usd_per_m_without": b.cost_per_million_goodput_tokens_usd,
-                "mw_with": a.mw_used,
-                "mw_without": b.mw_used,
-                "sites_open_with": a.sites_open,
-                "sites_open_without": b.sites_open,
-                "unserved_share_with": a.unserved_share,
-                "unserved_share_without": b.unserved_share,
-            }
+            RulePrice(
+                rule_id=rule.rule_id,
+                text=rule.text,
+                usd_per_m_with=a.cost_per_million_goodput_tokens_usd,
+                usd_per_m_without=b.cost_per_million_goodput_tokens_usd,
+                mw_with=a.mw_used,
+                mw_without=b.mw_used,
+                sites_open_with=a.sites_open,
+                sites_open_without=b.sites_open,
+                unserved_share_with=a.unserved_share,
+                unserved_share_without=b.unserved_share,
+            )
         )
         rows.append(_row(rule.rule_id, "all", _totals(plan), _totals(free)))
         without = _by_continent(free)
@@ -99,19 +98,19 @@ def price_rules(
     return pd.DataFrame(rows), headlines
 
 
-def price_lines(headlines: list[dict[str, Any]]) -> list[str]:
+def price_lines(headlines: Sequence[RulePrice]) -> list[str]:
     """One line per rule for the plan's rules block: what the plan pays for it."""
     lines = []
     for h in headlines:
-        with_m, without_m = h["usd_per_m_with"], h["usd_per_m_without"]
+        with_m, without_m = h.usd_per_m_with, h.usd_per_m_without
         if with_m is None or without_m is None:
             cost = "no goodput served with or without it"
         else:
             cost = f"${with_m:.3f}/M goodput with it, ${without_m:.3f}/M without ({(with_m / without_m - 1):+.1%})"
         lines.append(
-            f"price of {h['rule_id']}: {cost}; {h['mw_with']:,.1f} MW against {h['mw_without']:,.1f}, "
-            f"{h['sites_open_with']} sites against {h['sites_open_without']}, unserved {h['unserved_share_with']:.2%} "
-            f"against {h['unserved_share_without']:.2%} (rule_prices.csv: per continent)"
+            f"price of {h.rule_id}: {cost}; {h.mw_with:,.1f} MW against {h.mw_without:,.1f}, "
+            f"{h.sites_open_with} sites against {h.sites_open_without}, unserved {h.unserved_share_with:.2%} "
+            f"against {h.unserved_share_without:.2%} (rule_prices.csv: per continent)"
         )
     return lines
 

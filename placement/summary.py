@@ -11,6 +11,7 @@ builder can call them in named steps.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -29,6 +30,7 @@ __all__ = [
     "CostBreakdown",
     "DinkelbachStep",
     "PlanSummary",
+    "RulePrice",
     "cost_breakdown",
     "cost_breakdown_of_site_table",
     "dinkelbach_steps",
@@ -840,3 +842,37 @@ def yield_figures(
 def dinkelbach_steps(records: Iterable[Mapping[str, float]]) -> tuple[DinkelbachStep, ...]:
     """The solver's iteration records as typed steps."""
     return tuple(DinkelbachStep.from_json_dict(r) for r in records)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RulePrice:
+    """What one residency rule costs the whole plan: the plan with it against the plan solved without it.
+
+    Parameters
+    ----------
+    rule_id, text : str
+        The rule and its wording.
+    usd_per_m_with, usd_per_m_without : float or None
+        $/M goodput with the rule and without it (None: no goodput served). [USD per million tokens]
+    mw_with, mw_without : float
+        MW used. [MW]
+    sites_open_with, sites_open_without : int
+        Sites open.
+    unserved_share_with, unserved_share_without : float
+        Share of demand left unserved.
+    """
+
+    rule_id: str
+    text: str
+    usd_per_m_with: float | None
+    usd_per_m_without: float | None
+    mw_with: float
+    mw_without: float
+    sites_open_with: int
+    sites_open_without: int
+    unserved_share_with: float
+    unserved_share_without: float
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """``summary.json``'s entry under ``rule_prices``: the fields in order."""
+        return dataclasses.asdict(self)

@@ -218,12 +218,13 @@ def test_the_price_of_each_bloc_by_hand(tmp_path: Path) -> None:
     """
     plan = run(load_scenario(_two_blocs(tmp_path, ["bloc-a", "bloc-b"])))
     table, headlines = price_rules(plan.instance.loaded, plan)
-    by_rule = {h["rule_id"]: h for h in headlines}
+    by_rule = {h.rule_id: h for h in headlines}
     assert set(by_rule) == {"bloc-a", "bloc-b"}
-    assert by_rule["bloc-b"]["sites_open_without"] == 1 and by_rule["bloc-a"]["sites_open_without"] == 2
+    assert by_rule["bloc-b"].sites_open_without == 1 and by_rule["bloc-a"].sites_open_without == 2
     for h in headlines:
-        assert h["sites_open_with"] == 2
-        assert h["usd_per_m_with"] > h["usd_per_m_without"], "each rule costs something here"
+        assert h.sites_open_with == 2
+        assert h.usd_per_m_with is not None and h.usd_per_m_without is not None
+        assert h.usd_per_m_with > h.usd_per_m_without, "each rule costs something here"
     totals = table[table["region"] == "all"].set_index("rule_id")
     regions = table[table["region"] != "all"].groupby("rule_id")[["mw_with", "mw_without"]].sum()
     assert regions["mw_with"].to_numpy() == pytest.approx(totals.loc[regions.index, "mw_with"].to_numpy())

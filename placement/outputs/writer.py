@@ -57,7 +57,7 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     """
     record = {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.scenario_path)}
     if plan.rule_price_headlines is not None:
-        record["rule_prices"] = plan.rule_price_headlines
+        record["rule_prices"] = [h.to_json_dict() for h in plan.rule_price_headlines]
     if plan.arrangement is not None:
         record["arrangement"] = plan.arrangement
     return record
