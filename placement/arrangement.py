@@ -24,6 +24,7 @@ from placement.modes import class_modes, cross_metro_summary, mode_reasons, mode
 from placement.plan import Plan, run
 from placement.profiles import ClassProfile
 from placement.scenario import LoadedScenario, ServingSection
+from placement.summary import ArrangementSummary
 
 
 def arrangement_options(serving: ServingSection) -> dict[str, Any]:
@@ -195,7 +196,7 @@ def compare_arrangement(
     progress: Callable[[str], None] = lambda _: None,
     waterfall: Waterfall | None = None,
     fixed: FixedArrangement | None = None,
-) -> dict[str, Any]:
+) -> ArrangementSummary:
     """``summary.json``'s ``arrangement``: the plan against the same scenario with the fixed arrangement.
 
     Parameters
@@ -261,9 +262,9 @@ def compare_arrangement(
         for name, moves in waterfall_moves(plan, fixed.steps, waterfall).items():
             if name in classes:
                 classes[name]["waterfall"] = moves
-    return {
-        "options": arrangement_options(loaded.scenario.serving),
-        "fixed_arrangement": {
+    return ArrangementSummary(
+        options=arrangement_options(loaded.scenario.serving),
+        fixed_arrangement={
             "disaggregated": False,
             "speculative": None,
             "kv_cache": None,
@@ -271,18 +272,18 @@ def compare_arrangement(
             "pool_nodes": 1,
             "cross_metro_prefill": None,
         },
-        "unserved_share": plan.summary.unserved_share,
-        "unserved_share_fixed_arrangement": fixed.unserved_share,
-        "usd_per_million_goodput_tokens": plan.summary.cost_per_million_goodput_tokens_usd,
-        "usd_per_million_goodput_tokens_fixed_arrangement": fixed.usd_per_m,
-        "classes": classes,
-        "modes_by_site": modes_by_site(plan),
-        "mode_reasons": mode_reasons(plan) if len(plan.assignments) else {},
-        **({"cross_metro": xm} if (xm := cross_metro_summary(plan)) is not None else {}),
-        "hit_rates_by_site": hits_or_empty(plan),
-        "cache_warmup_nodes_per_site": _warmup_nodes(plan),
-        **({"kv_tiers_by_site": _tiers_by_site(plan)} if plan.instance.site_set is not None else {}),
-    }
+        unserved_share=plan.summary.unserved_share,
+        unserved_share_fixed_arrangement=fixed.unserved_share,
+        usd_per_million_goodput_tokens=plan.summary.cost_per_million_goodput_tokens_usd,
+        usd_per_million_goodput_tokens_fixed_arrangement=fixed.usd_per_m,
+        classes=classes,
+        modes_by_site=modes_by_site(plan),
+        mode_reasons=mode_reasons(plan) if len(plan.assignments) else {},
+        cross_metro=cross_metro_summary(plan),
+        hit_rates_by_site=hits_or_empty(plan),
+        cache_warmup_nodes_per_site=_warmup_nodes(plan),
+        kv_tiers_by_site=_tiers_by_site(plan) if plan.instance.site_set is not None else None,
+    )
 
 
 def _warmup_nodes(plan: Plan) -> int | dict[str, int]:
@@ -300,10 +301,10 @@ def _tiers_by_site(plan: Plan) -> dict[str, str]:
     return {str(plan.sites["site_id"].iat[j]): plan.instance.site_tier(j) for j in opened}
 
 
-def arrangement_lines(arrangement: dict[str, Any]) -> list[str]:
+def arrangement_lines(arrangement: ArrangementSummary) -> list[str]:
     """The comparison in words, one line per class, for the plan's notes (and so the report)."""
     lines = ["What the arrangement is worth (the same world solved again with the fixed arrangement):"]
-    for name, c in arrangement["classes"].items():
+    for name, c in arrangement.classes.items():
         with_m, fixed_m = c["usd_per_million_goodput_tokens"], c["usd_per_million_goodput_tokens_fixed_arrangement"]
         if with_m is None or fixed_m is None:
             lines.append(f"  - {name} ({c['serving_mode']}): no goodput served in one of the plans")
@@ -319,15 +320,15 @@ def arrangement_lines(arrangement: dict[str, Any]) -> list[str]:
             f"{c['goodput_tok_s_per_node']:,.0f} tok/s per node against "
             f"{c['goodput_tok_s_per_node_fixed_arrangement']:,.0f}{step}{_hit_text(c)}{_budget_text(c)}"
         )
-    lines += _cross_metro_lines(arrangement.get("cross_metro"))
+    lines += _cross_metro_lines(arrangement.cross_metro)
     total, fixed_total = (
-        arrangement["usd_per_million_goodput_tokens"],
-        arrangement["usd_per_million_goodput_tokens_fixed_arrangement"],
+        arrangement.usd_per_million_goodput_tokens,
+        arrangement.usd_per_million_goodput_tokens_fixed_arrangement,
     )
     if total is not None and fixed_total is not None:
         lines.append(
             f"  - the plan: ${total:.3f}/M against ${fixed_total:.3f}/M fixed ({total / fixed_total - 1:+.1%}); "
-            f"unserved {arrangement['unserved_share']:.2%} against {arrangement['unserved_share_fixed_arrangement']:.2%}"
+            f"unserved {arrangement.unserved_share:.2%} against {arrangement.unserved_share_fixed_arrangement:.2%}"
         )
     return lines
 

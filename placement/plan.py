@@ -39,6 +39,7 @@ from placement.residency import Regime
 from placement.resources import embodied_kgco2e_per_node, site_water_stress
 from placement.scenario import LoadedScenario, ResidencySection, ServingSection, WorkloadClass
 from placement.summary import (
+    ArrangementSummary,
     ClassSummary,
     CostBreakdown,
     PlanSummary,
@@ -193,7 +194,7 @@ class Plan:
         What each residency rule costs, per continent (``solve --price-rules``): ``rule_prices.csv``.
     rule_price_headlines : list of RulePrice or None
         The same per rule, whole plan: ``summary.json``'s ``rule_prices``.
-    arrangement : dict or None
+    arrangement : ArrangementSummary or None
         The plan against the fixed arrangement (:mod:`placement.arrangement`): ``summary.json``'s ``arrangement``.
 
     The writers read what was solved through the properties below, not through the instance's
@@ -210,7 +211,7 @@ class Plan:
     failover: FailoverTables | None = None
     rule_prices: pd.DataFrame | None = None
     rule_price_headlines: list[RulePrice] | None = None
-    arrangement: dict[str, Any] | None = None
+    arrangement: ArrangementSummary | None = None
 
     @property
     def scenario_name(self) -> str:

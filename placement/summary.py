@@ -26,6 +26,7 @@ from placement.economics import cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.profiles import ClassProfile
 
 __all__ = [
+    "ArrangementSummary",
     "ClassSummary",
     "CostBreakdown",
     "DinkelbachStep",
@@ -876,3 +877,55 @@ class RulePrice:
     def to_json_dict(self) -> dict[str, Any]:
         """``summary.json``'s entry under ``rule_prices``: the fields in order."""
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArrangementSummary:
+    """The plan against the same world solved with the fixed arrangement: ``summary.json``'s ``arrangement``.
+
+    Parameters
+    ----------
+    options : dict
+        The arrangement options the scenario turns on.
+    fixed_arrangement : dict
+        What the fixed arrangement is (aggregated, no speculation, the HBM tier, one node a pool).
+    unserved_share, unserved_share_fixed_arrangement : float
+        Share of demand unserved in the plan and in the fixed arrangement's.
+    usd_per_million_goodput_tokens, usd_per_million_goodput_tokens_fixed_arrangement : float or None
+        $/M goodput of both (None: nothing served). [USD per million tokens]
+    classes : dict
+        Per class: its mode, goodput per node and $/M both ways, cache and budget figures, waterfall steps.
+    modes_by_site, mode_reasons : dict
+        Each open site's mode per class, and why.
+    cross_metro : dict or None
+        Cross-metro prefill's figures, when a pair uses it.
+    hit_rates_by_site : dict
+        Each open site's prefix-cache hit rate per class.
+    cache_warmup_nodes_per_site : int or dict
+        Cold-cache nodes per open site (one figure when every site's tier holds the same).
+    kv_tiers_by_site : dict or None
+        Each open site's KV tier, when sites differ.
+    """
+
+    options: dict[str, Any]
+    fixed_arrangement: dict[str, Any]
+    unserved_share: float
+    unserved_share_fixed_arrangement: float
+    usd_per_million_goodput_tokens: float | None
+    usd_per_million_goodput_tokens_fixed_arrangement: float | None
+    classes: dict[str, dict[str, Any]]
+    modes_by_site: dict[str, Any]
+    mode_reasons: dict[str, Any]
+    cross_metro: dict[str, Any] | None = None
+    hit_rates_by_site: dict[str, Any]
+    cache_warmup_nodes_per_site: int | dict[str, int]
+    kv_tiers_by_site: dict[str, str] | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The JSON block, in field order; ``cross_metro`` and ``kv_tiers_by_site`` only where they apply."""
+        optional = ("cross_metro", "kv_tiers_by_site")
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in optional or getattr(self, f.name) is not None
+        }

@@ -59,7 +59,7 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     if plan.rule_price_headlines is not None:
         record["rule_prices"] = [h.to_json_dict() for h in plan.rule_price_headlines]
     if plan.arrangement is not None:
-        record["arrangement"] = plan.arrangement
+        record["arrangement"] = plan.arrangement.to_json_dict()
     return record
 
 
