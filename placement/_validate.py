@@ -175,6 +175,18 @@ def read_table(path: str | Path, *, fix: str, comment: str | None = None) -> Tab
     return Table.of(source, frame, rows)
 
 
+def require_rows(table: Table, fix: str) -> None:
+    """Refuse a table with a header and no rows (:func:`read_table` refuses an empty file).
+
+    Raises
+    ------
+    InputError
+        Naming the file, with ``fix``.
+    """
+    if not len(table):
+        raise InputError([Problem(table.source, "", "", "the file has a header and no rows", fix)])
+
+
 def missing_columns(table: Table, columns: Iterable[Column]) -> list[Problem]:
     """A problem for every column the header must name and does not.
 

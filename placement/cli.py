@@ -574,9 +574,6 @@ def _part_fits(path: str, *, quiet: bool) -> list[PartFit] | list[SweepFit]:
     if not points:
         rule = "no row to fit: every row is use=check (a published check, not a measurement to fit)"
         raise InputError([Problem(path, "", "use", rule, "give rows with use blank or fit")])
-    from placement.serving.calibration import check_configurations
-
-    check_configurations(points, path)  # refused at once, before any run
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:

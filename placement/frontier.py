@@ -44,6 +44,12 @@ MAX_POINTS = 51
 less than the solver's gap, and each is a whole solve)."""
 
 
+def _check_points(points: int) -> None:
+    """Raise ValueError unless a frontier of ``points`` points may be solved (2 to :data:`MAX_POINTS`)."""
+    if not 2 <= points <= MAX_POINTS:
+        raise ValueError(f"a frontier takes 2 to {MAX_POINTS} points (the plan without a cap and up to {MAX_POINTS - 1} caps)")
+
+
 @dataclass(frozen=True)
 class FrontierPoint:
     """One point of the frontier: its cap and the plan that meets it at least cost.
@@ -92,8 +98,7 @@ def frontier_caps(uncapped: float, least: float, points: int, *, share: float = 
     list of float
         The caps, loosest first. [same]
     """
-    if not 2 <= points <= MAX_POINTS:
-        raise ValueError(f"a frontier takes 2 to {MAX_POINTS} points (the plan without a cap and up to {MAX_POINTS - 1} caps)")
+    _check_points(points)
     tightest = max(share * uncapped, least)
     steps = np.linspace(uncapped, tightest, points)[1:]
     return [float(c) for c in steps]
@@ -179,8 +184,7 @@ def frontier_start(
     why = scenario.carbon_not_modelled()  # model_copy does not validate: a cap where none is modelled is refused here
     if why is not None:
         raise ValueError(why)
-    if not 2 <= points <= MAX_POINTS:
-        raise ValueError(f"a frontier takes 2 to {MAX_POINTS} points (the plan without a cap and up to {MAX_POINTS - 1} caps)")
+    _check_points(points)
     start = LoadedScenario(scenario=scenario, path=loaded.path)
     instance = build_instance(start, progress=progress)
     unit = UNIT[axis]

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from placement._errors import InputError, Problem
-from placement._validate import Column, flags, missing_columns, raise_if, read_table, text
+from placement._errors import Problem
+from placement._validate import Column, flags, missing_columns, raise_if, read_table, require_rows, text
 from placement.bundled import bundled_path
 from placement.regions import country_table
 from placement.scenario import LoadedScenario, RegimeChoice, ResidencySection
@@ -105,8 +105,7 @@ def load_regime_table(path: str | Path = REGIMES_CSV) -> dict[str, _Row]:
     table = read_table(path, fix="write a CSV with a header row: " + ",".join(c.name for c in _COLUMNS), comment="#")
     problems = missing_columns(table, _COLUMNS)
     raise_if(problems)
-    if not len(table):
-        raise InputError([Problem(str(path), "", "", "the file has a header and no rows", "give one row per regime")])
+    require_rows(table, "give one row per regime")
     for column in ("regime_id", "name", "members", "share", "simplification", "source"):
         text(table, next(c for c in _COLUMNS if c.name == column), problems)
     outsiders = flags(table, next(c for c in _COLUMNS if c.name == "serve_outsiders"), problems)

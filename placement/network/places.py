@@ -82,8 +82,16 @@ def _parse_lat_lon(text: str) -> tuple[float, float] | None:
     return (float(match.group(1)), float(match.group(2))) if match else None
 
 
+def _in_range(lat: float, lon: float) -> bool:
+    return -90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0
+
+
+def _coordinate_place(lat: float, lon: float, country_code: str) -> Place:
+    return Place(name=f"{lat:g},{lon:g}", country_code=country_code, lat=lat, lon=lon)
+
+
 def _from_coordinates(text: str, lat: float, lon: float) -> Place:
-    if not (-90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0):
+    if not _in_range(lat, lon):
         raise InputError(
             [
                 Problem(
@@ -91,8 +99,7 @@ def _from_coordinates(text: str, lat: float, lon: float) -> Place:
                 )
             ]
         )
-    country = str(country_of_points([lat], [lon])[0])
-    return Place(name=f"{lat:g},{lon:g}", country_code=country, lat=lat, lon=lon)
+    return _coordinate_place(lat, lon, str(country_of_points([lat], [lon])[0]))
 
 
 def _split_country(text: str) -> tuple[str, str]:
@@ -204,7 +211,7 @@ def resolve_places(texts: Iterable[str]) -> dict[str, Place | InputError]:
     coordinates: dict[str, tuple[float, float]] = {}
     for text in dict.fromkeys(texts):
         parsed = _parse_lat_lon(text) if text.strip() else None
-        if parsed is not None and -90.0 <= parsed[0] <= 90.0 and -180.0 <= parsed[1] <= 180.0:
+        if parsed is not None and _in_range(*parsed):
             coordinates[text] = parsed
             continue
         try:
@@ -214,7 +221,7 @@ def resolve_places(texts: Iterable[str]) -> dict[str, Place | InputError]:
     if coordinates:
         lat, lon = (np.array(v, dtype=float) for v in zip(*coordinates.values(), strict=True))
         for (text, (a, b)), code in zip(coordinates.items(), country_of_points(lat, lon), strict=True):
-            out[text] = Place(name=f"{a:g},{b:g}", country_code=str(code), lat=a, lon=b)
+            out[text] = _coordinate_place(a, b, str(code))
     return out
 
 

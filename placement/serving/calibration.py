@@ -142,8 +142,8 @@ def configurations(points: Sequence[MeasuredPoint]) -> dict[ServingRequest, list
     return groups
 
 
-def check_configurations(points: Sequence[MeasuredPoint], source: str) -> None:
-    """Refuse at once a file of more distinct configurations than :data:`MAX_CONFIGURATIONS`.
+def check_configurations(points: Sequence[MeasuredPoint], source: str) -> int:
+    """Refuse at once a file of more distinct configurations than :data:`MAX_CONFIGURATIONS`; else their count.
 
     Raises
     ------
@@ -158,6 +158,7 @@ def check_configurations(points: Sequence[MeasuredPoint], source: str) -> None:
         )
         fix = "split the file by accelerator, or keep the configurations you deploy (repeated rows of one are merged)"
         raise InputError([Problem(source, "", "", rule, fix)])
+    return count
 
 
 def _run(job: tuple[MeasuredPoint, float | None]) -> float:
@@ -199,8 +200,7 @@ def fit_parts(
     InputError
         More distinct configurations than :data:`MAX_CONFIGURATIONS`.
     """
-    check_configurations(points, source)
-    total, done, start = len(configurations(points)), 0, time.perf_counter()
+    total, done, start = check_configurations(points, source), 0, time.perf_counter()
     runs = map if pool is None else pool.map
     out = []
     for (accelerator, precision), members in by_part(points).items():

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from placement._errors import InputError, Problem
-from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
+from placement._errors import Problem
+from placement._validate import Column, missing_columns, numbers, raise_if, read_table, require_rows, text
 from placement.serving.efficiency import MEASURED_CSV
 from placement.serving.hardware import WEIGHT_BYTES, bundled_accelerators, bundled_models
 from placement.serving.request import ServingRequest
@@ -154,8 +154,7 @@ def load_measured(path: str | Path = MEASURED_CSV, *, use: str = "fit") -> list[
     table = read_table(path, fix="save it as UTF-8 CSV with a header row (the columns of data/serving/measured.csv)")
     problems = missing_columns(table, _COLUMNS)
     raise_if(problems)
-    if not len(table.cells):
-        raise InputError([Problem(str(path), "", "", "the file has a header and no rows", "give one row per measured point")])
+    require_rows(table, "give one row per measured point")
     series = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in _COLUMNS}
     cells = {name: column.tolist() for name, column in series.items()}  # plain lists: a row is read in microseconds
     source = str(path)
