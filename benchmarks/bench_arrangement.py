@@ -22,9 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from placement.bundled import scenario_file  # noqa: E402
-from placement.profiles import class_profiles  # noqa: E402
-from placement.scenario import load_scenario  # noqa: E402
+from placement.profiles.build import class_profiles  # noqa: E402
+from placement.scenario.sections import load_scenario  # noqa: E402
+from placement.world.bundled import scenario_file  # noqa: E402
 
 
 def solve_s(key: str) -> tuple[float, float]:

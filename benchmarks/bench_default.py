@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from placement.outputs.writer import write_results  # noqa: E402
-from placement.plan import build_instance, solve_instance  # noqa: E402
-from placement.scenario import LoadedScenario, load_scenario  # noqa: E402
+from placement.plan.solve import build_instance, solve_instance  # noqa: E402
+from placement.scenario.sections import LoadedScenario, load_scenario  # noqa: E402
 
 SCENARIO = REPO / "data" / "scenarios" / "default.yaml"
 

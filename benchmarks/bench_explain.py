@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from placement.explain import explain_folder  # noqa: E402
+from placement.analyses.explain import explain_folder  # noqa: E402
 
 
 def _solved_folder(tmp: Path) -> Path:

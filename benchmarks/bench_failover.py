@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from placement.analyses.explain import rebuild_plan
+from placement.analyses.exposure import exposure_tables, plan_solution
 from placement.cli import main as placement
-from placement.explain import rebuild_plan
-from placement.exposure import exposure_tables, plan_solution
 from placement.optimize.reroute import reroute_on_capacity
 from placement.optimize.solver import SolverOptions
 

@@ -5,7 +5,7 @@ Usage: .venv/bin/python benchmarks/bench_scale.py [--sites 263 1000 2000 5000] [
                                                   [--time-limit 600] [--naive-max-pairs 400000] [--keep DIR]
 
 Each row is ``data/scenarios/world_full.yaml`` (24 h, every city its own population) with its catalog grown to the
-given number of sites by :func:`placement.candidates.with_candidates` (the 263 sites, then greenfield candidates at
+given number of sites by :func:`placement.analyses.candidates.with_candidates` (the 263 sites, then greenfield candidates at
 large cities, as ``data/sites/world_sites_2k.csv`` is built) and its cities cut to about the given number by a
 population floor (``--keep DIR`` keeps each row's ``sites.csv`` and ``scenario.yaml``, to solve or check again). Each row runs in its own child process, so its peak memory (``ru_maxrss``: the resident high-water
 mark, HiGHS included) is its own. The straightforward build is the whole MILP on every feasible pair, as PuLP builds it
@@ -35,14 +35,14 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
-from placement.candidates import with_candidates  # noqa: E402
-from placement.catalog import load_catalog  # noqa: E402
-from placement.cities import load_cities  # noqa: E402
-from placement.memory import map_large_blocks  # noqa: E402
+from placement._process import map_large_blocks  # noqa: E402
+from placement.analyses.candidates import with_candidates  # noqa: E402
 from placement.optimize.model import build_model  # noqa: E402
 from placement.outputs.writer import write_results  # noqa: E402
-from placement.plan import build_instance, solve_instance  # noqa: E402
-from placement.scenario import load_scenario  # noqa: E402
+from placement.plan.solve import build_instance, solve_instance  # noqa: E402
+from placement.scenario.sections import load_scenario  # noqa: E402
+from placement.world.catalog import load_catalog  # noqa: E402
+from placement.world.cities import load_cities  # noqa: E402
 
 WORLD = REPO / "data" / "scenarios" / "world_full.yaml"
 CITIES = REPO / "data" / "cities" / "geonames_cities15000.csv"

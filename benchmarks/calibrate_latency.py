@@ -67,8 +67,6 @@ sys.path.insert(0, str(REPO))
 
 import transit_fit  # noqa: E402
 
-from placement.cities import load_cities  # noqa: E402
-from placement.geodesy import great_circle_km  # noqa: E402
 from placement.network.calibration import (  # noqa: E402
     SPLIT_SEED,
     error_metrics,
@@ -101,6 +99,8 @@ from placement.network.paths import (  # noqa: E402
 )
 from placement.network.transit import TransitParams  # noqa: E402
 from placement.network.world_regions import WORLD_REGIONS, region_index, world_region  # noqa: E402
+from placement.world.cities import load_cities  # noqa: E402
+from placement.world.geodesy import great_circle_km  # noqa: E402
 
 OLD_PARAMS = GraphLatencyParams(
     route_factor_terrestrial=1.3209,

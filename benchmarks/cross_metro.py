@@ -17,10 +17,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from placement.bundled import scenario_file  # noqa: E402
-from placement.modes import cross_metro_links  # noqa: E402
-from placement.plan import run  # noqa: E402
-from placement.scenario import LoadedScenario, load_scenario  # noqa: E402
+from placement.analyses.modes import cross_metro_links  # noqa: E402
+from placement.plan.solve import run  # noqa: E402
+from placement.scenario.sections import LoadedScenario, load_scenario  # noqa: E402
+from placement.world.bundled import scenario_file  # noqa: E402
 
 
 def variant(loaded: LoadedScenario, *, pool_nodes: int, mw_multiplier: float) -> LoadedScenario:

@@ -21,12 +21,12 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from placement.arrangement import hit_rates_by_site  # noqa: E402
-from placement.bundled import scenario_file  # noqa: E402
-from placement.plan import run  # noqa: E402
-from placement.profiles import serving_request  # noqa: E402
-from placement.scenario import KvCacheSection, LoadedScenario, load_scenario  # noqa: E402
+from placement.analyses.arrangement import hit_rates_by_site  # noqa: E402
+from placement.plan.solve import run  # noqa: E402
+from placement.profiles.build import serving_request  # noqa: E402
+from placement.scenario.sections import KvCacheSection, LoadedScenario, load_scenario  # noqa: E402
 from placement.serving.request import serve  # noqa: E402
+from placement.world.bundled import scenario_file  # noqa: E402
 
 HIT_RATES = (0.3, 0.45, 0.5, 0.55, 0.6)
 

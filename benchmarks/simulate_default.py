@@ -16,11 +16,11 @@ import time
 
 import numpy as np
 
-from placement.bundled import default_scenario_path
-from placement.scenario import load_scenario
+from placement.analyses.tail import serving_request
+from placement.scenario.sections import load_scenario
 from placement.serving.request import serve
 from placement.serving.simulate import simulate_request
-from placement.tail import serving_request
+from placement.world.bundled import default_scenario_path
 
 
 def _spread(values: list[float], digits: int) -> str:

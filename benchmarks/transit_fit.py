@@ -31,14 +31,14 @@ from numpy.typing import NDArray
 from scipy.optimize import linprog, minimize
 from scipy.sparse import coo_matrix, hstack, identity, vstack
 
-from placement.cities import load_cities
-from placement.geodesy import pairwise_km
 from placement.network.calibration import RIPE_CSV_GZ
 from placement.network.countries import CITIES_CSV
 from placement.network.great_circle import physics_bound_rtt_ms
 from placement.network.paths import Endpoints, PathType, RoundTrips
 from placement.network.transit import KNOTS_KM, TransitParams
 from placement.network.world_regions import WORLD_REGIONS, region_index, world_region
+from placement.world.cities import load_cities
+from placement.world.geodesy import pairwise_km
 
 FloatArray = NDArray[np.float64]
 

@@ -24,24 +24,24 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from placement.buildout.arrays import build_buildout
     from placement.buildout.solve import solve_stochastic
-    from placement.bundled import describe_scenarios, scenario_file
     from placement.optimize.facility_location import FacilityLocationResult, facility_location
     from placement.outputs.buildout import write_buildout
     from placement.outputs.writer import write_results
-    from placement.plan import Plan, run
-    from placement.scenario import LoadedScenario, load_scenario
+    from placement.plan.solve import Plan, run
+    from placement.scenario.sections import LoadedScenario, load_scenario
+    from placement.world.bundled import describe_scenarios, scenario_file
 
 #: Each exported name and the module that defines it.
 _EXPORTS = {
     "FacilityLocationResult": "placement.optimize.facility_location",
-    "LoadedScenario": "placement.scenario",
-    "Plan": "placement.plan",
+    "LoadedScenario": "placement.scenario.sections",
+    "Plan": "placement.plan.solve",
     "build_buildout": "placement.buildout.arrays",
-    "describe_scenarios": "placement.bundled",
+    "describe_scenarios": "placement.world.bundled",
     "facility_location": "placement.optimize.facility_location",
-    "load_scenario": "placement.scenario",
-    "run": "placement.plan",
-    "scenario_file": "placement.bundled",
+    "load_scenario": "placement.scenario.sections",
+    "run": "placement.plan.solve",
+    "scenario_file": "placement.world.bundled",
     "solve_stochastic": "placement.buildout.solve",
     "write_buildout": "placement.outputs.buildout",
     "write_results": "placement.outputs.writer",

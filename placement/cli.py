@@ -10,21 +10,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from placement import jsonio
 from placement._errors import InputError, PlacementError, Problem
 from placement._paths import nearest_existing
-from placement.bundled import default_scenario_path, scenario_file
-from placement.geodesy import is_lat_lon
-from placement.memory import map_large_blocks
+from placement._process import map_large_blocks
 from placement.progress import StderrProgress
-from placement.scenario import LoadedScenario, load_scenario
-from placement.textfmt import ms_text, mw_text
+from placement.results import jsonio
+from placement.results.textfmt import ms_text, mw_text
+from placement.scenario.sections import LoadedScenario, load_scenario
+from placement.world.bundled import default_scenario_path, scenario_file
+from placement.world.geodesy import is_lat_lon
 
 if TYPE_CHECKING:
     import pandas as pd
     from pydantic import BaseModel
 
-    from placement.plan import Plan
+    from placement.plan.solve import Plan
     from placement.serving.calibration import PartFit
     from placement.serving.closed_loop import SweepFit
     from placement.serving.efficiency import ServingEfficiency
@@ -36,7 +36,7 @@ EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
 
 def _key(section: str, field: str) -> Any:
     """An argparse type for an option that overrides the scenario key ``section.field``: checked by that key's rule."""
-    from placement import scenario
+    from placement.scenario import sections as scenario
 
     models: dict[str, type[BaseModel]] = {"solver": scenario.SolverSection, "sites.discover": scenario.DiscoverSection}
     model = models[section]
@@ -76,10 +76,10 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.arrangement import arrangement_options, fixed_in_background, with_arrangement
-    from placement.instance import build_instance
+    from placement.analyses.arrangement import arrangement_options, fixed_in_background, with_arrangement
+    from placement.instance.build import build_instance
     from placement.outputs.writer import check_output_folder, write_results
-    from placement.plan import solve_instance
+    from placement.plan.solve import solve_instance
 
     check_output_folder(args.out)
     progress = StderrProgress(show=not args.quiet)
@@ -185,7 +185,7 @@ def _price_rules(loaded: LoadedScenario, plan: Plan, progress: StderrProgress) -
     """The plan with what each residency rule costs: ``rule_prices.csv``, ``summary.json`` and the rules block."""
     import dataclasses
 
-    from placement.rule_price import price_lines, price_rules, with_price_lines
+    from placement.analyses.rule_price import price_lines, price_rules, with_price_lines
 
     table, headlines = price_rules(loaded, plan, progress=progress)
     notes = with_price_lines(plan.notes, price_lines(headlines))
@@ -197,7 +197,7 @@ def _check_tail(plan: Plan, progress: StderrProgress) -> tuple[pd.DataFrame, lis
 
     The table is written with the other result files (:func:`placement.outputs.writer.write_results`), whole or not at all.
     """
-    from placement.tail import check_tail
+    from placement.analyses.tail import check_tail
 
     progress("simulating every open site's busiest hour (--check-tail)")
     start = time.perf_counter()
@@ -219,7 +219,7 @@ def _check_tail(plan: Plan, progress: StderrProgress) -> tuple[pd.DataFrame, lis
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from placement.compare import compare_placements
+    from placement.analyses.compare import compare_placements
     from placement.outputs.compare import render_comparison, write_comparison
     from placement.outputs.writer import check_output_folder
 
@@ -237,9 +237,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _explain(args: argparse.Namespace) -> int:
 
-    from placement.explain import explain_folder, render_table
+    from placement.analyses.explain import explain_folder, render_table
     from placement.outputs.writer import write_text_atomic
-    from placement.results import json_text
+    from placement.results.folder import json_text
 
     folder = Path(args.outdir)
     explanation = explain_folder(folder, site=args.site, progress=StderrProgress(show=not args.quiet))
@@ -250,7 +250,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _failover(args: argparse.Namespace) -> int:
-    from placement.exposure import exposure_folder_name, failover_exposure, render_exposure
+    from placement.analyses.exposure import exposure_folder_name, failover_exposure, render_exposure
     from placement.outputs.exposure_files import write_exposure
 
     folder = Path(args.outdir)
@@ -268,7 +268,7 @@ def _failover(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from placement.diff import diff_plans, render_diff
+    from placement.analyses.diff import diff_plans, render_diff
     from placement.outputs.diff_files import write_diff
     from placement.outputs.writer import check_output_folder
 
@@ -446,8 +446,8 @@ def _with_cache(
         given, other = ("--kv-cache", "--prefix-reuse") if args.kv_cache is not None else ("--prefix-reuse", "--kv-cache")
         fix = f"give {other} too (e.g. --kv-cache dram --prefix-reuse chat), or neither for a fixed --prefix-cache-hit-rate"
         raise InputError([Problem(given, "", "", f"{given} needs {other}", fix)])
-    from placement.profiles import cached_request
-    from placement.scenario import KvCacheSection, ServingSection
+    from placement.profiles.build import cached_request
+    from placement.scenario.sections import KvCacheSection, ServingSection
     from placement.serving.prefix_cache import reuse_for
 
     reuse = reuse_for(args.prefix_reuse, source="--prefix-reuse", key="")
@@ -636,7 +636,7 @@ def _positive_float(text: str) -> float:
 
 
 def _frontier_points(text: str) -> int:
-    from placement.frontier import MAX_POINTS
+    from placement.analyses.frontier import MAX_POINTS
 
     value = int(text)
     if not 2 <= value <= MAX_POINTS:
@@ -657,10 +657,10 @@ def _sim_requests(text: str) -> int:
 def _discover(args: argparse.Namespace) -> int:
     import tempfile
 
-    from placement.discover import discover
+    from placement.analyses.discover import discover
     from placement.outputs.discover_files import write_discovery
     from placement.outputs.writer import check_output_folder
-    from placement.scenario import DiscoverSection
+    from placement.scenario.sections import DiscoverSection
 
     out = check_output_folder(args.out)
     progress = StderrProgress(show=not args.quiet)
@@ -698,7 +698,7 @@ def _discover(args: argparse.Namespace) -> int:
 
 
 def _frontier(args: argparse.Namespace) -> int:
-    from placement.frontier import UNIT, USED_PER_YEAR, resource_frontier
+    from placement.analyses.frontier import UNIT, USED_PER_YEAR, resource_frontier
     from placement.outputs.frontier_files import PER_MILLION, write_frontier
     from placement.outputs.writer import check_output_folder
 
@@ -757,7 +757,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from placement.validate import validate_file
+    from placement.analyses.validate import validate_file
 
     checked = validate_file(args.file if Path(args.file).suffix else scenario_file(args.file))
     if checked.loaded is not None:
@@ -771,7 +771,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from placement.bundled import copy_scenario
+    from placement.world.bundled import copy_scenario
 
     written = copy_scenario(args.dir, args.scenario)
     for path in written:
@@ -784,7 +784,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _scenarios(args: argparse.Namespace) -> int:
-    from placement.bundled import describe_scenarios
+    from placement.world.bundled import describe_scenarios
 
     for scenario in describe_scenarios():
         print(f"{scenario.key}  ({scenario.name})")

@@ -1,4 +1,4 @@
-"""Write a larger catalog: data/sites/world_sites.csv plus greenfield candidates at large cities (placement.candidates).
+"""Write a larger catalog: data/sites/world_sites.csv plus greenfield candidates at large cities (placement.analyses.candidates).
 
 Usage: .venv/bin/python scripts/build_candidate_sites.py [--total 2000] [--out data/sites/world_sites_2k.csv]
 
@@ -18,9 +18,9 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from placement.candidates import greenfield_candidates  # noqa: E402
-from placement.catalog import load_catalog  # noqa: E402
-from placement.cities import load_cities  # noqa: E402
+from placement.analyses.candidates import greenfield_candidates  # noqa: E402
+from placement.world.catalog import load_catalog  # noqa: E402
+from placement.world.cities import load_cities  # noqa: E402
 
 CATALOG = REPO / "data" / "sites" / "world_sites.csv"
 CITIES = REPO / "data" / "cities" / "geonames_cities15000.csv"

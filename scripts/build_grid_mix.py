@@ -4,7 +4,7 @@ Build-time tool only: it reads codecarbon's country energy mix (``energy/codecar
 in the shared data folder; upstream Our World in Data / Ember) and GeoNames' ISO alpha-2/alpha-3 table
 (``data/cities/geonames_countries.csv``), and writes one row per country with a generation total: the year, the
 carbon intensity and the shares of solar, wind, other low-carbon and fossil generation, and of coal, gas, oil,
-nuclear, hydro and bioenergy. The hourly carbon shape of :mod:`placement.footprint` reads the solar and fossil
+nuclear, hydro and bioenergy. The hourly carbon shape of :mod:`placement.economics.footprint` reads the solar and fossil
 shares; the grid's water per kWh (:mod:`placement.water`) the shares by source. Tests and the application never run it.
 
 Usage (from the repository root)::

@@ -1,7 +1,7 @@
 """The walk of the solve command's scenario: how far the loaded scenario travels through the code.
 
 Runs ``placement solve`` on a scenario (default: the bundled world, maps included) in-process under
-:func:`sys.settrace` and follows the :class:`placement.scenario.LoadedScenario` that ``load_scenario``
+:func:`sys.settrace` and follows the :class:`placement.scenario.sections.LoadedScenario` that ``load_scenario``
 returns. Only calls of functions defined in ``placement/`` are looked at.
 
 Followed objects
@@ -286,7 +286,7 @@ def _chain(node: ast.Attribute) -> list[str]:
 
 def deep_chains() -> list[str]:
     """Attribute chains in the writers that reach the scenario through an object holding it."""
-    files = [*sorted((PACKAGE / "outputs").glob("*.py")), PACKAGE / "summary.py", PACKAGE / "tail.py"]
+    files = [*sorted((PACKAGE / "outputs").glob("*.py")), PACKAGE / "results" / "summary.py", PACKAGE / "analyses" / "tail.py"]
     found = []
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"))

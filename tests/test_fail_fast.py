@@ -12,10 +12,10 @@ import yaml
 
 from placement._errors import InfeasibleError, InputError
 from placement.cli import main
-from placement.instance import build_instance
+from placement.instance.build import build_instance
 from placement.outputs.writer import check_output_folder
-from placement.plan import solve_instance
-from placement.scenario import load_scenario
+from placement.plan.solve import solve_instance
+from placement.scenario.sections import load_scenario
 from tests.conftest import CATALOG_HEADER, scenario_dict, write_scenario
 
 
@@ -28,11 +28,11 @@ def no_solving(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any solve fails the test: the check must come first."""
     # Modules that bind ``run`` by name are imported first: imported under the patch, they would keep ``_never``
     # and fail every later test that solves through them.
-    importlib.import_module("placement.compare")
-    importlib.import_module("placement.rule_price")
-    importlib.import_module("placement.arrangement")
-    monkeypatch.setattr("placement.plan.run", _never)
-    monkeypatch.setattr("placement.plan.solve_instance", _never)
+    importlib.import_module("placement.analyses.compare")
+    importlib.import_module("placement.analyses.rule_price")
+    importlib.import_module("placement.analyses.arrangement")
+    monkeypatch.setattr("placement.plan.solve.run", _never)
+    monkeypatch.setattr("placement.plan.solve.solve_instance", _never)
     monkeypatch.setattr("placement.sweep.run.run_sweep", _never)
 
 

@@ -13,19 +13,19 @@ import pytest
 
 from placement._errors import InputError, Problem
 from placement._validate import Column
+from placement.analyses.frontier import MAX_POINTS, frontier_caps
+from placement.analyses.validate import validate_file
 from placement.cli import main
-from placement.frontier import MAX_POINTS, frontier_caps
 from placement.network.measurements import calibrate, load_measurements, modelled
 from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import resolve_place, resolve_places
-from placement.plan import run
-from placement.scenario import load_scenario
+from placement.plan.solve import run
+from placement.scenario.sections import load_scenario
 from placement.serving.calibration import MAX_CONFIGURATIONS, check_configurations, fit_parts
 from placement.serving.measured import MeasuredPoint, load_measured
-from placement.validate import validate_file
 from tests.conftest import write_scenario
-from tests.test_footprint import CARBON_CATALOG, DYNAMIC_POWER
-from tests.test_profiles import physics_class
+from tests.economics.test_footprint import CARBON_CATALOG, DYNAMIC_POWER
+from tests.profiles.test_profiles import physics_class
 
 # --- command-line values, checked where they are parsed, in the scenario's words --------------------------------
 

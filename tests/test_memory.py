@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from placement.memory import map_large_blocks
+from placement._process import map_large_blocks
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only")

@@ -17,16 +17,16 @@ from numpy.typing import NDArray
 from placement._errors import InputError, Problem, problems_of
 from placement._types import FloatArray, IntArray
 from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
-from placement.availability import AvailabilityRule, availability_rules, barred_mask
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
-from placement.economics import HOURS_PER_YEAR, amortised_usd_per_h
-from placement.horizon import AcceleratorOffer, DemandScenario, HorizonSection
-from placement.instance import Instance, build_instance, commodity_permitted, commodity_within_budget, merge_commodities
+from placement.economics.cost import HOURS_PER_YEAR, amortised_usd_per_h
+from placement.instance.build import Instance, build_instance, commodity_permitted, commodity_within_budget, merge_commodities
+from placement.instance.pair_mask import PairMask
 from placement.optimize.buildout.input import BuildoutInput
-from placement.pair_mask import PairMask
 from placement.progress import Progress, quiet
-from placement.regions import region_values
-from placement.scenario import EconomicsSection, LoadedScenario, ServingSection, WorkloadClass
+from placement.rules.availability import AvailabilityRule, availability_rules, barred_mask
+from placement.scenario.horizon import AcceleratorOffer, DemandScenario, HorizonSection
+from placement.scenario.sections import EconomicsSection, LoadedScenario, ServingSection, WorkloadClass
+from placement.world.regions import region_values
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Buildout:
     commodity_demand_tok_s : numpy.ndarray
         ``(c, Y, S)`` daily mean demand of each commodity. [tokens/s]
     rules : list of AvailabilityRule
-        The availability rules the fleet obeyed (:mod:`placement.availability`; empty: not enforced).
+        The availability rules the fleet obeyed (:mod:`placement.rules.availability`; empty: not enforced).
     site_parts : numpy.ndarray of bool
         ``(M, A)`` accelerators each site may ever run (the pairs suit the slowest of them).
     energy_price_usd_per_mwh : numpy.ndarray
@@ -350,7 +350,7 @@ def site_charges_usd_per_mwh(instance: Instance, carbon_usd_per_t: list[float], 
     """``(M, Y)`` carbon and water charges on a MWh drawn at each site in each year. [USD/MWh]
 
     The carbon price of the year times the site's grid intensity (its day's mean: the build-out's slices price energy
-    by the day), and the water price times its water per MWh (:mod:`placement.resources`). Raises InputError where a
+    by the day), and the water price times its water per MWh (:mod:`placement.rules.resources`). Raises InputError where a
     price meets a site without the figure.
     """
     m, years = len(instance.sites), len(carbon_usd_per_t)

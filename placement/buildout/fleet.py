@@ -1,7 +1,7 @@
 """The accelerators a build-out may buy: goodput per class from the serving model, power and price by year.
 
 Each accelerator's per-node goodput and node-side TTFT come from the same serving model as a
-single-year run (:func:`placement.profiles.class_profiles` on the ``serving`` section with that accelerator);
+single-year run (:func:`placement.profiles.build.class_profiles` on the ``serving`` section with that accelerator);
 node power and price come from the accelerator catalog unless the horizon gives them.
 """
 
@@ -15,8 +15,7 @@ from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
 from placement._types import FloatArray
-from placement.horizon import AcceleratorOffer, HorizonSection
-from placement.profiles import (
+from placement.profiles.build import (
     ClassProfile,
     catalog_node_capex_usd,
     node_kw,
@@ -24,7 +23,8 @@ from placement.profiles import (
     served_class_profiles,
     serving_request,
 )
-from placement.scenario import ServingSection, WorkloadClass
+from placement.scenario.horizon import AcceleratorOffer, HorizonSection
+from placement.scenario.sections import ServingSection, WorkloadClass
 from placement.serving.hardware import get_model
 from placement.serving.request import serve
 

@@ -16,8 +16,8 @@ from placement._types import FloatArray
 from placement.buildout.arrays import day_mean_intensity, part_groups
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
-from placement.economics import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
-from placement.summary import finite_or_none
+from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.results.summary import finite_or_none
 
 
 def _served(result: StochasticResult) -> np.ndarray:
@@ -84,7 +84,7 @@ def site_year_footprint(result: StochasticResult, scenario: int) -> dict[str, Fl
 
     Power is what the model bills: every node in service draws its idle share all year, and the load its
     load-following energy (its cost over the MWh price it was billed at, carbon and water charges included). Emissions
-    are that energy at the site's grid intensity over the day, water at its water per MWh (:mod:`placement.resources`);
+    are that energy at the site's grid intensity over the day, water at its water per MWh (:mod:`placement.rules.resources`);
     NaN where the catalog lacks the figure.
 
     Returns

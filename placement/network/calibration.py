@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from placement.bundled import bundled_path
-from placement.geodesy import pairwise_km
 from placement.network.great_circle import physics_bound_rtt_ms
 from placement.network.load import GraphLatencyParams, Network, default_network, global_network
 from placement.network.paths import backbone_rtt_ms
+from placement.world.bundled import bundled_path
+from placement.world.geodesy import pairwise_km
 
 MATRIX_CSV = bundled_path("latency", "azure_interregion_rtt_ms.csv")
 COORDS_JSON = bundled_path("latency", "azure_region_coordinates.json")

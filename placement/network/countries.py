@@ -22,9 +22,9 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import cKDTree
 from shapely import points
 
-from placement.bundled import bundled_path
-from placement.cities import load_cities
-from placement.geodesy import great_circle_km, unit_vectors
+from placement.world.bundled import bundled_path
+from placement.world.cities import load_cities
+from placement.world.geodesy import great_circle_km, unit_vectors
 
 COUNTRIES_GEOJSON = bundled_path("geo", "naturalearth_lowres_countries_110m.geojson")
 CITIES_CSV = bundled_path("cities", "geonames_cities15000.csv")

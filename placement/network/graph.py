@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from placement.geodesy import great_circle_km, unit_vectors
 from placement.network.great_circle import physics_bound_rtt_ms
 from placement.network.load import GraphLatencyParams, Network
+from placement.world.geodesy import great_circle_km, unit_vectors
 
 FIREWALL_COUNTRIES = ("CN",)
 """Countries whose international traffic crosses a national firewall (mainland China; Hong Kong is not)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from placement.geodesy import pairwise_km
+from placement.world.geodesy import pairwise_km
 
 SPEED_OF_LIGHT_KM_PER_MS = 299.792458
 """Speed of light in vacuum. [km/ms]"""

@@ -26,8 +26,8 @@ from numpy.typing import NDArray
 
 from placement._errors import Problem
 from placement._validate import Column, Table, choice, known, matches, missing_columns, numbers, raise_if, read_table, unique
-from placement.bundled import bundled_path
-from placement.geodesy import great_circle_km, unit_vectors
+from placement.world.bundled import bundled_path
+from placement.world.geodesy import great_circle_km, unit_vectors
 
 NETWORK_DIR = bundled_path("network")
 """The bundled network: ``hubs.csv``, ``links.csv`` and ``calibrated.json``."""

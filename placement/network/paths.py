@@ -51,7 +51,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from placement._types import FloatArray
-from placement.geodesy import great_circle_km, pairwise_km, unit_vectors
 from placement.network.corrections import RegionCorrections
 from placement.network.graph import (
     ACCESS_HUBS,
@@ -74,6 +73,7 @@ from placement.network.load import (
 )
 from placement.network.transit import TransitParams, load_transit
 from placement.network.world_regions import region_index
+from placement.world.geodesy import great_circle_km, pairwise_km, unit_vectors
 
 BAND_EDGES_KM = (500.0, 1500.0, 4000.0, 8000.0, 12000.0)
 """Upper edges of the distance bands the error is reported in (and the p90 ratio fitted by). [km]"""

@@ -15,11 +15,11 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
-from placement.bundled import bundled_path
-from placement.cities import load_cities
-from placement.geodesy import LAT_LON_PATTERN
 from placement.network.countries import country_of_points
 from placement.network.paths import Endpoints, PathType, RoundTrips
+from placement.world.bundled import bundled_path
+from placement.world.cities import load_cities
+from placement.world.geodesy import LAT_LON_PATTERN
 
 CITIES_CSV = bundled_path("cities", "geonames_cities15000.csv")
 _LAT_LON = LAT_LON_PATTERN
@@ -159,7 +159,7 @@ def resolve_place(text: str, cities: pd.DataFrame | None = None) -> Place:
         ``"Chicago"``, ``"Sao Paulo"``, ``"Portland, US"`` or ``"41.88,-87.63"``.
     cities : pandas.DataFrame, optional
         Columns ``city_id, name, country_code, lat, lon, population`` as from
-        :func:`placement.cities.load_cities`; default the bundled GeoNames file.
+        :func:`placement.world.cities.load_cities`; default the bundled GeoNames file.
 
     Returns
     -------

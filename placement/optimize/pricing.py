@@ -405,7 +405,7 @@ class _Lp:
 
 PRICE_CHUNK_COMMODITIES = 256
 """Commodities whose (commodity, site) slice prices are formed at a time: a block of the (c, m) table, not all of it
-(305 MB a round on a 2,000-site world); 4 MB a block at 2,000 sites, below :data:`placement.memory.MMAP_THRESHOLD_BYTES`,
+(305 MB a round on a 2,000-site world); 4 MB a block at 2,000 sites, below :data:`placement._process.MMAP_THRESHOLD_BYTES`,
 so the blocks reuse the heap rather than map fresh pages each time."""
 
 

@@ -20,7 +20,7 @@ class ResourceCap:
     """A cap on what the plan uses of a resource (grid emissions, water), over all its sites or some: a linear row.
 
     Use follows the power drawn, as the cost does: an open site's warm-up nodes and every node draw their idle share
-    all day, a share draws the rest in proportion to its load (:mod:`placement.footprint`). Caps over different sites
+    all day, a share draws the rest in proportion to its load (:mod:`placement.economics.footprint`). Caps over different sites
     share the same coefficient arrays (a per-site water limit is the plan's water coefficients and one site).
 
     Parameters

@@ -149,7 +149,7 @@ class PulpWhatIfs:
 
 
 class WhatIfs(Protocol):
-    """What :func:`placement.explain.explain` asks of the plan's fixed-design LP."""
+    """What :func:`placement.analyses.explain.explain` asks of the plan's fixed-design LP."""
 
     unserved_share: FloatArray
     status: bool

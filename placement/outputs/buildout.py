@@ -41,7 +41,7 @@ from placement.outputs import geojson as geo
 from placement.outputs.webmap import countries_geojson, leaflet_assets
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, add_polygons, geographic_aspect, load_basemap
 from placement.outputs.writer import write_folder
-from placement.results import write_csv, write_json
+from placement.results.folder import write_csv, write_json
 
 ACCELERATOR_COLOURS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
 TIMELINE_SITES = 12

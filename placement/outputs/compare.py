@@ -1,7 +1,7 @@
 """The ``compare`` command's rows written and shown: ``compare.csv``, ``compare.png`` and the text table.
 
-The rows come from :func:`placement.compare.compare_placements` (the optimum, then each baseline of
-:mod:`placement.baselines` on the same instance); this module only writes them.
+The rows come from :func:`placement.analyses.compare.compare_placements` (the optimum, then each baseline of
+:mod:`placement.analyses.baselines` on the same instance); this module only writes them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 
 from placement.outputs.charts import draw_comparison
 from placement.outputs.writer import write_folder
-from placement.results import write_csv
+from placement.results.folder import write_csv
 
 
 def write_comparison(rows: list[dict[str, Any]], out_dir: str | Path, *, title: str) -> Path:
@@ -22,7 +22,7 @@ def write_comparison(rows: list[dict[str, Any]], out_dir: str | Path, *, title: 
     Parameters
     ----------
     rows : list of dict
-        From :func:`placement.compare.compare_placements`.
+        From :func:`placement.analyses.compare.compare_placements`.
     out_dir : str or Path
         The folder; an existing folder that is not a results folder is never overwritten.
     title : str

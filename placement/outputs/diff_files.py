@@ -17,12 +17,12 @@ from matplotlib.lines import Line2D
 from shapely import Point
 
 from placement._errors import InputError, Problem
-from placement.diff import PlanDiff
+from placement.analyses.diff import PlanDiff
 from placement.outputs.geojson import WGS84, unwrapped_lines, write_geojson
 from placement.outputs.png import save_png
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, _draw_basemap, load_basemap
 from placement.outputs.writer import write_folder
-from placement.results import write_json
+from placement.results.folder import write_json
 
 __all__ = ["CHANGE_COLOURS", "diff_frame", "draw_diff", "write_diff"]
 
@@ -58,7 +58,7 @@ def diff_frame(diff: PlanDiff) -> gpd.GeoDataFrame:
     Parameters
     ----------
     diff : PlanDiff
-        From :func:`placement.diff.diff_plans`.
+        From :func:`placement.analyses.diff.diff_plans`.
 
     Returns
     -------
@@ -110,7 +110,7 @@ def draw_diff(diff: PlanDiff, path: Path, *, basemap: gpd.GeoDataFrame | None = 
     Parameters
     ----------
     diff : PlanDiff
-        From :func:`placement.diff.diff_plans`.
+        From :func:`placement.analyses.diff.diff_plans`.
     path : Path
         PNG to write.
     basemap : geopandas.GeoDataFrame, optional
@@ -156,7 +156,7 @@ def write_diff(diff: PlanDiff, out_dir: str | Path, *, maps: bool = True) -> Pat
     Parameters
     ----------
     diff : PlanDiff
-        From :func:`placement.diff.diff_plans`.
+        From :func:`placement.analyses.diff.diff_plans`.
     out_dir : str or Path
         Destination folder; an existing one must hold an earlier diff (or other placement results).
     maps : bool, optional

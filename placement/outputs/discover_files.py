@@ -1,6 +1,6 @@
 """A discovery's folder (``placement discover --out DIR``), written whole or not at all.
 
-- ``discovered_sites.csv``: the proposals the plan opens, ranked (:data:`placement.discover.RANKED_COLUMNS`);
+- ``discovered_sites.csv``: the proposals the plan opens, ranked (:data:`placement.analyses.discover.RANKED_COLUMNS`);
   ``discovered_sites.geojson`` the same as points;
 - ``proposals.csv``: every city proposed, with its figures and whether the plan opened it;
 - ``discover.json``: the proposals, the plan before and after (goodput, unserved share, $/M, $/h) and what is still
@@ -25,14 +25,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from placement.discover import CATALOG_NAME, SCENARIO_NAME, Discovery
+from placement.analyses.discover import CATALOG_NAME, SCENARIO_NAME, Discovery
 from placement.outputs import geojson as geo
 from placement.outputs.png import save_png
 from placement.outputs.qgis_style import COUNTRY_EDGE, COUNTRY_FILL, DISCOVERED_COLOUR
 from placement.outputs.world_map import add_polygons, load_basemap
 from placement.outputs.writer import write_folder, write_results
 from placement.progress import Progress, quiet
-from placement.results import json_text, write_csv
+from placement.results.folder import json_text, write_csv
 
 PROPOSAL_COLUMNS = (
     "id", "name", "country_code", "continent", "lat", "lon", "mw_available", "power_price_usd_per_mwh", "pue",
@@ -89,11 +89,11 @@ def write_discovery(
     Parameters
     ----------
     discovery : Discovery
-        :func:`placement.discover.discover`.
+        :func:`placement.analyses.discover.discover`.
     out_dir : str or Path
         The folder (replaced as a whole).
     work : Path
-        The folder :func:`placement.discover.discover` wrote its catalog and scenario in.
+        The folder :func:`placement.analyses.discover.discover` wrote its catalog and scenario in.
     maps : bool, optional
         Draw the maps (``map_discovered.png`` and the plans' own).
     progress : callable, optional

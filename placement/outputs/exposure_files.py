@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from placement._errors import InputError, Problem
-from placement.exposure import FailoverExposure
+from placement.analyses.exposure import FailoverExposure
 from placement.outputs.writer import write_folder
-from placement.results import write_csv, write_json
+from placement.results.folder import write_csv, write_json
 
 __all__ = ["EXPOSURE_FILES", "write_exposure"]
 
@@ -21,7 +21,7 @@ def write_exposure(exposure: FailoverExposure, out_dir: str | Path, *, plan_fold
     Parameters
     ----------
     exposure : FailoverExposure
-        From :func:`placement.exposure.failover_exposure`.
+        From :func:`placement.analyses.exposure.failover_exposure`.
     out_dir : str or Path
         Destination folder (an earlier exposure's folder is replaced).
     plan_folder : Path

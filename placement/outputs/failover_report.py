@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from placement.failover import FailoverTables
-from placement.plan import Plan
-from placement.results import read_table
-from placement.summary import PlanSummary
+from placement.plan.failover import FailoverTables
+from placement.plan.solve import Plan
+from placement.results.folder import read_table
+from placement.results.summary import PlanSummary
 
 SCENARIO_LIMIT = 15
 """Failure scenarios listed in the report; the rest are counted ("and N more")."""

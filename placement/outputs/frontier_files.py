@@ -27,12 +27,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from placement.frontier import FrontierPoint
+from placement.analyses.frontier import FrontierPoint
 from placement.outputs.writer import write_folder, write_results
-from placement.plan import Plan, cap_cost
+from placement.plan.solve import Plan, cap_cost
 from placement.progress import Progress, quiet
-from placement.results import read_results_folder
-from placement.summary import PlanSummary
+from placement.results.folder import read_results_folder
+from placement.results.summary import PlanSummary
 
 COLUMNS = (
     "point", "axis", "cap", "tco2e_per_year", "water_m3_per_year", "usd_per_million_goodput_tokens",
@@ -162,7 +162,7 @@ def write_frontier(
     Parameters
     ----------
     points : iterable of FrontierPoint
-        :func:`placement.frontier.resource_frontier`: each plan is written as it comes and let go.
+        :func:`placement.analyses.frontier.resource_frontier`: each plan is written as it comes and let go.
     out_dir : str or Path
         The frontier's folder (replaced as a whole).
     axis : {"carbon", "water"}, optional

@@ -17,7 +17,7 @@ import pandas as pd
 import shapely
 from numpy.typing import NDArray
 
-from placement.results import null_nonfinite
+from placement.results.folder import null_nonfinite
 
 WGS84 = "EPSG:4326"
 COORDINATE_DECIMALS = 5
@@ -91,7 +91,7 @@ def cross_metro_frame(links: pd.DataFrame, sites: pd.DataFrame) -> gpd.GeoDataFr
     Parameters
     ----------
     links : pandas.DataFrame
-        :func:`placement.modes.cross_metro_links`.
+        :func:`placement.analyses.modes.cross_metro_links`.
     sites : pandas.DataFrame
         The plan's site table (``site_id``, ``lat``, ``lon``).
 

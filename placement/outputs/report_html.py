@@ -27,10 +27,10 @@ from placement.outputs.budget_chart import COMPONENT_LABELS, budget_rows, draw_t
 from placement.outputs.cost_waterfall import cost_waterfall, draw_cost_waterfall
 from placement.outputs.failover_report import Block, plan_protection, protection_blocks, summary_protection
 from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
-from placement.plan import Plan, split_rules
-from placement.results import read_results_folder
-from placement.summary import CostBreakdown, PlanSummary
-from placement.textfmt import ms_text, mw_text
+from placement.plan.solve import Plan, split_rules
+from placement.results.folder import read_results_folder
+from placement.results.summary import CostBreakdown, PlanSummary
+from placement.results.textfmt import ms_text, mw_text
 
 __all__ = [
     "COMPONENT_LABELS",
@@ -393,7 +393,7 @@ def rerender_report(out_dir: str | Path) -> list[Path]:
     Raises
     ------
     InputError
-        If the folder lacks one of the files read (:func:`placement.results.read_results_folder`).
+        If the folder lacks one of the files read (:func:`placement.results.folder.read_results_folder`).
     PlacementError
         If ``summary.json`` lacks a figure every version has written.
     """

@@ -9,9 +9,9 @@ from typing import Any
 import pandas as pd
 
 from placement.outputs.failover_report import Block, protection_blocks
-from placement.plan import split_rules
-from placement.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
-from placement.textfmt import ms_text, mw_text
+from placement.plan.solve import split_rules
+from placement.results.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
+from placement.results.textfmt import ms_text, mw_text
 
 NOT_MODELLED = "not modelled (per-node goodput is a scenario input)"
 

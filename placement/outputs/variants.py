@@ -1,7 +1,7 @@
 """What-if variants side by side in one PNG: $/M goodput, MW by site, and a small map per variant.
 
 The first variant is the reference: each other variant's map colours the sites that opened, closed,
-or changed size or cost against it (:func:`placement.diff.site_changes`).
+or changed size or cost against it (:func:`placement.analyses.diff.site_changes`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from placement.diff import site_changes
+from placement.analyses.diff import site_changes
 from placement.outputs.diff_files import CHANGE_COLOURS
 from placement.outputs.png import save_png
 from placement.outputs.world_map import add_polygons, load_basemap
-from placement.summary import PlanSummary
+from placement.results.summary import PlanSummary
 
 __all__ = ["draw_variants"]
 

@@ -27,11 +27,11 @@ import pandas as pd
 import shapely
 from matplotlib.colors import Normalize, to_hex
 
-from placement import jsonio
-from placement.budget import COMPONENTS
 from placement.outputs.classes import deadline_classes
 from placement.outputs.failover_report import if_lost_texts
-from placement.plan import Plan
+from placement.plan.solve import Plan
+from placement.profiles.ttft_budget import COMPONENTS
+from placement.results import jsonio
 
 __all__ = ["VENDOR_DIR", "leaflet_assets", "render_webmap", "webmap_data", "write_webmap"]
 

@@ -31,9 +31,9 @@ from matplotlib.typing import ColorType
 from numpy.typing import NDArray
 from shapely.geometry.base import BaseGeometry
 
-from placement.bundled import bundled_path
 from placement.outputs.classes import DEADLINE_COLOUR, class_colours, deadline_classes
 from placement.outputs.png import save_png
+from placement.world.bundled import bundled_path
 
 BASEMAP = bundled_path("geo", "naturalearth_lowres_countries_110m.geojson")
 COST_COLUMN = "cost_per_million_goodput_tokens_usd"

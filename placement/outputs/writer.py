@@ -17,8 +17,7 @@ import pandas as pd
 
 from placement._errors import InputError, Problem
 from placement._paths import nearest_existing
-from placement.failover import ROW_COLUMNS, ROW_DIGITS
-from placement.modes import cross_metro_links
+from placement.analyses.modes import cross_metro_links
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments
 from placement.outputs.failover_report import plan_protection
@@ -30,9 +29,10 @@ from placement.outputs.report_html import write_report_html
 from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map, load_basemap
-from placement.plan import Plan
+from placement.plan.failover import ROW_COLUMNS, ROW_DIGITS
+from placement.plan.solve import Plan
 from placement.progress import Progress, quiet
-from placement.results import write_csv, write_csv_chunks, write_json
+from placement.results.folder import write_csv, write_csv_chunks, write_json
 
 MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json", "frontier.csv", "discover.json")
 
@@ -53,7 +53,7 @@ def summary_json_dict(plan: Plan) -> dict[str, Any]:
     Returns
     -------
     dict
-        JSON-ready (through :func:`placement.results.write_json`).
+        JSON-ready (through :func:`placement.results.folder.write_json`).
     """
     record = {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.scenario_path)}
     if plan.rule_price_headlines is not None:
@@ -241,7 +241,7 @@ def write_results(
         Draw the maps (:data:`MAP_FILES`); False leaves them out (scripted runs), every other
         file is written as usual.
     tail_check : pandas.DataFrame, optional
-        The plan's tail check (:func:`placement.tail.check_tail`), written as ``tail_check.csv`` with
+        The plan's tail check (:func:`placement.analyses.tail.check_tail`), written as ``tail_check.csv`` with
         the other files, so it is swapped in with them or not at all.
     progress : callable, optional
         Receives a line as each group of files is written (tables, GeoJSON, maps, report).

@@ -23,8 +23,8 @@ from numpy.typing import NDArray
 
 from placement._errors import Problem
 from placement._validate import Column, choice, missing_columns, numbers, raise_if, read_table, text
-from placement.bundled import bundled_path
 from placement.serving.hardware import WEIGHT_BYTES, AcceleratorSpec
+from placement.world.bundled import bundled_path
 
 CALIBRATION_CSV = bundled_path("serving") / "calibration.csv"
 """The fitted efficiencies per family (``benchmarks/calibrate_serving.py`` writes it)."""

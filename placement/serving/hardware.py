@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
 from placement._validate import Column, Table, missing_columns, numbers, raise_if, read_table, text, unique
-from placement.bundled import bundled_path
+from placement.world.bundled import bundled_path
 
 SERVING_DATA = bundled_path("serving")
 MODELS_CSV = SERVING_DATA / "models.csv"

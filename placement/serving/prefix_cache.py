@@ -34,7 +34,7 @@ import numpy as np
 from placement._errors import InputError, Problem
 from placement._types import FloatArray
 from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
-from placement.bundled import bundled_path
+from placement.world.bundled import bundled_path
 
 KV_TIERS_CSV = bundled_path("serving", "kv_tiers.csv")
 """The bundled cache tiers."""

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from placement._errors import InputError, Problem
-from placement.economics import cost_per_million_tokens_usd
-from placement.economics import tokens_per_s_per_mw as _yield_per_mw
+from placement.economics.cost import cost_per_million_tokens_usd
+from placement.economics.cost import tokens_per_s_per_mw as _yield_per_mw
 from placement.serving.efficiency import CALIBRATED, ServingEfficiency, calibrated_figure, goodput_band
 from placement.serving.hardware import (
     AcceleratorSpec,

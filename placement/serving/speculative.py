@@ -20,7 +20,7 @@ from pathlib import Path
 
 from placement._errors import InputError, Problem
 from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
-from placement.bundled import bundled_path
+from placement.world.bundled import bundled_path
 
 SPECULATIVE_CSV = bundled_path("serving", "speculative.csv")
 """The bundled speculation figures per model family."""

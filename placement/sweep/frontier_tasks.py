@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from placement._errors import PlacementError
-from placement.frontier import Axis, frontier_start, point_folder
-from placement.instance import build_instance
+from placement.analyses.frontier import Axis, frontier_start, point_folder
+from placement.instance.build import build_instance
 from placement.outputs.frontier_files import PointRecord, pack_results, unpack_results, write_table
 from placement.outputs.writer import write_folder, write_results
-from placement.plan import solve_instance
+from placement.plan.solve import solve_instance
 from placement.progress import Progress, quiet
-from placement.scenario import LoadedScenario
+from placement.scenario.sections import LoadedScenario
 from placement.sweep.run import describe_client, distributed, open_client
 
 
@@ -43,7 +43,7 @@ def write_frontier_on_dask(
     Parameters
     ----------
     loaded : LoadedScenario
-        The scenario (:func:`placement.frontier.frontier_start`).
+        The scenario (:func:`placement.analyses.frontier.frontier_start`).
     out_dir : str or Path
         The frontier's folder (replaced as a whole).
     axis : {"carbon", "water"}, optional

@@ -21,12 +21,12 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from placement import jsonio
 from placement._errors import PlacementError
 from placement.outputs.writer import write_text_atomic
 from placement.progress import StderrProgress
-from placement.results import csv_text, json_text
-from placement.scenario import LoadedScenario
+from placement.results import jsonio
+from placement.results.folder import csv_text, json_text
+from placement.scenario.sections import LoadedScenario
 from placement.sweep.spec import MARKER, RESULT_COLUMNS, PreparedSweep, SweepCase, prepare_sweep
 
 # --- solving one case (runs on a Dask worker) --------------------------------------------------
@@ -57,7 +57,7 @@ def solve_case(case_id: str, loaded: LoadedScenario) -> dict[str, Any]:
         JSON-ready: ``status`` (the plan's, or ``error``), ``error`` ('' when solved, else the
         exception's type and text), headline figures, and ``open_sites`` (id, name, lat, lon, MW).
     """
-    from placement.plan import run  # the worker imports the solver stack, the client need not
+    from placement.plan.solve import run  # the worker imports the solver stack, the client need not
 
     start = time.perf_counter()
     record: dict[str, Any] = {"case_id": case_id, "error": ""}

@@ -17,9 +17,8 @@ if TYPE_CHECKING:
 
 from typing import Any
 
-from placement.catalog import load_catalog
 from placement.outputs.writer import write_text_atomic
-from placement.results import csv_text
+from placement.results.folder import csv_text
 from placement.sweep.analysis import (
     no_regret,
     pareto_frontier,
@@ -30,6 +29,7 @@ from placement.sweep.analysis import (
 )
 from placement.sweep.plots import draw_frontier, draw_no_regret, draw_tornado, no_regret_frame
 from placement.sweep.spec import PreparedSweep
+from placement.world.catalog import load_catalog
 
 
 def _write_csv(table: pd.DataFrame, path: Path) -> None:

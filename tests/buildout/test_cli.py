@@ -13,7 +13,7 @@ import yaml
 
 from placement._errors import InputError
 from placement.cli import main
-from placement.scenario import load_scenario
+from placement.scenario.sections import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "data" / "buildout_small.yaml"
@@ -300,7 +300,7 @@ def test_a_carbon_price_path_charges_each_year_its_price_on_its_tonnes(solved: P
 
 
 def test_the_carbon_price_path_is_interpolated_and_held() -> None:
-    from placement.horizon import HorizonSection
+    from placement.scenario.horizon import HorizonSection
 
     horizon = HorizonSection(years=[2026, 2027, 2028, 2029, 2030, 2031], carbon_usd_per_t={2027: 50, 2030: 200})
     assert horizon.carbon_price_path(10.0) == pytest.approx([50, 50, 100, 150, 200, 200])

@@ -12,9 +12,6 @@ import pandas as pd
 import pytest
 
 from placement._errors import InputError
-from placement.catalog import load_catalog
-from placement.cities import load_cities
-from placement.geodesy import great_circle_km, pairwise_km
 from placement.network.calibration import error_metrics, graph_predict, load_pairs, naive_predict, split_regions
 from placement.network.graph import (
     ACCESS_HUBS,
@@ -38,6 +35,9 @@ from placement.network.load import (
 from placement.network.paths import Endpoints, PathType, RoundTrips, backbone_rtt_ms, default_round_trips
 from placement.network.places import fold, resolve_place, rtt_report
 from placement.outputs.network_layer import graph_links_frame, hubs_frame
+from placement.world.catalog import load_catalog
+from placement.world.cities import load_cities
+from placement.world.geodesy import great_circle_km, pairwise_km
 from tests.conftest import REPO
 
 CHICAGO, ASHBURN, FRANKFURT = (41.88, -87.63), (39.04, -77.49), (50.11, 8.68)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from placement.catalog import load_catalog
-from placement.cities import load_cities
-from placement.geodesy import great_circle_km, pairwise_km
 from placement.network.great_circle import (
     FIBER_KM_PER_MS,
     LatencyParams,
@@ -15,6 +12,9 @@ from placement.network.great_circle import (
     physics_bound_rtt_ms,
     population_site_rtt_ms,
 )
+from placement.world.catalog import load_catalog
+from placement.world.cities import load_cities
+from placement.world.geodesy import great_circle_km, pairwise_km
 from tests.conftest import REPO
 
 CHICAGO, ASHBURN, FRANKFURT = (41.88, -87.63), (39.04, -77.49), (50.11, 8.68)

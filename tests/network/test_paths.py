@@ -10,9 +10,6 @@ import pandas as pd
 import pytest
 
 from placement._errors import InputError
-from placement.catalog import load_catalog
-from placement.cities import load_cities
-from placement.geodesy import pairwise_km
 from placement.network.countries import country_of_points
 from placement.network.graph import crosses_firewall
 from placement.network.load import (
@@ -24,6 +21,9 @@ from placement.network.load import (
     regional_links,
 )
 from placement.network.paths import BAND_EDGES_KM, Endpoints, PathExtras, PathType, RoundTrips, band_index, default_round_trips
+from placement.world.catalog import load_catalog
+from placement.world.cities import load_cities
+from placement.world.geodesy import pairwise_km
 from tests.conftest import REPO
 
 MOSCOW = Endpoints.of(55.7558, 37.6173, "RU")

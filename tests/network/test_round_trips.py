@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from placement import instance as instance_module
 from placement.cli import main
-from placement.instance import worst_member_rtt_ms
+from placement.instance import build as instance_module
+from placement.instance.build import worst_member_rtt_ms
 from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import Place, place_endpoints, resolve_place, rtt_report
-from placement.plan import Plan, run
-from placement.scenario import load_scenario
+from placement.plan.solve import Plan, run
+from placement.scenario.sections import load_scenario
 from tests.conftest import write_scenario
 
 

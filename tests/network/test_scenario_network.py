@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from placement.cli import main
-from placement.instance import build_instance, endpoints
+from placement.instance.build import build_instance, endpoints
 from placement.network.graph import build_graph, nearest_hub
 from placement.network.great_circle import LatencyParams
 from placement.network.latency import LatencyModel
@@ -26,8 +26,8 @@ from placement.network.places import rtt_report
 from placement.outputs.network_layer import graph_links_frame, hubs_frame, links_frame, write_network
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.webmap import webmap_data, write_webmap
-from placement.plan import run
-from placement.scenario import load_scenario
+from placement.plan.solve import run
+from placement.scenario.sections import load_scenario
 from tests.conftest import scenario_dict, write_scenario
 
 ASHBURN, FRANKFURT = (39.04, -77.49), (50.11, 8.68)

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from placement._errors import InputError
-from placement.catalog import load_catalog
-from placement.geodesy import great_circle_km
 from placement.network.load import CALIBRATED_JSON
 from placement.network.paths import BAND_EDGES_KM, Endpoints, PathType, default_round_trips
 from placement.network.places import rtt_report
 from placement.network.transit import TransitParams
 from placement.network.world_regions import WORLD_REGIONS, region_index, world_region
+from placement.world.catalog import load_catalog
+from placement.world.geodesy import great_circle_km
 
 FRANKFURT = (50.11, 8.68, "DE")
 MADRID = (40.42, -3.70, "ES")

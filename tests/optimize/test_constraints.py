@@ -14,9 +14,9 @@ from placement.optimize.ratio import solve_ratio
 from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolveStatus
 from placement.optimize.verify import verify_solution
-from placement.residency import residency_mask
-from placement.scenario import ResidencyRule, ResidencySection
-from placement.timeslices import block_demand, hourly_multipliers, utc_offset_hours
+from placement.rules.residency import residency_mask
+from placement.scenario.sections import ResidencyRule, ResidencySection
+from placement.world.timeslices import block_demand, hourly_multipliers, utc_offset_hours
 from tests.conftest import SOLVERS
 from tests.optimize.test_model import make_input
 
@@ -181,8 +181,8 @@ def test_greedy_design_is_feasible() -> None:
 
 
 def test_two_class_scenario_reports_cost_per_class(tmp_path: Path) -> None:
-    from placement.plan import run
-    from placement.scenario import load_scenario
+    from placement.plan.solve import run
+    from placement.scenario.sections import load_scenario
     from tests.conftest import scenario_dict, write_scenario
 
     chat = scenario_dict()["classes"][0] | {"share": 0.5}
@@ -204,8 +204,8 @@ def test_two_class_scenario_reports_cost_per_class(tmp_path: Path) -> None:
 
 def test_residency_rule_end_to_end(tmp_path: Path) -> None:
     from placement._errors import InfeasibleError
-    from placement.plan import run
-    from placement.scenario import load_scenario
+    from placement.plan.solve import run
+    from placement.scenario.sections import load_scenario
     from tests.conftest import write_scenario
 
     # US users may only be served from Germany: too far for 300 ms, so the run stops and says why.
@@ -224,8 +224,8 @@ def test_residency_rule_end_to_end(tmp_path: Path) -> None:
 
 def test_n_plus_one_end_to_end(tmp_path: Path) -> None:
     from placement._errors import InfeasibleError
-    from placement.plan import run
-    from placement.scenario import load_scenario
+    from placement.plan.solve import run
+    from placement.scenario.sections import load_scenario
     from tests.conftest import SMALL_CATALOG, write_scenario
 
     # Europe reaches only Frankfurt: N+1 cannot be met, and the diagnosis says so.

@@ -11,7 +11,7 @@ import yaml
 
 from placement._errors import InfeasibleError
 from placement.cli import main
-from placement.instance import build_instance
+from placement.instance.build import build_instance
 from placement.optimize import failover
 from placement.optimize.heuristics import greedy_failover_design
 from placement.optimize.model import build_model
@@ -19,8 +19,8 @@ from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
 from placement.optimize.verify import verify_solution
-from placement.plan import run, unprotectable_commodities
-from placement.scenario import load_scenario
+from placement.plan.solve import run, unprotectable_commodities
+from placement.scenario.sections import load_scenario
 from tests.conftest import DEFAULT_SCENARIO, SOLVERS, write_scenario
 from tests.optimize.test_model import make_input
 
@@ -218,8 +218,8 @@ def test_n_plus_one_under_a_shortfall_is_applied_or_said_loudly(tmp_path: Path, 
     """A shortfall keeps N+1, large or small; only a protection that finds no design in time drops it, and says so."""
     from placement.optimize import protect
     from placement.outputs.writer import summary_json_dict
-    from placement.plan import run
-    from placement.scenario import load_scenario
+    from placement.plan.solve import run
+    from placement.scenario.sections import load_scenario
 
     path = _short_of_power_n_plus_one(tmp_path)
     kept = run(load_scenario(path))

@@ -7,7 +7,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from placement.failover import FailoverTables
 from placement.outputs.failover_report import (
     NOT_PROTECTED,
     if_lost_texts,
@@ -19,6 +18,7 @@ from placement.outputs.failover_report import (
 from placement.outputs.report_html import _blocks
 from placement.outputs.report_md import blocks_markdown
 from placement.outputs.webmap import _sites
+from placement.plan.failover import FailoverTables
 
 
 def _scenarios() -> pd.DataFrame:

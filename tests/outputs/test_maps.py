@@ -18,8 +18,8 @@ from PIL import Image
 
 from placement.outputs import regional_maps
 from placement.outputs.world_map import add_outlines, add_polygons, geographic_aspect, load_basemap
-from placement.plan import run
-from placement.scenario import load_scenario
+from placement.plan.solve import run
+from placement.scenario.sections import load_scenario
 from tests.conftest import write_scenario
 
 

@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from placement.instance import Instance, build_instance
+from placement.instance.build import Instance, build_instance
 from placement.optimize.problem import PlacementSolution
 from placement.optimize.solver import SolverReport, SolveStatus
 from placement.outputs.writer import write_results
-from placement.plan import Plan, _assemble
-from placement.scenario import load_scenario
+from placement.plan.solve import Plan, _assemble
+from placement.scenario.sections import load_scenario
 from tests.conftest import write_scenario
 
 MAP_MEMORY_LIMIT_BYTES = 3_000_000_000

@@ -14,17 +14,17 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from placement import jsonio
 from placement.outputs.catchments import catchment_frame
 from placement.outputs.network_layer import links_frame
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import budget_rows, render_html, rerender_report, write_report_html
 from placement.outputs.webmap import drawn_populations, write_webmap
 from placement.outputs.writer import summary_json_dict
-from placement.plan import Plan, run
-from placement.scenario import load_scenario
+from placement.plan.solve import Plan, run
+from placement.results import jsonio
+from placement.scenario.sections import load_scenario
 from tests.conftest import write_scenario
-from tests.test_footprint import CARBON_CATALOG
+from tests.economics.test_footprint import CARBON_CATALOG
 
 CHROMIUM_FLAGS = (
     "--headless",

@@ -11,15 +11,15 @@ import pytest
 
 from placement._errors import InputError
 from placement.cli import main
-from placement.instance import build_instance
-from placement.scenario import load_scenario
+from placement.instance.build import build_instance
+from placement.scenario.sections import load_scenario
 from placement.serving.closed_loop import SweepPoint, closed_loop, fit_sweep, is_sweep, load_sweep, scaled_efficiency
 from placement.serving.efficiency import ServingEfficiency
 from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.kernels import prefill_ms
 from placement.serving.request import ServingRequest, serve
 from tests.conftest import write_scenario
-from tests.test_profiles import physics_class
+from tests.profiles.test_profiles import physics_class
 
 HEADER = "point_id,model,accelerator,gpus,precision,concurrency,input_tokens,output_tokens,output_tok_s,tpot_p50_ms,ttft_p99_ms\n"
 LEVELS = (1, 4, 16, 64, 256)

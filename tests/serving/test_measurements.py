@@ -10,13 +10,13 @@ import pytest
 
 from placement._errors import InputError
 from placement.cli import main
-from placement.instance import build_instance
-from placement.scenario import load_scenario
+from placement.instance.build import build_instance
+from placement.scenario.sections import load_scenario
 from placement.serving.calibration import fit_parts, goodput_tok_s
 from placement.serving.measured import MeasuredPoint, load_measured
 from placement.serving.request import ServingRequest, serve
 from tests.conftest import write_scenario
-from tests.test_profiles import physics_class
+from tests.profiles.test_profiles import physics_class
 
 HEADER = (
     "point_id,model,accelerator,gpus,precision,input_tokens,input_tokens_max,output_tokens,ttft_p99_ms,itl_p99_ms,tok_s,source\n"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from placement._errors import InputError
-from placement.economics import cost_per_million_tokens_usd
+from placement.economics.cost import cost_per_million_tokens_usd
 from placement.outputs.pareto_chart import plot_pareto
 from placement.serving.efficiency import (
     MLPERF_LLAMA2_INPUT_TOKENS,
@@ -420,8 +420,8 @@ def test_goodput_report_is_serve_of_the_same_request() -> None:
 
 
 def test_default_scenario_classes_carry_mean_and_longest_prompt() -> None:
-    from placement.bundled import bundled_path
-    from placement.scenario import WorkloadClass, load_scenario
+    from placement.scenario.sections import WorkloadClass, load_scenario
+    from placement.world.bundled import bundled_path
 
     loaded = load_scenario(bundled_path("scenarios") / "default.yaml")
     for workload in loaded.scenario.classes:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from placement._errors import InputError
-from placement.profiles import class_profiles
-from placement.scenario import KvCacheSection, ServingSection, WorkloadClass, load_scenario
+from placement.profiles.build import class_profiles
+from placement.scenario.sections import KvCacheSection, ServingSection, WorkloadClass, load_scenario
 from placement.serving.prefix_cache import (
     PrefixReuse,
     hit_rate,

@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from placement.analyses.tail import COLUMNS, check_tail
 from placement.cli import main
-from placement.plan import Plan, run
-from placement.scenario import load_scenario
+from placement.plan.solve import Plan, run
+from placement.scenario.sections import load_scenario
 from placement.serving.request import ServingRequest, serve
 from placement.serving.simulate import (
     LengthDistribution,
@@ -26,7 +27,6 @@ from placement.serving.simulate import (
     simulate_request,
     weighted_quantile,
 )
-from placement.tail import COLUMNS, check_tail
 from tests.conftest import write_scenario
 
 
@@ -279,12 +279,12 @@ AGENT = {"prefix_cache_hit_rate": 0.5, "min_tok_s_per_user": 40}
 
 def _overloaded(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
     """Every simulated node runs ``factor`` x the load the plan gave it (a forecast that came in low)."""
-    import placement.tail
+    import placement.analyses.tail
 
     def heavier(request: ServingRequest, *, load_factor: float = 1.0, **kw: Any) -> Any:
         return simulate_request(request, load_factor=load_factor * factor, **kw)
 
-    monkeypatch.setattr(placement.tail, "simulate_request", heavier)
+    monkeypatch.setattr(placement.analyses.tail, "simulate_request", heavier)
 
 
 def test_check_tail_flags_the_sites_whose_node_breaks_the_objective(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

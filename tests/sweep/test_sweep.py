@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from placement._errors import InfeasibleError, InputError, PlacementError
-from placement.plan import run
-from placement.scenario import load_scenario
+from placement.plan.solve import run
+from placement.scenario.sections import load_scenario
 from placement.sweep.analysis import pareto_frontier, sensitivity
 from placement.sweep.run import run_sweep
 from placement.sweep.spec import (

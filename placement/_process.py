@@ -1,0 +1,159 @@
+"""The process itself: a function run in a forked child while the caller goes on, and freed memory handed back.
+
+**A function in the background**, run in a forked child process while the caller goes on: the second core of a
+2-core machine at work.
+
+The child inherits the caller's memory (copy-on-write: nothing is pickled on the way in), runs the function, and
+sends its result back pickled through a pipe; :meth:`Background.result` reads it when the caller needs it. Where
+a fork is not safe or not available (no ``os.fork``, or other threads running in the process, which a fork does
+not copy and whose locks it may leave held) the function runs in the caller at once: the same result, in turn.
+
+**Freed memory** goes back to the system: large arrays are mapped on their own, not carved from the heap.
+
+glibc's allocator serves a block below its mmap threshold from the heap, and raises that threshold (up to 32 MB)
+each time a mapped block is freed. A solve allocates and frees many arrays of one figure per pair (24 MB each on
+2,000 sites): once the threshold has risen they come from the heap, whose freed space is kept, not returned.
+
+Measured on ``world_2k`` (``cli.py solve``, ``/usr/bin/time -v``; the same plan every time): glibc's default, 1.84-1.87
+GB peak, 4.5 s of system time; threshold fixed at 1 MiB, 1.48 GB but 17 s of system time (HiGHS's own 1-4 MB
+vectors are then mapped and faulted in afresh each time); at 4 MiB, 1.50 GB and 11-13 s; at 8 MiB, 1.58 GB.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import pickle
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def can_fork() -> bool:
+    """Whether a child may be forked safely here: ``os.fork`` exists and this is the process's only thread."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+class Background(Generic[T]):
+    """``function()`` computed in a forked child (or at once, in the caller, where a fork is not safe).
+
+    Parameters
+    ----------
+    function : callable
+        Takes no argument; its result must pickle. An exception it raises is raised again by :meth:`result`
+        (pickled when it can be, else as a :class:`RuntimeError` with the child's traceback).
+    fork : bool, optional
+        False runs it in the caller at once (the caller's own share of work handed out to children).
+    """
+
+    def __init__(self, function: Callable[[], T], *, fork: bool = True) -> None:
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._pid = -1
+        self._read = -1
+        if not (fork and can_fork()):
+            self._run_here(function)
+            return
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: compute, send, leave without running the parent's exit handlers
+            os.close(read)
+            _send(function, write)
+            os._exit(0)
+        os.close(write)
+        self._pid, self._read = pid, read
+
+    def __del__(self) -> None:
+        """A child never read (the caller failed first) is stopped, so that it does not wait on a full pipe."""
+        if self._pid > 0:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+                os.waitpid(self._pid, 0)
+                os.close(self._read)
+            except OSError:
+                pass
+            self._pid = -1
+
+    def _run_here(self, function: Callable[[], T]) -> None:
+        try:
+            self._value = function()
+        except Exception as exc:  # raised again by result(), as the child's would be
+            self._error = exc
+
+    @property
+    def forked(self) -> bool:
+        """Whether the function runs in a child process."""
+        return self._pid > 0
+
+    def result(self) -> T:
+        """The function's result (waits for the child); raises what the function raised."""
+        if self._pid > 0:
+            with os.fdopen(self._read, "rb") as pipe:
+                payload = pipe.read()
+            os.waitpid(self._pid, 0)
+            self._pid = -1
+            if not payload:
+                self._error = RuntimeError("the background computation ended without a result")
+            else:
+                kind, value = pickle.loads(payload)
+                if kind == "ok":
+                    self._value = value
+                else:
+                    self._error = value
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+
+def _send(function: Callable[[], object], write: int) -> None:
+    """Run ``function`` and write ``("ok", result)`` or ``("error", exception)``, pickled, to the pipe."""
+    try:
+        payload = pickle.dumps(("ok", function()))
+    except Exception as exc:
+        try:
+            payload = pickle.dumps(("error", exc))
+        except Exception:
+            payload = pickle.dumps(("error", RuntimeError("in the background computation:\n" + traceback.format_exc())))
+    with os.fdopen(write, "wb") as pipe:
+        pipe.write(payload)
+
+
+M_MMAP_THRESHOLD = -3
+"""glibc's ``mallopt`` parameter for the mmap threshold (``malloc.h``)."""
+
+MMAP_THRESHOLD_BYTES = 4 << 20
+"""Blocks of this size and more are mapped on their own and unmapped when freed (4 MiB: above HiGHS's usual vectors,
+below the per-pair arrays). [bytes]"""
+
+
+def map_large_blocks(threshold_bytes: int = MMAP_THRESHOLD_BYTES) -> bool:
+    """Fix glibc's mmap threshold so that freed large arrays go back to the system at once.
+
+    Parameters
+    ----------
+    threshold_bytes : int, optional
+        Blocks at least this large are mapped on their own. [bytes]
+
+    Returns
+    -------
+    bool
+        Whether the allocator took the setting (False off Linux or without glibc: nothing changes).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(M_MMAP_THRESHOLD, int(threshold_bytes)))

@@ -1,0 +1,1 @@
+"""Who may be served where and on what: residency, accelerator availability, fault domains and resource caps."""

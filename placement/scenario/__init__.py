@@ -1,0 +1,1 @@
+"""The scenario: its sections, workload classes, the build-out horizon and loading a scenario file."""

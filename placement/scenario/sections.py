@@ -1,0 +1,928 @@
+"""The scenario file: what to place, for whom, under which objectives, at what cost.
+
+A scenario is YAML. Every problem in it is gathered into one :class:`InputError` that names each
+key path (``classes[0].ttft_p99_ms``), the rule and the fix. Paths inside the file are relative
+to the file's own folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+
+from placement._errors import InputError, Problem
+from placement.economics.cost import EconomicsParams
+from placement.network.great_circle import LatencyParams
+from placement.optimize.solver import SolverOptions
+from placement.scenario.horizon import HorizonSection
+from placement.world.regions import continents, is_region_key
+
+
+class _Section(BaseModel):
+    # No .inf or .nan anywhere: an infinite objective or multiplier is never what a planner meant.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class DiscoverSection(_Section):
+    """How ``placement discover`` proposes greenfield sites where the catalog has none in reach of unserved demand."""
+
+    min_population: int = Field(300_000, ge=0, description="the least population of a GeoNames city proposed as a site")
+    spacing_km: float = Field(
+        100.0, gt=0, description="the least distance from every catalog site and every other proposal (a metro of its own)"
+    )
+    max_candidates: int = Field(
+        300, ge=1, description="proposals at most (those with the most unserved demand within near_km first)"
+    )
+    near_km: float = Field(
+        1000.0, gt=0, description="proposals are taken in the order of the unserved demand within this distance [km]"
+    )
+    max_years_to_energise: float | None = Field(
+        None, gt=0, description="propose only where a campus could be energized within this many years (null: anywhere)"
+    )
+    reach_km_per_ms: float = Field(
+        100.0,
+        gt=0,
+        description="a first cut of reach: a city farther from every unserved population than this times the class's "
+        "round-trip budget is not proposed (light in fibre covers about 100 km per ms of round trip) [km/ms]",
+    )
+
+
+class SitesSection(_Section):
+    """Where the candidate sites come from."""
+
+    catalog: str = Field(description="CSV or GeoJSON site catalog, relative to the scenario file")
+    power_price_multiplier: dict[str, float] = Field(
+        default_factory=dict,
+        description="what-if: multiply power prices by continent name or ISO alpha-2 country (country wins)",
+    )
+    mw_multiplier: float = Field(1.0, ge=0, description="what-if: multiply every site's MW available")
+    exclude: list[str] = Field(default_factory=list, description="site ids to leave out")
+    cooling: Literal["evaporative", "closed-loop"] = Field(
+        "evaporative",
+        description="how new capacity is cooled, for its on-site water (data/energy/cooling_wue.csv): evaporative, or "
+        "closed-loop (next to no water); a site's own catalog wue_l_per_kwh wins",
+    )
+    discover: DiscoverSection | None = Field(
+        None, description="settings of placement discover (greenfield proposals); a plain solve uses the catalog as it is"
+    )
+
+
+class DemandSection(_Section):
+    """How user populations and their demand are derived from GeoNames cities."""
+
+    cities: str = Field(description="GeoNames cities CSV, relative to the scenario file")
+    min_population: int = Field(15_000, ge=0)
+    adoption: float = Field(gt=0, le=1, description="share of people who use the service")
+    tokens_per_user_per_day: float = Field(gt=0, description="output tokens per user per day")
+    peak_factor: float = Field(2.0, ge=1, description="peak-hour demand over the daily mean")
+    clusters: int | None = Field(400, ge=1, description="aggregate cities into this many clusters (null: none)")
+    countries: list[str] | None = Field(None, description="ISO 3166-1 alpha-2 codes to keep (null: all)")
+    growth: float = Field(1.0, gt=0, description="what-if: multiply every population's demand")
+    adoption_by_region: dict[str, float] = Field(
+        default_factory=dict,
+        description="adoption by continent name or ISO alpha-2 country (country wins); elsewhere `adoption`",
+    )
+    growth_by_region: dict[str, float] = Field(
+        default_factory=dict, description="multiply demand by continent name or ISO alpha-2 country (country wins)"
+    )
+
+    @model_validator(mode="after")
+    def _regions_are_known(self) -> DemandSection:
+        bad = []
+        checks = (("adoption_by_region", self.adoption_by_region, 1.0), ("growth_by_region", self.growth_by_region, None))
+        for field, values, high in checks:
+            for key, value in values.items():
+                if not is_region_key(key):
+                    bad.append(f"{field}: {key!r} is neither an ISO alpha-2 country code nor one of {', '.join(continents())}")
+                if not value > 0 or (high is not None and value > high):
+                    bad.append(f"{field}.{key}: {value} must be > 0" + (f" and <= {high:g}" if high is not None else ""))
+        if bad:
+            raise ValueError("; ".join(bad))
+        return self
+
+
+class WorkloadClass(_Section):
+    """A workload class: its latency objectives, TTFT budget and per-node goodput.
+
+    Per-node goodput is either given (``goodput_tok_s_per_node`` with ``queue_ms``, ``prefill_ms``
+    and ``first_decode_ms``) or computed by the serving model from ``serving`` and the class's
+    token counts, inside ``serving_ttft_budget_ms`` (the p99 TTFT the node may spend).
+    """
+
+    name: str = Field(min_length=1)
+    share: float = Field(gt=0, le=1, description="share of demand in this class")
+    ttft_p99_ms: float = Field(gt=0)
+    itl_p99_ms: float = Field(gt=0)
+    itl_metric: Literal["step", "tpot"] = Field(
+        "tpot",
+        description="what itl_p99_ms bounds: tpot, each request's mean time per output token (MLPerf's and serving "
+        "benchmarks' TPOT, what the calibration is fitted on); step, every single gap between tokens (stricter)",
+    )
+    connection: Literal["warm", "cold"] = Field(
+        "warm", description="warm: 1 round trip to the first token; cold: + TCP and TLS 1.3 handshakes (3)"
+    )
+    network_round_trips: float | None = Field(None, ge=0.5, description="overrides connection")
+    retrieval_ms: float = Field(0.0, ge=0, description="retrieval lookup time")
+    retrieval_store_site: str | None = Field(None, description="site id of a remote retrieval store (adds its RTT)")
+    safety_tokenization_ms: float = Field(0.0, ge=0)
+    queue_ms: float | None = Field(None, ge=0, description="given-goodput classes: queue and admission")
+    slot_wait_ms: float = Field(0.0, ge=0, description="given-goodput classes: p99 wait for a decode slot")
+    prefill_ms: float | None = Field(None, ge=0, description="given-goodput classes: prefill")
+    first_decode_ms: float | None = Field(None, ge=0, description="given-goodput classes: first decode step")
+    goodput_tok_s_per_node: float | None = Field(None, gt=0, description="given goodput (null: serving model)")
+    utilisation_cap: float | None = Field(
+        None, gt=0, le=1, description="given-goodput classes: usable share of capacity (null: 1 - serving.headroom)"
+    )
+    input_tokens: int = Field(1024, ge=1, description="serving model: MEAN prompt length (before 2026-12: the longest)")
+    input_tokens_max: int | None = Field(
+        None, ge=1, description="serving model: longest prompt (or its p99); KV room and p99 TTFT (null: the mean)"
+    )
+    output_tokens: int = Field(290, ge=1, description="serving model: MEAN answer length")
+    prefix_cache_hit_rate: float = Field(0.0, ge=0, lt=1)
+    prefix_reuse: str | None = Field(
+        None,
+        description="with serving.kv_cache: a profile of data/serving/prefix_reuse.csv (chat, agent); the hit rate then "
+        "comes from the cache model per site instead of prefix_cache_hit_rate",
+    )
+    min_tok_s_per_user: float = Field(0.0, ge=0, description="serving model: interactivity floor")
+    serving_ttft_budget_ms: float | None = Field(
+        None,
+        gt=0,
+        description="serving model: p99 TTFT the node may spend (queues, prefill, KV transfer, first decode)",
+    )
+    time_shiftable: bool = Field(False, description="deadline in hours: demand is spread flat over the day")
+
+    @property
+    def round_trips(self) -> float:
+        """Client-site round trips before the first token."""
+        if self.network_round_trips is not None:
+            return self.network_round_trips
+        return 1.0 if self.connection == "warm" else 3.0
+
+    @property
+    def given(self) -> bool:
+        """Whether goodput and the node's TTFT components are given rather than computed."""
+        return self.goodput_tok_s_per_node is not None
+
+    @model_validator(mode="after")
+    def _longest_prompt_is_not_shorter_than_the_mean(self) -> WorkloadClass:
+        if self.input_tokens_max is not None and self.input_tokens_max < self.input_tokens:
+            raise ValueError(
+                f"input_tokens_max ({self.input_tokens_max}) is below input_tokens ({self.input_tokens}): "
+                "input_tokens is the MEAN prompt, input_tokens_max the longest (or its p99)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _components_are_complete(self) -> WorkloadClass:
+        if self.given:
+            missing = [k for k in ("queue_ms", "prefill_ms", "first_decode_ms") if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"with goodput_tok_s_per_node given, also give {', '.join(missing)}")
+            fixed = (
+                self.retrieval_ms
+                + self.safety_tokenization_ms
+                + self.slot_wait_ms
+                + sum(getattr(self, k) for k in ("queue_ms", "prefill_ms", "first_decode_ms"))
+            )
+        else:
+            if self.serving_ttft_budget_ms is None:
+                raise ValueError(
+                    "give goodput_tok_s_per_node (with queue_ms, prefill_ms, first_decode_ms) or "
+                    "serving_ttft_budget_ms for the serving model"
+                )
+            fixed = self.retrieval_ms + self.safety_tokenization_ms + self.serving_ttft_budget_ms
+        if fixed >= self.ttft_p99_ms:
+            raise ValueError(
+                f"the fixed TTFT components sum to {fixed:g} ms, which leaves nothing of the "
+                f"{self.ttft_p99_ms:g} ms objective for the network; lower them or raise ttft_p99_ms"
+            )
+        return self
+
+
+class KvCacheSection(_Section):
+    """The KV cache as infrastructure (``serving.kv_cache``): the tier a node keeps prompt prefixes in."""
+
+    tier: Literal["hbm", "dram", "nvme"] = Field(
+        "dram", description="hbm: HBM only; dram: + host DRAM; nvme: + host DRAM and local NVMe (data/serving/kv_tiers.csv)"
+    )
+
+
+WAN_USD_PER_GB = 0.0002
+"""Default price of moving a GB between metros on a planner's own waves (``serving.cross_metro_prefill``). [USD/GB]
+
+A leased 100 Gbit/s wavelength: TeleGeography's weighted median 10 Gbit/s lease on Frankfurt-London is $724 a
+month and 100 Gbit/s costs 4.3 times 10 Gbit/s (TeleGeography, Global Bandwidth Research Service, as published on
+its blog and by fastnet.news), so about $3,100 a month; carried at half its rate on average (a wave is sized for
+the busiest hour; estimate), 16,400 TB a month: $0.0002 per GB. A cloud tenant without waves of its own pays the
+inter-region transfer price instead, $0.02 per GB between most AWS regions (EC2 data transfer pricing), 100 times
+more."""
+
+
+class CrossMetroSection(_Section):
+    """Cross-metro prefill (``serving.cross_metro_prefill``): a prefill pool in another metro may serve a site's decode.
+
+    The prompt goes from the decode site to the prefill site, its KV comes back over the WAN: the pair's TTFT adds
+    the round trip between the two sites and the KV's transfer at ``wan_gbit_s``, and every GB is priced.
+    """
+
+    rtt_ms: list[float] = Field(
+        [10.0, 25.0],
+        min_length=1,
+        description="round trips between a decode site and its prefill site the pools are sized for (at the scenario's "
+        "latency.quantile) [ms]: each pair of sites uses the smallest that covers its round trip, the pools searched "
+        "inside serving_ttft_budget_ms less it and the KV transfer; the largest is the farthest partner",
+    )
+
+    @field_validator("rtt_ms")
+    @classmethod
+    def _positive_ascending(cls, value: list[float]) -> list[float]:
+        if any(v <= 0 for v in value):
+            raise ValueError(f"every round trip must be > 0 ms, got {value}")
+        return sorted(set(value))
+
+    @property
+    def max_rtt_ms(self) -> float:
+        """The farthest prefill site a decode site may use. [ms]"""
+        return max(self.rtt_ms)
+
+    partners: int = Field(3, ge=1, description="candidate prefill sites per decode site and class, the cheapest prefill first")
+    wan_gbit_s: float = Field(
+        400.0, gt=0, description="rate at which one prompt's KV crosses the WAN (one 400G wave, or four 100G) [Gbit/s]"
+    )
+    wan_usd_per_gb: float = Field(
+        WAN_USD_PER_GB,
+        ge=0,
+        description="price of each GB of KV moved between metros [USD/GB] (default: a leased wave, see the README; a "
+        "cloud tenant pays about 0.02)",
+    )
+
+
+class ServingSection(_Section):
+    """The serving node: model, accelerator and how it is run."""
+
+    model: str = "llama-3.1-70b"
+    accelerator: str = "h100-sxm"
+    gpus_per_node: int = Field(8, ge=1)
+    precision: str = "fp8"
+    disaggregated: bool | Literal["auto"] = Field(
+        False, description="separate prefill and decode pools; auto: per class, whichever gives more goodput"
+    )
+    speculative: str | None = Field(
+        None,
+        description="speculative decoding: a method of data/serving/speculative.csv for the model (eagle3, mtp), "
+        "auto (the model's method, for the classes where it gives more goodput), or null (off)",
+    )
+    kv_cache: KvCacheSection | None = Field(
+        None,
+        description="the prefix cache as a model: classes with a prefix_reuse profile get their hit rate per site from "
+        "the share of the class it serves and the tier's capacity (null: each class's fixed prefix_cache_hit_rate)",
+    )
+    node_ttft_ladder: list[float] | None = Field(
+        None,
+        min_length=1,
+        description="tighter node TTFT budgets each computed interactive class may also run, as shares of its "
+        "serving_ttft_budget_ms (e.g. [0.8, 0.6]): every (population, site) pair runs the loosest one its objective "
+        "allows, so a far population is served at less goodput per node instead of not at all (null: one budget)",
+    )
+    pool_nodes: int = Field(
+        1,
+        ge=1,
+        description="nodes whose GPUs share one prefill queue when prefill and decode are pooled (disaggregated or "
+        "cross-metro): 1 sizes the pools inside each node, as an MLPerf system is measured; a site's pools span many",
+    )
+    cross_metro_prefill: CrossMetroSection | None = Field(
+        None,
+        description="a prefill pool in another metro may serve a site's decode pool, a choice of the optimizer per "
+        "(population, site): the pair's TTFT adds the sites' round trip and the KV's WAN transfer, priced per GB "
+        "(null: off)",
+    )
+    node_kw: float | None = Field(None, gt=0, description="IT power of one node [kW] (null: accelerator catalog)")
+    headroom: float = Field(0.2, ge=0, lt=1, description="capacity held back for the tail (given-goodput classes)")
+    idle_power_share: float = Field(1.0, ge=0, le=1, description="share of node power drawn at zero load")
+    accelerators: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="fleet mix: the optimiser chooses among these accelerators per site and class (runs the build-out "
+        "engine over one year unless a horizon is given)",
+    )
+    measurements: str | None = Field(
+        None,
+        description="a CSV of your own measured goodput (the columns of data/serving/measured.csv): each part's GEMM "
+        "fraction is refitted on it for this scenario (placement calibrate FILE shows the fit and its held-out error)",
+    )
+    goodput_quantile: Literal["p10", "p50", "p90"] = Field(
+        "p50",
+        description="plan on this quantile of the serving model's per-node goodput band (p10: the low end the "
+        "calibration's residuals allow; p50: the modelled figure)",
+    )
+
+
+GREAT_CIRCLE_ACCESS_MS = 8.0
+"""Users' last mile of the great-circle model when the scenario gives none. [ms]"""
+
+
+class LatencySection(_Section):
+    """Parameters of the latency model.
+
+    ``quantile`` defaults to ``p90``: the TTFT objectives are p99s, and a pair's modelled round trip
+    is a median over paths whose real value the model misses by 10-35 % (the fitted p90/p50 ratios
+    of ``data/network/calibrated.json``). That miss is systematic for a pair (the same route every
+    request), not noise that averages out over requests, so a pair planned at its median fails its
+    p99 for every request whenever the real path is the longer one. Budgeting the p90 keeps the
+    chance of that below one in ten per pair; ``p50`` reproduces the median plan.
+    """
+
+    model: Literal["graph", "great_circle"] = Field(
+        "graph", description="graph: calibrated metro/long-haul graph; great_circle: distance x route factor"
+    )
+    hubs: str | None = Field(None, description="graph hubs CSV (null: the bundled data/network/hubs.csv)")
+    links: str | None = Field(None, description="graph links CSV (null: the bundled data/network/links.csv)")
+    route_factor: float = Field(1.5, ge=1, description="great_circle only")
+    fixed_ms: float = Field(2.0, ge=0, description="great_circle only")
+    access_ms: float | None = Field(
+        None,
+        ge=0,
+        description="users' last mile, round trip, for every country (null: the graph's per-country RIPE Atlas priors; "
+        "the great_circle model then uses 8 ms)",
+    )
+    quantile: Literal["p50", "p90"] = Field(
+        "p90",
+        description="which round trip the TTFT budget uses: p50 (median path) or p90 (the model's 90th percentile)",
+    )
+    measurements: str | None = Field(
+        None,
+        description="a CSV of your own measured round trips (from, to, rtt_ms[, rtt_p90_ms, samples, path]) that "
+        "corrects the graph model by world-region pair (graph model only)",
+    )
+
+    def params(self) -> LatencyParams:
+        """As :class:`placement.network.great_circle.LatencyParams` (the great-circle model)."""
+        access = GREAT_CIRCLE_ACCESS_MS if self.access_ms is None else self.access_ms
+        return LatencyParams(route_factor=self.route_factor, fixed_ms=self.fixed_ms, access_ms=access)
+
+
+class EconomicsSection(_Section):
+    """Cost inputs shared by every site."""
+
+    node_capex_usd: float | None = Field(None, gt=0, description="null: the accelerator catalog's node capex")
+    node_life_years: float = Field(4.0, gt=0)
+    facility_life_years: float = Field(15.0, gt=0)
+    discount_rate: float = Field(0.08, ge=0, lt=1)
+    opex_usd_per_node_h: float = Field(0.0, ge=0)
+    site_fixed_cost_usd_per_h: float = Field(0.0, ge=0)
+
+    def params(self, catalog_node_capex_usd: float) -> EconomicsParams:
+        """As :class:`placement.economics.cost.EconomicsParams`, the catalog's node capex unless one is given."""
+        values = self.model_dump()
+        if values["node_capex_usd"] is None:
+            values["node_capex_usd"] = catalog_node_capex_usd
+        return EconomicsParams(**values)
+
+
+DEFAULT_NODE_LIMIT = 2000
+"""Branch-and-bound nodes a solve may take by default. The bundled world and the example sweep's cases close
+their gap at the root node (measured), so they stop on the gap; a harder model stops here, after the same work on
+any machine, rather than on the wall clock."""
+
+
+class RegionalCap(_Section):
+    """Caps on what the plan's sites in one region emit and consume in a year."""
+
+    region: str = Field(min_length=1, description="a continent, ISO alpha-2 country or grid_region of the catalog")
+    carbon_t_per_year: float | None = Field(None, ge=0, description="the most grid emissions there [tCO2e]; null: none")
+    water_m3_per_year: float | None = Field(
+        None, ge=0, description="the most water consumed there, on site and by the grid [m3]; null: none"
+    )
+
+    @model_validator(mode="after")
+    def _caps_something(self) -> RegionalCap:
+        if self.carbon_t_per_year is None and self.water_m3_per_year is None:
+            raise ValueError(f"regional cap for {self.region!r}: give carbon_t_per_year, water_m3_per_year or both")
+        return self
+
+
+class ObjectiveSection(_Section):
+    """What the plan minimises besides its cost: prices and limits on what it emits and the water it consumes."""
+
+    carbon_usd_per_t: float = Field(
+        0.0, ge=0, description="carbon price on the grid emissions of the power drawn [USD/tCO2e]; 0: none"
+    )
+    carbon_cap_t_per_year: float | None = Field(
+        None, ge=0, description="the most grid emissions the plan may cause in a year [tCO2e]; null: no cap"
+    )
+    water_usd_per_m3: float = Field(
+        0.0, ge=0, description="water price on the water consumed, on site and by the grid's generation [USD/m3]; 0: none"
+    )
+    water_cap_m3_per_year: float | None = Field(
+        None, ge=0, description="the most water the plan may consume in a year, on site and by the grid [m3]; null: none"
+    )
+    regional_caps: list[RegionalCap] = Field(
+        default_factory=list, description="caps on carbon and water per region (continent, country or grid region)"
+    )
+    stressed_site_water_m3_per_year: float | None = Field(
+        None,
+        ge=0,
+        description="the most water a site in an extremely-high water-stress basin may consume on site in a year (a "
+        "permit; the catalog's water_stress, else its country's) [m3]; null: none",
+    )
+
+    @property
+    def has_caps(self) -> bool:
+        """Whether the plan is held to any carbon or water cap."""
+        return (
+            self.carbon_cap_t_per_year is not None
+            or self.water_cap_m3_per_year is not None
+            or bool(self.regional_caps)
+            or self.stressed_site_water_m3_per_year is not None
+        )
+
+    @property
+    def has_prices(self) -> bool:
+        """Whether carbon or water carries a price."""
+        return self.carbon_usd_per_t > 0 or self.water_usd_per_m3 > 0
+
+
+class SolverSection(_Section):
+    """Which solver and when to stop."""
+
+    name: Literal["highs", "cbc"] = "highs"
+    time_limit_s: float | None = Field(60.0, gt=0)
+    gap: float = Field(0.005, ge=0, lt=1)
+    threads: int = Field(1, ge=1)
+    lazy_slices: bool = Field(False, description="generate time-slice capacity rows lazily (very large models)")
+    node_limit: int | None = Field(
+        DEFAULT_NODE_LIMIT,
+        ge=0,
+        description="branch-and-bound nodes after which the MIP stops: a limit reached after the same work on any "
+        "machine (null: none; time_limit_s stays as a safety net)",
+    )
+    random_seed: int = Field(0, ge=0, description="seed of the solver's randomised choices (HiGHS)")
+
+    def options(self, *, msg: bool = False) -> SolverOptions:
+        """As :class:`placement.optimize.solver.SolverOptions`."""
+        return SolverOptions(
+            name=self.name,
+            time_limit_s=self.time_limit_s,
+            gap=self.gap,
+            threads=self.threads,
+            msg=msg,
+            lazy_slices=self.lazy_slices,
+            node_limit=self.node_limit,
+            random_seed=self.random_seed,
+        )
+
+
+class PolicySection(_Section):
+    """What to do when part of the demand cannot be served inside its objective."""
+
+    unreachable: Literal["stop", "report"] = Field(
+        "stop",
+        description="stop: a population with no site inside its budget stops the run; report: serve the rest",
+    )
+    serving: Literal["all", "optional"] = Field(
+        "all", description="all: serve every reachable token; optional: minimise $/M goodput exactly (Dinkelbach)"
+    )
+    min_served_share: float = Field(0.0, ge=0, le=1, description="with optional serving, serve at least this share")
+
+
+class TimeSection(_Section):
+    """Follow-the-sun time slices."""
+
+    slices: int = Field(1, ge=1, le=24, description="1: the peak hour only; 24: every UTC hour; k: k blocks of hours")
+    profile: str | None = Field(None, description="diurnal demand profile by local hour (CSV local_hour,multiplier)")
+    power_price_profile: str | None = Field(None, description="power price multiplier by local hour at the site (CSV)")
+    carbon_intensity_profile: str | None = Field(
+        None,
+        description="your own grid carbon intensity by local hour (CSV area,local_hour,gco2e_per_kwh; area a site id "
+        "or a country code): it replaces the catalog's figure and the modelled hourly shape where it applies",
+    )
+
+
+class ResidencyRule(_Section):
+    """Populations in these countries may only be served from sites in those."""
+
+    populations: list[str] = Field(min_length=1, description="ISO alpha-2 codes or group names")
+    sites: list[str] = Field(min_length=1, description="ISO alpha-2 codes or group names")
+
+
+class RegimeChoice(_Section):
+    """A residency regime of the table, with the planner's own figures where given."""
+
+    id: str = Field(min_length=1, description="a regime_id of the regimes table (data/rules/residency_regimes.csv)")
+    share: float | dict[str, float] | None = Field(
+        None, description="share of demand served in-bloc: one figure for every class, or {class: share} (null: the table's)"
+    )
+    serve_outsiders: bool | None = Field(None, description="whether in-bloc sites may serve other countries (null: the table's)")
+
+
+class ResidencySection(_Section):
+    """Data residency: where each population's traffic may be served."""
+
+    groups: dict[str, list[str]] = Field(default_factory=dict, description="named groups of ISO alpha-2 codes")
+    rules: list[ResidencyRule] = Field(default_factory=list)
+    domestic_only_sites: list[str] = Field(
+        default_factory=list, description="sites in these countries serve only their own country's populations"
+    )
+    regimes: list[str | RegimeChoice] = Field(
+        default_factory=list, description="residency regimes of the regimes table, by id or {id, share, serve_outsiders}"
+    )
+    regimes_file: str | None = Field(
+        None, description="regimes CSV relative to the scenario file (null: the bundled data/rules/residency_regimes.csv)"
+    )
+
+
+class AvailabilitySection(_Section):
+    """Which accelerators may be installed where (export controls): the fleet mix and the build-out obey it."""
+
+    file: str | None = Field(
+        None, description="rules CSV relative to the scenario file (null: the bundled data/rules/accelerator_availability.csv)"
+    )
+    enforce: bool = Field(True, description="false: buy any part anywhere (to see what the rules cost)")
+
+
+class SitesOpenSection(_Section):
+    """Bounds on the number of open sites."""
+
+    min: int | None = Field(None, ge=0)
+    max: int | None = Field(None, ge=1)
+
+
+class FaultToleranceSection(_Section):
+    """24x7 fault domains."""
+
+    n_plus_one: bool = Field(False, description="survive the loss of any one site inside every budget")
+    domains: str | dict[str, list[str]] | None = Field(
+        None,
+        description=(
+            "sites that fail together, survived as well as any one site: a catalog column (grid_region, campus, "
+            "corridor: sites sharing a value are one domain) or {name: [site ids]}"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _domains_need_n_plus_one(self) -> FaultToleranceSection:
+        if self.domains is not None and not self.n_plus_one:
+            raise ValueError("fault_tolerance.domains needs fault_tolerance.n_plus_one: true (set it, or drop domains)")
+        if isinstance(self.domains, str) and not self.domains.strip():
+            raise ValueError("fault_tolerance.domains is empty: name a catalog column (e.g. grid_region) or list domains")
+        if isinstance(self.domains, dict):
+            empty = [name for name, ids in self.domains.items() if not ids]
+            if empty:
+                raise ValueError(f"fault_tolerance.domains {', '.join(map(repr, empty))} list no sites: give site ids")
+        return self
+
+
+class Scenario(_Section):
+    """A whole scenario."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    sites: SitesSection
+    demand: DemandSection
+    classes: list[WorkloadClass] = Field(min_length=1)
+    serving: ServingSection
+    latency: LatencySection = LatencySection()
+    economics: EconomicsSection
+    solver: SolverSection = SolverSection()
+    objective: ObjectiveSection = ObjectiveSection()
+    policy: PolicySection = PolicySection()
+    time: TimeSection = TimeSection()
+    residency: ResidencySection = ResidencySection()
+    availability: AvailabilitySection = AvailabilitySection()
+    sites_open: SitesOpenSection = SitesOpenSection()
+    fault_tolerance: FaultToleranceSection = FaultToleranceSection()
+    horizon: HorizonSection | None = Field(None, description="plan a multi-year build-out (see the README)")
+
+    @property
+    def is_buildout(self) -> bool:
+        """Whether the scenario runs the build-out engine (a horizon, or a fleet mix of accelerators)."""
+        return self.horizon is not None or self.serving.accelerators is not None
+
+    @model_validator(mode="after")
+    def _carbon_where_modelled(self) -> Scenario:
+        why = self.carbon_not_modelled()
+        if why is not None:
+            raise ValueError(why)
+        return self
+
+    def carbon_not_modelled(self) -> str | None:
+        """Why this scenario's carbon or water prices or caps are not modelled where it asks for them (None: they are)."""
+        objective = self.objective
+        if objective.has_caps and self.serving.cross_metro_prefill is not None:
+            return "carbon and water caps (objective) are not modelled with serving.cross_metro_prefill yet: drop one of them"
+        if objective.has_caps and self.policy.serving == "optional":
+            return (
+                "carbon and water caps (objective) are not modelled with policy.serving: optional yet (the least $/M "
+                "search starts from designs the caps do not bound): drop one of them"
+            )
+        if objective.has_caps and self.is_buildout:
+            return (
+                "carbon and water caps (objective) are not applied by the build-out (horizon or serving.accelerators) "
+                "yet: price them instead (objective.carbon_usd_per_t, horizon.carbon_usd_per_t by year, "
+                "objective.water_usd_per_m3), or plan one year without a horizon"
+            )
+        return None
+
+    @model_validator(mode="after")
+    def _ladder_is_single_year(self) -> Scenario:
+        ladder = self.serving.node_ttft_ladder
+        if ladder is not None and not all(0 < share < 1 for share in ladder):
+            raise ValueError(f"serving.node_ttft_ladder: every share must be between 0 and 1 (exclusive), got {ladder}")
+        if ladder is not None and self.is_buildout:
+            raise ValueError(
+                "serving.node_ttft_ladder is modelled in a single-year plan only; remove it or the horizon / serving.accelerators"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _cache_model_is_single_year(self) -> Scenario:
+        if self.serving.kv_cache is not None and self.is_buildout:
+            raise ValueError(
+                "serving.kv_cache is modelled in a single-year plan only: the build-out does not charge a site's cold "
+                "cache yet; remove serving.kv_cache (each class's prefix_cache_hit_rate is then used) or the "
+                "horizon / serving.accelerators"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _cross_metro_is_single_year_without_n_plus_one(self) -> Scenario:
+        if self.serving.cross_metro_prefill is None:
+            return self
+        if self.is_buildout:
+            raise ValueError(
+                "serving.cross_metro_prefill is modelled in a single-year plan only; remove it or the horizon / "
+                "serving.accelerators"
+            )
+        if self.fault_tolerance.n_plus_one:
+            raise ValueError(
+                "serving.cross_metro_prefill is not modelled with N+1 yet (the loss of a prefill site would have to move "
+                "its decode sites' traffic too); remove serving.cross_metro_prefill or set fault_tolerance.n_plus_one: false"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _horizon_names_classes(self) -> Scenario:
+        if self.horizon is None:
+            return self
+        names = {c.name for c in self.classes}
+        for year, shares in self.horizon.class_shares.items():
+            if set(shares) != names:
+                raise ValueError(
+                    f"horizon.class_shares.{year} must give a share for each class {sorted(names)}, got {sorted(shares)}"
+                )
+        offered = {a.id for a in self.horizon.accelerators} or set(self.serving.accelerators or [self.serving.accelerator])
+        for k, existing in enumerate(self.horizon.existing_fleet):
+            if existing.accelerator not in offered:
+                raise ValueError(
+                    f"horizon.existing_fleet[{k}].accelerator {existing.accelerator!r} is not one of the accelerators "
+                    f"{sorted(offered)}"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _classes_are_consistent(self) -> Scenario:
+        names = [c.name for c in self.classes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"class names must be unique, got {names}")
+        total = sum(c.share for c in self.classes)
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"class shares must sum to 1, they sum to {total:g}")
+        bounds = self.sites_open
+        if bounds.min is not None and bounds.max is not None and bounds.min > bounds.max:
+            raise ValueError(f"sites_open.min ({bounds.min}) exceeds sites_open.max ({bounds.max})")
+        if self.time.slices > 1 and self.time.profile is None:
+            raise ValueError("time.slices > 1 needs time.profile (a diurnal profile by local hour)")
+        for rule in self.residency.rules:
+            for code in rule.populations + rule.sites:
+                if code not in self.residency.groups and not (len(code) == 2 and code.isupper()):
+                    raise ValueError(f"residency code {code!r} is neither an ISO alpha-2 code nor a group name")
+        return self
+
+
+Resolve = Callable[[str], Path]
+"""Turns a path written in the scenario into a file, relative to the scenario's folder (:meth:`LoadedScenario.resolve`).
+
+Loaders take their own section and this, not the whole :class:`LoadedScenario`."""
+
+
+class LoadedScenario(BaseModel):
+    """A validated scenario and the folder its relative paths start from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scenario: Scenario
+    path: Path
+
+    def resolve(self, relative: str) -> Path:
+        """A path from the scenario, made absolute against the scenario's folder."""
+        candidate = Path(relative)
+        return candidate if candidate.is_absolute() else (self.path.parent / candidate).resolve()
+
+    @property
+    def catalog_path(self) -> Path:
+        """The site catalog file."""
+        return self.resolve(self.scenario.sites.catalog)
+
+    @property
+    def cities_path(self) -> Path:
+        """The cities file."""
+        return self.resolve(self.scenario.demand.cities)
+
+
+_FIXES = {
+    "missing": "add this key",
+    "extra_forbidden": "remove it or correct its spelling",
+    "greater_than": "use a larger value",
+    "greater_than_equal": "use a larger value",
+    "less_than": "use a smaller value",
+    "less_than_equal": "use a smaller value",
+    "float_parsing": "write a number",
+    "finite_number": "write a finite number (not .inf or .nan)",
+    "int_parsing": "write a whole number",
+    "int_from_float": "write a whole number",
+    "literal_error": "use one of the allowed values",
+    "too_short": "add at least one entry",
+    "string_type": "write a text value",
+    "list_type": "write a list",
+    "model_type": "write a mapping of keys to values",
+    "dict_type": "write a mapping of keys to values",
+}
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + part
+    return path or "(top level)"
+
+
+def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
+    model: Any = Scenario
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            return []
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))
+        model = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if model is None:
+            return []
+    return list(model.model_fields) if hasattr(model, "model_fields") else []
+
+
+def key_value(section: type[BaseModel], field: str, text: str) -> Any:
+    """``text`` as the value of the scenario key ``section.field``, checked by that key's own rule.
+
+    For command-line options that override a scenario key: a value the scenario would refuse is refused where it
+    is parsed, in the words the scenario's check uses.
+
+    Raises
+    ------
+    ValueError
+        The key's rule, as the scenario states it, and the value given.
+    """
+    info = section.model_fields[field]
+    annotation: Any = info.annotation
+    option = create_model("Option", value=(annotation, info))
+    try:
+        return getattr(option.model_validate({"value": text}), "value")  # noqa: B009 (a field made at run time)
+    except ValidationError as exc:
+        rule = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"{rule} (got {text!r})") from None
+
+
+def _problem_from_pydantic(source: str, error: Any) -> Problem:
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    fix = _FIXES.get(kind, "see the scenario format in the README")
+    if kind == "extra_forbidden":
+        known = _known_keys(loc)
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        fix = f"did you mean '{close[0]}'?" if close else f"remove it; known keys here: {', '.join(known)}"
+        message = "unknown key"
+    elif kind == "string_type" and isinstance(error.get("input"), bool):
+        # YAML 1.1 reads NO (Norway), yes, on, off, y and n as booleans.
+        message = f"{message} (got {error['input']!r}: YAML reads NO, yes, on, off, y and n unquoted as true or false)"
+        fix = "quote the value, e.g. 'NO' for Norway"
+    elif "input" in error and kind != "missing" and not isinstance(error["input"], dict | list):
+        message = f"{message} (got {error['input']!r})"  # a cross-field rule's input is its whole section: left out
+    return Problem(source, _key_path(loc), "", message, fix)
+
+
+FILE_KEYS = (
+    "sites.catalog",
+    "demand.cities",
+    "time.profile",
+    "time.power_price_profile",
+    "time.carbon_intensity_profile",
+    "latency.hubs",
+    "latency.links",
+    "latency.measurements",
+    "serving.measurements",
+    "availability.file",
+    "residency.regimes_file",
+    "horizon.power_schedule",
+)
+"""Every scenario key that names a file (relative to the scenario's folder unless absolute)."""
+
+
+def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
+    problems = []
+    files = [("sites.catalog", loaded.catalog_path), ("demand.cities", loaded.cities_path)]
+    for key, relative in (
+        ("time.profile", loaded.scenario.time.profile),
+        ("time.power_price_profile", loaded.scenario.time.power_price_profile),
+        ("time.carbon_intensity_profile", loaded.scenario.time.carbon_intensity_profile),
+        ("latency.hubs", loaded.scenario.latency.hubs),
+        ("latency.links", loaded.scenario.latency.links),
+        ("latency.measurements", loaded.scenario.latency.measurements),
+        ("availability.file", loaded.scenario.availability.file),
+        ("horizon.power_schedule", loaded.scenario.horizon.power_schedule if loaded.scenario.horizon else None),
+    ):
+        if relative is not None:
+            files.append((key, loaded.resolve(relative)))
+    for key, path in files:
+        if not path.is_file():
+            problems.append(
+                Problem(
+                    source,
+                    key,
+                    "",
+                    f"file not found: {path}",
+                    "give a path relative to the scenario file",
+                )
+            )
+    return problems
+
+
+def load_scenario(path: str | Path) -> LoadedScenario:
+    """Read and validate a scenario file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A YAML scenario.
+
+    Returns
+    -------
+    LoadedScenario
+        The scenario and its location.
+
+    Raises
+    ------
+    InputError
+        Listing every problem with its key path.
+    """
+    path = Path(path)
+    source = str(path)
+    if not path.is_file():
+        raise InputError([Problem(source, "", "", "file not found", "check the path")])
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise InputError(
+            [
+                Problem(
+                    source,
+                    where,
+                    "",
+                    f"not valid YAML ({getattr(exc, 'problem', exc)})",
+                    "fix the syntax",
+                )
+            ]
+        ) from None
+    if not isinstance(raw, dict):
+        raise InputError(
+            [
+                Problem(
+                    source,
+                    "",
+                    "",
+                    "the file must hold a mapping of keys to values",
+                    "see data/scenarios/default.yaml",
+                )
+            ]
+        )
+    try:
+        scenario = Scenario.model_validate(raw)
+    except ValidationError as exc:
+        raise InputError([_problem_from_pydantic(source, e) for e in exc.errors()]) from None
+    loaded = LoadedScenario(scenario=scenario, path=path.resolve())
+    problems = _check_files(loaded, source)
+    if problems:
+        raise InputError(problems)
+    return loaded
