@@ -722,7 +722,7 @@ def slice_demand(
     return block_demand(hourly, spec.slices)
 
 
-def _pair_energy_usd_per_h(
+def pair_energy_usd_per_h(
     sites: pd.DataFrame,
     commodity_slice_demand: FloatArray,
     slice_hours: FloatArray,
@@ -786,7 +786,7 @@ def carbon_charge_usd_per_mwh(intensity_g_per_kwh: FloatArray, carbon_usd_per_t:
     return np.asarray(intensity_g_per_kwh / 1000.0 * carbon_usd_per_t)
 
 
-def _carbon_charge(loaded: LoadedScenario, sites: pd.DataFrame, intensity: FloatArray) -> FloatArray | None:
+def carbon_charge(loaded: LoadedScenario, sites: pd.DataFrame, intensity: FloatArray) -> FloatArray | None:
     """:func:`carbon_charge_usd_per_mwh` at ``objective.carbon_usd_per_t``; an input error names sites without a figure."""
     objective = loaded.scenario.objective
     price = objective.carbon_usd_per_t
@@ -804,7 +804,7 @@ def _carbon_charge(loaded: LoadedScenario, sites: pd.DataFrame, intensity: Float
     return carbon_charge_usd_per_mwh(intensity, price)
 
 
-def _water_charge(loaded: LoadedScenario, sites: pd.DataFrame, water: SiteWater, n_slices: int) -> FloatArray | None:
+def water_charge(loaded: LoadedScenario, sites: pd.DataFrame, water: SiteWater, n_slices: int) -> FloatArray | None:
     """:func:`placement.rules.resources.water_charge_usd_per_mwh` at ``objective.water_usd_per_m3``.
 
     An input error names the sites without a water figure.
@@ -824,13 +824,13 @@ def _water_charge(loaded: LoadedScenario, sites: pd.DataFrame, water: SiteWater,
     return water_charge_usd_per_mwh(water, price, n_slices)
 
 
-def _charges(*charges: FloatArray | None) -> FloatArray | None:
+def summed_charges(*charges: FloatArray | None) -> FloatArray | None:
     """The sum of the charges per MWh given (None: none)."""
     given = [c for c in charges if c is not None]
     return None if not given else np.asarray(sum(given[1:], given[0]))
 
 
-def _carbon_profiles(spec: TimeSection, sites: pd.DataFrame, resolve: Resolve) -> dict[str, FloatArray] | None:
+def carbon_profiles(spec: TimeSection, sites: pd.DataFrame, resolve: Resolve) -> dict[str, FloatArray] | None:
     """``time.carbon_intensity_profile`` read and checked against the sites' ids and countries (None without one)."""
     if spec.carbon_intensity_profile is None:
         return None
@@ -1343,7 +1343,7 @@ def placement_input(
         pair_class = row_codes[pair_row, pair_site].astype(np.int64)
     nodes_per_tok_s = np.array([p.nodes_per_tok_s for p in profiles])
     pair_load = partial(
-        _pair_energy_usd_per_h,
+        pair_energy_usd_per_h,
         sites,
         rows.slice_demand_tok_s,
         slice_hours,
@@ -1418,7 +1418,7 @@ def with_cache_warmup(inputs: PlacementInput, node_usd_per_h: FloatArray, nodes:
     )
 
 
-def _failure_domains(domains: FaultDomains | None, sites: pd.DataFrame) -> tuple[tuple[str, ...], tuple[IntArray, ...]]:
+def failure_domain_sites(domains: FaultDomains | None, sites: pd.DataFrame) -> tuple[tuple[str, ...], tuple[IntArray, ...]]:
     """The domains that fail more than one site (one site alone is already an N+1 loss): names and site indices."""
     if domains is None:
         return (), ()
@@ -1524,9 +1524,9 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     commodity_slices, commodity_mean = commodity_slices * split.demand_factor[:, None], commodity_mean * split.demand_factor
     kw = node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, len(slice_hours), resolve)
-    intensity = site_carbon_intensity(sites, len(slice_hours), _carbon_profiles(scenario.time, sites, resolve))
+    intensity = site_carbon_intensity(sites, len(slice_hours), carbon_profiles(scenario.time, sites, resolve))
     water = site_water(sites, scenario.sites.cooling)
-    carbon = _charges(_carbon_charge(loaded, sites, intensity), _water_charge(loaded, sites, water, len(slice_hours)))
+    carbon = summed_charges(carbon_charge(loaded, sites, intensity), water_charge(loaded, sites, water, len(slice_hours)))
     caps = cap_specs(scenario.objective, sites, intensity, water, source=str(loaded.path), catalog=str(scenario.sites.catalog))
     node_cost = site_node_cost(
         scenario.economics, scenario.serving, sites, kw=kw, price_multiplier=price_multiplier, charge_usd_per_mwh=carbon
@@ -1566,7 +1566,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms(cross.pairs.row, cross.pairs.decode_site))
         progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")
     domains = fault_domains(scenario.fault_tolerance, sites, source=source)
-    names, failure_domains = _failure_domains(domains, sites)
+    names, failure_domains = failure_domain_sites(domains, sites)
     warmup = sets.warmup_nodes(len(sites))
     inputs = with_cache_warmup(replace(inputs, failure_domains=failure_domains), node_cost.total_usd_per_h, warmup)
     progress(
