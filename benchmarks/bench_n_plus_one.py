@@ -31,7 +31,7 @@ def main(argv: list[str]) -> None:
     start = time.perf_counter()
     instance = build_instance(load_scenario(path))
     data = replace(instance.inputs, fault_tolerant=True)
-    options = instance.loaded.scenario.solver.options(msg=False)
+    options = instance.facts.solver.options(msg=False)
     rows = [("build the instance", time.perf_counter() - start, len(data.pair_site), float("nan"))]
     start = time.perf_counter()
     all_pairs = len(data.pair_site) <= PRICING_FROM_PAIRS

@@ -30,11 +30,12 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import pulp  # noqa: E402
 
+from placement.instance.build import build_instance  # noqa: E402
 from placement.optimize.model import build_model  # noqa: E402
 from placement.optimize.priced import PRICING_FROM_PAIRS  # noqa: E402
 from placement.optimize.problem import PlacementInput  # noqa: E402
 from placement.outputs.writer import write_results  # noqa: E402
-from placement.plan.solve import build_instance, solve_instance  # noqa: E402
+from placement.plan.solve import solve_instance  # noqa: E402
 from placement.scenario.sections import load_scenario  # noqa: E402
 
 DEFAULT = REPO / "data" / "scenarios" / "default.yaml"

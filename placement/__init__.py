@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from placement.optimize.facility_location import FacilityLocationResult, facility_location
     from placement.outputs.buildout import write_buildout
     from placement.outputs.writer import write_results
-    from placement.plan.solve import Plan, run
+    from placement.plan.record import Plan
+    from placement.plan.solve import run
     from placement.scenario.sections import LoadedScenario, load_scenario
     from placement.world.bundled import describe_scenarios, scenario_file
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "FacilityLocationResult": "placement.optimize.facility_location",
     "LoadedScenario": "placement.scenario.sections",
-    "Plan": "placement.plan.solve",
+    "Plan": "placement.plan.record",
     "build_buildout": "placement.buildout.arrays",
     "describe_scenarios": "placement.world.bundled",
     "facility_location": "placement.optimize.facility_location",

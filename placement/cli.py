@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pydantic import BaseModel
 
-    from placement.plan.solve import Plan
+    from placement.plan.record import Plan
     from placement.serving.calibration import PartFit
     from placement.serving.closed_loop import SweepFit
     from placement.serving.efficiency import ServingEfficiency

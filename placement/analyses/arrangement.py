@@ -19,8 +19,9 @@ import pandas as pd
 
 from placement._process import Background
 from placement.analyses.modes import class_modes, cross_metro_summary, mode_reasons, modes_by_site
-from placement.instance.build import Instance
-from placement.plan.solve import Plan, run
+from placement.instance.record import Instance
+from placement.plan.record import Plan
+from placement.plan.solve import run
 from placement.profiles.build import ClassProfile
 from placement.profiles.cache_hits import class_hit_rates, site_hit_rates
 from placement.results.summary import ArrangementSummary

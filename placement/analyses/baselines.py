@@ -18,8 +18,8 @@ from numpy.typing import NDArray
 
 from placement._types import FloatArray
 from placement.economics.cost import cost_per_million_tokens_usd, tokens_per_s_per_mw
-from placement.instance.build import Instance
 from placement.instance.pair_mask import ROWS_CHUNK
+from placement.instance.record import Instance
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def evaluate(instance: Instance, name: str, preferred_sites: NDArray[np.int64]) 
     nodes = np.ceil(site_load.max(axis=1) - 1e-9).clip(min=0)
     is_open = nodes > 0
     inside = (site >= 0) & instance.within_budget.at(np.arange(len(site)), np.maximum(site, 0))
-    dynamic = 1.0 - instance.loaded.scenario.serving.idle_power_share
+    dynamic = 1.0 - instance.facts.serving.idle_power_share
     energy_mw_per_tok_s = dynamic * instance.node_kw / 1000.0 / per_node
     price = instance.sites["power_price_usd_per_mwh"].to_numpy(float) * instance.sites["pue"].to_numpy(float)
     served = site >= 0

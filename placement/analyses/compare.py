@@ -12,7 +12,8 @@ from typing import Any
 from placement.analyses.arrangement import arrangement_options, fixed_arrangement
 from placement.analyses.baselines import all_baselines
 from placement.instance.build import build_instance
-from placement.plan.solve import Plan, run, solve_instance
+from placement.plan.record import Plan
+from placement.plan.solve import run, solve_instance
 from placement.scenario.sections import LoadedScenario
 
 __all__ = ["compare_placements", "optimal_row"]

@@ -34,7 +34,8 @@ import yaml
 from placement.analyses.candidates import EARTH_RADIUS_KM, LEFT_OUT, spaced_picks
 from placement.economics.cost import HOURS_PER_YEAR
 from placement.network.countries import continent_of_countries
-from placement.plan.solve import Plan, run
+from placement.plan.record import Plan
+from placement.plan.solve import run
 from placement.progress import Progress, quiet
 from placement.rules.resources import GRID_MIX_CSV, bundled_table
 from placement.scenario.sections import FILE_KEYS, DiscoverSection, LoadedScenario, load_scenario
@@ -110,7 +111,7 @@ def _targets(plan: Plan) -> pd.DataFrame:
 def _largest_budget_ms(plan: Plan) -> float:
     """The largest round-trip budget of the interactive classes' pairs (deadline classes reach far already). [ms]"""
     assignments = plan.assignments
-    names = [c.name for c in plan.instance.loaded.scenario.classes if not c.time_shiftable]
+    names = [c.name for c in plan.instance.facts.classes if not c.time_shiftable]
     interactive = assignments[assignments["class"].isin(names)]
     budgets = interactive["rtt_budget_ms"].to_numpy(float)
     budgets = budgets[np.isfinite(budgets)]
@@ -292,7 +293,7 @@ def still_unserved(plan: Plan, *, top: int = 15) -> list[dict[str, Any]]:
     short = short.sort_values("unserved_tok_s", ascending=False).head(top)
     instance = plan.instance
     unreachable = instance.unreachable & (instance.commodity_mean_demand_tok_s > 0)
-    class_names = [c.name for c in instance.loaded.scenario.classes]
+    class_names = [c.name for c in instance.facts.classes]
     index_of = {pid: k for k, pid in enumerate(pops["population_id"].astype(str))}
     out = []
     for _, row in short.iterrows():
@@ -383,7 +384,5 @@ SCENARIO_NAME = "scenario_discovered.yaml"
 
 def _as_written(plan: Plan, scenario_path: Path, catalog: Path) -> Plan:
     """The plan, its scenario the one written for the results folder (naming the catalog where it will be)."""
-    loaded = plan.instance.loaded
-    sites = loaded.scenario.sites.model_copy(update={"catalog": str(catalog)})
-    written = LoadedScenario(scenario=loaded.scenario.model_copy(update={"sites": sites}), path=scenario_path)
-    return replace(plan, instance=replace(plan.instance, loaded=written))
+    facts = replace(plan.instance.facts, path=scenario_path, catalog=str(catalog), catalog_name=catalog.name)
+    return replace(plan, instance=replace(plan.instance, facts=facts))

@@ -30,7 +30,8 @@ from numpy.typing import NDArray
 
 from placement._errors import PlacementError
 from placement.analyses.rule_binds import rule_binds
-from placement.instance.build import Instance, build_instance
+from placement.instance.build import build_instance
+from placement.instance.record import Instance
 from placement.optimize.problem import PlacementInput
 from placement.optimize.ranging import Resolve
 from placement.optimize.solver import SolverOptions
@@ -75,7 +76,7 @@ class _PlanContext:
 
 def _default_options(instance: Instance) -> SolverOptions:
     """The scenario's solver, at most 10 s and a tight gap per re-solve (the PuLP fallback's)."""
-    solver = instance.loaded.scenario.solver
+    solver = instance.facts.solver
     limit = min(solver.time_limit_s or 10.0, 10.0)
     return SolverOptions(name=solver.name, time_limit_s=limit, gap=1e-6, threads=solver.threads)
 

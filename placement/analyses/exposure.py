@@ -29,12 +29,12 @@ from numpy.typing import NDArray
 from placement._errors import InputError, PlacementError, Problem
 from placement._types import FloatArray, IntArray
 from placement.analyses.explain import rebuild_instance, refuse_buildout
-from placement.instance.build import Instance
+from placement.instance.record import Instance
 from placement.optimize.problem import PlacementSolution
 from placement.optimize.reroute import Reroute, reroute_on_capacity
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus
 from placement.results.folder import read_results_folder, read_summary
-from placement.rules.faults import fault_domains, find_domain
+from placement.rules.faults import find_domain
 
 __all__ = [
     "FailoverExposure",
@@ -144,8 +144,7 @@ def domain_sites(name: str, instance: Instance) -> tuple[str, tuple[str, ...]]:
     InputError
         No domain has that name (the known ones listed), or several catalog columns do.
     """
-    configured = fault_domains(instance.loaded.scenario.fault_tolerance, instance.sites, source=str(instance.loaded.path))
-    label, ids = find_domain(name, instance.sites, configured)
+    label, ids = find_domain(name, instance.sites, instance.fault_domains)
     return str(label), tuple(str(s) for s in ids)
 
 

@@ -17,8 +17,10 @@ from typing import Literal
 import numpy as np
 
 from placement.economics.cost import HOURS_PER_YEAR
-from placement.instance.build import Instance, build_instance
-from placement.plan.solve import Plan, least_use, solve_instance
+from placement.instance.build import build_instance
+from placement.instance.record import Instance
+from placement.plan.record import Plan
+from placement.plan.solve import least_use, solve_instance
 from placement.progress import Progress, quiet
 from placement.scenario.sections import LoadedScenario
 

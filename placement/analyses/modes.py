@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from placement.instance.cross_metro import CrossMetro
-from placement.plan.solve import Plan
+from placement.plan.record import Plan
 from placement.profiles.build import ClassProfile, CrossMetroProfile
 from placement.results.textfmt import mw_text
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from placement.instance.build import Instance
+from placement.instance.record import Instance
 from placement.rules.residency import FREE, CommoditySplit, regime_mask, residency_mask
 from placement.scenario.sections import ResidencySection
 
@@ -55,7 +55,7 @@ class ScenarioRule:
 
 def scenario_rules(instance: Instance) -> list[ScenarioRule]:
     """The rules of a scenario's residency, each droppable on its own."""
-    residency = instance.loaded.scenario.residency
+    residency = instance.facts.residency
     rules = [ScenarioRule(r.regime_id, r.name, "regime", k) for k, r in enumerate(instance.regimes)]
     rules += [
         ScenarioRule(
@@ -78,7 +78,7 @@ def rule_mask(instance: Instance, rule: ScenarioRule) -> NDArray[np.bool_]:
     """``(c, m)`` the pairs this rule alone permits (the others not applied)."""
     population_country = instance.populations.table["country_code"].to_numpy(str)
     site_country = instance.sites["country_code"].to_numpy(str)
-    residency = instance.loaded.scenario.residency
+    residency = instance.facts.residency
     if rule.kind == "regime":
         split = instance.split()
         own = CommoditySplit(split.population, split.workload, np.where(split.regime == rule.index, 0, FREE), split.demand_factor)

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from placement.analyses.rule_binds import scenario_rules
-from placement.plan.solve import RULES_HEADER, Plan, run
+from placement.plan.record import RULES_HEADER, Plan
+from placement.plan.solve import run
 from placement.results.summary import RulePrice
 from placement.scenario.sections import LoadedScenario, Scenario
 

@@ -21,7 +21,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement.optimize.problem import PlacementInput
-from placement.plan.solve import Plan
+from placement.plan.record import Plan
 from placement.profiles.build import serving_request
 from placement.serving.request import serve
 from placement.serving.simulate import TailCheck, simulate_request

@@ -17,7 +17,10 @@ import pandas as pd
 
 from placement._errors import InputError, Problem, problems_of
 from placement.buildout.arrays import aggregated, check_buildout_inputs, horizon_of
-from placement.instance.build import Instance, build_instance, build_latency_model, demand_cities, load_sites, retrieval_extra_ms
+from placement.instance.build import build_instance
+from placement.instance.latency import build_latency_model, retrieval_extra_ms
+from placement.instance.load import demand_cities, load_sites
+from placement.instance.record import Instance
 from placement.profiles.build import class_profiles
 from placement.progress import Progress, quiet
 from placement.rules.availability import availability_rules

@@ -19,8 +19,10 @@ from placement._types import FloatArray, IntArray
 from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.economics.cost import HOURS_PER_YEAR, amortised_usd_per_h
-from placement.instance.build import Instance, build_instance, commodity_permitted, commodity_within_budget, merge_commodities
+from placement.instance.build import build_instance
+from placement.instance.commodities import commodity_permitted, commodity_within_budget, merge_commodities
 from placement.instance.pair_mask import PairMask
+from placement.instance.record import Instance
 from placement.optimize.buildout.input import BuildoutInput
 from placement.progress import Progress, quiet
 from placement.rules.availability import AvailabilityRule, availability_rules, barred_mask
@@ -281,7 +283,6 @@ def part_groups(parts: NDArray[np.bool_]) -> list[tuple[IntArray, NDArray[np.boo
 
 def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """Pairs inside the objective on every part the site may run, permitted by residency, at a site with power some year."""
-    loaded = instance.loaded
     within = np.zeros((len(instance.commodity_class), parts.shape[0]), dtype=bool)
     for columns, key in part_groups(parts):
         within[:, columns] = commodity_within_budget(
@@ -295,7 +296,7 @@ def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np
     permitted = commodity_permitted(
         instance.populations.table["country_code"].to_numpy(str),
         instance.sites["country_code"].to_numpy(str),
-        loaded.scenario.residency,
+        instance.facts.residency,
         instance.split(),
         instance.regimes,
     )
@@ -376,7 +377,7 @@ def day_mean_intensity(instance: Instance) -> FloatArray:
 
 def _raise_if_unknown(instance: Instance, unknown: NDArray[np.bool_], field: str, what: str) -> None:
     if unknown.any():
-        catalog = str(instance.loaded.scenario.sites.catalog)
+        catalog = instance.facts.catalog
         raise InputError([
             Problem(catalog, f"site '{site}'", field, f"{what} needs every site's figure, and this site has none",
                     f"give it a {field} in the catalog, or drop the price")

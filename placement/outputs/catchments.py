@@ -26,7 +26,7 @@ from shapely.geometry.base import BaseGeometry
 
 from placement.outputs import geojson as geo
 from placement.outputs.world_map import load_basemap
-from placement.plan.solve import Plan
+from placement.plan.record import Plan
 
 WORLD_BOX = shapely.box(-180.0, -90.0, 180.0, 90.0)
 REACH_DEG = 5.0

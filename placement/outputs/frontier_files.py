@@ -29,7 +29,8 @@ import pandas as pd
 
 from placement.analyses.frontier import FrontierPoint
 from placement.outputs.writer import write_folder, write_results
-from placement.plan.solve import Plan, cap_cost
+from placement.plan.record import Plan
+from placement.plan.summarise import cap_cost
 from placement.progress import Progress, quiet
 from placement.results.folder import read_results_folder
 from placement.results.summary import PlanSummary

@@ -29,7 +29,7 @@ from placement.outputs.qgis_style import (
     populations_style,
     sites_style,
 )
-from placement.plan.solve import Plan
+from placement.plan.record import Plan
 
 GPKG_NAME = "plan.gpkg"
 

@@ -41,7 +41,7 @@ from placement.outputs.world_map import (
     finite_points,
     load_basemap,
 )
-from placement.plan.solve import Plan
+from placement.plan.record import Plan
 
 __all__ = ["REGIONS", "Region", "draw_region", "draw_regional_maps", "draw_regional_maps_from_tables", "regions_with_open_sites"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from placement.outputs.failover_report import Block, protection_blocks
-from placement.plan.solve import split_rules
+from placement.plan.record import split_rules
 from placement.results.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
 from placement.results.textfmt import ms_text, mw_text
 

@@ -29,7 +29,7 @@ from matplotlib.colors import Normalize, to_hex
 
 from placement.outputs.classes import deadline_classes
 from placement.outputs.failover_report import if_lost_texts
-from placement.plan.solve import Plan
+from placement.plan.record import Plan
 from placement.profiles.ttft_budget import COMPONENTS
 from placement.results import jsonio
 

@@ -30,7 +30,7 @@ from placement.optimize.protect import exposed
 from placement.optimize.rows import group_by
 
 if TYPE_CHECKING:
-    from placement.instance.build import Instance
+    from placement.instance.record import Instance
 
 ROW_DIGITS = 7
 """Significant digits of ``failover.csv``'s figures (millions of rows at full resolution)."""

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from placement.economics import footprint
-from placement.plan.solve import Plan, run
+from placement.plan.record import Plan
+from placement.plan.solve import run
 from placement.scenario.sections import load_scenario
 from tests.conftest import CATALOG_HEADER, REPO, write_scenario
 

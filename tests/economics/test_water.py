@@ -12,7 +12,8 @@ import pytest
 
 from placement._errors import InfeasibleError, InputError
 from placement.cli import main
-from placement.plan.solve import Plan, run
+from placement.plan.record import Plan
+from placement.plan.solve import run
 from placement.rules.resources import grid_water_l_per_kwh, region_sites, site_water, site_water_stress
 from placement.scenario.sections import load_scenario
 from tests.conftest import CATALOG_HEADER, REPO, write_scenario

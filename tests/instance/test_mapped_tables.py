@@ -7,14 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from placement.instance import build as instance_module
-from placement.instance.build import build_instance, mapped_from_disk
+from placement.instance import latency as instance_latency
+from placement.instance.build import build_instance
+from placement.instance.latency import mapped_from_disk
 from placement.scenario.sections import load_scenario
 from tests.conftest import write_scenario
 
 
 def test_a_large_table_is_mapped_with_the_same_figures(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(instance_module, "MAPPED_RTT_FROM", 100_000)  # as a 2,000-site world's tables are to 16 M
+    monkeypatch.setattr(instance_latency, "MAPPED_RTT_FROM", 100_000)  # as a 2,000-site world's tables are to 16 M
     table = np.random.default_rng(1).random((3000, 40)).astype(np.float32)
     mapped = mapped_from_disk(table)
     assert isinstance(mapped, np.memmap) and mapped.dtype == table.dtype and mapped.shape == table.shape
@@ -31,7 +32,7 @@ def test_a_small_table_stays_as_it_is() -> None:
 def test_an_instance_built_with_mapped_tables_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_scenario(tmp_path)
     in_memory = build_instance(load_scenario(path))
-    monkeypatch.setattr(instance_module, "MAPPED_RTT_FROM", 0)
+    monkeypatch.setattr(instance_latency, "MAPPED_RTT_FROM", 0)
     mapped = build_instance(load_scenario(path))
     assert isinstance(mapped.rtt_p50_ms, np.memmap) and isinstance(mapped.rtt_p90_ms, np.memmap)
     assert mapped.rtt_ms is mapped.rtt_p90_ms  # the budget's quantile is one of the two, not a third table

@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 
 from placement.cli import main
-from placement.instance import build as instance_module
-from placement.instance.build import worst_member_rtt_ms
+from placement.instance import latency as instance_latency
+from placement.instance.latency import worst_member_rtt_ms
 from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import Place, place_endpoints, resolve_place, rtt_report
-from placement.plan.solve import Plan, run
+from placement.plan.record import Plan
+from placement.plan.solve import run
 from placement.scenario.sections import load_scenario
 from tests.conftest import write_scenario
 
@@ -90,7 +91,7 @@ def test_the_round_trip_table_does_not_depend_on_its_chunks_or_threads(plan: Pla
     """Member cities go through the latency model a chunk at a time on two threads; one chunk gives the same table."""
     cities, sites, latency = plan.instance.populations.cities, plan.instance.sites, plan.instance.latency
     whole = worst_member_rtt_ms(cities, sites, latency)
-    monkeypatch.setattr(instance_module, "RTT_CHUNK_CITIES", 1)
+    monkeypatch.setattr(instance_latency, "RTT_CHUNK_CITIES", 1)
     chunked = worst_member_rtt_ms(cities, sites, latency)
     assert np.array_equal(whole.p50_ms, chunked.p50_ms) and np.array_equal(whole.p90_ms, chunked.p90_ms)
     assert np.array_equal(whole.p90_ms, plan.instance.rtt_p90_ms)

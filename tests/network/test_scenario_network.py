@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from placement.cli import main
-from placement.instance.build import build_instance, endpoints
+from placement.instance.build import build_instance
+from placement.instance.latency import endpoints
 from placement.network.graph import build_graph, nearest_hub
 from placement.network.great_circle import LatencyParams
 from placement.network.latency import LatencyModel

@@ -19,7 +19,8 @@ from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, solve_problem
 from placement.optimize.verify import verify_solution
-from placement.plan.solve import run, unprotectable_commodities
+from placement.plan.notes import unprotectable_commodities
+from placement.plan.solve import run
 from placement.scenario.sections import load_scenario
 from tests.conftest import DEFAULT_SCENARIO, SOLVERS, write_scenario
 from tests.optimize.test_model import make_input

@@ -21,11 +21,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from placement.instance.build import Instance, build_instance
+from placement.instance.build import build_instance
+from placement.instance.record import Instance
 from placement.optimize.problem import PlacementSolution
 from placement.optimize.solver import SolverReport, SolveStatus
 from placement.outputs.writer import write_results
-from placement.plan.solve import Plan, _assemble
+from placement.plan.record import Plan
+from placement.plan.solve import _assemble
 from placement.scenario.sections import load_scenario
 from tests.conftest import write_scenario
 

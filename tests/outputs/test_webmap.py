@@ -20,7 +20,8 @@ from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import budget_rows, render_html, rerender_report, write_report_html
 from placement.outputs.webmap import drawn_populations, write_webmap
 from placement.outputs.writer import summary_json_dict
-from placement.plan.solve import Plan, run
+from placement.plan.record import Plan
+from placement.plan.solve import run
 from placement.results import jsonio
 from placement.scenario.sections import load_scenario
 from tests.conftest import write_scenario

@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from placement.instance.build import build_instance, endpoints, merge_commodities
+from placement.instance.build import build_instance
+from placement.instance.commodities import merge_commodities
+from placement.instance.latency import endpoints
 from placement.instance.pair_mask import PairMask
 from placement.plan.solve import run
 from placement.scenario.sections import load_scenario

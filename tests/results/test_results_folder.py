@@ -23,7 +23,8 @@ from placement.cli import main
 from placement.outputs.compare import write_comparison
 from placement.outputs.report_html import rerender_report
 from placement.outputs.writer import summary_json_dict, write_results
-from placement.plan.solve import Plan, run
+from placement.plan.record import Plan
+from placement.plan.solve import run
 from placement.results.folder import json_text, read_results_folder, read_table, write_csv, write_json
 from placement.scenario.sections import load_scenario
 from tests.conftest import SMALL_CATALOG, SMALL_CITIES, write_scenario

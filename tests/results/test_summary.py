@@ -16,7 +16,8 @@ import pytest
 
 from placement._errors import PlacementError
 from placement.outputs.report_html import rerender_report
-from placement.plan.solve import Plan, run
+from placement.plan.record import Plan
+from placement.plan.solve import run
 from placement.results import jsonio
 from placement.results.folder import read_results_folder
 from placement.results.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table

@@ -216,8 +216,9 @@ def test_the_price_of_each_bloc_by_hand(tmp_path: Path) -> None:
     Chicago must open for B's half and may serve only B, so A's demand needs a second site: Montreal, the
     cheapest power outside B, which then takes B's free half too (30 $/MWh against Chicago's 60).
     """
-    plan = run(load_scenario(_two_blocs(tmp_path, ["bloc-a", "bloc-b"])))
-    table, headlines = price_rules(plan.instance.loaded, plan)
+    loaded = load_scenario(_two_blocs(tmp_path, ["bloc-a", "bloc-b"]))
+    plan = run(loaded)
+    table, headlines = price_rules(loaded, plan)
     by_rule = {h.rule_id: h for h in headlines}
     assert set(by_rule) == {"bloc-a", "bloc-b"}
     assert by_rule["bloc-b"].sites_open_without == 1 and by_rule["bloc-a"].sites_open_without == 2

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from placement._errors import InputError
-from placement.instance.build import load_populations
+from placement.instance.load import load_populations
 from placement.plan.solve import run
 from placement.scenario.sections import load_scenario
 from placement.world.demand import Populations
@@ -89,7 +89,7 @@ def test_plan_names_the_residency_rule_and_where_power_binds(tmp_path: Path) -> 
 def test_reports_give_the_rules_their_own_section(tmp_path: Path) -> None:
     from placement.outputs.report_html import render_html
     from placement.outputs.report_md import render_markdown
-    from placement.plan.solve import split_rules
+    from placement.plan.record import split_rules
 
     path = write_scenario(
         tmp_path, residency={"rules": [{"populations": ["DE"], "sites": ["DE"]}]}, policy={"unreachable": "report"}
