@@ -12,8 +12,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from placement.plan.failover import FailoverTables
-from placement.plan.record import Plan
+from placement.plan.record import FailoverTables, Plan
 from placement.results.folder import read_table
 from placement.results.summary import PlanSummary
 

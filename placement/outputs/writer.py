@@ -29,8 +29,7 @@ from placement.outputs.report_html import write_report_html
 from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map, load_basemap
-from placement.plan.failover import ROW_COLUMNS, ROW_DIGITS
-from placement.plan.record import Plan
+from placement.plan.record import ROW_COLUMNS, ROW_DIGITS, Plan
 from placement.progress import Progress, quiet
 from placement.results.folder import write_csv, write_csv_chunks, write_json
 

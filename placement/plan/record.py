@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -9,13 +10,52 @@ import pandas as pd
 
 from placement.instance.record import Instance
 from placement.optimize.problem import PlacementSolution
-from placement.plan.failover import FailoverTables
 from placement.results.summary import (
     ArrangementSummary,
     PlanSummary,
     RulePrice,
 )
 from placement.scenario.sections import ResidencySection, ServingSection, WorkloadClass
+
+ROW_DIGITS = 7
+"""Significant digits of ``failover.csv``'s figures (millions of rows at full resolution)."""
+
+
+@dataclass(frozen=True)
+class FailoverTables:
+    """The three failover tables of an N+1 plan (columns in the module docstring and the README).
+
+    Parameters
+    ----------
+    sites : pandas.DataFrame
+        ``failover_sites.csv``.
+    scenarios : pandas.DataFrame
+        ``failover_scenarios.csv``.
+    row_chunks : callable
+        ``() -> iterator of DataFrame``: ``failover.csv`` one loss at a time. At full resolution it has millions
+        of rows (every protected city, class, hour and serving site of every loss), so it is written as it is
+        made, never held whole; :attr:`rows` gathers it for small plans and tests.
+    """
+
+    sites: pd.DataFrame
+    scenarios: pd.DataFrame
+    row_chunks: Callable[[], Iterator[pd.DataFrame]]
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        """``failover.csv`` as one table."""
+        chunks = list(self.row_chunks())
+        return pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame(columns=ROW_COLUMNS)
+
+
+ROW_COLUMNS = [
+    "failed", "failed_kind", "population_id", "population", "country_code", "class", "slice", "serving_site_id",
+    "goodput_tok_s", "moved_tok_s", "demand_tok_s", "protected", "ttft_p99_ms", "ttft_objective_ms",
+]  # fmt: skip
+SITE_COLUMNS = ["failed", "failed_kind", "site_id", "slice", "moved_in_tok_s", "nodes_needed", "nodes"]
+SCENARIO_COLUMNS = [
+    "failed", "failed_kind", "site_ids", "served_tok_s", "moved_tok_s", "unprotected_tok_s", "populations_moved", "to_sites",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
