@@ -10,7 +10,7 @@ and prunes one as soon as a probe shows it cannot beat the best found so far.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -168,90 +168,194 @@ def chunked_candidate(
     Candidate or None
         Its figures, ``limit`` ``"itl"`` when the ITL capped the load, else ``""``.
     """
-    w, capacity = workload, capacity_tok_s
+    w = workload
+    if w.new_tokens <= 0:
+        return _prompt_free_candidate(steps, ki, bi, replicas=replicas, tp=tp, workload=w, capacity_tok_s=capacity_tok_s)
+    cell = _chunked_cell(steps, ki, bi, replicas=replicas, workload=w, eff=eff)
+    found = _load_cap(steps, ki, bi, cell, capacity_tok_s=capacity_tok_s, floor_tok_s=floor_tok_s)
+    if found is None:
+        return None
+    cap, limit = found
+    return Candidate(
+        goodput_tok_s=cap * capacity_tok_s,
+        capacity_tok_s=capacity_tok_s,
+        batch=int(steps.batch[bi]),
+        tp=tp,
+        replicas=replicas,
+        itl_ms=steps.itl_cell_ms(ki, bi, cap),
+        prefill_ms=cell.prefill_ms,
+        kv_transfer_ms=0.0,
+        queue_p99_ms=cell.chunk.wait_p99_ms(cap * cell.chunk_utilisation),
+        first_decode_ms=0.0,
+        utilisation_cap=cap,
+        prefill_gpu_share=0.0,
+        chunk_tokens=int(steps.chunk[ki]),
+        mixed_step_share=min(1.0, cap * float(steps.chunk_step_share[ki, bi])),
+        limit=limit,
+        slot_wait_p99_ms=cell.slots.wait_p99_ms(cap),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Queue:
+    """A queue in front of ``servers`` servers of mean service ``service_ms`` (M/G/c, Allen-Cunneen).
+
+    Attributes
+    ----------
+    servers : int
+        Servers.
+    service_ms : float
+        Mean service time. [ms]
+    cs2, ca2 : float
+        Squared coefficients of variation of the service and the inter-arrival times.
+    """
+
+    servers: int
+    service_ms: float
+    cs2: float
+    ca2: float = 1.0
+
+    def wait_p99_ms(self, utilisation: float) -> float:
+        """The p99 wait at ``utilisation`` (:func:`~placement.serving.queueing.queue_wait_p99_ms`). [ms]"""
+        return queue_wait_p99_ms(self.servers, self.service_ms, utilisation, ca2=self.ca2, cs2=self.cs2)
+
+    def utilisation_cap(self, wait_budget_ms: float) -> float:
+        """The highest utilisation whose p99 wait fits ``wait_budget_ms``.
+
+        As :func:`~placement.serving.queueing.utilisation_cap`.
+        """
+        return utilisation_cap(self.servers, self.service_ms, wait_budget_ms, ca2=self.ca2, cs2=self.cs2)
+
+    def misses(self, wait_budget_ms: float, utilisation: float) -> bool:
+        """Whether the p99 wait already exceeds ``wait_budget_ms`` a hair below ``utilisation`` (:func:`queue_misses`)."""
+        return queue_misses(self.servers, self.service_ms, wait_budget_ms, utilisation, ca2=self.ca2, cs2=self.cs2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ChunkedCell:
+    """One (chunk budget, batch) of a colocated replica with prompts to prefill, in the terms its load caps read.
+
+    Attributes
+    ----------
+    prefill_ms : float
+        The longest prompt's prefill: every one of its chunk steps. [ms]
+    budget_ms : float
+        What the TTFT objective leaves after that prefill for the chunk queue's and the slot queue's waits. [ms]
+    chunk : _Queue
+        The replica's chunk pipeline: one server, fed every ``replicas``-th arrival.
+    chunk_utilisation : float
+        That pipeline's utilisation at full load (load 1).
+    slots : _Queue
+        The node's ``replicas x batch`` decode slots, each held for a prompt's chunks and every answer token.
+    itl_target_ms : float
+        The p99 ITL the load must keep: the objective, or the interactivity floor's if tighter. [ms]
+    """
+
+    prefill_ms: float
+    budget_ms: float
+    chunk: _Queue
+    chunk_utilisation: float
+    slots: _Queue
+    itl_target_ms: float
+
+
+def _chunked_cell(
+    steps: ChunkedSteps, ki: int, bi: int, *, replicas: int, workload: Workload, eff: ServingEfficiency
+) -> _ChunkedCell:
+    """The prefill, the TTFT budget left, the two queues and the ITL target of one (chunk, batch) with prompts to prefill."""
+    w = workload
     k, b = float(steps.chunk[ki]), float(steps.batch[bi])
     mixed, mean = float(steps.mixed_ms[ki, bi]), float(steps.mean_ms[ki, bi])
-    if w.new_tokens <= 0:
-        first = float(steps.pure_ms[ki, bi])
-        cap = float(w.ttft_p99_ms - first >= 0)
-        return Candidate(
-            goodput_tok_s=cap * capacity,
-            capacity_tok_s=capacity,
-            batch=int(b),
-            tp=tp,
-            replicas=replicas,
-            itl_ms=first / w.tokens_per_step,
-            prefill_ms=0.0,
-            kv_transfer_ms=0.0,
-            queue_p99_ms=0.0,
-            first_decode_ms=first,
-            utilisation_cap=cap,
-            prefill_gpu_share=0.0,
-            chunk_tokens=0,
-            mixed_step_share=0.0,
-            limit="",
-        )
     steps_longest = max(1, math.ceil(w.new_tokens_max / k))
     # every chunk of the longest prompt is a mixed step, and the last of them samples the first token:
     # prefill is all of them and no separate decode step precedes the first token
     prefill, first = steps_longest * mixed, 0.0
     service = w.new_tokens / k * mixed  # mean time a prompt holds its replica's chunk pipeline [ms]
-    rho_full = b / (w.answer_steps * mean) * service  # that pipeline's utilisation at full batch
-    floor_load = floor_tok_s / capacity  # the share of capacity this candidate must serve to beat the best
-    chunk_budget_ms = w.ttft_p99_ms - prefill - first
-    itl_target_ms = min(w.itl_p99_ms, 1e3 / max(w.min_tok_s_per_user, 1e-9))
-    # one probe each of the chunk queue and the ITL at the load needed to beat the best, before either bisection
     cs2 = service_cv2(w, eff)
-    # a prompt is routed to one replica on arrival and prefills in that replica's chunk pipeline, one prompt after
-    # another: one server per replica, fed every ``replicas``-th arrival (round-robin of a Poisson stream)
-    ca2 = 1.0 / replicas
-    if rho_full > 0 and queue_misses(1, service, chunk_budget_ms, floor_load * rho_full, ca2=ca2, cs2=cs2):
-        return None
-    if _itl_misses(steps, ki, bi, floor_load, itl_target_ms):
-        return None
-    rho = utilisation_cap(1, service, chunk_budget_ms, ca2=ca2, cs2=cs2)
-    cap = min(1.0, rho / rho_full) if rho_full > 0 else 1.0
-    if cap * capacity <= floor_tok_s:
-        return None
-    itl_cap = _itl_load_cap(steps, ki, bi, cap, itl_target_ms)
-    limit = "itl" if itl_cap < cap else ""
-    cap = itl_cap
-    if cap <= 0 or cap * capacity <= floor_tok_s:
-        return None
     # A request also waits for a decode slot: replicas x batch slots, each held for the prompt's chunks and
     # every answer token. At capacity all slots are busy, so the load must stay below it by the margin
     # the p99 slot wait allows inside what the objective leaves (this is what keeps goodput off the knee).
-    slots, hold_ms = replicas * int(b), service + w.answer_steps * mean
+    hold_ms = service + w.answer_steps * mean
     # from the prompt mix: the prompt varies, the answer's steps do not; an override holds for both queues
     hold_cs2 = cs2 * (service / hold_ms) ** 2 if eff.service_cv2 is None else cs2
-    chunk_wait = queue_wait_p99_ms(1, service, cap * rho_full, ca2=ca2, cs2=cs2)
-    slot_budget_ms = chunk_budget_ms - chunk_wait
-    if queue_misses(slots, hold_ms, slot_budget_ms, floor_load, cs2=hold_cs2):
+    return _ChunkedCell(
+        prefill_ms=prefill,
+        budget_ms=w.ttft_p99_ms - prefill - first,
+        # a prompt is routed to one replica on arrival and prefills in that replica's chunk pipeline, one prompt after
+        # another: one server per replica, fed every ``replicas``-th arrival (round-robin of a Poisson stream)
+        chunk=_Queue(servers=1, service_ms=service, cs2=cs2, ca2=1.0 / replicas),
+        chunk_utilisation=b / (w.answer_steps * mean) * service,  # that pipeline's utilisation at full batch
+        slots=_Queue(servers=replicas * int(b), service_ms=hold_ms, cs2=hold_cs2),
+        itl_target_ms=min(w.itl_p99_ms, 1e3 / max(w.min_tok_s_per_user, 1e-9)),
+    )
+
+
+def _load_cap(
+    steps: ChunkedSteps, ki: int, bi: int, cell: _ChunkedCell, *, capacity_tok_s: float, floor_tok_s: float
+) -> tuple[float, str] | None:
+    """The highest load at which the chunk queue, the p99 ITL and the decode-slot queue all meet the objective.
+
+    Each is first probed at the load needed to beat ``floor_tok_s`` (the best so far) before it is bisected; the
+    slot queue waits inside what the chunk queue's p99 wait at the load found leaves of the budget.
+
+    Returns
+    -------
+    tuple of (float, str) or None
+        The load (a share of capacity) and ``"itl"`` when the ITL capped it, else ``""``; ``None`` when nothing
+        fits or the goodput cannot exceed ``floor_tok_s``.
+    """
+    chunk, rho_full = cell.chunk, cell.chunk_utilisation
+    floor_load = floor_tok_s / capacity_tok_s  # the share of capacity this candidate must serve to beat the best
+    # one probe each of the chunk queue and the ITL at the load needed to beat the best, before either bisection
+    if rho_full > 0 and chunk.misses(cell.budget_ms, floor_load * rho_full):
+        return None
+    if _itl_misses(steps, ki, bi, floor_load, cell.itl_target_ms):
+        return None
+    rho = chunk.utilisation_cap(cell.budget_ms)
+    cap = min(1.0, rho / rho_full) if rho_full > 0 else 1.0
+    if cap * capacity_tok_s <= floor_tok_s:
+        return None
+    itl_cap = _itl_load_cap(steps, ki, bi, cap, cell.itl_target_ms)
+    limit = "itl" if itl_cap < cap else ""
+    cap = itl_cap
+    if cap <= 0 or cap * capacity_tok_s <= floor_tok_s:
+        return None
+    slot_budget_ms = cell.budget_ms - chunk.wait_p99_ms(cap * rho_full)
+    if cell.slots.misses(slot_budget_ms, floor_load):
         return None  # the slot queue caps goodput below the best: the caller would not take it
-    cap = min(cap, utilisation_cap(slots, hold_ms, slot_budget_ms, cs2=hold_cs2))
+    cap = min(cap, cell.slots.utilisation_cap(slot_budget_ms))
     if cap <= 0:
         return None
-    queue = queue_wait_p99_ms(1, service, cap * rho_full, ca2=ca2, cs2=cs2)
-    slot_wait = queue_wait_p99_ms(slots, hold_ms, cap, cs2=hold_cs2)
-    itl = steps.itl_cell_ms(ki, bi, cap)
-    step_share = min(1.0, cap * float(steps.chunk_step_share[ki, bi]))
+    return cap, limit
+
+
+def _prompt_free_candidate(
+    steps: ChunkedSteps, ki: int, bi: int, *, replicas: int, tp: int, workload: Workload, capacity_tok_s: float
+) -> Candidate:
+    """A (chunk, batch) whose prompts the prefix cache serves whole: nothing to prefill, nothing to queue for.
+
+    The first token takes one pure decode step; the node runs at its capacity when that step fits the TTFT
+    objective, else serves nothing.
+    """
+    w, capacity = workload, capacity_tok_s
+    first = float(steps.pure_ms[ki, bi])
+    cap = float(w.ttft_p99_ms - first >= 0)
     return Candidate(
         goodput_tok_s=cap * capacity,
         capacity_tok_s=capacity,
-        batch=int(b),
+        batch=int(steps.batch[bi]),
         tp=tp,
         replicas=replicas,
-        itl_ms=itl,
-        prefill_ms=prefill,
+        itl_ms=first / w.tokens_per_step,
+        prefill_ms=0.0,
         kv_transfer_ms=0.0,
-        queue_p99_ms=queue,
+        queue_p99_ms=0.0,
         first_decode_ms=first,
         utilisation_cap=cap,
         prefill_gpu_share=0.0,
-        chunk_tokens=int(k),
-        mixed_step_share=step_share,
-        limit=limit,
-        slot_wait_p99_ms=slot_wait,
+        chunk_tokens=0,
+        mixed_step_share=0.0,
+        limit="",
     )
 
 
