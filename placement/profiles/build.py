@@ -588,7 +588,7 @@ def cross_metro_profile(
 ) -> CrossMetroProfile | str:
     """A computed interactive class with its prefill pool in another metro, or why it has none.
 
-    The pools are sized as disaggregated serving (:func:`placement.serving.search.disaggregated_candidate`, pooled
+    The pools are sized as disaggregated serving (:func:`placement.serving.disaggregated.disaggregated_candidate`, pooled
     over ``serving.pool_nodes``) inside the class's node TTFT budget less the round trip allowed between the sites
     and any cache hit's load time, the prompt's KV crossing one WAN link of ``wan_gbit_s`` instead of the hall's
     NICs, at the class's own hit rate and speculation setting.

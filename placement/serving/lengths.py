@@ -1,6 +1,6 @@
 """Request lengths as distributions: a lognormal clipped at a maximum with a given mean, or a sample.
 
-The serving model (:mod:`placement.serving.search`) reads the chunk-size tail of a prompt mix off it;
+The serving model (:mod:`placement.serving.steps`) reads the chunk-size tail of a prompt mix off it;
 the simulation (:mod:`placement.serving.simulate`) draws from it. One definition, so that both see the
 same prompts.
 """

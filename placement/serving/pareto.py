@@ -1,6 +1,6 @@
 """The Pareto curve of a node: throughput per GPU against speed per user over batches and tensor-parallel degrees.
 
-Colocated serving with chunked prefill at full load and no queueing tail (:mod:`placement.serving.search`);
+Colocated serving with chunked prefill at full load and no queueing tail (:mod:`placement.serving.colocated`);
 :func:`placement.outputs.pareto_chart.plot_pareto` draws it. A request with speculative decoding gets two
 curves, with and without it (column ``speculative``), so the batch where speculation stops paying shows.
 """
@@ -13,10 +13,12 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from placement.serving.candidate import batch_grid, max_batch, tp_options
 from placement.serving.efficiency import CALIBRATED, ServingEfficiency
 from placement.serving.hardware import AcceleratorSpec, ModelSpec
 from placement.serving.request import ServingRequest, check_request
-from placement.serving.search import Workload, batch_grid, chunked_steps, max_batch, tp_options
+from placement.serving.steps import chunked_steps
+from placement.serving.workload import Workload
 
 
 def pareto_curve(request: ServingRequest, *, efficiency: ServingEfficiency = CALIBRATED) -> pd.DataFrame:

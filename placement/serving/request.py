@@ -14,6 +14,7 @@ from typing import Any
 from placement._errors import InputError, Problem
 from placement.economics.cost import cost_per_million_tokens_usd
 from placement.economics.cost import tokens_per_s_per_mw as _yield_per_mw
+from placement.serving.candidate import Candidate, tp_options
 from placement.serving.efficiency import CALIBRATED, ServingEfficiency, calibrated_figure, goodput_band
 from placement.serving.hardware import (
     AcceleratorSpec,
@@ -22,8 +23,9 @@ from placement.serving.hardware import (
     get_accelerator,
     get_model,
 )
-from placement.serving.search import Candidate, Workload, best_candidate, tp_options
+from placement.serving.search import best_candidate
 from placement.serving.speculative import AUTO, speculation_for
+from placement.serving.workload import Workload
 
 
 @dataclass(frozen=True)

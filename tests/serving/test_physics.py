@@ -42,7 +42,7 @@ from placement.serving.lengths import LengthDistribution
 from placement.serving.pareto import pareto_curve
 from placement.serving.queueing import erlang_c, queue_wait_p99_ms, utilisation_cap
 from placement.serving.request import ServingRequest, goodput_report, serve
-from placement.serving.search import ChunkSizes
+from placement.serving.steps import ChunkSizes
 
 KIB = 1024
 
@@ -268,8 +268,8 @@ def test_result_respects_its_objective() -> None:
 def test_every_ttft_part_is_what_its_name_says() -> None:
     # Issue 22, item 5: colocated, prefill is every step carrying one of the longest prompt's chunks (the last
     # of them samples the first token, so no decode step precedes it) and the decode-slot wait is its own part
-    from placement.serving import search
     from placement.serving.efficiency import CALIBRATED
+    from placement.serving.steps import chunked_steps
 
     request = ServingRequest(
         "llama-3.1-70b", "h100-sxm", 8, "fp8", 1155, 211, 110.0, 25.0, 0.5, min_tok_s_per_user=40.0, input_tokens_max=4142
@@ -282,7 +282,7 @@ def test_every_ttft_part_is_what_its_name_says() -> None:
     assert busy.slot_wait_p99_ms > 0 and busy.first_decode_ms == 0.0  # TTFT-limited: the slot queue binds
     w = request.workload
     m, a = get_model(request.model), get_accelerator(request.accelerator)
-    steps = search.chunked_steps(m, a, "fp8", tp=r.tp, batch=np.array([float(r.batch)]), workload=w, eff=CALIBRATED)
+    steps = chunked_steps(m, a, "fp8", tp=r.tp, batch=np.array([float(r.batch)]), workload=w, eff=CALIBRATED)
     ki = int(np.flatnonzero(steps.chunk == r.chunk_tokens)[0])
     chunks = math.ceil(w.new_tokens_max / r.chunk_tokens)
     assert r.prefill_ms == pytest.approx(chunks * float(steps.mixed_ms[ki, 0]), rel=1e-12)

@@ -18,12 +18,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from placement.serving import search
+from placement.serving.candidate import Candidate, batch_grid, max_batch
+from placement.serving.colocated import PRUNE_MARGIN, chunked_candidate, colocated_candidate, queue_misses
 from placement.serving.efficiency import CALIBRATED, ServingEfficiency
 from placement.serving.hardware import get_accelerator, get_model
 from placement.serving.queueing import queue_wait_p99_ms, utilisation_cap
 from placement.serving.request import ServingRequest, serve
-from placement.serving.search import P99_Z, Candidate
+from placement.serving.steps import ChunkedSteps, ChunkSizes, chunked_steps
+from placement.serving.workload import P99_Z, Workload
 
 REFERENCE = Path(__file__).parent.parent / "data" / "serving_reference.json"
 
@@ -74,10 +76,10 @@ def _straightforward(request: ServingRequest, tp: int, eff: ServingEfficiency = 
     """The colocated search with every candidate evaluated in full: capacity order, no floor, no probe."""
     w = request.workload
     m, a = get_model(request.model), get_accelerator(request.accelerator)
-    b_max = search.max_batch(m, a, request.precision, tp=tp, workload=w, eff=eff)
-    batch = search.batch_grid(b_max)
+    b_max = max_batch(m, a, request.precision, tp=tp, workload=w, eff=eff)
+    batch = batch_grid(b_max)
     batch = batch[batch + P99_Z * np.sqrt(batch) <= b_max] if b_max > 1 else batch
-    steps = search.chunked_steps(m, a, request.precision, tp=tp, batch=batch, workload=w, eff=eff)
+    steps = chunked_steps(m, a, request.precision, tp=tp, batch=batch, workload=w, eff=eff)
     itl = steps.pure_p99_ms
     ok = (itl <= w.itl_p99_ms) & (1e3 / itl >= w.min_tok_s_per_user)
     replicas = request.gpus // tp
@@ -87,7 +89,7 @@ def _straightforward(request: ServingRequest, tp: int, eff: ServingEfficiency = 
         ki, bi = (int(i) for i in np.unravel_index(flat, capacity.shape))
         if not ok[ki, bi] or (best is not None and capacity[ki, bi] <= best.goodput_tok_s):
             break  # goodput never exceeds capacity
-        found = search.chunked_candidate(
+        found = chunked_candidate(
             steps, ki, bi, replicas=replicas, tp=tp, workload=w, eff=eff, capacity_tok_s=float(capacity[ki, bi])
         )
         if found is not None and (best is None or found.goodput_tok_s > best.goodput_tok_s):
@@ -111,7 +113,7 @@ def _straightforward(request: ServingRequest, tp: int, eff: ServingEfficiency = 
 )
 def test_pruned_search_picks_what_the_full_search_picks(request_: ServingRequest, tp: int) -> None:
     want = _straightforward(request_, tp)
-    got = search.colocated_candidate(
+    got = colocated_candidate(
         get_model(request_.model),
         get_accelerator(request_.accelerator),
         request_.precision,
@@ -130,13 +132,13 @@ def test_a_probe_that_misses_means_the_bisection_finds_less() -> None:
     for _ in range(300):
         servers, service_ms = int(rng.integers(1, 400)), float(rng.uniform(1.0, 500.0))
         budget_ms, needed = float(rng.uniform(0.0, 2000.0)), float(rng.uniform(0.01, 0.999))
-        misses = search.queue_misses(servers, service_ms, budget_ms, needed, cs2=1.0)
-        assert misses == (queue_wait_p99_ms(servers, service_ms, needed * (1 - search.PRUNE_MARGIN)) > budget_ms)
+        misses = queue_misses(servers, service_ms, budget_ms, needed, cs2=1.0)
+        assert misses == (queue_wait_p99_ms(servers, service_ms, needed * (1 - PRUNE_MARGIN)) > budget_ms)
         if misses:
             assert utilisation_cap(servers, service_ms, budget_ms) < needed
 
 
-@pytest.mark.parametrize("record", [search.Workload, search.Candidate, search.ChunkSizes, search.ChunkedSteps])
+@pytest.mark.parametrize("record", [Workload, Candidate, ChunkSizes, ChunkedSteps])
 def test_the_search_records_refuse_positional_fields(record: type) -> None:
     """Fifteen positional numbers are easy to swap: every record of the search is built by keyword."""
     with pytest.raises(TypeError, match="positional"):

@@ -8,11 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from placement.serving import kernels, search
+from placement.serving import kernels
+from placement.serving.candidate import tp_options
+from placement.serving.colocated import chunked_candidate
 from placement.serving.efficiency import ServingEfficiency, achieved
 from placement.serving.hardware import get_accelerator, get_model, kv_bytes_per_token
 from placement.serving.queueing import queue_wait_p99_ms
 from placement.serving.request import ServingRequest, serve
+from placement.serving.steps import chunked_steps
+from placement.serving.workload import P99_Z, Workload, service_cv2
 
 #: Floors at round figures by override (the worked examples do not depend on the calibration).
 FLOORS = ServingEfficiency(step_overhead_ms=1.0, layer_floor_us=60.0, sequence_us=20.0, gemm_half_tokens=64.0)
@@ -83,8 +87,8 @@ def test_the_tpot_objective_reads_a_request_mean_and_is_never_tighter_than_every
     batch = np.array([8.0, 32.0, 128.0])
     shapes = {}
     for metric in ("step", "tpot"):
-        w = search.Workload(**base, min_tok_s_per_user=0.0, hit_rate=0.0, itl_metric=metric)  # type: ignore[arg-type]
-        steps = search.chunked_steps(model, accel, "fp8", tp=8, batch=batch, workload=w, eff=ServingEfficiency())
+        w = Workload(**base, min_tok_s_per_user=0.0, hit_rate=0.0, itl_metric=metric)  # type: ignore[arg-type]
+        steps = chunked_steps(model, accel, "fp8", tp=8, batch=batch, workload=w, eff=ServingEfficiency())
         shapes[metric] = steps.itl_ms(0.9)
         assert np.all(w.p99_batch(batch) > batch)
     assert np.all(shapes["tpot"] <= shapes["step"] + 1e-9)
@@ -108,7 +112,7 @@ def _batch_1_step_ms(request: ServingRequest) -> float:
     context = request.workload.context_tokens
     return min(
         kernels.decode_step(model, accel, request.precision, tp=t, batch=1, context_tokens=context).total_ms
-        for t in search.tp_options(accel, request.gpus)
+        for t in tp_options(accel, request.gpus)
     )
 
 
@@ -144,7 +148,7 @@ def test_a_requests_tpot_counts_the_spread_of_its_chunk_steps_worked_by_hand() -
     model, accel = get_model("llama-3.1-70b"), get_accelerator("h200")
     batch = np.array([4.0])
     for answer in (60.0, 600.0):
-        w = search.Workload(
+        w = Workload(
             input_tokens=2000.0,
             input_tokens_max=6000.0,
             output_tokens=answer,
@@ -153,11 +157,11 @@ def test_a_requests_tpot_counts_the_spread_of_its_chunk_steps_worked_by_hand() -
             min_tok_s_per_user=0.0,
             hit_rate=0.0,
         )
-        steps = search.chunked_steps(model, accel, "fp8", tp=8, batch=batch, workload=w, eff=ServingEfficiency())
+        steps = chunked_steps(model, accel, "fp8", tp=8, batch=batch, workload=w, eff=ServingEfficiency())
         ki = int(np.argmin(np.abs(steps.chunk - 4096.0)))
         high = w.p99_batch(batch)
         share = min(float(steps.mixed_share[ki, 0]) * 0.9 * float(high[0]) / 4.0, 1.0)
-        seen = min(share + search.P99_Z * math.sqrt(share * (1.0 - share) / answer), 1.0)
+        seen = min(share + P99_Z * math.sqrt(share * (1.0 - share) / answer), 1.0)
         chunk = float(steps.step_at(high, np.full(1, steps.chunk[ki]))[0])
         pure = float(steps.step_at(high, np.zeros(1))[0])
         assert 0.0 < share < seen < 1.0 and chunk > pure
@@ -169,7 +173,7 @@ def test_a_prompt_waits_in_its_own_replicas_chunk_pipeline_worked_by_hand() -> N
     """A router binds each prompt to one replica: its chunk queue is one server fed every R-th arrival of the
     Poisson stream (ca2 = 1 / R), not a pool of R servers, so many small replicas queue prompts longer."""
     model, accel = get_model("llama-2-70b"), get_accelerator("h200")
-    w = search.Workload(
+    w = Workload(
         input_tokens=222.0,
         input_tokens_max=1021.0,
         output_tokens=290.0,
@@ -180,14 +184,14 @@ def test_a_prompt_waits_in_its_own_replicas_chunk_pipeline_worked_by_hand() -> N
     )
     eff = ServingEfficiency()
     batch = np.array([64.0])
-    steps = search.chunked_steps(model, accel, "fp8", tp=1, batch=batch, workload=w, eff=eff)
+    steps = chunked_steps(model, accel, "fp8", tp=1, batch=batch, workload=w, eff=eff)
     ki = int(np.argmin(np.abs(steps.chunk - 256.0)))
     capacity = 8 * 64.0 / float(steps.mean_ms[ki, 0]) * 1e3
-    found = search.chunked_candidate(steps, ki, 0, replicas=8, tp=1, workload=w, eff=eff, capacity_tok_s=capacity)
+    found = chunked_candidate(steps, ki, 0, replicas=8, tp=1, workload=w, eff=eff, capacity_tok_s=capacity)
     assert found is not None and found.queue_p99_ms > 0
     service = w.new_tokens / steps.chunk[ki] * float(steps.mixed_ms[ki, 0])
     load = found.utilisation_cap * 64.0 / (w.answer_steps * float(steps.mean_ms[ki, 0])) * service
-    cs2 = search.service_cv2(w, eff)
+    cs2 = service_cv2(w, eff)
     own = queue_wait_p99_ms(1, service, load, ca2=1.0 / 8, cs2=cs2)
     assert found.queue_p99_ms == pytest.approx(own)
     assert own > queue_wait_p99_ms(8, service, load, cs2=cs2), "a shared pool of 8 would wait less"
