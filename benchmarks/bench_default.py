@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO))
 
 from placement.outputs.writer import write_results  # noqa: E402
 from placement.plan.solve import build_instance, solve_instance  # noqa: E402
-from placement.scenario.sections import LoadedScenario, load_scenario  # noqa: E402
+from placement.scenario.load import LoadedScenario, load_scenario  # noqa: E402
 
 SCENARIO = REPO / "data" / "scenarios" / "default.yaml"
 

@@ -40,7 +40,7 @@ from placement.analyses.candidates import with_candidates  # noqa: E402
 from placement.optimize.model import build_model  # noqa: E402
 from placement.outputs.writer import write_results  # noqa: E402
 from placement.plan.solve import build_instance, solve_instance  # noqa: E402
-from placement.scenario.sections import load_scenario  # noqa: E402
+from placement.scenario.load import load_scenario  # noqa: E402
 from placement.world.catalog import load_catalog  # noqa: E402
 from placement.world.cities import load_cities  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The walk of the solve command's scenario: how far the loaded scenario travels through the code.
 
 Runs ``placement solve`` on a scenario (default: the bundled world, maps included) in-process under
-:func:`sys.settrace` and follows the :class:`placement.scenario.sections.LoadedScenario` that ``load_scenario``
+:func:`sys.settrace` and follows the :class:`placement.scenario.load.LoadedScenario` that ``load_scenario``
 returns. Only calls of functions defined in ``placement/`` are looked at.
 
 Followed objects

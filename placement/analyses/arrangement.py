@@ -24,7 +24,8 @@ from placement.plan.solve import Plan, run
 from placement.profiles.build import ClassProfile
 from placement.profiles.cache_hits import class_hit_rates, site_hit_rates
 from placement.results.summary import ArrangementSummary
-from placement.scenario.sections import LoadedScenario, ServingSection
+from placement.scenario.load import LoadedScenario
+from placement.scenario.sections import ServingSection
 
 
 def arrangement_options(serving: ServingSection) -> dict[str, Any]:

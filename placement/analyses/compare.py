@@ -13,7 +13,7 @@ from placement.analyses.arrangement import arrangement_options, fixed_arrangemen
 from placement.analyses.baselines import all_baselines
 from placement.instance.build import build_instance
 from placement.plan.solve import Plan, run, solve_instance
-from placement.scenario.sections import LoadedScenario
+from placement.scenario.load import LoadedScenario
 
 __all__ = ["compare_placements", "optimal_row"]
 

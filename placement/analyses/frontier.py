@@ -20,7 +20,7 @@ from placement.economics.cost import HOURS_PER_YEAR
 from placement.instance.build import Instance, build_instance
 from placement.plan.solve import Plan, least_use, solve_instance
 from placement.progress import Progress, quiet
-from placement.scenario.sections import LoadedScenario
+from placement.scenario.load import LoadedScenario
 
 Axis = Literal["carbon", "water"]
 """What a frontier's caps limit."""

@@ -43,19 +43,18 @@ from placement.rules.residency import (
     split_commodities,
 )
 from placement.rules.resources import GRID_MIX_CSV, CapSpec, SiteWater, cap_specs, site_water, water_charge_usd_per_mwh
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.load import LoadedScenario, Resolve
 from placement.scenario.sections import (
     DemandSection,
     EconomicsSection,
     FaultToleranceSection,
     LatencySection,
-    LoadedScenario,
     ResidencySection,
-    Resolve,
     ServingSection,
     SitesOpenSection,
     SitesSection,
     TimeSection,
-    WorkloadClass,
 )
 from placement.world.bundled import bundled_path
 from placement.world.catalog import load_catalog

@@ -52,7 +52,9 @@ from placement.results.textfmt import mw_text, share_text, usd_per_m_text
 from placement.rules.availability import availability_rules, standing_bars
 from placement.rules.residency import Regime
 from placement.rules.resources import embodied_kgco2e_per_node, site_water_stress
-from placement.scenario.sections import LoadedScenario, ResidencySection, ServingSection, WorkloadClass
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.load import LoadedScenario
+from placement.scenario.sections import ResidencySection, ServingSection
 
 __all__ = ["Instance", "Plan", "PlanSummary", "build_instance", "run", "solve_instance", "summarise", "unprotectable_commodities"]
 

@@ -9,7 +9,7 @@ import pytest
 
 from placement.instance import build as instance_module
 from placement.instance.build import build_instance, mapped_from_disk
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
 

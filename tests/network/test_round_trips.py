@@ -15,7 +15,7 @@ from placement.instance.build import worst_member_rtt_ms
 from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import Place, place_endpoints, resolve_place, rtt_report
 from placement.plan.solve import Plan, run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
 

@@ -10,7 +10,7 @@ import pytest
 from placement.instance.build import build_instance, endpoints, merge_commodities
 from placement.instance.pair_mask import PairMask
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.request import ServingRequest, serve
 from tests.conftest import scenario_dict, write_scenario
 

@@ -20,7 +20,7 @@ from placement.plan.solve import Plan, run
 from placement.results import jsonio
 from placement.results.folder import read_results_folder
 from placement.results.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import SMALL_CATALOG, write_scenario
 
 SUMMARY_JSON_KEYS = {
@@ -324,7 +324,7 @@ def test_json_encoder_writes_non_finite_numbers_as_null() -> None:
 
 def test_summary_names_the_round_trip_quantile_the_budget_used(tmp_path: Path) -> None:
     from placement.plan.solve import run
-    from placement.scenario.sections import load_scenario
+    from placement.scenario.load import load_scenario
     from tests.conftest import write_scenario
 
     assert run(load_scenario(write_scenario(tmp_path))).summary.rtt_quantile == "p90"

@@ -15,7 +15,7 @@ import pytest
 from placement.analyses.tail import COLUMNS, check_tail
 from placement.cli import main
 from placement.plan.solve import Plan, run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.request import ServingRequest, serve
 from placement.serving.simulate import (
     LengthDistribution,
