@@ -34,20 +34,11 @@ from placement.profiles.build import ClassProfile
 from placement.profiles.cache_hits import class_hit_rates
 from placement.profiles.ttft_budget import COMPONENTS, max_rtt_ms, ttft_components_ms
 from placement.progress import Progress, quiet
-from placement.results.summary import (
-    ArrangementSummary,
-    ClassSummary,
-    CostBreakdown,
-    PlanSummary,
-    RulePrice,
-    cost_breakdown,
-    dinkelbach_steps,
-    fault_domain_coverage,
-    finite_or_none,
-    ttft_headlines_ms,
-    weighted_hit_rate,
-    yield_figures,
-)
+from placement.results.class_summary import ClassSummary
+from placement.results.cost_breakdown import CostBreakdown, cost_breakdown
+from placement.results.headline_figures import fault_domain_coverage, ttft_headlines_ms, weighted_hit_rate, yield_figures
+from placement.results.jsonio import finite_or_none
+from placement.results.summary import ArrangementSummary, PlanSummary, RulePrice, dinkelbach_steps
 from placement.results.textfmt import mw_text, share_text, usd_per_m_text
 from placement.rules.availability import availability_rules, standing_bars
 from placement.rules.residency import Regime

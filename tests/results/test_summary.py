@@ -18,8 +18,9 @@ from placement._errors import PlacementError
 from placement.outputs.report_html import rerender_report
 from placement.plan.solve import Plan, run
 from placement.results import jsonio
+from placement.results.cost_breakdown import CostBreakdown, cost_breakdown_of_site_table
 from placement.results.folder import read_results_folder
-from placement.results.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
+from placement.results.summary import PlanSummary
 from placement.scenario.load import load_scenario
 from tests.conftest import SMALL_CATALOG, write_scenario
 
