@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from placement.profiles.build import class_profiles  # noqa: E402
-from placement.scenario.sections import load_scenario  # noqa: E402
+from placement.scenario.load import load_scenario  # noqa: E402
 from placement.world.bundled import scenario_file  # noqa: E402
 
 

@@ -17,7 +17,7 @@ from placement.buildout.arrays import build_buildout
 from placement.buildout.solve import solve_stochastic
 from placement.buildout.tables import year_table
 from placement.outputs.buildout import write_buildout
-from placement.scenario.sections import LoadedScenario, load_scenario
+from placement.scenario.load import LoadedScenario, load_scenario
 
 SCENARIO = Path(__file__).resolve().parents[1] / "data" / "scenarios" / "buildout.yaml"
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO))
 from placement.instance.build import build_instance  # noqa: E402
 from placement.outputs.writer import write_results  # noqa: E402
 from placement.plan.solve import solve_instance  # noqa: E402
-from placement.scenario.sections import LoadedScenario, load_scenario  # noqa: E402
+from placement.scenario.load import LoadedScenario, load_scenario  # noqa: E402
 
 SCENARIO = REPO / "data" / "scenarios" / "default.yaml"
 

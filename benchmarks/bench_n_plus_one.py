@@ -20,7 +20,7 @@ from pathlib import Path
 from placement.instance.build import build_instance
 from placement.optimize import protect
 from placement.optimize.priced import PRICING_FROM_PAIRS, solve_priced
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

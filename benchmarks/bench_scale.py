@@ -41,7 +41,7 @@ from placement.instance.build import build_instance  # noqa: E402
 from placement.optimize.model import build_model  # noqa: E402
 from placement.outputs.writer import write_results  # noqa: E402
 from placement.plan.solve import solve_instance  # noqa: E402
-from placement.scenario.sections import load_scenario  # noqa: E402
+from placement.scenario.load import load_scenario  # noqa: E402
 from placement.world.catalog import load_catalog  # noqa: E402
 from placement.world.cities import load_cities  # noqa: E402
 

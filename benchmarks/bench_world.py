@@ -36,7 +36,7 @@ from placement.optimize.priced import PRICING_FROM_PAIRS  # noqa: E402
 from placement.optimize.problem import PlacementInput  # noqa: E402
 from placement.outputs.writer import write_results  # noqa: E402
 from placement.plan.solve import solve_instance  # noqa: E402
-from placement.scenario.sections import load_scenario  # noqa: E402
+from placement.scenario.load import load_scenario  # noqa: E402
 
 DEFAULT = REPO / "data" / "scenarios" / "default.yaml"
 

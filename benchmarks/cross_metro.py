@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO))
 
 from placement.analyses.modes import cross_metro_links  # noqa: E402
 from placement.plan.solve import run  # noqa: E402
-from placement.scenario.sections import LoadedScenario, load_scenario  # noqa: E402
+from placement.scenario.load import LoadedScenario, load_scenario  # noqa: E402
 from placement.world.bundled import scenario_file  # noqa: E402
 
 

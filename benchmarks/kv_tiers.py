@@ -24,7 +24,8 @@ sys.path.insert(0, str(REPO))
 from placement.analyses.arrangement import hit_rates_by_site  # noqa: E402
 from placement.plan.solve import run  # noqa: E402
 from placement.profiles.build import serving_request  # noqa: E402
-from placement.scenario.sections import KvCacheSection, LoadedScenario, load_scenario  # noqa: E402
+from placement.scenario.load import LoadedScenario, load_scenario  # noqa: E402
+from placement.scenario.sections import KvCacheSection  # noqa: E402
 from placement.serving.request import serve  # noqa: E402
 from placement.world.bundled import scenario_file  # noqa: E402
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from placement.analyses.tail import serving_request
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.request import serve
 from placement.serving.simulate import simulate_request
 from placement.world.bundled import default_scenario_path

@@ -29,18 +29,18 @@ if TYPE_CHECKING:
     from placement.outputs.writer import write_results
     from placement.plan.record import Plan
     from placement.plan.solve import run
-    from placement.scenario.sections import LoadedScenario, load_scenario
+    from placement.scenario.load import LoadedScenario, load_scenario
     from placement.world.bundled import describe_scenarios, scenario_file
 
 #: Each exported name and the module that defines it.
 _EXPORTS = {
     "FacilityLocationResult": "placement.optimize.facility_location",
-    "LoadedScenario": "placement.scenario.sections",
+    "LoadedScenario": "placement.scenario.load",
     "Plan": "placement.plan.record",
     "build_buildout": "placement.buildout.arrays",
     "describe_scenarios": "placement.world.bundled",
     "facility_location": "placement.optimize.facility_location",
-    "load_scenario": "placement.scenario.sections",
+    "load_scenario": "placement.scenario.load",
     "run": "placement.plan.solve",
     "scenario_file": "placement.world.bundled",
     "solve_stochastic": "placement.buildout.solve",

@@ -16,7 +16,7 @@ from placement._process import map_large_blocks
 from placement.progress import StderrProgress
 from placement.results import jsonio
 from placement.results.textfmt import ms_text, mw_text
-from placement.scenario.sections import LoadedScenario, load_scenario
+from placement.scenario.load import LoadedScenario, load_scenario
 from placement.world.bundled import default_scenario_path, scenario_file
 from placement.world.geodesy import is_lat_lon
 

@@ -1,7 +1,7 @@
 """The walk of the solve command's scenario: how far the loaded scenario travels through the code.
 
 Runs ``placement solve`` on a scenario (default: the bundled world, maps included) in-process under
-:func:`sys.settrace` and follows the :class:`placement.scenario.sections.LoadedScenario` that ``load_scenario``
+:func:`sys.settrace` and follows the :class:`placement.scenario.load.LoadedScenario` that ``load_scenario``
 returns. Only calls of functions defined in ``placement/`` are looked at.
 
 Followed objects
@@ -39,7 +39,8 @@ functions taking the whole LoadedScenario
     Functions and methods written in ``placement/`` with a parameter annotated ``LoadedScenario``
     (``| None`` included; a dataclass's generated ``__init__`` is not counted).
 deep attribute chains in outputs/
-    Attribute chains in ``placement/outputs/`` and the writers ``summary.py`` and ``tail.py`` that
+    Attribute chains in ``placement/outputs/`` and the writers ``summary.py`` (with its parts
+    ``class_summary.py``, ``cost_breakdown.py``, ``headline_figures.py``) and ``tail.py`` that
     reach into the scenario through an object holding it: a chain naming ``.loaded`` after its
     first name, or ``.instance`` followed by ``.scenario``/``.classes``
     (``plan.instance.loaded.scenario.name``).
@@ -286,7 +287,8 @@ def _chain(node: ast.Attribute) -> list[str]:
 
 def deep_chains() -> list[str]:
     """Attribute chains in the writers that reach the scenario through an object holding it."""
-    files = [*sorted((PACKAGE / "outputs").glob("*.py")), PACKAGE / "results" / "summary.py", PACKAGE / "analyses" / "tail.py"]
+    summary = [PACKAGE / "results" / f"{name}.py" for name in ("summary", "class_summary", "cost_breakdown", "headline_figures")]
+    files = [*sorted((PACKAGE / "outputs").glob("*.py")), *summary, PACKAGE / "analyses" / "tail.py"]
     found = []
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"))

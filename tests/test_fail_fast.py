@@ -15,7 +15,7 @@ from placement.cli import main
 from placement.instance.build import build_instance
 from placement.outputs.writer import check_output_folder
 from placement.plan.solve import solve_instance
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, scenario_dict, write_scenario
 
 

@@ -20,7 +20,7 @@ from placement.network.measurements import calibrate, load_measurements, modelle
 from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import resolve_place, resolve_places
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.calibration import MAX_CONFIGURATIONS, check_configurations, fit_parts
 from placement.serving.measured import MeasuredPoint, load_measured
 from tests.conftest import write_scenario

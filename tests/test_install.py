@@ -14,7 +14,7 @@ import pytest
 
 from placement.analyses.validate import check_scenario_inputs, validate_file
 from placement.cli import main
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.world.bundled import bundled_path, bundled_scenarios, copy_scenario, describe_scenarios, scenario_file
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,7 +25,9 @@ from placement.plan.solve import run
 from placement.profiles.build import ClassProfile
 from placement.profiles.cache_hits import class_hit_rates, site_hit_rates
 from placement.results.summary import ArrangementSummary
-from placement.scenario.sections import LoadedScenario, ServingSection
+from placement.scenario.load import LoadedScenario
+from placement.scenario.sections import ServingSection
+from placement.serving.prefix_cache import CacheFigures
 
 
 def arrangement_options(serving: ServingSection) -> dict[str, Any]:
@@ -190,6 +192,70 @@ def waterfall_moves(plan: Plan, theirs: dict[str, dict[str, float]], waterfall: 
     return out
 
 
+def _class_headlines(plan: Plan, fixed: FixedArrangement) -> dict[str, dict[str, Any]]:
+    """Per class: its serving mode, and its $/M goodput, goodput per node and prefix hit rate both ways."""
+    mine, theirs = _class_figures(plan), fixed.classes
+    modes = class_modes(plan)
+    hits = class_hit_rates(plan.instance.profiles, plan.assignments, by_site=plan.instance.profiles_by_site)
+    fixed_hits = fixed.hit_rates
+    return {
+        name: {
+            "serving_mode": modes.get(name, ""),
+            "usd_per_million_goodput_tokens": mine[name]["usd_per_m"],
+            "usd_per_million_goodput_tokens_fixed_arrangement": theirs.get(name, {}).get("usd_per_m"),
+            "goodput_tok_s_per_node": mine[name]["goodput_tok_s_per_node"],
+            "goodput_tok_s_per_node_fixed_arrangement": theirs.get(name, {}).get("goodput_tok_s_per_node"),
+            "prefix_hit_rate": hits.get(name),
+            "prefix_hit_rate_fixed_arrangement": fixed_hits.get(name),
+        }
+        for name in mine
+    }
+
+
+def _kv_cache_figures(profile: ClassProfile, cache: CacheFigures, usd_per_m: float | None) -> dict[str, Any]:
+    """A class's prefix cache as infrastructure: its tier, reuse, hit rate, size, warm-up and what it is worth."""
+    return {
+        "tier": cache.tier,
+        "reuse_profile": cache.reuse.profile,
+        "hit_rate_limit": profile.cache_hit_rate,
+        "retention_s": cache.retention_s,
+        "cache_gb_per_node": cache.cache_gb_per_node,
+        "hit_load_ms": cache.hit_load_ms,
+        "warmup_nodes_per_site": cache.warmup_nodes,
+        "goodput_tok_s_per_node_without_cache": cache.goodput_no_cache_tok_s_per_node,
+        "value_usd_per_million_goodput_tokens": cache_value_usd_per_m(profile, usd_per_m),
+    }
+
+
+def _class_comparison(plan: Plan, fixed: FixedArrangement, waterfall: Waterfall | None) -> dict[str, dict[str, Any]]:
+    """``arrangement.classes``: each class's headlines, then its node TTFT budget shares, KV cache and waterfall moves."""
+    classes = _class_headlines(plan, fixed)
+    for name, shares in node_budget_shares(plan).items():
+        if name in classes:
+            classes[name]["node_ttft_budget_shares"] = shares
+    for profile in plan.instance.profiles:
+        if profile.cache is not None and profile.name in classes:
+            entry = classes[profile.name]
+            entry["kv_cache"] = _kv_cache_figures(profile, profile.cache, entry["usd_per_million_goodput_tokens"])
+    if waterfall is not None and fixed.steps is not None:
+        for name, moves in waterfall_moves(plan, fixed.steps, waterfall).items():
+            if name in classes:
+                classes[name]["waterfall"] = moves
+    return classes
+
+
+def _fixed_arrangement_settings() -> dict[str, Any]:
+    """What the fixed arrangement is: aggregated, no speculation, no cache model or ladder, one node a pool."""
+    return {
+        "disaggregated": False,
+        "speculative": None,
+        "kv_cache": None,
+        "node_ttft_ladder": None,
+        "pool_nodes": 1,
+        "cross_metro_prefill": None,
+    }
+
+
 def compare_arrangement(
     loaded: LoadedScenario,
     plan: Plan,
@@ -217,7 +283,7 @@ def compare_arrangement(
 
     Returns
     -------
-    dict
+    ArrangementSummary
         ``options`` (what was on), ``classes`` (per class: ``serving_mode``,
         ``usd_per_million_goodput_tokens``, ``usd_per_million_goodput_tokens_fixed_arrangement``,
         ``goodput_tok_s_per_node`` and ``goodput_tok_s_per_node_fixed_arrangement``), the whole plan's
@@ -226,53 +292,10 @@ def compare_arrangement(
     if fixed is None:
         progress("arrangement: solving the same world with the fixed arrangement (aggregated, no speculation)")
         fixed = fixed_figures(loaded, plan.instance, waterfall)  # the same world: its round trips are reused
-    mine, theirs = _class_figures(plan), fixed.classes
-    modes = class_modes(plan)
-    hits = class_hit_rates(plan.instance.profiles, plan.assignments, by_site=plan.instance.profiles_by_site)
-    fixed_hits = fixed.hit_rates
-    classes: dict[str, dict[str, Any]] = {
-        name: {
-            "serving_mode": modes.get(name, ""),
-            "usd_per_million_goodput_tokens": mine[name]["usd_per_m"],
-            "usd_per_million_goodput_tokens_fixed_arrangement": theirs.get(name, {}).get("usd_per_m"),
-            "goodput_tok_s_per_node": mine[name]["goodput_tok_s_per_node"],
-            "goodput_tok_s_per_node_fixed_arrangement": theirs.get(name, {}).get("goodput_tok_s_per_node"),
-            "prefix_hit_rate": hits.get(name),
-            "prefix_hit_rate_fixed_arrangement": fixed_hits.get(name),
-        }
-        for name in mine
-    }
-    for name, shares in node_budget_shares(plan).items():
-        if name in classes:
-            classes[name]["node_ttft_budget_shares"] = shares
-    for profile in plan.instance.profiles:
-        if profile.cache is not None and profile.name in classes:
-            entry = classes[profile.name]
-            entry["kv_cache"] = {
-                "tier": profile.cache.tier,
-                "reuse_profile": profile.cache.reuse.profile,
-                "hit_rate_limit": profile.cache_hit_rate,
-                "retention_s": profile.cache.retention_s,
-                "cache_gb_per_node": profile.cache.cache_gb_per_node,
-                "hit_load_ms": profile.cache.hit_load_ms,
-                "warmup_nodes_per_site": profile.cache.warmup_nodes,
-                "goodput_tok_s_per_node_without_cache": profile.cache.goodput_no_cache_tok_s_per_node,
-                "value_usd_per_million_goodput_tokens": cache_value_usd_per_m(profile, entry["usd_per_million_goodput_tokens"]),
-            }
-    if waterfall is not None and fixed.steps is not None:
-        for name, moves in waterfall_moves(plan, fixed.steps, waterfall).items():
-            if name in classes:
-                classes[name]["waterfall"] = moves
+    classes = _class_comparison(plan, fixed, waterfall)
     return ArrangementSummary(
         options=arrangement_options(loaded.scenario.serving),
-        fixed_arrangement={
-            "disaggregated": False,
-            "speculative": None,
-            "kv_cache": None,
-            "node_ttft_ladder": None,
-            "pool_nodes": 1,
-            "cross_metro_prefill": None,
-        },
+        fixed_arrangement=_fixed_arrangement_settings(),
         unserved_share=plan.summary.unserved_share,
         unserved_share_fixed_arrangement=fixed.unserved_share,
         usd_per_million_goodput_tokens=plan.summary.cost_per_million_goodput_tokens_usd,

@@ -14,7 +14,7 @@ from placement.analyses.baselines import all_baselines
 from placement.instance.build import build_instance
 from placement.plan.record import Plan
 from placement.plan.solve import run, solve_instance
-from placement.scenario.sections import LoadedScenario
+from placement.scenario.load import LoadedScenario
 
 __all__ = ["compare_placements", "optimal_row"]
 

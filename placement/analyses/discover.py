@@ -38,7 +38,8 @@ from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.progress import Progress, quiet
 from placement.rules.resources import GRID_MIX_CSV, bundled_table
-from placement.scenario.sections import FILE_KEYS, DiscoverSection, LoadedScenario, load_scenario
+from placement.scenario.load import FILE_KEYS, LoadedScenario, load_scenario
+from placement.scenario.sections import DiscoverSection
 from placement.world.catalog import load_catalog
 from placement.world.cities import load_cities
 from placement.world.geodesy import unit_vectors

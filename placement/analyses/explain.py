@@ -37,7 +37,7 @@ from placement.optimize.ranging import Resolve
 from placement.optimize.solver import SolverOptions
 from placement.optimize.whatif import WhatIfs, fixed_design_lp
 from placement.results.folder import ResultsFolder, read_results_folder, read_summary
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 
 EXTRA_MW = 10.0
 """The block of power the "what would pay" section adds where one more MW is worth most. [MW]"""

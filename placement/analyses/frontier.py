@@ -22,7 +22,7 @@ from placement.instance.record import Instance
 from placement.plan.record import Plan
 from placement.plan.solve import least_use, solve_instance
 from placement.progress import Progress, quiet
-from placement.scenario.sections import LoadedScenario
+from placement.scenario.load import LoadedScenario
 
 Axis = Literal["carbon", "water"]
 """What a frontier's caps limit."""

@@ -17,7 +17,8 @@ from placement.analyses.rule_binds import scenario_rules
 from placement.plan.record import RULES_HEADER, Plan
 from placement.plan.solve import run
 from placement.results.summary import RulePrice
-from placement.scenario.sections import LoadedScenario, Scenario
+from placement.scenario.document import Scenario
+from placement.scenario.load import LoadedScenario
 
 
 def _by_continent(plan: Plan) -> pd.DataFrame:

@@ -26,7 +26,8 @@ from placement.progress import Progress, quiet
 from placement.rules.availability import availability_rules
 from placement.rules.faults import fault_domains
 from placement.rules.residency import scenario_regimes
-from placement.scenario.sections import LoadedScenario, Resolve, SitesSection, load_scenario
+from placement.scenario.load import LoadedScenario, Resolve, load_scenario
+from placement.scenario.sections import SitesSection
 from placement.world.catalog import load_catalog
 
 SCENARIO_SUFFIXES = frozenset({".yaml", ".yml"})

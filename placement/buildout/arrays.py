@@ -26,8 +26,10 @@ from placement.instance.record import Instance
 from placement.optimize.buildout.input import BuildoutInput
 from placement.progress import Progress, quiet
 from placement.rules.availability import AvailabilityRule, availability_rules, barred_mask
+from placement.scenario.classes import WorkloadClass
 from placement.scenario.horizon import AcceleratorOffer, DemandScenario, HorizonSection
-from placement.scenario.sections import EconomicsSection, LoadedScenario, ServingSection, WorkloadClass
+from placement.scenario.load import LoadedScenario
+from placement.scenario.sections import EconomicsSection, ServingSection
 from placement.world.regions import region_values
 
 

@@ -23,8 +23,9 @@ from placement.profiles.build import (
     served_class_profiles,
     serving_request,
 )
+from placement.scenario.classes import WorkloadClass
 from placement.scenario.horizon import AcceleratorOffer, HorizonSection
-from placement.scenario.sections import ServingSection, WorkloadClass
+from placement.scenario.sections import ServingSection
 from placement.serving.hardware import get_model
 from placement.serving.request import serve
 

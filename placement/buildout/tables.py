@@ -17,7 +17,7 @@ from placement.buildout.arrays import day_mean_intensity, part_groups
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
 from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
-from placement.results.summary import finite_or_none
+from placement.results.jsonio import finite_or_none
 
 
 def _served(result: StochasticResult) -> np.ndarray:

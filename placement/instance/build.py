@@ -59,7 +59,8 @@ from placement.rules.availability import availability_rules
 from placement.rules.faults import fault_domains
 from placement.rules.residency import CommoditySplit, Regime, scenario_regimes, split_commodities
 from placement.rules.resources import CapSpec, SiteWater, cap_specs, site_water
-from placement.scenario.sections import LoadedScenario, Scenario
+from placement.scenario.document import Scenario
+from placement.scenario.load import LoadedScenario
 from placement.world.demand import Populations
 
 

@@ -21,10 +21,8 @@ from placement.rules.residency import (
     regime_mask,
     residency_mask,
 )
-from placement.scenario.sections import (
-    ResidencySection,
-    WorkloadClass,
-)
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.sections import ResidencySection
 
 ROWS_CHUNK = 4096
 """Commodities whose round trips are summed into their rows at a time: at full resolution all of them at once

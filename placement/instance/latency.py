@@ -20,11 +20,9 @@ from placement.network.latency import LatencyModel
 from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_network
 from placement.network.measurements import calibrate, load_measurements
 from placement.network.paths import Endpoints, Quantile, RoundTripQuantiles, round_trips
-from placement.scenario.sections import (
-    LatencySection,
-    Resolve,
-    WorkloadClass,
-)
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.load import Resolve
+from placement.scenario.sections import LatencySection
 
 
 def build_latency_model(

@@ -9,12 +9,8 @@ import pandas as pd
 
 from placement._errors import InputError, Problem
 from placement._types import FloatArray
-from placement.scenario.sections import (
-    DemandSection,
-    Resolve,
-    SitesSection,
-    TimeSection,
-)
+from placement.scenario.load import Resolve
+from placement.scenario.sections import DemandSection, SitesSection, TimeSection
 from placement.world.catalog import load_catalog
 from placement.world.cities import load_cities
 from placement.world.demand import Populations, aggregate, demand_tok_s

@@ -17,13 +17,8 @@ from placement.economics import footprint
 from placement.economics.cost import NodeCost, load_energy_usd_per_h, node_cost_usd_per_h
 from placement.profiles.build import ClassProfile, catalog_node_capex_usd
 from placement.rules.resources import GRID_MIX_CSV, SiteWater, water_charge_usd_per_mwh
-from placement.scenario.sections import (
-    EconomicsSection,
-    ObjectiveSection,
-    Resolve,
-    ServingSection,
-    TimeSection,
-)
+from placement.scenario.load import Resolve
+from placement.scenario.sections import EconomicsSection, ObjectiveSection, ServingSection, TimeSection
 from placement.world.bundled import bundled_path
 from placement.world.timeslices import (
     block_mean,

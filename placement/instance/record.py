@@ -23,7 +23,8 @@ from placement.rules.availability import AvailabilityRule
 from placement.rules.faults import FaultDomains
 from placement.rules.residency import FREE, CommoditySplit, Regime
 from placement.rules.resources import SiteWater
-from placement.scenario.sections import PolicySection, ResidencySection, ServingSection, SolverSection, WorkloadClass
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.sections import PolicySection, ResidencySection, ServingSection, SolverSection
 from placement.world.demand import Populations
 
 

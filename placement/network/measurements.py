@@ -33,6 +33,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,7 +41,7 @@ from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
 from placement._types import FloatArray
-from placement._validate import Column, missing_columns, numbers, raise_if, read_table, text
+from placement._validate import Column, Table, missing_columns, numbers, raise_if, read_table, text
 from placement.network.corrections import RegionCorrections
 from placement.network.countries import country_of_points
 from placement.network.paths import Endpoints, PathType, RoundTrips
@@ -111,6 +112,100 @@ def _ends(texts: list[str], sites: pd.DataFrame | None) -> dict[str, End | Input
     return out
 
 
+def _read_cells(path: Path, source: str) -> tuple[Table, dict[str, list[Any]], list[Problem]]:
+    """The file's columns as plain lists (a row is read in microseconds), and the problems of its cells.
+
+    Raises
+    ------
+    InputError
+        The file is missing, lacks a required column or has no rows.
+    """
+    if not path.is_file():
+        raise InputError([Problem(source, "", "", "file not found", "check the path (relative to the scenario file)")])
+    table = read_table(path, fix="save it as UTF-8 CSV with a header row: from,to,rtt_ms[,rtt_p90_ms,samples,path]")
+    problems = missing_columns(table, _COLUMNS)
+    raise_if(problems)
+    if not len(table):
+        raise InputError([Problem(source, "", "", "the file has no rows", "add one row per measured path")])
+    series = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in _COLUMNS}
+    return table, {name: column.tolist() for name, column in series.items()}, problems
+
+
+def _row_ends(
+    cells: dict[str, list[Any]],
+    k: int,
+    resolved: dict[str, End | InputError],
+    *,
+    where: str,
+    source: str,
+    sites_given: bool,
+    problems: list[Problem],
+) -> list[End]:
+    """The ends row ``k`` names that resolve; an end that names no known place is a problem."""
+    ends = []
+    for field in ("from", "to"):
+        written = str(cells[field][k])
+        if not written:
+            continue
+        end = resolved[written]
+        if isinstance(end, InputError):
+            fix = end.problems[0].fix + (", or a site id of the catalog" if sites_given else "")
+            problems.append(Problem(source, where, field, f"{written!r}: {end.problems[0].rule}", fix))
+        else:
+            ends.append(end)
+    return ends
+
+
+def _row_figures(
+    cells: dict[str, list[Any]], k: int, *, where: str, source: str, problems: list[Problem]
+) -> tuple[str, float, float]:
+    """Row ``k``'s path, round trip and p90 [ms]; an unknown path, a zero round trip or a p90 below it is a problem."""
+    row_path = str(cells["path"][k]).lower() or "internet"
+    if row_path not in PATHS:
+        problems.append(Problem(source, where, "path", f"unknown path {row_path!r}", "write internet, access or leave it blank"))
+    rtt, p90 = float(cells["rtt_ms"][k]), float(cells["rtt_p90_ms"][k])
+    if rtt == 0.0:
+        problems.append(Problem(source, where, "rtt_ms", "is 0", "give the measured round trip in ms"))
+    if np.isfinite(p90) and np.isfinite(rtt) and p90 < rtt:
+        problems.append(Problem(source, where, "rtt_p90_ms", f"{p90:g} is below rtt_ms {rtt:g}", "give the 90th percentile"))
+    return row_path, rtt, p90
+
+
+def _record(
+    cells: dict[str, list[Any]],
+    k: int,
+    ends: tuple[End, End],
+    *,
+    where: str,
+    path: str,
+    rtt_ms: float,
+    rtt_p90_ms: float,
+) -> dict[str, Any]:
+    """One row of :attr:`Measurements.rows`: its ends, figures, weight by samples and whether it is held out."""
+    samples = float(cells["samples"][k])
+    weight = 1.0 if not np.isfinite(samples) else min(1.0, samples / FULL_SAMPLES)
+    (a_lat, a_lon, a_cc, a_transit), (b_lat, b_lon, b_cc, b_transit) = ends
+    key = f"{cells['from'][k]}|{cells['to'][k]}".encode()
+    return {
+        "row": where,
+        "from": str(cells["from"][k]),
+        "to": str(cells["to"][k]),
+        "a_lat": a_lat,
+        "a_lon": a_lon,
+        "a_cc": a_cc,
+        "a_transit": a_transit,
+        "b_lat": b_lat,
+        "b_lon": b_lon,
+        "b_cc": b_cc,
+        "b_transit": b_transit,
+        "path": path,
+        "rtt_ms": rtt_ms,
+        "rtt_p90_ms": rtt_p90_ms,
+        "weight": weight,
+        "held_out": zlib.crc32(key) % HOLD_OUT_EVERY == 0,
+    }
+
+
 def load_measurements(path: str | Path, *, sites: pd.DataFrame | None = None) -> Measurements:
     """Read and check a measurement file.
 
@@ -134,68 +229,18 @@ def load_measurements(path: str | Path, *, sites: pd.DataFrame | None = None) ->
     """
     path = Path(path)
     source = str(path)
-    if not path.is_file():
-        raise InputError([Problem(source, "", "", "file not found", "check the path (relative to the scenario file)")])
-    table = read_table(path, fix="save it as UTF-8 CSV with a header row: from,to,rtt_ms[,rtt_p90_ms,samples,path]")
-    problems = missing_columns(table, _COLUMNS)
-    raise_if(problems)
-    if not len(table):
-        raise InputError([Problem(source, "", "", "the file has no rows", "add one row per measured path")])
-    series = {c.name: (numbers(table, c, problems) if c.kind == "number" else text(table, c, problems)) for c in _COLUMNS}
-    cells = {name: column.tolist() for name, column in series.items()}  # plain lists: a row is read in microseconds
+    table, cells, problems = _read_cells(path, source)
     records = []
     written_ends = [str(v) for field in ("from", "to") for v in cells[field] if str(v)]
     resolved = _ends(written_ends, sites)  # each distinct place once, not once a row
     for k in range(len(table)):
         where = table.where(k)
-        ends = []
-        for field in ("from", "to"):
-            written = str(cells[field][k])
-            if not written:
-                continue
-            end = resolved[written]
-            if isinstance(end, InputError):
-                fix = end.problems[0].fix + ("" if sites is None else ", or a site id of the catalog")
-                problems.append(Problem(source, where, field, f"{written!r}: {end.problems[0].rule}", fix))
-            else:
-                ends.append(end)
-        row_path = str(cells["path"][k]).lower() or "internet"
-        if row_path not in PATHS:
-            problems.append(
-                Problem(source, where, "path", f"unknown path {row_path!r}", "write internet, access or leave it blank")
-            )
-        rtt, p90 = float(cells["rtt_ms"][k]), float(cells["rtt_p90_ms"][k])
-        if rtt == 0.0:
-            problems.append(Problem(source, where, "rtt_ms", "is 0", "give the measured round trip in ms"))
-        if np.isfinite(p90) and np.isfinite(rtt) and p90 < rtt:
-            problems.append(Problem(source, where, "rtt_p90_ms", f"{p90:g} is below rtt_ms {rtt:g}", "give the 90th percentile"))
+        ends = _row_ends(cells, k, resolved, where=where, source=source, sites_given=sites is not None, problems=problems)
+        row_path, rtt, p90 = _row_figures(cells, k, where=where, source=source, problems=problems)
         if len(ends) == 2 and ends[0][:2] == ends[1][:2]:
             problems.append(Problem(source, where, "to", "is the same place as from", "measure between two places"))
         if len(ends) == 2:
-            samples = float(cells["samples"][k])
-            weight = 1.0 if not np.isfinite(samples) else min(1.0, samples / FULL_SAMPLES)
-            (a_lat, a_lon, a_cc, a_transit), (b_lat, b_lon, b_cc, b_transit) = ends
-            key = f"{cells['from'][k]}|{cells['to'][k]}".encode()
-            records.append(
-                {
-                    "row": where,
-                    "from": str(cells["from"][k]),
-                    "to": str(cells["to"][k]),
-                    "a_lat": a_lat,
-                    "a_lon": a_lon,
-                    "a_cc": a_cc,
-                    "a_transit": a_transit,
-                    "b_lat": b_lat,
-                    "b_lon": b_lon,
-                    "b_cc": b_cc,
-                    "b_transit": b_transit,
-                    "path": row_path,
-                    "rtt_ms": rtt,
-                    "rtt_p90_ms": p90,
-                    "weight": weight,
-                    "held_out": zlib.crc32(key) % HOLD_OUT_EVERY == 0,
-                }
-            )
+            records.append(_record(cells, k, (ends[0], ends[1]), where=where, path=row_path, rtt_ms=rtt, rtt_p90_ms=p90))
     raise_if(problems)
     return Measurements(source, pd.DataFrame(records))
 

@@ -33,7 +33,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from placement.outputs.png import save_png
-from placement.results.summary import ClassSummary
+from placement.results.class_summary import ClassSummary
 
 __all__ = ["STEPS", "cost_waterfall", "draw_cost_waterfall"]
 

@@ -28,8 +28,9 @@ from placement.outputs.cost_waterfall import cost_waterfall, draw_cost_waterfall
 from placement.outputs.failover_report import Block, plan_protection, protection_blocks, summary_protection
 from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
 from placement.plan.record import Plan, split_rules
+from placement.results.cost_breakdown import CostBreakdown
 from placement.results.folder import read_results_folder
-from placement.results.summary import CostBreakdown, PlanSummary
+from placement.results.summary import PlanSummary
 from placement.results.textfmt import ms_text, mw_text
 
 __all__ = [

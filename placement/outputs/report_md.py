@@ -10,7 +10,8 @@ import pandas as pd
 
 from placement.outputs.failover_report import Block, protection_blocks
 from placement.plan.record import split_rules
-from placement.results.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
+from placement.results.cost_breakdown import CostBreakdown, cost_breakdown_of_site_table
+from placement.results.summary import PlanSummary
 from placement.results.textfmt import ms_text, mw_text
 
 NOT_MODELLED = "not modelled (per-node goodput is a scenario input)"

@@ -22,7 +22,7 @@ from placement.results.summary import (
 from placement.results.textfmt import mw_text, share_text, usd_per_m_text
 from placement.rules.availability import standing_bars
 from placement.rules.residency import Regime
-from placement.scenario.sections import WorkloadClass
+from placement.scenario.classes import WorkloadClass
 
 
 def unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15) -> list[str]:

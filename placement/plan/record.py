@@ -15,7 +15,8 @@ from placement.results.summary import (
     PlanSummary,
     RulePrice,
 )
-from placement.scenario.sections import ResidencySection, ServingSection, WorkloadClass
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.sections import ResidencySection, ServingSection
 
 ROW_DIGITS = 7
 """Significant digits of ``failover.csv``'s figures (millions of rows at full resolution)."""

@@ -39,7 +39,7 @@ from placement.plan.summarise import cap_cost, ratio_bound_per_million, summaris
 from placement.plan.tables import assignment_table, population_table, site_table
 from placement.progress import Progress, quiet
 from placement.results.textfmt import mw_text, usd_per_m_text
-from placement.scenario.sections import LoadedScenario
+from placement.scenario.load import LoadedScenario
 
 
 def least_use(data: PlacementInput, cap: ResourceCap, options: SolverOptions) -> PlacementSolution:

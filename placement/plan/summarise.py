@@ -17,19 +17,12 @@ from placement.plan.failover import protection_cost, protection_shares
 from placement.plan.tables import plan_total, site_energy_and_wan
 from placement.profiles.build import ClassProfile
 from placement.profiles.cache_hits import class_hit_rates
-from placement.results.summary import (
-    ClassSummary,
-    CostBreakdown,
-    PlanSummary,
-    cost_breakdown,
-    dinkelbach_steps,
-    fault_domain_coverage,
-    finite_or_none,
-    ttft_headlines_ms,
-    weighted_hit_rate,
-    yield_figures,
-)
-from placement.scenario.sections import WorkloadClass
+from placement.results.class_summary import ClassSummary
+from placement.results.cost_breakdown import CostBreakdown, cost_breakdown
+from placement.results.headline_figures import fault_domain_coverage, ttft_headlines_ms, weighted_hit_rate, yield_figures
+from placement.results.jsonio import finite_or_none
+from placement.results.summary import PlanSummary, dinkelbach_steps
+from placement.scenario.classes import WorkloadClass
 
 
 def _class_costs(

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from placement._errors import InputError, Problem
 from placement._process import Background
-from placement.scenario.sections import ServingSection, WorkloadClass
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.sections import ServingSection
 from placement.serving.calibration import fit_parts
 from placement.serving.closed_loop import fit_sweep, is_sweep, load_sweep
 from placement.serving.efficiency import ServingEfficiency, goodput_band

@@ -17,7 +17,8 @@ import pandas as pd
 
 from placement._types import FloatArray, IntArray
 from placement.profiles.build import ClassProfile, class_profiles, class_rungs
-from placement.scenario.sections import KvCacheSection, ServingSection, WorkloadClass
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.sections import KvCacheSection, ServingSection
 from placement.serving.prefix_cache import TIER_ORDER, load_tiers, tier_stack
 
 

@@ -3,6 +3,9 @@
 JSON has no NaN or infinity: a figure that is not finite (a cost per token with nothing served,
 a gap the solver did not report) is written as ``null``. Numpy scalars and arrays become plain
 numbers and lists, tuples become lists. Anything else JSON cannot hold is an error, not a string.
+
+A single figure goes to and from its JSON form through :func:`finite_or_none` (written) and
+:func:`optional_float` and :func:`optional_dict` (read back, where a figure may be null or absent).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["dumps", "plain"]
+__all__ = ["dumps", "finite_or_none", "optional_dict", "optional_float", "plain"]
 
 
 def plain(value: Any) -> Any:
@@ -66,3 +69,18 @@ def dumps(value: Any, *, indent: int | None = 2, compact: bool = False, ensure_a
     if compact:
         return json.dumps(plain(value), separators=(",", ":"), allow_nan=False, ensure_ascii=ensure_ascii)
     return json.dumps(plain(value), indent=indent, allow_nan=False, ensure_ascii=ensure_ascii)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """``value``, or None when it is missing or not finite (JSON has no NaN)."""
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def optional_dict(value: Any) -> dict[str, Any] | None:
+    """A JSON object read back as a dict, or None when it is null, absent or not an object."""
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def optional_float(value: Any) -> float | None:
+    """A JSON number read back as a float, or None when it is null or absent."""
+    return None if value is None else float(value)

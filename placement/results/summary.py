@@ -5,8 +5,10 @@ maps, the sweep and the CLI read. Its JSON form (:meth:`PlanSummary.to_json_dict
 with users: the keys of ``summary.json`` do not change. :meth:`PlanSummary.from_json_dict` reads
 a folder written by this or an older version (figures added later are optional).
 
-The small functions at the end compute single figures from plain values (arrays, tables), so a
-builder can call them in named steps.
+Its parts have their own modules: the cost by component (:mod:`placement.results.cost_breakdown`), each
+class's figures (:mod:`placement.results.class_summary`) and the single figures a builder computes
+(:mod:`placement.results.headline_figures`). The Dinkelbach steps, a rule's price and the arrangement's
+comparison are here, as ``summary.json`` holds them.
 """
 
 from __future__ import annotations
@@ -17,348 +19,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-import numpy as np
-import pandas as pd
-from numpy.typing import ArrayLike
-
 from placement._errors import PlacementError
-from placement.economics.cost import cost_per_million_tokens_usd, tokens_per_s_per_mw
-from placement.profiles.build import ClassProfile
+from placement.results.class_summary import ClassSummary
+from placement.results.cost_breakdown import CostBreakdown
+from placement.results.jsonio import optional_dict, optional_float
 
 __all__ = [
     "ArrangementSummary",
-    "ClassSummary",
-    "CostBreakdown",
     "DinkelbachStep",
     "PlanSummary",
     "RulePrice",
-    "cost_breakdown",
-    "cost_breakdown_of_site_table",
     "dinkelbach_steps",
-    "fault_domain_coverage",
-    "finite_or_none",
-    "ttft_headlines_ms",
-    "weighted_hit_rate",
-    "yield_figures",
 ]
-
-
-def finite_or_none(value: float | None) -> float | None:
-    """``value``, or None when it is missing or not finite (JSON has no NaN)."""
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def _optional_dict(value: Any) -> dict[str, Any] | None:
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def _optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-# ----------------------------------------------------------------------------- cost breakdown
-
-
-@dataclass(frozen=True, kw_only=True)
-class CostBreakdown:
-    """The cost of a design by component; the components add up to the plan's objective. [USD/h]
-
-    The MILP minimises ``site fixed x open + node $/h x nodes + pair energy x share``; the node
-    $/h is itself node capex + facility capex + idle power + opex. The objective reported
-    (``objective_usd_per_h``) is that cost of the design. The other terms a MILP may carry are not
-    costs anyone pays and are not components: with optional serving each Dinkelbach step subtracts
-    ``lambda x goodput`` (the ratio is reported as $/M goodput instead), and the elastic diagnosis
-    of an infeasible scenario prices unserved demand only to find it (reported as the unserved
-    share).
-
-    Parameters
-    ----------
-    node_capex_usd_per_h : float
-        Amortised purchase of the nodes. [USD/h]
-    facility_capex_usd_per_h : float
-        Amortised facility build for the nodes' power. [USD/h]
-    idle_power_usd_per_h : float
-        Power the nodes draw at zero load, PUE included. [USD/h]
-    load_energy_usd_per_h : float
-        Power that follows the load served (the share-dependent term), daily mean. [USD/h]
-    opex_usd_per_h : float
-        Staff, spares, maintenance and network. [USD/h]
-    site_fixed_usd_per_h : float
-        Cost of having the open sites open. [USD/h]
-    wan_transport_usd_per_h : float, optional
-        KV moved between metros by cross-metro prefill (``serving.cross_metro_prefill``); a component only when
-        it is not 0. [USD/h]
-    """
-
-    node_capex_usd_per_h: float
-    facility_capex_usd_per_h: float
-    idle_power_usd_per_h: float
-    load_energy_usd_per_h: float
-    opex_usd_per_h: float
-    site_fixed_usd_per_h: float
-    wan_transport_usd_per_h: float = 0.0
-
-    @property
-    def total_usd_per_h(self) -> float:
-        """Sum of the components. [USD/h]"""
-        return sum(value for _, value in self.lines())
-
-    def lines(self) -> list[tuple[str, float]]:
-        """``(JSON key, USD/h)`` of each component, in report order, total excluded."""
-        lines = [(f.name.removesuffix("_usd_per_h"), float(getattr(self, f.name))) for f in fields(self)]
-        return [(k, v) for k, v in lines if k != "wan_transport" or v != 0.0]
-
-    def to_json_dict(self) -> dict[str, float]:
-        """``node_capex, facility_capex, idle_power, load_energy, opex, site_fixed, total``. [USD/h]"""
-        return {**dict(self.lines()), "total": self.total_usd_per_h}
-
-    @classmethod
-    def from_json_dict(cls, data: Mapping[str, Any]) -> CostBreakdown:
-        """Read :meth:`to_json_dict`'s form back (``total`` is recomputed)."""
-        return cls(**{f.name: float(data.get(f.name.removesuffix("_usd_per_h")) or 0.0) for f in fields(cls)})
-
-
-def cost_breakdown(
-    nodes: ArrayLike,
-    is_open: ArrayLike,
-    *,
-    node_capex_usd_per_h: ArrayLike,
-    facility_capex_usd_per_h: ArrayLike,
-    idle_power_usd_per_h: ArrayLike,
-    opex_usd_per_h: ArrayLike,
-    site_fixed_usd_per_h: ArrayLike,
-    load_energy_usd_per_h: ArrayLike,
-    wan_usd_per_h: ArrayLike = 0.0,
-) -> CostBreakdown:
-    """Add up a design's cost by component over its sites.
-
-    Parameters
-    ----------
-    nodes : array_like of int
-        ``(m,)`` nodes at each site.
-    is_open : array_like of bool
-        ``(m,)`` open sites.
-    node_capex_usd_per_h, facility_capex_usd_per_h, idle_power_usd_per_h, opex_usd_per_h : array_like
-        ``(m,)`` or scalar: the parts of one node's hourly cost at each site. [USD/h]
-    site_fixed_usd_per_h : array_like
-        ``(m,)`` cost of an open site. [USD/h]
-    load_energy_usd_per_h : array_like
-        ``(m,)`` load-dependent energy of the shares each site carries. [USD/h]
-    wan_usd_per_h : array_like, optional
-        ``(m,)`` KV transport each decode site buys (cross-metro prefill). [USD/h]
-
-    Returns
-    -------
-    CostBreakdown
-        The components. [USD/h]
-    """
-    count = np.asarray(nodes, dtype=float)
-
-    def per_node(cost: ArrayLike) -> float:
-        return float((count * np.asarray(cost, dtype=float)).sum())
-
-    return CostBreakdown(
-        node_capex_usd_per_h=per_node(node_capex_usd_per_h),
-        facility_capex_usd_per_h=per_node(facility_capex_usd_per_h),
-        idle_power_usd_per_h=per_node(idle_power_usd_per_h),
-        load_energy_usd_per_h=float(np.asarray(load_energy_usd_per_h, dtype=float).sum()),
-        opex_usd_per_h=per_node(opex_usd_per_h),
-        site_fixed_usd_per_h=float(np.where(np.asarray(is_open, dtype=bool), np.asarray(site_fixed_usd_per_h, float), 0.0).sum()),
-        wan_transport_usd_per_h=float(np.asarray(wan_usd_per_h, dtype=float).sum()),
-    )
-
-
-def cost_breakdown_of_site_table(sites: pd.DataFrame) -> CostBreakdown:
-    """The cost breakdown from a plan's site table (``sites.csv``).
-
-    For results folders whose ``summary.json`` predates ``cost_breakdown_usd_per_h``; a
-    table without ``load_energy_usd_per_h`` has no load-dependent energy.
-
-    Parameters
-    ----------
-    sites : pandas.DataFrame
-        Columns ``nodes, open, node_capex_usd_per_h, facility_capex_usd_per_h, power_usd_per_h,
-        opex_usd_per_h, fixed_cost_usd_per_h`` and optionally ``load_energy_usd_per_h``.
-
-    Returns
-    -------
-    CostBreakdown
-        The components. [USD/h]
-    """
-    energy = sites.get("load_energy_usd_per_h", 0.0)  # older tables have no load-dependent energy
-    wan = sites.get("wan_usd_per_h", 0.0)  # only plans with cross-metro prefill have it
-    return cost_breakdown(
-        sites["nodes"].to_numpy(float),
-        sites["open"].astype(bool).to_numpy(),
-        node_capex_usd_per_h=sites["node_capex_usd_per_h"],
-        facility_capex_usd_per_h=sites["facility_capex_usd_per_h"],
-        idle_power_usd_per_h=sites["power_usd_per_h"],
-        opex_usd_per_h=sites["opex_usd_per_h"],
-        site_fixed_usd_per_h=sites["fixed_cost_usd_per_h"],
-        load_energy_usd_per_h=energy,
-        wan_usd_per_h=wan,
-    )
-
-
-# ----------------------------------------------------------------------------- per class, per step
-
-
-@dataclass(frozen=True, kw_only=True)
-class ClassSummary:
-    """The figures of one workload class (one entry of ``summary.json``'s ``classes``).
-
-    Parameters
-    ----------
-    name : str
-        The class (JSON key ``class``).
-    goodput_tok_s : float
-        Daily mean goodput served inside the SLO. [tokens/s]
-    cost_usd_per_h : float or None
-        Its share of the cost: site costs split by node-equivalent usage, plus its own energy. [USD/h]
-    cost_per_million_goodput_tokens_usd : float or None
-        [USD/Mtok]; None when nothing is served.
-    ttft_objective_ms, itl_objective_ms : float or None
-        Its p99 objectives. [ms]
-    p99_ttft_ms_max : float or None
-        Worst p99 TTFT of its assignments. [ms]
-    p99_itl_ms : float or None
-        p99 inter-token latency a node achieves for it. [ms]
-    goodput_tok_s_per_node : float or None
-        Per-node goodput inside the objectives. [tokens/s]
-    utilisation_cap : float or None
-        Share of a node's goodput the plan may use.
-    node_queue_ms, node_slot_wait_ms, node_prefill_ms, node_first_decode_ms : float or None
-        The node's part of the p99 TTFT (JSON ``node_ttft_ms``: ``queue, slot_wait, prefill, first_decode``). [ms]
-    cache_hit_rate : float or None
-        Prefix-cache hit rate.
-    goodput_from : str or None
-        Where the per-node goodput comes from (``scenario`` or ``serving model``).
-    serving_load_share : float or None
-        Serving-model classes: the share of the node's capacity its goodput uses (1 - tail headroom).
-    speculative : str or None
-        Serving-model classes: the speculative-decoding method its nodes run (``""``: none).
-    gco2e_per_million_goodput_tokens, water_l_per_million_goodput_tokens : float or None
-        Its share of the plan's grid emissions and water (each site's split by the node-equivalents each class uses
-        there, as its cost is) per million of its goodput tokens; None where unknown or in older folders.
-    """
-
-    name: str
-    goodput_tok_s: float
-    cost_usd_per_h: float | None = None
-    cost_per_million_goodput_tokens_usd: float | None = None
-    ttft_objective_ms: float | None = None
-    p99_ttft_ms_max: float | None = None
-    itl_objective_ms: float | None = None
-    p99_itl_ms: float | None = None
-    goodput_tok_s_per_node: float | None = None
-    utilisation_cap: float | None = None
-    node_queue_ms: float | None = None
-    node_slot_wait_ms: float | None = None
-    node_prefill_ms: float | None = None
-    node_first_decode_ms: float | None = None
-    cache_hit_rate: float | None = None
-    goodput_from: str | None = None
-    serving_load_share: float | None = None
-    speculative: str | None = None
-    gco2e_per_million_goodput_tokens: float | None = None
-    water_l_per_million_goodput_tokens: float | None = None
-
-    @classmethod
-    def of_profile(
-        cls, profile: ClassProfile, *, goodput_tok_s: float, cost_usd_per_h: float, p99_ttft_ms_max: float | None
-    ) -> ClassSummary:
-        """A class's figures from its serving profile and what the plan serves of it.
-
-        Parameters
-        ----------
-        profile : ClassProfile
-            The class's objectives and per-node serving figures.
-        goodput_tok_s : float
-            Served goodput. [tokens/s]
-        cost_usd_per_h : float
-            Its share of the cost. [USD/h]
-        p99_ttft_ms_max : float or None
-            Worst p99 TTFT of its assignments (None without any). [ms]
-
-        Returns
-        -------
-        ClassSummary
-        """
-        return cls(
-            name=profile.name,
-            goodput_tok_s=goodput_tok_s,
-            cost_usd_per_h=cost_usd_per_h,
-            cost_per_million_goodput_tokens_usd=finite_or_none(float(cost_per_million_tokens_usd(cost_usd_per_h, goodput_tok_s))),
-            ttft_objective_ms=profile.ttft_objective_ms,
-            p99_ttft_ms_max=p99_ttft_ms_max,
-            itl_objective_ms=profile.itl_objective_ms,
-            p99_itl_ms=profile.itl_ms,
-            goodput_tok_s_per_node=profile.goodput_tok_s_per_node,
-            utilisation_cap=profile.utilisation_cap,
-            node_queue_ms=profile.queue_ms,
-            node_slot_wait_ms=profile.slot_wait_ms,
-            node_prefill_ms=profile.prefill_ms,
-            node_first_decode_ms=profile.first_decode_ms,
-            cache_hit_rate=profile.cache_hit_rate,
-            goodput_from=profile.source,
-            serving_load_share=profile.serving_load_share,
-            speculative=profile.speculative if profile.source != "scenario" else None,
-        )
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """The ``summary.json`` form (keys as they have always been)."""
-        return {
-            "class": self.name,
-            "goodput_tok_s": self.goodput_tok_s,
-            "cost_usd_per_h": self.cost_usd_per_h,
-            "cost_per_million_goodput_tokens_usd": self.cost_per_million_goodput_tokens_usd,
-            "ttft_objective_ms": self.ttft_objective_ms,
-            "p99_ttft_ms_max": self.p99_ttft_ms_max,
-            "itl_objective_ms": self.itl_objective_ms,
-            "p99_itl_ms": self.p99_itl_ms,
-            "goodput_tok_s_per_node": self.goodput_tok_s_per_node,
-            "utilisation_cap": self.utilisation_cap,
-            "node_ttft_ms": {
-                "queue": self.node_queue_ms,
-                "slot_wait": self.node_slot_wait_ms,
-                "prefill": self.node_prefill_ms,
-                "first_decode": self.node_first_decode_ms,
-            },
-            "cache_hit_rate": self.cache_hit_rate,
-            "goodput_from": self.goodput_from,
-            "serving_load_share": self.serving_load_share,
-            "speculative": self.speculative,
-            "gco2e_per_million_goodput_tokens": self.gco2e_per_million_goodput_tokens,
-            "water_l_per_million_goodput_tokens": self.water_l_per_million_goodput_tokens,
-        }
-
-    @classmethod
-    def from_json_dict(cls, data: Mapping[str, Any]) -> ClassSummary:
-        """Read :meth:`to_json_dict`'s form back; figures added after the first version are optional."""
-        node = data.get("node_ttft_ms") or {}
-        goodput_from = data.get("goodput_from")
-        return cls(
-            name=str(data["class"]),
-            goodput_tok_s=float(data["goodput_tok_s"]),
-            cost_usd_per_h=_optional_float(data.get("cost_usd_per_h")),
-            cost_per_million_goodput_tokens_usd=_optional_float(data.get("cost_per_million_goodput_tokens_usd")),
-            ttft_objective_ms=_optional_float(data.get("ttft_objective_ms")),
-            p99_ttft_ms_max=_optional_float(data.get("p99_ttft_ms_max")),
-            itl_objective_ms=_optional_float(data.get("itl_objective_ms")),
-            p99_itl_ms=_optional_float(data.get("p99_itl_ms")),
-            goodput_tok_s_per_node=_optional_float(data.get("goodput_tok_s_per_node")),
-            utilisation_cap=_optional_float(data.get("utilisation_cap")),
-            node_queue_ms=_optional_float(node.get("queue")),
-            node_slot_wait_ms=_optional_float(node.get("slot_wait")),
-            node_prefill_ms=_optional_float(node.get("prefill")),
-            node_first_decode_ms=_optional_float(node.get("first_decode")),
-            cache_hit_rate=_optional_float(data.get("cache_hit_rate")),
-            goodput_from=None if goodput_from is None else str(goodput_from),
-            serving_load_share=_optional_float(data.get("serving_load_share")),
-            speculative=None if data.get("speculative") is None else str(data.get("speculative")),
-            gco2e_per_million_goodput_tokens=_optional_float(data.get("gco2e_per_million_goodput_tokens")),
-            water_l_per_million_goodput_tokens=_optional_float(data.get("water_l_per_million_goodput_tokens")),
-        )
 
 
 @dataclass(frozen=True)
@@ -401,8 +73,8 @@ class DinkelbachStep:
             goodput_tok_s=float(data["goodput_tok_s"]),
             value_usd_per_h=float(data["value_usd_per_h"]),
             rejected=bool(data.get("rejected", False)),
-            value_bound_usd_per_h=_optional_float(data.get("value_bound_usd_per_h")),
-            ratio_bound_usd_per_tok_s=_optional_float(data.get("ratio_bound_usd_per_tok_s")),
+            value_bound_usd_per_h=optional_float(data.get("value_bound_usd_per_h")),
+            ratio_bound_usd_per_tok_s=optional_float(data.get("ratio_bound_usd_per_tok_s")),
         )
 
     def to_json_dict(self) -> dict[str, float]:
@@ -419,6 +91,11 @@ class DinkelbachStep:
         }
         record |= {key: value for key, value in bounds.items() if value is not None and math.isfinite(value)}
         return record | {"rejected": 1.0} if self.rejected else record
+
+
+def dinkelbach_steps(records: Iterable[Mapping[str, float]]) -> tuple[DinkelbachStep, ...]:
+    """The solver's iteration records as typed steps."""
+    return tuple(DinkelbachStep.from_json_dict(r) for r in records)
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -635,7 +312,7 @@ class PlanSummary:
             scenario=str(data["scenario"]),
             status=str(data["status"]),
             objective_usd_per_h=float(data["objective_usd_per_h"]),
-            cost_per_million_goodput_tokens_usd=_optional_float(data["cost_per_million_goodput_tokens_usd"]),
+            cost_per_million_goodput_tokens_usd=optional_float(data["cost_per_million_goodput_tokens_usd"]),
             goodput_tok_s=float(data["goodput_tok_s"]),
             demand_tok_s=float(data["demand_tok_s"]),
             tokens_per_s_per_mw=float(data["tokens_per_s_per_mw"]),
@@ -643,8 +320,8 @@ class PlanSummary:
             sites_candidate=int(data["sites_candidate"]),
             nodes=int(data["nodes"]),
             mw_used=float(data["mw_used"]),
-            p99_ttft_ms_max=_optional_float(data["p99_ttft_ms_max"]),
-            p99_ttft_ms_mean=_optional_float(data["p99_ttft_ms_mean"]),
+            p99_ttft_ms_max=optional_float(data["p99_ttft_ms_max"]),
+            p99_ttft_ms_mean=optional_float(data["p99_ttft_ms_mean"]),
             p99_itl_ms=float(data["p99_itl_ms"]),
             fault_domain_coverage=float(data["fault_domain_coverage"]),
             unserved_share=float(data["unserved_share"]),
@@ -655,37 +332,37 @@ class PlanSummary:
             solver=str(data["solver"]),
             solver_status=str(data["solver_status"]),
             solver_message=str(data["solver_message"]),
-            best_bound_usd_per_h=_optional_float(data["best_bound_usd_per_h"]),
-            gap=_optional_float(data["gap"]),
+            best_bound_usd_per_h=optional_float(data["best_bound_usd_per_h"]),
+            gap=optional_float(data["gap"]),
             runtime_s=float(data["runtime_s"]),
             build_s=float(data["build_s"]),
             cost_breakdown_usd_per_h=None if breakdown is None else CostBreakdown.from_json_dict(breakdown),
-            peak_goodput_tok_s=_optional_float(data.get("peak_goodput_tok_s")),
-            cache_hit_rate=_optional_float(data.get("cache_hit_rate")),
-            node_kw=_optional_float(data.get("node_kw")),
+            peak_goodput_tok_s=optional_float(data.get("peak_goodput_tok_s")),
+            cache_hit_rate=optional_float(data.get("cache_hit_rate")),
+            node_kw=optional_float(data.get("node_kw")),
             n_plus_one=bool(data.get("n_plus_one", False)),
             n_plus_one_applied=None if data.get("n_plus_one_applied") is None else bool(data["n_plus_one_applied"]),
-            n_plus_one_protected_share=_optional_float(data.get("n_plus_one_protected_share")),
-            unprotectable_share=_optional_float(data.get("unprotectable_share")),
-            n_plus_one_unprotected_share=_optional_float(data.get("n_plus_one_unprotected_share")),
-            fault_domains=_optional_dict(data.get("fault_domains")),
-            n_plus_one_cost=_optional_dict(data.get("n_plus_one_cost")),
+            n_plus_one_protected_share=optional_float(data.get("n_plus_one_protected_share")),
+            unprotectable_share=optional_float(data.get("unprotectable_share")),
+            n_plus_one_unprotected_share=optional_float(data.get("n_plus_one_unprotected_share")),
+            fault_domains=optional_dict(data.get("fault_domains")),
+            n_plus_one_cost=optional_dict(data.get("n_plus_one_cost")),
             time_slices=int(data.get("time_slices", 1)),
             rtt_quantile=None if data.get("rtt_quantile") is None else str(data["rtt_quantile"]),
             dinkelbach_iterations=tuple(DinkelbachStep.from_json_dict(s) for s in data.get("dinkelbach_iterations") or []),
             stopped_by=None if data.get("stopped_by") is None else str(data["stopped_by"]),
             gap_basis=None if data.get("gap_basis") is None else str(data["gap_basis"]),
-            ratio_bound_usd_per_million_tokens=_optional_float(data.get("ratio_bound_usd_per_million_tokens")),
-            energy_mwh_per_year=_optional_float(data.get("energy_mwh_per_year")),
-            tco2e_per_year=_optional_float(data.get("tco2e_per_year")),
-            gco2e_per_million_goodput_tokens=_optional_float(data.get("gco2e_per_million_goodput_tokens")),
-            carbon_charge_usd_per_h=_optional_float(data.get("carbon_charge_usd_per_h")),
-            embodied_tco2e_per_year=_optional_float(data.get("embodied_tco2e_per_year")),
-            water_m3_per_year=_optional_float(data.get("water_m3_per_year")),
-            water_on_site_m3_per_year=_optional_float(data.get("water_on_site_m3_per_year")),
-            water_l_per_million_goodput_tokens=_optional_float(data.get("water_l_per_million_goodput_tokens")),
-            water_charge_usd_per_h=_optional_float(data.get("water_charge_usd_per_h")),
-            cap_cost=_optional_dict(data.get("cap_cost")),
+            ratio_bound_usd_per_million_tokens=optional_float(data.get("ratio_bound_usd_per_million_tokens")),
+            energy_mwh_per_year=optional_float(data.get("energy_mwh_per_year")),
+            tco2e_per_year=optional_float(data.get("tco2e_per_year")),
+            gco2e_per_million_goodput_tokens=optional_float(data.get("gco2e_per_million_goodput_tokens")),
+            carbon_charge_usd_per_h=optional_float(data.get("carbon_charge_usd_per_h")),
+            embodied_tco2e_per_year=optional_float(data.get("embodied_tco2e_per_year")),
+            water_m3_per_year=optional_float(data.get("water_m3_per_year")),
+            water_on_site_m3_per_year=optional_float(data.get("water_on_site_m3_per_year")),
+            water_l_per_million_goodput_tokens=optional_float(data.get("water_l_per_million_goodput_tokens")),
+            water_charge_usd_per_h=optional_float(data.get("water_charge_usd_per_h")),
+            cap_cost=optional_dict(data.get("cap_cost")),
         )
 
 
@@ -749,100 +426,6 @@ JSON_ORDER = (
 
 REQUIRED_KEYS = tuple(f.name for f in fields(PlanSummary) if f.default is MISSING and f.default_factory is MISSING)
 """Keys every version of ``summary.json`` has held; the others were added later."""
-
-
-# ----------------------------------------------------------------------------- single figures
-
-
-def ttft_headlines_ms(ttft_p99_ms: ArrayLike, goodput_tok_s: ArrayLike) -> tuple[float | None, float | None]:
-    """Worst and goodput-weighted mean p99 TTFT of a set of assignments.
-
-    Parameters
-    ----------
-    ttft_p99_ms : array_like
-        p99 TTFT of each assignment. [ms]
-    goodput_tok_s : array_like
-        Goodput each carries (the weights). [tokens/s]
-
-    Returns
-    -------
-    tuple of float or None
-        ``(max, mean)``; None where there is nothing to measure. [ms]
-    """
-    ttft = np.asarray(ttft_p99_ms, dtype=float)
-    weights = np.asarray(goodput_tok_s, dtype=float)
-    worst = finite_or_none(float(ttft.max())) if len(ttft) else None
-    mean = finite_or_none(float(np.average(ttft, weights=weights))) if weights.sum() > 0 else None
-    return worst, mean
-
-
-def fault_domain_coverage(open_sites_allowed: ArrayLike, demand_tok_s: ArrayLike) -> float:
-    """Share of demand that keeps a second open site inside its budget.
-
-    Parameters
-    ----------
-    open_sites_allowed : array_like of int
-        ``(c,)`` open sites each commodity may be served by.
-    demand_tok_s : array_like
-        ``(c,)`` daily mean demand. [tokens/s]
-
-    Returns
-    -------
-    float
-        Between 0 and 1 (0 without demand).
-    """
-    demand = np.asarray(demand_tok_s, dtype=float)
-    total = float(demand.sum())
-    reachable = np.asarray(open_sites_allowed)
-    return float(demand[reachable >= 2].sum() / total) if total > 0 else 0.0
-
-
-def weighted_hit_rate(served_tok_s: Mapping[str, float], hit_rate: Mapping[str, float]) -> float:
-    """Prefix-cache hit rate weighted by each class's served goodput.
-
-    Parameters
-    ----------
-    served_tok_s : mapping of str to float
-        Served goodput by class. [tokens/s]
-    hit_rate : mapping of str to float
-        Hit rate by class.
-
-    Returns
-    -------
-    float
-        0 when nothing is served.
-    """
-    total = float(sum(served_tok_s.values()))
-    return float(sum(hit_rate[name] * value for name, value in served_tok_s.items()) / total) if total > 0 else 0.0
-
-
-def yield_figures(
-    objective_usd_per_h: float, goodput_tok_s: float, demand_tok_s: float, mw_used: float
-) -> tuple[float | None, float, float]:
-    """Cost per million goodput tokens, tokens/s per MW and unserved share.
-
-    Parameters
-    ----------
-    objective_usd_per_h : float
-        Cost. [USD/h]
-    goodput_tok_s, demand_tok_s : float
-        Served and demanded daily mean. [tokens/s]
-    mw_used : float
-        Facility power. [MW]
-
-    Returns
-    -------
-    tuple
-        ``($/M goodput or None, tokens/s per MW, unserved share)``.
-    """
-    cost = finite_or_none(float(cost_per_million_tokens_usd(objective_usd_per_h, goodput_tok_s)))
-    unserved = max(0.0, 1.0 - goodput_tok_s / demand_tok_s) if demand_tok_s > 0 else 0.0
-    return cost, float(tokens_per_s_per_mw(goodput_tok_s, mw_used)), unserved
-
-
-def dinkelbach_steps(records: Iterable[Mapping[str, float]]) -> tuple[DinkelbachStep, ...]:
-    """The solver's iteration records as typed steps."""
-    return tuple(DinkelbachStep.from_json_dict(r) for r in records)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from placement._errors import Problem
 from placement._validate import Column, Table, choice, missing_columns, raise_if, read_table, text
-from placement.scenario.sections import LoadedScenario
+from placement.scenario.load import LoadedScenario
 from placement.serving.hardware import load_accelerators
 from placement.world.bundled import bundled_path
 from placement.world.regions import country_table

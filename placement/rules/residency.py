@@ -19,7 +19,8 @@ from numpy.typing import NDArray
 
 from placement._errors import Problem
 from placement._validate import Column, flags, missing_columns, raise_if, read_table, require_rows, text
-from placement.scenario.sections import LoadedScenario, RegimeChoice, ResidencySection
+from placement.scenario.load import LoadedScenario
+from placement.scenario.sections import RegimeChoice, ResidencySection
 from placement.world.bundled import bundled_path
 from placement.world.regions import country_table
 

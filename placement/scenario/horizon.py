@@ -9,16 +9,13 @@ It is validated with the rest of the scenario, so every problem is reported with
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from placement.scenario._section import Section
 from placement.world.regions import continents, is_region_key
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-class AcceleratorOffer(_Section):
+class AcceleratorOffer(Section):
     """An accelerator that can be bought in some years of the horizon."""
 
     id: str = Field(min_length=1, description="accelerator id of data/serving/accelerators.csv")
@@ -40,14 +37,14 @@ class AcceleratorOffer(_Section):
         return self
 
 
-class ModelChange(_Section):
+class ModelChange(Section):
     """A different model served from a year on (e.g. a larger one): goodput per node changes with it."""
 
     year: int = Field(description="first year the new model is served")
     model: str = Field(min_length=1, description="model id of data/serving/models.csv")
 
 
-class DemandScenario(_Section):
+class DemandScenario(Section):
     """One demand future: growth per year, by continent or country, and its probability."""
 
     name: str = Field(min_length=1)
@@ -71,7 +68,7 @@ class DemandScenario(_Section):
         return self
 
 
-class ExistingNodes(_Section):
+class ExistingNodes(Section):
     """Nodes already installed at a site before the horizon starts."""
 
     site: str = Field(min_length=1, description="site id of the catalog")
@@ -82,7 +79,7 @@ class ExistingNodes(_Section):
     )
 
 
-class HorizonSection(_Section):
+class HorizonSection(Section):
     """A multi-year, multi-scenario build-out."""
 
     years: list[int] = Field(min_length=1, description="consecutive planning years, e.g. [2027, 2028, 2029]")

@@ -1,34 +1,23 @@
-"""The scenario file: what to place, for whom, under which objectives, at what cost.
+"""The sections of a scenario file: sites, demand, serving, latency, economics, solver, objective, policy, time and rules.
 
-A scenario is YAML. Every problem in it is gathered into one :class:`InputError` that names each
-key path (``classes[0].ttft_p99_ms``), the rule and the fix. Paths inside the file are relative
-to the file's own folder.
+Each section is a pydantic model that checks its own keys; the rules that span sections are the whole
+scenario's (:mod:`placement.scenario.document`). :func:`key_value` reads a command-line value by a key's own rule.
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
-from placement._errors import InputError, Problem
 from placement.economics.cost import EconomicsParams
 from placement.network.great_circle import LatencyParams
 from placement.optimize.solver import SolverOptions
-from placement.scenario.horizon import HorizonSection
+from placement.scenario._section import Section
 from placement.world.regions import continents, is_region_key
 
 
-class _Section(BaseModel):
-    # No .inf or .nan anywhere: an infinite objective or multiplier is never what a planner meant.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-class DiscoverSection(_Section):
+class DiscoverSection(Section):
     """How ``placement discover`` proposes greenfield sites where the catalog has none in reach of unserved demand."""
 
     min_population: int = Field(300_000, ge=0, description="the least population of a GeoNames city proposed as a site")
@@ -52,7 +41,7 @@ class DiscoverSection(_Section):
     )
 
 
-class SitesSection(_Section):
+class SitesSection(Section):
     """Where the candidate sites come from."""
 
     catalog: str = Field(description="CSV or GeoJSON site catalog, relative to the scenario file")
@@ -72,7 +61,7 @@ class SitesSection(_Section):
     )
 
 
-class DemandSection(_Section):
+class DemandSection(Section):
     """How user populations and their demand are derived from GeoNames cities."""
 
     cities: str = Field(description="GeoNames cities CSV, relative to the scenario file")
@@ -106,106 +95,7 @@ class DemandSection(_Section):
         return self
 
 
-class WorkloadClass(_Section):
-    """A workload class: its latency objectives, TTFT budget and per-node goodput.
-
-    Per-node goodput is either given (``goodput_tok_s_per_node`` with ``queue_ms``, ``prefill_ms``
-    and ``first_decode_ms``) or computed by the serving model from ``serving`` and the class's
-    token counts, inside ``serving_ttft_budget_ms`` (the p99 TTFT the node may spend).
-    """
-
-    name: str = Field(min_length=1)
-    share: float = Field(gt=0, le=1, description="share of demand in this class")
-    ttft_p99_ms: float = Field(gt=0)
-    itl_p99_ms: float = Field(gt=0)
-    itl_metric: Literal["step", "tpot"] = Field(
-        "tpot",
-        description="what itl_p99_ms bounds: tpot, each request's mean time per output token (MLPerf's and serving "
-        "benchmarks' TPOT, what the calibration is fitted on); step, every single gap between tokens (stricter)",
-    )
-    connection: Literal["warm", "cold"] = Field(
-        "warm", description="warm: 1 round trip to the first token; cold: + TCP and TLS 1.3 handshakes (3)"
-    )
-    network_round_trips: float | None = Field(None, ge=0.5, description="overrides connection")
-    retrieval_ms: float = Field(0.0, ge=0, description="retrieval lookup time")
-    retrieval_store_site: str | None = Field(None, description="site id of a remote retrieval store (adds its RTT)")
-    safety_tokenization_ms: float = Field(0.0, ge=0)
-    queue_ms: float | None = Field(None, ge=0, description="given-goodput classes: queue and admission")
-    slot_wait_ms: float = Field(0.0, ge=0, description="given-goodput classes: p99 wait for a decode slot")
-    prefill_ms: float | None = Field(None, ge=0, description="given-goodput classes: prefill")
-    first_decode_ms: float | None = Field(None, ge=0, description="given-goodput classes: first decode step")
-    goodput_tok_s_per_node: float | None = Field(None, gt=0, description="given goodput (null: serving model)")
-    utilisation_cap: float | None = Field(
-        None, gt=0, le=1, description="given-goodput classes: usable share of capacity (null: 1 - serving.headroom)"
-    )
-    input_tokens: int = Field(1024, ge=1, description="serving model: MEAN prompt length (before 2026-12: the longest)")
-    input_tokens_max: int | None = Field(
-        None, ge=1, description="serving model: longest prompt (or its p99); KV room and p99 TTFT (null: the mean)"
-    )
-    output_tokens: int = Field(290, ge=1, description="serving model: MEAN answer length")
-    prefix_cache_hit_rate: float = Field(0.0, ge=0, lt=1)
-    prefix_reuse: str | None = Field(
-        None,
-        description="with serving.kv_cache: a profile of data/serving/prefix_reuse.csv (chat, agent); the hit rate then "
-        "comes from the cache model per site instead of prefix_cache_hit_rate",
-    )
-    min_tok_s_per_user: float = Field(0.0, ge=0, description="serving model: interactivity floor")
-    serving_ttft_budget_ms: float | None = Field(
-        None,
-        gt=0,
-        description="serving model: p99 TTFT the node may spend (queues, prefill, KV transfer, first decode)",
-    )
-    time_shiftable: bool = Field(False, description="deadline in hours: demand is spread flat over the day")
-
-    @property
-    def round_trips(self) -> float:
-        """Client-site round trips before the first token."""
-        if self.network_round_trips is not None:
-            return self.network_round_trips
-        return 1.0 if self.connection == "warm" else 3.0
-
-    @property
-    def given(self) -> bool:
-        """Whether goodput and the node's TTFT components are given rather than computed."""
-        return self.goodput_tok_s_per_node is not None
-
-    @model_validator(mode="after")
-    def _longest_prompt_is_not_shorter_than_the_mean(self) -> WorkloadClass:
-        if self.input_tokens_max is not None and self.input_tokens_max < self.input_tokens:
-            raise ValueError(
-                f"input_tokens_max ({self.input_tokens_max}) is below input_tokens ({self.input_tokens}): "
-                "input_tokens is the MEAN prompt, input_tokens_max the longest (or its p99)"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _components_are_complete(self) -> WorkloadClass:
-        if self.given:
-            missing = [k for k in ("queue_ms", "prefill_ms", "first_decode_ms") if getattr(self, k) is None]
-            if missing:
-                raise ValueError(f"with goodput_tok_s_per_node given, also give {', '.join(missing)}")
-            fixed = (
-                self.retrieval_ms
-                + self.safety_tokenization_ms
-                + self.slot_wait_ms
-                + sum(getattr(self, k) for k in ("queue_ms", "prefill_ms", "first_decode_ms"))
-            )
-        else:
-            if self.serving_ttft_budget_ms is None:
-                raise ValueError(
-                    "give goodput_tok_s_per_node (with queue_ms, prefill_ms, first_decode_ms) or "
-                    "serving_ttft_budget_ms for the serving model"
-                )
-            fixed = self.retrieval_ms + self.safety_tokenization_ms + self.serving_ttft_budget_ms
-        if fixed >= self.ttft_p99_ms:
-            raise ValueError(
-                f"the fixed TTFT components sum to {fixed:g} ms, which leaves nothing of the "
-                f"{self.ttft_p99_ms:g} ms objective for the network; lower them or raise ttft_p99_ms"
-            )
-        return self
-
-
-class KvCacheSection(_Section):
+class KvCacheSection(Section):
     """The KV cache as infrastructure (``serving.kv_cache``): the tier a node keeps prompt prefixes in."""
 
     tier: Literal["hbm", "dram", "nvme"] = Field(
@@ -224,7 +114,7 @@ inter-region transfer price instead, $0.02 per GB between most AWS regions (EC2 
 more."""
 
 
-class CrossMetroSection(_Section):
+class CrossMetroSection(Section):
     """Cross-metro prefill (``serving.cross_metro_prefill``): a prefill pool in another metro may serve a site's decode.
 
     The prompt goes from the decode site to the prefill site, its KV comes back over the WAN: the pair's TTFT adds
@@ -263,7 +153,7 @@ class CrossMetroSection(_Section):
     )
 
 
-class ServingSection(_Section):
+class ServingSection(Section):
     """The serving node: model, accelerator and how it is run."""
 
     model: str = "llama-3.1-70b"
@@ -327,7 +217,7 @@ GREAT_CIRCLE_ACCESS_MS = 8.0
 """Users' last mile of the great-circle model when the scenario gives none. [ms]"""
 
 
-class LatencySection(_Section):
+class LatencySection(Section):
     """Parameters of the latency model.
 
     ``quantile`` defaults to ``p90``: the TTFT objectives are p99s, and a pair's modelled round trip
@@ -367,7 +257,7 @@ class LatencySection(_Section):
         return LatencyParams(route_factor=self.route_factor, fixed_ms=self.fixed_ms, access_ms=access)
 
 
-class EconomicsSection(_Section):
+class EconomicsSection(Section):
     """Cost inputs shared by every site."""
 
     node_capex_usd: float | None = Field(None, gt=0, description="null: the accelerator catalog's node capex")
@@ -391,7 +281,7 @@ their gap at the root node (measured), so they stop on the gap; a harder model s
 any machine, rather than on the wall clock."""
 
 
-class RegionalCap(_Section):
+class RegionalCap(Section):
     """Caps on what the plan's sites in one region emit and consume in a year."""
 
     region: str = Field(min_length=1, description="a continent, ISO alpha-2 country or grid_region of the catalog")
@@ -407,7 +297,7 @@ class RegionalCap(_Section):
         return self
 
 
-class ObjectiveSection(_Section):
+class ObjectiveSection(Section):
     """What the plan minimises besides its cost: prices and limits on what it emits and the water it consumes."""
 
     carbon_usd_per_t: float = Field(
@@ -448,7 +338,7 @@ class ObjectiveSection(_Section):
         return self.carbon_usd_per_t > 0 or self.water_usd_per_m3 > 0
 
 
-class SolverSection(_Section):
+class SolverSection(Section):
     """Which solver and when to stop."""
 
     name: Literal["highs", "cbc"] = "highs"
@@ -478,7 +368,7 @@ class SolverSection(_Section):
         )
 
 
-class PolicySection(_Section):
+class PolicySection(Section):
     """What to do when part of the demand cannot be served inside its objective."""
 
     unreachable: Literal["stop", "report"] = Field(
@@ -491,7 +381,7 @@ class PolicySection(_Section):
     min_served_share: float = Field(0.0, ge=0, le=1, description="with optional serving, serve at least this share")
 
 
-class TimeSection(_Section):
+class TimeSection(Section):
     """Follow-the-sun time slices."""
 
     slices: int = Field(1, ge=1, le=24, description="1: the peak hour only; 24: every UTC hour; k: k blocks of hours")
@@ -504,14 +394,14 @@ class TimeSection(_Section):
     )
 
 
-class ResidencyRule(_Section):
+class ResidencyRule(Section):
     """Populations in these countries may only be served from sites in those."""
 
     populations: list[str] = Field(min_length=1, description="ISO alpha-2 codes or group names")
     sites: list[str] = Field(min_length=1, description="ISO alpha-2 codes or group names")
 
 
-class RegimeChoice(_Section):
+class RegimeChoice(Section):
     """A residency regime of the table, with the planner's own figures where given."""
 
     id: str = Field(min_length=1, description="a regime_id of the regimes table (data/rules/residency_regimes.csv)")
@@ -521,7 +411,7 @@ class RegimeChoice(_Section):
     serve_outsiders: bool | None = Field(None, description="whether in-bloc sites may serve other countries (null: the table's)")
 
 
-class ResidencySection(_Section):
+class ResidencySection(Section):
     """Data residency: where each population's traffic may be served."""
 
     groups: dict[str, list[str]] = Field(default_factory=dict, description="named groups of ISO alpha-2 codes")
@@ -537,7 +427,7 @@ class ResidencySection(_Section):
     )
 
 
-class AvailabilitySection(_Section):
+class AvailabilitySection(Section):
     """Which accelerators may be installed where (export controls): the fleet mix and the build-out obey it."""
 
     file: str | None = Field(
@@ -546,14 +436,14 @@ class AvailabilitySection(_Section):
     enforce: bool = Field(True, description="false: buy any part anywhere (to see what the rules cost)")
 
 
-class SitesOpenSection(_Section):
+class SitesOpenSection(Section):
     """Bounds on the number of open sites."""
 
     min: int | None = Field(None, ge=0)
     max: int | None = Field(None, ge=1)
 
 
-class FaultToleranceSection(_Section):
+class FaultToleranceSection(Section):
     """24x7 fault domains."""
 
     n_plus_one: bool = Field(False, description="survive the loss of any one site inside every budget")
@@ -578,209 +468,6 @@ class FaultToleranceSection(_Section):
         return self
 
 
-class Scenario(_Section):
-    """A whole scenario."""
-
-    name: str = Field(min_length=1)
-    description: str = ""
-    sites: SitesSection
-    demand: DemandSection
-    classes: list[WorkloadClass] = Field(min_length=1)
-    serving: ServingSection
-    latency: LatencySection = LatencySection()
-    economics: EconomicsSection
-    solver: SolverSection = SolverSection()
-    objective: ObjectiveSection = ObjectiveSection()
-    policy: PolicySection = PolicySection()
-    time: TimeSection = TimeSection()
-    residency: ResidencySection = ResidencySection()
-    availability: AvailabilitySection = AvailabilitySection()
-    sites_open: SitesOpenSection = SitesOpenSection()
-    fault_tolerance: FaultToleranceSection = FaultToleranceSection()
-    horizon: HorizonSection | None = Field(None, description="plan a multi-year build-out (see the README)")
-
-    @property
-    def is_buildout(self) -> bool:
-        """Whether the scenario runs the build-out engine (a horizon, or a fleet mix of accelerators)."""
-        return self.horizon is not None or self.serving.accelerators is not None
-
-    @model_validator(mode="after")
-    def _carbon_where_modelled(self) -> Scenario:
-        why = self.carbon_not_modelled()
-        if why is not None:
-            raise ValueError(why)
-        return self
-
-    def carbon_not_modelled(self) -> str | None:
-        """Why this scenario's carbon or water prices or caps are not modelled where it asks for them (None: they are)."""
-        objective = self.objective
-        if objective.has_caps and self.serving.cross_metro_prefill is not None:
-            return "carbon and water caps (objective) are not modelled with serving.cross_metro_prefill yet: drop one of them"
-        if objective.has_caps and self.policy.serving == "optional":
-            return (
-                "carbon and water caps (objective) are not modelled with policy.serving: optional yet (the least $/M "
-                "search starts from designs the caps do not bound): drop one of them"
-            )
-        if objective.has_caps and self.is_buildout:
-            return (
-                "carbon and water caps (objective) are not applied by the build-out (horizon or serving.accelerators) "
-                "yet: price them instead (objective.carbon_usd_per_t, horizon.carbon_usd_per_t by year, "
-                "objective.water_usd_per_m3), or plan one year without a horizon"
-            )
-        return None
-
-    @model_validator(mode="after")
-    def _ladder_is_single_year(self) -> Scenario:
-        ladder = self.serving.node_ttft_ladder
-        if ladder is not None and not all(0 < share < 1 for share in ladder):
-            raise ValueError(f"serving.node_ttft_ladder: every share must be between 0 and 1 (exclusive), got {ladder}")
-        if ladder is not None and self.is_buildout:
-            raise ValueError(
-                "serving.node_ttft_ladder is modelled in a single-year plan only; remove it or the horizon / serving.accelerators"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _cache_model_is_single_year(self) -> Scenario:
-        if self.serving.kv_cache is not None and self.is_buildout:
-            raise ValueError(
-                "serving.kv_cache is modelled in a single-year plan only: the build-out does not charge a site's cold "
-                "cache yet; remove serving.kv_cache (each class's prefix_cache_hit_rate is then used) or the "
-                "horizon / serving.accelerators"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _cross_metro_is_single_year_without_n_plus_one(self) -> Scenario:
-        if self.serving.cross_metro_prefill is None:
-            return self
-        if self.is_buildout:
-            raise ValueError(
-                "serving.cross_metro_prefill is modelled in a single-year plan only; remove it or the horizon / "
-                "serving.accelerators"
-            )
-        if self.fault_tolerance.n_plus_one:
-            raise ValueError(
-                "serving.cross_metro_prefill is not modelled with N+1 yet (the loss of a prefill site would have to move "
-                "its decode sites' traffic too); remove serving.cross_metro_prefill or set fault_tolerance.n_plus_one: false"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _horizon_names_classes(self) -> Scenario:
-        if self.horizon is None:
-            return self
-        names = {c.name for c in self.classes}
-        for year, shares in self.horizon.class_shares.items():
-            if set(shares) != names:
-                raise ValueError(
-                    f"horizon.class_shares.{year} must give a share for each class {sorted(names)}, got {sorted(shares)}"
-                )
-        offered = {a.id for a in self.horizon.accelerators} or set(self.serving.accelerators or [self.serving.accelerator])
-        for k, existing in enumerate(self.horizon.existing_fleet):
-            if existing.accelerator not in offered:
-                raise ValueError(
-                    f"horizon.existing_fleet[{k}].accelerator {existing.accelerator!r} is not one of the accelerators "
-                    f"{sorted(offered)}"
-                )
-        return self
-
-    @model_validator(mode="after")
-    def _classes_are_consistent(self) -> Scenario:
-        names = [c.name for c in self.classes]
-        if len(set(names)) != len(names):
-            raise ValueError(f"class names must be unique, got {names}")
-        total = sum(c.share for c in self.classes)
-        if abs(total - 1.0) > 1e-6:
-            raise ValueError(f"class shares must sum to 1, they sum to {total:g}")
-        bounds = self.sites_open
-        if bounds.min is not None and bounds.max is not None and bounds.min > bounds.max:
-            raise ValueError(f"sites_open.min ({bounds.min}) exceeds sites_open.max ({bounds.max})")
-        if self.time.slices > 1 and self.time.profile is None:
-            raise ValueError("time.slices > 1 needs time.profile (a diurnal profile by local hour)")
-        for rule in self.residency.rules:
-            for code in rule.populations + rule.sites:
-                if code not in self.residency.groups and not (len(code) == 2 and code.isupper()):
-                    raise ValueError(f"residency code {code!r} is neither an ISO alpha-2 code nor a group name")
-        return self
-
-
-Resolve = Callable[[str], Path]
-"""Turns a path written in the scenario into a file, relative to the scenario's folder (:meth:`LoadedScenario.resolve`).
-
-Loaders take their own section and this, not the whole :class:`LoadedScenario`."""
-
-
-class LoadedScenario(BaseModel):
-    """A validated scenario and the folder its relative paths start from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    scenario: Scenario
-    path: Path
-
-    def resolve(self, relative: str) -> Path:
-        """A path from the scenario, made absolute against the scenario's folder."""
-        candidate = Path(relative)
-        return candidate if candidate.is_absolute() else (self.path.parent / candidate).resolve()
-
-    @property
-    def catalog_path(self) -> Path:
-        """The site catalog file."""
-        return self.resolve(self.scenario.sites.catalog)
-
-    @property
-    def cities_path(self) -> Path:
-        """The cities file."""
-        return self.resolve(self.scenario.demand.cities)
-
-
-_FIXES = {
-    "missing": "add this key",
-    "extra_forbidden": "remove it or correct its spelling",
-    "greater_than": "use a larger value",
-    "greater_than_equal": "use a larger value",
-    "less_than": "use a smaller value",
-    "less_than_equal": "use a smaller value",
-    "float_parsing": "write a number",
-    "finite_number": "write a finite number (not .inf or .nan)",
-    "int_parsing": "write a whole number",
-    "int_from_float": "write a whole number",
-    "literal_error": "use one of the allowed values",
-    "too_short": "add at least one entry",
-    "string_type": "write a text value",
-    "list_type": "write a list",
-    "model_type": "write a mapping of keys to values",
-    "dict_type": "write a mapping of keys to values",
-}
-
-
-def _key_path(loc: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += ("." if path else "") + part
-    return path or "(top level)"
-
-
-def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
-    model: Any = Scenario
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
-        if field is None:
-            return []
-        annotation = field.annotation
-        inner = getattr(annotation, "__args__", (annotation,))
-        model = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        if model is None:
-            return []
-    return list(model.model_fields) if hasattr(model, "model_fields") else []
-
-
 def key_value(section: type[BaseModel], field: str, text: str) -> Any:
     """``text`` as the value of the scenario key ``section.field``, checked by that key's own rule.
 
@@ -800,129 +487,3 @@ def key_value(section: type[BaseModel], field: str, text: str) -> Any:
     except ValidationError as exc:
         rule = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
         raise ValueError(f"{rule} (got {text!r})") from None
-
-
-def _problem_from_pydantic(source: str, error: Any) -> Problem:
-    loc = tuple(error["loc"])
-    kind = error["type"]
-    message = str(error["msg"]).removeprefix("Value error, ")
-    fix = _FIXES.get(kind, "see the scenario format in the README")
-    if kind == "extra_forbidden":
-        known = _known_keys(loc)
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-        fix = f"did you mean '{close[0]}'?" if close else f"remove it; known keys here: {', '.join(known)}"
-        message = "unknown key"
-    elif kind == "string_type" and isinstance(error.get("input"), bool):
-        # YAML 1.1 reads NO (Norway), yes, on, off, y and n as booleans.
-        message = f"{message} (got {error['input']!r}: YAML reads NO, yes, on, off, y and n unquoted as true or false)"
-        fix = "quote the value, e.g. 'NO' for Norway"
-    elif "input" in error and kind != "missing" and not isinstance(error["input"], dict | list):
-        message = f"{message} (got {error['input']!r})"  # a cross-field rule's input is its whole section: left out
-    return Problem(source, _key_path(loc), "", message, fix)
-
-
-FILE_KEYS = (
-    "sites.catalog",
-    "demand.cities",
-    "time.profile",
-    "time.power_price_profile",
-    "time.carbon_intensity_profile",
-    "latency.hubs",
-    "latency.links",
-    "latency.measurements",
-    "serving.measurements",
-    "availability.file",
-    "residency.regimes_file",
-    "horizon.power_schedule",
-)
-"""Every scenario key that names a file (relative to the scenario's folder unless absolute)."""
-
-
-def _check_files(loaded: LoadedScenario, source: str) -> list[Problem]:
-    problems = []
-    files = [("sites.catalog", loaded.catalog_path), ("demand.cities", loaded.cities_path)]
-    for key, relative in (
-        ("time.profile", loaded.scenario.time.profile),
-        ("time.power_price_profile", loaded.scenario.time.power_price_profile),
-        ("time.carbon_intensity_profile", loaded.scenario.time.carbon_intensity_profile),
-        ("latency.hubs", loaded.scenario.latency.hubs),
-        ("latency.links", loaded.scenario.latency.links),
-        ("latency.measurements", loaded.scenario.latency.measurements),
-        ("availability.file", loaded.scenario.availability.file),
-        ("horizon.power_schedule", loaded.scenario.horizon.power_schedule if loaded.scenario.horizon else None),
-    ):
-        if relative is not None:
-            files.append((key, loaded.resolve(relative)))
-    for key, path in files:
-        if not path.is_file():
-            problems.append(
-                Problem(
-                    source,
-                    key,
-                    "",
-                    f"file not found: {path}",
-                    "give a path relative to the scenario file",
-                )
-            )
-    return problems
-
-
-def load_scenario(path: str | Path) -> LoadedScenario:
-    """Read and validate a scenario file.
-
-    Parameters
-    ----------
-    path : str or Path
-        A YAML scenario.
-
-    Returns
-    -------
-    LoadedScenario
-        The scenario and its location.
-
-    Raises
-    ------
-    InputError
-        Listing every problem with its key path.
-    """
-    path = Path(path)
-    source = str(path)
-    if not path.is_file():
-        raise InputError([Problem(source, "", "", "file not found", "check the path")])
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise InputError(
-            [
-                Problem(
-                    source,
-                    where,
-                    "",
-                    f"not valid YAML ({getattr(exc, 'problem', exc)})",
-                    "fix the syntax",
-                )
-            ]
-        ) from None
-    if not isinstance(raw, dict):
-        raise InputError(
-            [
-                Problem(
-                    source,
-                    "",
-                    "",
-                    "the file must hold a mapping of keys to values",
-                    "see data/scenarios/default.yaml",
-                )
-            ]
-        )
-    try:
-        scenario = Scenario.model_validate(raw)
-    except ValidationError as exc:
-        raise InputError([_problem_from_pydantic(source, e) for e in exc.errors()]) from None
-    loaded = LoadedScenario(scenario=scenario, path=path.resolve())
-    problems = _check_files(loaded, source)
-    if problems:
-        raise InputError(problems)
-    return loaded

@@ -18,7 +18,7 @@ from placement.outputs.frontier_files import PointRecord, pack_results, unpack_r
 from placement.outputs.writer import write_folder, write_results
 from placement.plan.solve import solve_instance
 from placement.progress import Progress, quiet
-from placement.scenario.sections import LoadedScenario
+from placement.scenario.load import LoadedScenario
 from placement.sweep.run import describe_client, distributed, open_client
 
 

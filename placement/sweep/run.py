@@ -26,7 +26,7 @@ from placement.outputs.writer import write_text_atomic
 from placement.progress import StderrProgress
 from placement.results import jsonio
 from placement.results.folder import csv_text, json_text
-from placement.scenario.sections import LoadedScenario
+from placement.scenario.load import LoadedScenario
 from placement.sweep.spec import MARKER, RESULT_COLUMNS, PreparedSweep, SweepCase, prepare_sweep
 
 # --- solving one case (runs on a Dask worker) --------------------------------------------------

@@ -4,7 +4,7 @@ A sweep file (YAML) names a ``base`` scenario and the ``axes`` to vary, keyed by
 paths (``demand.growth``, ``classes[0].ttft_p99_ms``, ``sites.power_price_multiplier.Europe``).
 :func:`prepare_sweep` expands the axes into cases (grid, explicit cases, random or Latin
 hypercube samples), applies each case's overrides to the base's raw YAML and validates every
-case through :func:`placement.scenario.sections.load_scenario` before anything is solved, so every bad
+case through :func:`placement.scenario.load.load_scenario` before anything is solved, so every bad
 axis is reported at once.
 """
 
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from placement._errors import InputError, Problem
 from placement.progress import Progress, quiet
-from placement.scenario.sections import LoadedScenario, load_scenario
+from placement.scenario.load import LoadedScenario, load_scenario
 
 __all__ = [
     "PreparedSweep",

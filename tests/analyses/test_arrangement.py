@@ -11,7 +11,9 @@ import pytest
 from placement.analyses.arrangement import arrangement_options, fixed_arrangement
 from placement.cli import main
 from placement.profiles.build import class_profiles
-from placement.scenario.sections import ServingSection, WorkloadClass, load_scenario
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.load import load_scenario
+from placement.scenario.sections import ServingSection
 from placement.world.bundled import scenario_file
 
 

@@ -11,7 +11,8 @@ import pytest
 
 from placement.analyses.discover import candidate_cities, entry_price_usd_per_mwh
 from placement.cli import main
-from placement.scenario.sections import DiscoverSection, load_scenario
+from placement.scenario.load import load_scenario
+from placement.scenario.sections import DiscoverSection
 from tests.conftest import SMALL_CATALOG, write_scenario
 
 # The small world (Ashburn, Chicago, Frankfurt) and two cities far from them: Sydney and Lagos have no site inside

@@ -8,7 +8,7 @@ import pytest
 
 from placement._errors import InputError
 from placement.analyses.validate import check_scenario_inputs, validate_file
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, write_scenario
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from placement._errors import InputError
 from placement.cli import main
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "data" / "buildout_small.yaml"

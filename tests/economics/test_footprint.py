@@ -10,7 +10,7 @@ import pytest
 from placement.economics import footprint
 from placement.plan.record import Plan
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, REPO, write_scenario
 
 CARBON_CATALOG = CATALOG_HEADER.replace(",locked\n", ",locked,carbon_intensity_g_per_kwh\n") + (

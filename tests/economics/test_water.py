@@ -15,7 +15,7 @@ from placement.cli import main
 from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.rules.resources import grid_water_l_per_kwh, region_sites, site_water, site_water_stress
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, REPO, write_scenario
 from tests.economics.test_footprint import DYNAMIC_POWER, SHIFT_CATALOG
 

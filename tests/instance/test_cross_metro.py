@@ -24,7 +24,7 @@ from placement.cli import main
 from placement.instance.build import build_instance
 from placement.instance.cross_metro import EnergyPrices, build_cross_metro
 from placement.plan.solve import run, solve_instance
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, write_scenario
 
 CITIES = (

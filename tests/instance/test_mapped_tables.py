@@ -10,7 +10,7 @@ import pytest
 from placement.instance import latency as instance_latency
 from placement.instance.build import build_instance
 from placement.instance.latency import mapped_from_disk
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
 

@@ -16,7 +16,7 @@ from placement.network.measurements import PRIOR_ROWS, calibrate, fit_correction
 from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import resolve_place
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, scenario_dict, write_scenario
 
 EUROPE = ["Lisbon", "Madrid", "Paris", "Berlin", "Rome", "Warsaw", "Amsterdam", "Vienna", "Stockholm", "Prague"]

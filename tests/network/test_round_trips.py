@@ -16,7 +16,7 @@ from placement.network.paths import Endpoints, PathType, default_round_trips
 from placement.network.places import Place, place_endpoints, resolve_place, rtt_report
 from placement.plan.record import Plan
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
 

@@ -28,7 +28,7 @@ from placement.outputs.network_layer import graph_links_frame, hubs_frame, links
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.webmap import webmap_data, write_webmap
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import scenario_dict, write_scenario
 
 ASHBURN, FRANKFURT = (39.04, -77.49), (50.11, 8.68)

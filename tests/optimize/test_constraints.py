@@ -182,7 +182,7 @@ def test_greedy_design_is_feasible() -> None:
 
 def test_two_class_scenario_reports_cost_per_class(tmp_path: Path) -> None:
     from placement.plan.solve import run
-    from placement.scenario.sections import load_scenario
+    from placement.scenario.load import load_scenario
     from tests.conftest import scenario_dict, write_scenario
 
     chat = scenario_dict()["classes"][0] | {"share": 0.5}
@@ -205,7 +205,7 @@ def test_two_class_scenario_reports_cost_per_class(tmp_path: Path) -> None:
 def test_residency_rule_end_to_end(tmp_path: Path) -> None:
     from placement._errors import InfeasibleError
     from placement.plan.solve import run
-    from placement.scenario.sections import load_scenario
+    from placement.scenario.load import load_scenario
     from tests.conftest import write_scenario
 
     # US users may only be served from Germany: too far for 300 ms, so the run stops and says why.
@@ -225,7 +225,7 @@ def test_residency_rule_end_to_end(tmp_path: Path) -> None:
 def test_n_plus_one_end_to_end(tmp_path: Path) -> None:
     from placement._errors import InfeasibleError
     from placement.plan.solve import run
-    from placement.scenario.sections import load_scenario
+    from placement.scenario.load import load_scenario
     from tests.conftest import SMALL_CATALOG, write_scenario
 
     # Europe reaches only Frankfurt: N+1 cannot be met, and the diagnosis says so.

@@ -21,7 +21,7 @@ from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, 
 from placement.optimize.verify import verify_solution
 from placement.plan.notes import unprotectable_commodities
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import DEFAULT_SCENARIO, SOLVERS, write_scenario
 from tests.optimize.test_model import make_input
 
@@ -220,7 +220,7 @@ def test_n_plus_one_under_a_shortfall_is_applied_or_said_loudly(tmp_path: Path, 
     from placement.optimize import protect
     from placement.outputs.writer import summary_json_dict
     from placement.plan.solve import run
-    from placement.scenario.sections import load_scenario
+    from placement.scenario.load import load_scenario
 
     path = _short_of_power_n_plus_one(tmp_path)
     kept = run(load_scenario(path))

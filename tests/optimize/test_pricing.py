@@ -24,7 +24,7 @@ from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolveStatus, solve_problem
 from placement.optimize.verify import verify_solution
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 from tests.optimize.test_constraints import brute_force_ratio
 from tests.optimize.test_model import make_input

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from placement.outputs.cost_waterfall import STEPS, cost_waterfall, draw_cost_waterfall
+from placement.results.class_summary import ClassSummary
 from placement.results.folder import read_results_folder
-from placement.results.summary import ClassSummary
 
 PER_M = 1e6 / 3600.0
 

@@ -22,7 +22,7 @@ from placement.outputs.catchments import catchment_frame, write_catchments
 from placement.outputs.network_layer import links_frame, write_network
 from placement.plan.record import Plan
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
 MAX_DECIMALS = 7

@@ -19,7 +19,7 @@ from PIL import Image
 from placement.outputs import regional_maps
 from placement.outputs.world_map import add_outlines, add_polygons, geographic_aspect, load_basemap
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
 

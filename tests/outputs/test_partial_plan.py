@@ -28,7 +28,7 @@ from placement.optimize.solver import SolverReport, SolveStatus
 from placement.outputs.writer import write_results
 from placement.plan.record import Plan
 from placement.plan.solve import _assemble
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
 MAP_MEMORY_LIMIT_BYTES = 3_000_000_000

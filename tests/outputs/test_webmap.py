@@ -23,7 +23,7 @@ from placement.outputs.writer import summary_json_dict
 from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.results import jsonio
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 from tests.economics.test_footprint import CARBON_CATALOG
 

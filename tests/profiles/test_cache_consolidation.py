@@ -17,7 +17,7 @@ import pytest
 from placement.analyses.arrangement import hit_rates_by_site
 from placement.instance.build import build_instance
 from placement.plan.solve import run, solve_instance
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, computed_chat, write_scenario
 
 CATALOG = CATALOG_HEADER + (

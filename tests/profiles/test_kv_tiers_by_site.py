@@ -20,7 +20,7 @@ from placement.cli import main
 from placement.instance.build import build_instance
 from placement.plan.solve import solve_instance
 from placement.profiles.tiers import ProfileSets
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.prefix_cache import TIER_ORDER
 from placement.world.catalog import KV_TIERS
 from tests.conftest import CATALOG_HEADER, computed_chat, write_scenario

@@ -17,7 +17,7 @@ import pytest
 from placement._errors import InputError
 from placement.instance.build import build_instance
 from placement.plan.solve import solve_instance
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, computed_chat, write_scenario
 
 CATALOG = CATALOG_HEADER + "chicago,Chicago,US,North America,41.88,-87.63,50,80,1.3,10000000,false\n"

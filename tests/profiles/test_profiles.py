@@ -12,7 +12,7 @@ from placement.instance.commodities import merge_commodities
 from placement.instance.latency import endpoints
 from placement.instance.pair_mask import PairMask
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.request import ServingRequest, serve
 from tests.conftest import scenario_dict, write_scenario
 

@@ -26,7 +26,7 @@ from placement.outputs.writer import summary_json_dict, write_results
 from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.results.folder import json_text, read_results_folder, read_table, write_csv, write_json
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import SMALL_CATALOG, SMALL_CITIES, write_scenario
 
 NAMIBIA_CATALOG = SMALL_CATALOG + "windhoek,Windhoek,NA,Africa,-22.56,17.08,50,80,1.3,10000000,false\n"

@@ -19,9 +19,10 @@ from placement.outputs.report_html import rerender_report
 from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.results import jsonio
+from placement.results.cost_breakdown import CostBreakdown, cost_breakdown_of_site_table
 from placement.results.folder import read_results_folder
-from placement.results.summary import CostBreakdown, PlanSummary, cost_breakdown_of_site_table
-from placement.scenario.sections import load_scenario
+from placement.results.summary import PlanSummary
+from placement.scenario.load import load_scenario
 from tests.conftest import SMALL_CATALOG, write_scenario
 
 SUMMARY_JSON_KEYS = {
@@ -325,7 +326,7 @@ def test_json_encoder_writes_non_finite_numbers_as_null() -> None:
 
 def test_summary_names_the_round_trip_quantile_the_budget_used(tmp_path: Path) -> None:
     from placement.plan.solve import run
-    from placement.scenario.sections import load_scenario
+    from placement.scenario.load import load_scenario
     from tests.conftest import write_scenario
 
     assert run(load_scenario(write_scenario(tmp_path))).summary.rtt_quantile == "p90"

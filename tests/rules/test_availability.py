@@ -15,7 +15,7 @@ from placement.buildout.fleet import build_fleet
 from placement.cli import main
 from placement.plan.solve import run
 from placement.rules.availability import barred_mask, load_availability, rules_at
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.hardware import load_accelerators
 from tests.conftest import CATALOG_HEADER, write_scenario
 

@@ -11,7 +11,8 @@ import pytest
 from placement._errors import InputError
 from placement.cli import main
 from placement.rules.faults import catalog_domains, fault_domains, find_domain
-from placement.scenario.sections import FaultToleranceSection, load_scenario
+from placement.scenario.load import load_scenario
+from placement.scenario.sections import FaultToleranceSection
 from placement.world.catalog import load_catalog
 from tests.conftest import CATALOG_HEADER, write_scenario
 

@@ -18,7 +18,7 @@ from placement.cli import main as cli_main
 from placement.instance.build import build_instance
 from placement.plan.solve import run
 from placement.rules.residency import FREE, REGIMES_CSV, Regime, load_regime_table, split_commodities
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import CATALOG_HEADER, DEFAULT_SCENARIO, write_scenario
 
 HEADER = "regime_id,name,members,sites,share,serve_outsiders,simplification,source\n"

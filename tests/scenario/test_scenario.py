@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from placement._errors import InputError
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from tests.conftest import DEFAULT_SCENARIO, scenario_dict, write_scenario
 
 

@@ -12,7 +12,7 @@ import pytest
 from placement._errors import InputError
 from placement.cli import main
 from placement.instance.build import build_instance
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.closed_loop import SweepPoint, closed_loop, fit_sweep, is_sweep, load_sweep, scaled_efficiency
 from placement.serving.efficiency import ServingEfficiency
 from placement.serving.hardware import get_accelerator, get_model

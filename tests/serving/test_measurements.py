@@ -11,7 +11,7 @@ import pytest
 from placement._errors import InputError
 from placement.cli import main
 from placement.instance.build import build_instance
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.calibration import fit_parts, goodput_tok_s
 from placement.serving.measured import MeasuredPoint, load_measured
 from placement.serving.request import ServingRequest, serve

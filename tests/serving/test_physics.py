@@ -420,7 +420,8 @@ def test_goodput_report_is_serve_of_the_same_request() -> None:
 
 
 def test_default_scenario_classes_carry_mean_and_longest_prompt() -> None:
-    from placement.scenario.sections import WorkloadClass, load_scenario
+    from placement.scenario.classes import WorkloadClass
+    from placement.scenario.load import load_scenario
     from placement.world.bundled import bundled_path
 
     loaded = load_scenario(bundled_path("scenarios") / "default.yaml")

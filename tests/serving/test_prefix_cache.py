@@ -11,7 +11,9 @@ import pytest
 
 from placement._errors import InputError
 from placement.profiles.build import class_profiles
-from placement.scenario.sections import KvCacheSection, ServingSection, WorkloadClass, load_scenario
+from placement.scenario.classes import WorkloadClass
+from placement.scenario.load import load_scenario
+from placement.scenario.sections import KvCacheSection, ServingSection
 from placement.serving.prefix_cache import (
     PrefixReuse,
     hit_rate,

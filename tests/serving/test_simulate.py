@@ -16,7 +16,7 @@ from placement.analyses.tail import COLUMNS, check_tail
 from placement.cli import main
 from placement.plan.record import Plan
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.serving.request import ServingRequest, serve
 from placement.serving.simulate import (
     LengthDistribution,

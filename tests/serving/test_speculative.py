@@ -80,7 +80,7 @@ def test_the_pareto_curve_has_both_curves() -> None:
 
 def test_a_scenario_plans_on_speculation_where_it_pays() -> None:
     from placement.profiles.build import class_profiles
-    from placement.scenario.sections import load_scenario
+    from placement.scenario.load import load_scenario
     from tests.conftest import DEFAULT_SCENARIO
 
     loaded = load_scenario(DEFAULT_SCENARIO)
@@ -96,7 +96,7 @@ def test_a_scenario_plans_on_speculation_where_it_pays() -> None:
 
 def test_a_scenario_naming_a_method_its_model_lacks_is_one_clear_error() -> None:
     from placement.profiles.build import class_profiles
-    from placement.scenario.sections import load_scenario
+    from placement.scenario.load import load_scenario
     from tests.conftest import DEFAULT_SCENARIO
 
     loaded = load_scenario(DEFAULT_SCENARIO)

@@ -21,7 +21,7 @@ import yaml
 
 from placement._errors import InfeasibleError, InputError, PlacementError
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.sweep.analysis import pareto_frontier, sensitivity
 from placement.sweep.run import run_sweep
 from placement.sweep.spec import (

@@ -10,7 +10,7 @@ import pytest
 from placement._errors import InputError
 from placement.instance.load import load_populations
 from placement.plan.solve import run
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.world.demand import Populations
 from placement.world.regions import continents, country_table, is_region_key, region_values
 from tests.conftest import write_scenario

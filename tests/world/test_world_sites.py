@@ -13,7 +13,7 @@ import yaml
 from shapely.geometry import Point
 
 from placement.analyses.validate import check_scenario_inputs, validate_file
-from placement.scenario.sections import load_scenario
+from placement.scenario.load import load_scenario
 from placement.world.catalog import load_catalog
 from tests.conftest import REPO
 
