@@ -25,7 +25,7 @@ import numpy as np
 
 from placement._errors import SolverError
 from placement._types import BoolArray, FloatArray, IntArray
-from placement.optimize import rows
+from placement.optimize import n_plus_one_rows, rows
 from placement.optimize.linear import ColumnBlock, LinearModel, new_highs, to_highspy
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
@@ -95,7 +95,7 @@ def losses(data: PlacementInput, shares: FloatArray) -> list[Loss]:
     by_commodity = rows.group_by(data.pair_commodity, data.n_commodities)
     found = []
     for key, failed_sites in data.failure_scenarios():
-        failed, backup = rows.failover_pairs(
+        failed, backup = n_plus_one_rows.failover_pairs(
             failed_sites, data.pair_commodity, data.pair_site, data.protected, by_site, by_commodity
         )
         lost = np.bincount(data.pair_commodity[failed], weights=shares[failed], minlength=data.n_commodities)
@@ -219,7 +219,7 @@ def protection_model(
             "stay", [str(p) for p in support.tolist()], row=np.tile(np.arange(k), 2),
             col=np.concatenate([shares.cols, drop.cols]), value=np.ones(2 * k), lower=base.pair_share[support], size=k,
         )  # fmt: skip
-    pair_peak = rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
+    pair_peak = n_plus_one_rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
     blocks = _Blocks(lm, nodes, opens, shares, support, [])
     position = np.full(len(data.pair_site), -1, dtype=np.int64)
     position[support] = shares.cols
