@@ -28,9 +28,10 @@ from placement._errors import SolverError
 from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.milp import empty, extract, route_on_open_sites, unserved_shares, verified
 from placement.optimize.model import build_model, set_warm_start
-from placement.optimize.pricing import CONVERGED, Relaxation, _Lp, first_of_each, relax, site_slice_load
+from placement.optimize.pricing import CONVERGED, Relaxation, first_of_each, relax, site_slice_load
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.restrict import lift, restrict_to_pairs
+from placement.optimize.restricted_lp import RestrictedLP
 from placement.optimize.slope import slope_scaled
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
@@ -243,7 +244,7 @@ def _tightened(
     bound: float,
     cost: Relaxation,
     cap: float | None,
-    lp: _Lp,
+    lp: RestrictedLP,
     options: SolverOptions,
     *,
     weak: bool = False,
@@ -291,7 +292,7 @@ def _candidates(
 
 
 def _scaled_candidates(
-    data: PlacementInput, cost: Relaxation, lp: _Lp, cap: float | None, options: SolverOptions
+    data: PlacementInput, cost: Relaxation, lp: RestrictedLP, cap: float | None, options: SolverOptions
 ) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution], Relaxation, int]:
     """Designs of a large model without a MILP: the LP rounded up, slope scaling, and pricing on to prove them.
 
@@ -314,7 +315,7 @@ def _scaled_candidates(
 
     more = 0
 
-    def price_on(cost: Relaxation, lp: _Lp, target: float) -> tuple[Relaxation, _Lp]:
+    def price_on(cost: Relaxation, lp: RestrictedLP, target: float) -> tuple[Relaxation, RestrictedLP]:
         """More rounds of the weak formulation, until the bound proves the best design or is within ``target``."""
         nonlocal more
         best = min(c.objective_usd_per_h for c in valid)
@@ -410,7 +411,7 @@ def solve_priced(
     if not shortfall and least.value > tolerance:
         raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
     cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
-    start_lp: _Lp | None = lp
+    start_lp: RestrictedLP | None = lp
     whole_nodes, whole = False, None
     if cap is not None and data.caps:
         # Whole nodes emit more than the LP's fractions: under a carbon or water cap the LP's least unserved may be out of
