@@ -97,6 +97,33 @@ def _facility_location_model(
     return to_pulp(model)
 
 
+def _no_allowed_site(solver: str, n: int, m: int) -> FacilityLocationResult:
+    """The answer when a population with demand has no allowed site: infeasible, with nothing solved.
+
+    Parameters
+    ----------
+    solver : str
+        The solver named in the report.
+    n, m : int
+        Number of populations and of sites.
+
+    Returns
+    -------
+    FacilityLocationResult
+        No site open, no flow, status ``infeasible``.
+    """
+    report = SolverReport(
+        solver,
+        SolveStatus.INFEASIBLE,
+        math.nan,
+        math.nan,
+        math.nan,
+        0.0,
+        "a population has no allowed site",
+    )
+    return FacilityLocationResult(math.nan, np.zeros(m, dtype=bool), np.zeros((n, m)), SolveStatus.INFEASIBLE, report)
+
+
 def facility_location(
     fixed_cost: ArrayLike,
     capacity: ArrayLike,
@@ -159,16 +186,7 @@ def facility_location(
 
     unreachable = np.bincount(pair_pop, minlength=n) == 0
     if (unreachable & (d > 0)).any():
-        report = SolverReport(
-            solver,
-            SolveStatus.INFEASIBLE,
-            math.nan,
-            math.nan,
-            math.nan,
-            0.0,
-            "a population has no allowed site",
-        )
-        return FacilityLocationResult(math.nan, np.zeros(m, dtype=bool), np.zeros((n, m)), SolveStatus.INFEASIBLE, report)
+        return _no_allowed_site(solver, n, m)
 
     report = solve_problem(problem, SolverOptions(name=solver, time_limit_s=time_limit_s, gap=gap, threads=threads))
     if not report.status.has_solution:

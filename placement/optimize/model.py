@@ -23,7 +23,7 @@ import numpy as np
 import pulp
 
 from placement._types import BoolArray, FloatArray, IntArray
-from placement.optimize import rows
+from placement.optimize import n_plus_one_rows, rows
 from placement.optimize.linear import ColumnBlock, LinearModel, to_pulp
 from placement.optimize.problem import PlacementInput
 
@@ -115,21 +115,25 @@ def _define_failover(data: PlacementInput, b: PlacementBlocks, failover_rows: Li
     """
     unserved = None if b.unserved is None else b.unserved.cols
     protected = data.protected
-    rows.coverage_rows(b.model, b.open.cols, data.pair_commodity, data.pair_site, protected, unserved_cols=unserved)
-    load = rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
-    b.site_peak = rows.site_peak_columns_and_rows(b.model, b.shares.cols, data.pair_site, load, data.n_sites)
+    n_plus_one_rows.coverage_rows(b.model, b.open.cols, data.pair_commodity, data.pair_site, protected, unserved_cols=unserved)
+    load = n_plus_one_rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
+    b.site_peak = n_plus_one_rows.site_peak_columns_and_rows(b.model, b.shares.cols, data.pair_site, load, data.n_sites)
     if failover_rows == "spare":
         spare_cols = (b.nodes.cols, b.shares.cols, b.site_peak)
-        rows.spare_rows(b.model, spare_cols, data.pair_commodity, data.pair_site, load, protected)
+        n_plus_one_rows.spare_rows(b.model, spare_cols, data.pair_commodity, data.pair_site, load, protected)
         return
     by_commodity = rows.group_by(data.pair_commodity, data.n_commodities)
     by_site = rows.group_by(data.pair_site, data.n_sites)
     for f, failed_sites in data.failure_scenarios():
-        pairs = rows.failover_pairs(failed_sites, data.pair_commodity, data.pair_site, protected, by_site, by_commodity)
+        pairs = n_plus_one_rows.failover_pairs(
+            failed_sites, data.pair_commodity, data.pair_site, protected, by_site, by_commodity
+        )
         if len(pairs[0]) == 0:
             continue
         cols = (b.open.cols, b.nodes.cols, b.shares.cols, b.site_peak)
-        z = rows.failure_scenario(b.model, f, pairs, cols, data.pair_commodity, data.pair_site, load, data.n_commodities)
+        z = n_plus_one_rows.failure_scenario(
+            b.model, f, pairs, cols, data.pair_commodity, data.pair_site, load, data.n_commodities
+        )
         b.failover[f] = (pairs[1], z)
 
 

@@ -28,9 +28,10 @@ from placement._errors import SolverError
 from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.milp import empty, extract, route_on_open_sites, unserved_shares, verified
 from placement.optimize.model import build_model, set_warm_start
-from placement.optimize.pricing import CONVERGED, Relaxation, _Lp, first_of_each, relax, site_slice_load
+from placement.optimize.pricing import CONVERGED, Relaxation, first_of_each, relax, site_slice_load
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.restrict import lift, restrict_to_pairs
+from placement.optimize.restricted_lp import RestrictedLP
 from placement.optimize.slope import slope_scaled
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
 from placement.optimize.verify import verify_solution
@@ -243,7 +244,7 @@ def _tightened(
     bound: float,
     cost: Relaxation,
     cap: float | None,
-    lp: _Lp,
+    lp: RestrictedLP,
     options: SolverOptions,
     *,
     weak: bool = False,
@@ -291,7 +292,7 @@ def _candidates(
 
 
 def _scaled_candidates(
-    data: PlacementInput, cost: Relaxation, lp: _Lp, cap: float | None, options: SolverOptions
+    data: PlacementInput, cost: Relaxation, lp: RestrictedLP, cap: float | None, options: SolverOptions
 ) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution], Relaxation, int]:
     """Designs of a large model without a MILP: the LP rounded up, slope scaling, and pricing on to prove them.
 
@@ -314,7 +315,7 @@ def _scaled_candidates(
 
     more = 0
 
-    def price_on(cost: Relaxation, lp: _Lp, target: float) -> tuple[Relaxation, _Lp]:
+    def price_on(cost: Relaxation, lp: RestrictedLP, target: float) -> tuple[Relaxation, RestrictedLP]:
         """More rounds of the weak formulation, until the bound proves the best design or is within ``target``."""
         nonlocal more
         best = min(c.objective_usd_per_h for c in valid)
@@ -359,6 +360,242 @@ def _scaled_candidates(
     return rounded, report, valid, cost, more
 
 
+def _least_unserved(
+    data: PlacementInput, options: SolverOptions, pairs: IntArray | None, start: float, *, shortfall: bool, links: bool
+) -> PlacementSolution | tuple[Relaxation, RestrictedLP, float | None]:
+    """Step 1, the least-unserved LP: the unserved cap it sets, or the answer when it proves there is none.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (without N+1).
+    options : SolverOptions
+        Solver options, the deadline set.
+    pairs : numpy.ndarray, optional
+        Pairs to start with (default :func:`~placement.optimize.pricing.initial_pairs`).
+    start : float
+        ``time.perf_counter()`` at the start of the solve.
+    shortfall, links : bool
+        As :func:`solve_priced` and :func:`~placement.optimize.pricing.relax`.
+
+    Returns
+    -------
+    PlacementSolution or tuple
+        No design (the time limit came first) or an infeasible report; else the relaxation, its restricted LP and
+        the unserved mean goodput the least-cost LP may leave (None: every commodity served). [tokens/s]
+
+    Raises
+    ------
+    SolverError
+        Pricing did not decide whether every commodity can be served.
+    """
+    total = float(data.mean_demand_tok_s.sum())
+    try:
+        least, lp = relax(
+            data, objective="unserved", pairs=pairs, progress=options.progress, deadline=options.deadline, links=links
+        )
+    except TimeoutError as exc:
+        return _no_answer(data, options, str(exc), start)
+    tolerance = SHORTFALL_TOL * max(total, 1.0)
+    if not shortfall and least.bound > tolerance:
+        return _infeasible(data, options, least, start)
+    if not shortfall and least.value > tolerance and least.timed_out:
+        return _no_answer(data, options, "the time limit stopped pricing before it found pairs that serve every commodity", start)
+    if not shortfall and least.value > tolerance:
+        raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
+    cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
+    return least, lp, cap
+
+
+def _whole_node_cap(
+    data: PlacementInput, least: Relaxation, cap: float | None, options: SolverOptions
+) -> tuple[PlacementSolution | None, float | None, bool]:
+    """Under a carbon or water cap, the least a design in whole nodes leaves unserved, if more than the LP's.
+
+    Whole nodes emit more than the LP's fractions: under a carbon or water cap the LP's least unserved may be out of
+    reach of any design. The least a design on the LP's pairs leaves unserved, if more, is the cap instead (and a
+    fresh LP bounds the cost of plans serving that much).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    least : Relaxation
+        The least-unserved LP.
+    cap : float or None
+        The unserved cap it sets (None: every commodity served). [tokens/s]
+    options : SolverOptions
+        Solver options.
+
+    Returns
+    -------
+    tuple
+        The least-unserved design in whole nodes (None without a cap or a resource cap, or unsolved), the unserved
+        cap, and whether the cap is that design's (the least-cost LP then starts afresh).
+    """
+    if cap is None or not data.caps:
+        return None, cap, False
+    whole = _least_unserved_whole(data, least, options)
+    left = None if whole is None else float((whole.unserved_share * data.mean_demand_tok_s).sum())
+    if left is not None and left > cap:
+        tolerance = SHORTFALL_TOL * max(float(data.mean_demand_tok_s.sum()), 1.0)
+        return whole, left * (1 + 1e-9) + tolerance, True
+    return whole, cap, False
+
+
+def _least_cost(
+    data: PlacementInput,
+    least: Relaxation,
+    lp: RestrictedLP,
+    cap: float | None,
+    options: SolverOptions,
+    *,
+    fresh: bool,
+    links: bool,
+) -> tuple[Relaxation, RestrictedLP]:
+    """Step 2, the least-cost LP, priced on from the least-unserved LP (or afresh); its relaxation and restricted LP.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    least : Relaxation
+        The least-unserved LP.
+    lp : RestrictedLP
+        Its restricted LP.
+    cap : float or None
+        Unserved mean goodput allowed (None: every commodity served). [tokens/s]
+    options : SolverOptions
+        Solver options, the deadline set.
+    fresh : bool
+        Start from a new restricted LP, not from ``lp``.
+    links : bool
+        As :func:`~placement.optimize.pricing.relax`.
+
+    Returns
+    -------
+    tuple
+        The relaxation and its restricted LP; when no least-cost round finished, the least-unserved LP's design,
+        bounded below by 0 only, and ``lp``.
+    """
+    try:
+        return relax(
+            data,
+            objective="cost",
+            unserved_cap_tok_s=cap,
+            target=options.gap * PRICING_TARGET_SHARE,
+            lp=None if fresh else lp,
+            progress=options.progress,
+            deadline=options.deadline,
+            links=links,
+        )
+    except TimeoutError:  # no least-cost round finished: the least-unserved LP's design, bounded below by 0 only
+        return replace(least, bound=0.0, converged=False, timed_out=True), lp
+
+
+def _designs(
+    data: PlacementInput,
+    relaxations: tuple[Relaxation, Relaxation],
+    lp: RestrictedLP,
+    cap: float | None,
+    options: SolverOptions,
+    *,
+    first_pairs: IntArray | None,
+    all_pairs: bool,
+) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution], Relaxation, IntArray, int]:
+    """Step 3, designs: the LP rounded up and the MILP on every pair (small models), else slope scaling, then the MILP.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    relaxations : tuple of Relaxation
+        The least-unserved and the least-cost LPs.
+    lp : RestrictedLP
+        The least-cost LP's restricted LP.
+    cap : float or None
+        Unserved mean goodput allowed (None: every commodity served). [tokens/s]
+    options : SolverOptions
+        Solver options, the deadline set.
+    first_pairs : numpy.ndarray, optional
+        The pairs the LPs started with (with ``all_pairs``).
+    all_pairs : bool
+        As :func:`solve_priced`.
+
+    Returns
+    -------
+    tuple
+        The LP rounded up, the last report, the valid designs, the last least-cost relaxation, the pairs the MILP
+        had (none without one) and the extra pricing rounds.
+    """
+    least, cost = relaxations
+    if all_pairs:
+        every = np.arange(len(data.pair_site), dtype=np.int64)
+        pairs = every if not data.has_remote else _milp_pairs(data, least, cost, always=first_pairs)
+        rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
+        return rounded, report, valid, cost, pairs, 0
+    rounded, report, valid, cost, more = _scaled_candidates(data, cost, lp, cap, options)
+    pairs = np.zeros(0, dtype=np.int64)
+    if not valid:  # a site-count bound the roundings break: the MILP on the pairs the LPs single out
+        pairs = _milp_pairs(data, least, cost)
+        rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=False)
+    return rounded, report, valid, cost, pairs, more
+
+
+def _total_report(
+    data: PlacementInput,
+    options: SolverOptions,
+    start: float,
+    relaxations: tuple[Relaxation, Relaxation, int, float],
+    milp: tuple[SolverReport, IntArray],
+    rounded: PlacementSolution,
+    best: PlacementSolution,
+    cap: float | None,
+    *,
+    whole_nodes: bool,
+) -> SolverReport:
+    """The priced solve's report: the answer's cost, the full model's bound and gap, what was done and what stopped it.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    options : SolverOptions
+        Solver options, the deadline set.
+    start : float
+        ``time.perf_counter()`` at the start of the solve.
+    relaxations : tuple
+        The least-unserved and the last least-cost LPs, the pricing rounds in all and the bound.
+    milp : tuple
+        The last report (the MILP's, or the rounded LP's) and the pairs the MILP had.
+    rounded, best : PlacementSolution
+        The LP rounded up, and the answer kept.
+    cap : float or None
+        Unserved mean goodput allowed (None: every commodity served). [tokens/s]
+    whole_nodes : bool
+        The cap is the least-unserved design's in whole nodes.
+
+    Returns
+    -------
+    SolverReport
+        Optimal when the gap is within ``options.gap``.
+    """
+    least, cost, rounds, bound = relaxations
+    report, _ = milp
+    gap = relative_gap(best.objective_usd_per_h, bound)
+    closed = gap <= options.gap + 1e-12
+    message = _message(data, (cost, rounds, bound), milp, rounded, best, cap, whole_nodes=whole_nodes)
+    stopped_by = _stopped_by(closed, report, rounded)
+    if not closed and (least.timed_out or cost.timed_out or options.past_deadline()):
+        stopped_by = StopReason.TIME_LIMIT
+        limit = "" if options.time_limit_s is None else f" ({options.time_limit_s:g} s)"
+        message += f"; the time limit{limit} stopped LP pricing after {rounds} rounds"
+    return SolverReport(
+        options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, best.objective_usd_per_h, bound, gap,
+        time.perf_counter() - start, message, stopped_by,
+    )  # fmt: skip
+
+
 def solve_priced(
     data: PlacementInput,
     options: SolverOptions,
@@ -392,59 +629,18 @@ def solve_priced(
     """
     start = time.perf_counter()
     options = options.with_deadline(start)
-    total = float(data.mean_demand_tok_s.sum())
-    every = np.arange(len(data.pair_site), dtype=np.int64)
     first_pairs = single_site_pairs(data) if all_pairs else None
     links = all_pairs  # a large model prices the weak formulation first: its LPs are far smaller (see relax)
-    try:
-        least, lp = relax(
-            data, objective="unserved", pairs=first_pairs, progress=options.progress, deadline=options.deadline, links=links
-        )
-    except TimeoutError as exc:
-        return _no_answer(data, options, str(exc), start)
-    tolerance = SHORTFALL_TOL * max(total, 1.0)
-    if not shortfall and least.bound > tolerance:
-        return _infeasible(data, options, least, start)
-    if not shortfall and least.value > tolerance and least.timed_out:
-        return _no_answer(data, options, "the time limit stopped pricing before it found pairs that serve every commodity", start)
-    if not shortfall and least.value > tolerance:
-        raise SolverError(f"pricing did not decide in {least.rounds} rounds whether every commodity can be served")
-    cap = max(least.value, 0.0) * (1 + 1e-9) + tolerance if shortfall else None
-    start_lp: _Lp | None = lp
-    whole_nodes, whole = False, None
-    if cap is not None and data.caps:
-        # Whole nodes emit more than the LP's fractions: under a carbon or water cap the LP's least unserved may be out of
-        # reach of any design. The least a design on the LP's pairs leaves unserved, if more, is the cap instead
-        # (and a fresh LP bounds the cost of plans serving that much).
-        whole = _least_unserved_whole(data, least, options)
-        left = None if whole is None else float((whole.unserved_share * data.mean_demand_tok_s).sum())
-        if left is not None and left > cap:
-            cap, start_lp, whole_nodes = left * (1 + 1e-9) + tolerance, None, True
-    try:
-        cost, lp = relax(
-            data,
-            objective="cost",
-            unserved_cap_tok_s=cap,
-            target=options.gap * PRICING_TARGET_SHARE,
-            lp=start_lp,
-            progress=options.progress,
-            deadline=options.deadline,
-            links=links,
-        )
-    except TimeoutError:  # no least-cost round finished: the least-unserved LP's design, bounded below by 0 only
-        cost = replace(least, bound=0.0, converged=False, timed_out=True)
+    found = _least_unserved(data, options, first_pairs, start, shortfall=shortfall, links=links)
+    if isinstance(found, PlacementSolution):
+        return found
+    least, lp, cap = found
+    whole, cap, whole_nodes = _whole_node_cap(data, least, cap, options)
+    cost, lp = _least_cost(data, least, lp, cap, options, fresh=whole_nodes, links=links)
     rounds = least.rounds + cost.rounds
-    if all_pairs:
-        pairs = every if not data.has_remote else _milp_pairs(data, least, cost, always=first_pairs)
-        rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
-    else:
-        rounded, report, valid, cost, more = _scaled_candidates(data, cost, lp, cap, options)
-        rounds += more
-        pairs = np.zeros(0, dtype=np.int64)
-        if not valid:  # a site-count bound the roundings break: the MILP on the pairs the LPs single out
-            pairs = _milp_pairs(data, least, cost)
-            rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=False)
-    optional = cap is not None
+    designs = _designs(data, (least, cost), lp, cap, options, first_pairs=first_pairs, all_pairs=all_pairs)
+    rounded, report, valid, cost, pairs, more = designs
+    rounds += more
     if whole is not None and _valid(data, whole, cap):  # under an emissions cap: a design in hand, whatever the MILP does
         valid = [*valid, whole]
     if not valid and not all_pairs:
@@ -455,30 +651,20 @@ def solve_priced(
         raise SolverError("neither the MILP nor the rounded LP gave a design that passes every check")
     best = min(valid, key=lambda c: c.objective_usd_per_h)
     bound = cost.bound
-    if len(pairs) == len(every) and report.status.has_solution and math.isfinite(report.best_bound):
+    if len(pairs) == len(data.pair_site) and report.status.has_solution and math.isfinite(report.best_bound):
         bound = max(bound, report.best_bound)  # the MILP holds every pair: its bound is the full model's
     bound, cost, more = _tightened(data, best, bound, cost, cap, lp, options, weak=not links)
     rounds += more
     del lp  # the restricted LP is done with: routing and the plan's tables need the room
-    late = options.past_deadline()
-    if not late and all_pairs and len(pairs) < len(every) and relative_gap(best.objective_usd_per_h, bound) > options.gap:
+    short = relative_gap(best.objective_usd_per_h, bound) > options.gap
+    if not options.past_deadline() and all_pairs and len(pairs) < len(data.pair_site) and short:
         # a small model whose cross-metro columns the LP left out: the MILP on every pair, from the best answer
         report, pairs, best, bound = _every_pair(data, best, bound, cap, options)
-    gap = relative_gap(best.objective_usd_per_h, bound)
-    closed = gap <= options.gap + 1e-12
-    message = _message(data, (cost, rounds, bound), (report, pairs), rounded, best, cap, whole_nodes=whole_nodes)
-    stopped_by = _stopped_by(closed, report, rounded)
-    if not closed and (least.timed_out or cost.timed_out or options.past_deadline()):
-        stopped_by = StopReason.TIME_LIMIT
-        limit = "" if options.time_limit_s is None else f" ({options.time_limit_s:g} s)"
-        message += f"; the time limit{limit} stopped LP pricing after {rounds} rounds"
-    total_report = SolverReport(
-        options.name, SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE, best.objective_usd_per_h, bound, gap,
-        time.perf_counter() - start, message, stopped_by,
-    )  # fmt: skip
-    solution = replace(
-        best, report=total_report, unserved_share=unserved_shares(data, best.pair_share) if optional else best.unserved_share
-    )
+    milp = (report, pairs)
+    total = _total_report(data, options, start, (least, cost, rounds, bound), milp, rounded, best, cap, whole_nodes=whole_nodes)
+    optional = cap is not None
+    unserved = unserved_shares(data, best.pair_share) if optional else best.unserved_share
+    solution = replace(best, report=total, unserved_share=unserved)
     if route_nearest:
         solution = route_on_open_sites(data, solution, options)
     return verified(data, solution, optional=optional)

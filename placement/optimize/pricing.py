@@ -1,4 +1,4 @@
-"""The LP relaxation of the full placement model by pair pricing and slice cuts, with a valid bound at every round.
+"""The LP relaxation of the full placement model by column generation: pairs priced in, slices cut, a bound every round.
 
 At full resolution most (commodity, site) pairs can never pay: a commodity is served from one or two of the
 dozens of sites in its reach. So the LP relaxation (strong linking rows ``share[p] <= open[j]`` included) is
@@ -14,9 +14,10 @@ model over every pair and slice, its MILP included. When no pair prices out and 
 bound equals the LP optimum of the full model.
 
 Two objectives share the machinery: ``"unserved"`` (least unserved mean goodput: what the sites' power can
-carry at most) and ``"cost"`` (least cost, with unserved goodput capped). The restricted LP is a
-:class:`~placement.optimize.linear.LinearModel` of the placement rows (:mod:`placement.optimize.rows`) that grows
-in place, kept in step with HiGHS, which keeps its basis between rounds.
+carry at most) and ``"cost"`` (least cost, with unserved goodput capped). The restricted LP
+(:mod:`placement.optimize.restricted_lp`) grows in place, kept in step with HiGHS, which keeps its basis between
+rounds; the bound and the reduced costs that price pairs out are :mod:`placement.optimize.lagrangian`'s. This
+module holds the rounds.
 """
 
 from __future__ import annotations
@@ -24,17 +25,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Literal
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import sparse
 
 from placement._types import BoolArray, FloatArray, IntArray
-from placement.optimize import rows
-from placement.optimize.linear import ColumnBlock, HighsSync, LinearModel, RowBlock, new_highs
-from placement.optimize.problem import PlacementInput, load_entries_of
+from placement.optimize.lagrangian import lagrangian_bound
+from placement.optimize.problem import PlacementInput
+from placement.optimize.restricted_lp import RestrictedLP, peak_site_cost
 
 INITIAL_PAIRS_PER_COMMODITY = 10
 """Pairs each commodity starts with: its cheapest by node, energy and fixed cost at its peak."""
@@ -51,10 +50,6 @@ fewer, larger rounds pay (on a 2,000-site world 6 rounds to within 0.1 % of the 
 
 MAX_ROUNDS = 60
 """Rounds after which pricing stops (deterministic); the bound of the best round stands."""
-
-ARTIFICIAL_PRICE = 10.0
-"""Price of an artificial unserved share (every commodity served) over the dearest way of serving it, full
-fixed cost and peak nodes included."""
 
 CONVERGED = 1e-7
 """Relative distance of the bound to the restricted LP at which the rounds stop."""
@@ -135,14 +130,7 @@ def site_slice_load(data: PlacementInput, shares: FloatArray) -> FloatArray:
 
 def _peak_cost(data: PlacementInput) -> FloatArray:
     """A pair's cost at a share of 1 if its site's nodes carried it at its peak: a ranking, not a bound."""
-    return np.asarray(data.pair_cost_usd_per_h + _peak_site_cost(data, data.site_node_usd_per_h, data.peak_demand_tok_s))
-
-
-def _peak_site_cost(data: PlacementInput, per_node: FloatArray, peak_demand: FloatArray) -> FloatArray:
-    """``(p,)`` each pair's nodes at its commodity's peak, priced per node at every site it loads. [USD/h]"""
-    pair, site, nodes = data.load_entries()
-    weights = peak_demand[data.pair_commodity[pair]] * nodes * per_node[site]
-    return np.bincount(pair, weights=weights, minlength=len(data.pair_site)).astype(float)
+    return np.asarray(data.pair_cost_usd_per_h + peak_site_cost(data, data.site_node_usd_per_h, data.peak_demand_tok_s))
 
 
 def first_of_each(order: IntArray, group: IntArray, count: int) -> IntArray:
@@ -189,330 +177,6 @@ def initial_pairs(data: PlacementInput, count: int | None = None) -> IntArray:
     return np.sort(first_of_each(order, data.pair_commodity, keep))
 
 
-def _entry_rank(model: LinearModel, slice_row: IntArray, row: IntArray) -> IntArray:
-    """A priced pair's entries in order: its demand row (-1), then its slice rows (``slice_row``, (m, T)) by slice."""
-    rank = np.full(model.n_rows, -1, dtype=np.int64)
-    cut = slice_row >= 0
-    rank[slice_row[cut]] = np.nonzero(cut)[1]
-    return np.asarray(rank[row])
-
-
-class _Lp:
-    """The restricted LP, a :class:`LinearModel` kept in step with a HiGHS object.
-
-    Columns ``[open | nodes | unserved | shares...]`` (shares as priced in); rows demand (c), power (m), the
-    site counts, then the unserved cap, slice rows and linking rows as they are added. HiGHS gets each
-    addition as it is made (one :meth:`HighsSync.sync` per step), so it keeps its basis between rounds.
-    """
-
-    def __init__(self, data: PlacementInput) -> None:
-        self.data = data
-        m, c = data.n_sites, data.n_commodities
-        self.m, self.c = m, c
-        self.pair_cost = np.zeros(len(data.pair_site))
-        self.unserved_in_model = True
-        self.model = LinearModel("priced_lp")
-        lm = self.model
-        self.open = rows.open_columns(lm, m, locked=data.site_locked)
-        self.nodes = rows.node_columns(lm, data.site_max_nodes, cost=np.zeros(m))
-        self.open.integer = self.nodes.integer = False  # the LP relaxation
-        self.unserved = rows.unserved_columns(lm, c)
-        no_pairs = np.zeros(0, dtype=np.int64)
-        self.demand = rows.demand_rows(lm, no_pairs, no_pairs, np.ones(c), unserved_cols=self.unserved.cols)
-        self.power = rows.power_rows(lm, self.nodes.cols, self.open.cols, data.site_node_mw, data.site_mw_available)
-        counts = rows.site_count_rows(lm, self.open.cols, min_open=data.min_sites_open, max_open=data.max_sites_open)
-        bounds = [(rhs, lower) for rhs, lower in ((data.min_sites_open, True), (data.max_sites_open, False)) if rhs is not None]
-        # (row, rhs, is a lower bound) of each site-count row
-        self.count_rows = [(b.start, float(rhs), lower) for b, (rhs, lower) in zip(counts, bounds, strict=True)]
-        self.cap_row = -1
-        self.cap_rhs = 0.0
-        # the carbon and water cap rows, shares entering them as they are priced in
-        self.caps: list[RowBlock] = [
-            rows.resource_cap_row(
-                lm, k, (self.open.cols, self.nodes.cols, no_pairs), (*cap.site_weights(), np.zeros(0)), cap.limit_per_h
-            )
-            for k, cap in enumerate(data.caps)
-        ]
-        self.slice_row = np.full((m, len(data.slice_hours)), -1, dtype=np.int64)
-        self.slice_blocks: list[tuple[RowBlock, IntArray, IntArray]] = []  # capacity rows and their (site, slice)
-        # per pair (2.9 M at 2,000 sites): int32, as HiGHS numbers its columns and rows
-        self.pair_col = np.full(len(data.pair_site), -1, dtype=np.int32)
-        self.pair_blocks: list[tuple[ColumnBlock, IntArray]] = []
-        self.link_row = np.full(len(data.pair_site), -1, dtype=np.int32)
-        self.remote_link_row = np.full(len(data.pair_site), -1, dtype=np.int32)  # cross-metro pairs' second sites
-        self.objective = np.zeros(0)
-        self.best_bound: float | None = None
-        self.kind = ""
-        # A priced pair's entries go to HiGHS as they always have: its demand row, then its slice rows by slice.
-        # (a function of the model and the slice rows, not a bound method: the LP is freed once unused, not by the
-        # cycle collector some time later with HiGHS's copy of it)
-        self.sync = HighsSync(lm, new_highs(threads=1), entry_rank=partial(_entry_rank, lm, self.slice_row))
-        self.h = self.sync.sync()
-
-    @property
-    def n_cols(self) -> int:
-        """Columns of the restricted LP."""
-        return self.model.n_cols
-
-    @property
-    def n_rows(self) -> int:
-        """Rows of the restricted LP."""
-        return self.model.n_rows
-
-    def add_cap_row(self, cap: float) -> None:
-        """``sum_c mean[c] * unserved[c] <= cap``."""
-        block = rows.unserved_cap_row(self.model, self.unserved.cols, self.data.mean_demand_tok_s, cap)
-        self.cap_row, self.cap_rhs = block.start, cap
-        self.sync.sync()
-
-    def set_objective(self, kind: Literal["cost", "unserved"]) -> None:
-        data, m, c = self.data, self.m, self.c
-        if kind != self.kind:
-            self.best_bound = None  # a bound of the other objective
-        self.kind = kind
-        if kind == "cost":
-            objective = np.concatenate([data.site_fixed_usd_per_h, data.site_node_usd_per_h, np.zeros(c)])
-            pair_cost = data.pair_cost_usd_per_h
-        else:
-            objective = np.concatenate([np.zeros(2 * m), data.mean_demand_tok_s])
-            pair_cost = np.zeros(len(data.pair_site))
-        self.pair_cost = np.asarray(pair_cost, dtype=float)
-        self.objective = objective
-        self.open.cost, self.nodes.cost, self.unserved.cost = objective[:m], objective[m : 2 * m], objective[2 * m :]
-        for block, pairs in self.pair_blocks:
-            block.cost = self.pair_cost[pairs]
-        cols = np.concatenate([self.open.cols, self.nodes.cols, self.unserved.cols]).astype(np.int32)
-        self.h.changeColsCost(len(cols), cols, objective.astype(np.float64))
-        active = np.flatnonzero(self.pair_col >= 0)
-        if len(active):
-            self.h.changeColsCost(len(active), self.pair_col[active].astype(np.int32), self.pair_cost[active])
-
-    def set_unserved(self, *, in_model: bool) -> None:
-        """Unserved shares as the model has them, or (every commodity served) as artificial columns.
-
-        Artificial: the restricted LP keeps them at a price above any way of serving, so it stays feasible
-        while pairs and rows are still missing (a site-count row can make a few pairs unable to carry the
-        demand once their linking rows arrive); the Lagrangian bound leaves them out, as the model does.
-        """
-        self.unserved_in_model = in_model
-        if in_model:
-            return
-        data, c = self.data, self.c
-        per_share = data.pair_cost_usd_per_h + data.site_fixed_usd_per_h[data.pair_site]
-        remote = data.remote_pairs
-        if len(remote):  # the second site's fixed cost too
-            assert data.pair_remote_site is not None
-            per_share[remote] += data.site_fixed_usd_per_h[data.pair_remote_site[remote]]
-        per_share = per_share + _peak_site_cost(data, data.site_node_usd_per_h, data.slice_demand_tok_s.max(axis=1))
-        price = np.zeros(c)
-        np.maximum.at(price, data.pair_commodity, per_share)
-        self.unserved.cost = ARTIFICIAL_PRICE * price + 1.0
-        self.h.changeColsCost(c, self.unserved.cols.astype(np.int32), self.unserved.cost)
-
-    def add_pairs(self, pairs: IntArray) -> None:
-        """Add share columns (with their entries in the demand and slice rows)."""
-        data = self.data
-        pairs = pairs[self.pair_col[pairs] < 0]
-        if len(pairs) == 0:
-            return
-        commodity, sites = data.pair_commodity[pairs], data.pair_site[pairs]
-        cost = self.pair_cost[pairs] if len(self.objective) else np.zeros(len(pairs))
-        remote = None if data.pair_remote_site is None else data.pair_remote_site[pairs]
-        block = rows.share_columns(self.model, commodity, sites, cost=cost, remote_site=remote)
-        block.upper = np.ones(len(pairs))
-        self.pair_blocks.append((block, pairs))
-        self.pair_col[pairs] = block.cols
-        rows.extend_demand_rows(self.demand, block.cols, commodity)
-        for row, cap in zip(self.caps, data.caps, strict=True):
-            row.extend(np.zeros(len(pairs), dtype=np.int64), block.cols, cap.pair_weights(data.pair_site, pairs))
-        entry, at, nodes = load_entries_of(data, pairs)  # a cross-metro pair enters its second site's rows too
-        load = data.slice_demand_tok_s[commodity[entry]] * nodes[:, None]
-        for cut, cut_sites, cut_slices in self.slice_blocks:
-            rows.extend_capacity_rows(cut, cut_sites, cut_slices, block.cols[entry], at, load)
-        self.sync.sync()
-
-    def add_links(self, pairs: IntArray) -> None:
-        """Linking rows ``share[p] <= open[j]`` of pairs in the model."""
-        data = self.data
-        pairs = pairs[(self.link_row[pairs] < 0) & (self.pair_col[pairs] >= 0)]
-        if len(pairs) == 0:
-            return
-        commodity, sites = data.pair_commodity[pairs], data.pair_site[pairs]
-        remote = None if data.pair_remote_site is None else data.pair_remote_site[pairs]
-        labels = rows.pair_labels(commodity, sites, remote)
-        block = rows.linking_rows(
-            self.model, self.pair_col[pairs].astype(np.int64), self.open.cols, commodity, sites, np.ones(self.c), labels=labels
-        )
-        self.link_row[pairs] = block.rows
-        self.sync.sync()
-
-    def add_remote_links(self, pairs: IntArray) -> None:
-        """Linking rows ``share[p] <= open[k]`` of cross-metro pairs in the model, k their second site."""
-        data = self.data
-        pairs = pairs[(self.remote_link_row[pairs] < 0) & (self.pair_col[pairs] >= 0)]
-        if len(pairs) == 0:
-            return
-        assert data.pair_remote_site is not None
-        commodity, far = data.pair_commodity[pairs], data.pair_remote_site[pairs]
-        labels = rows.pair_labels(commodity, data.pair_site[pairs], far)
-        block = rows.linking_rows(
-            self.model,
-            self.pair_col[pairs].astype(np.int64),
-            self.open.cols,
-            commodity,
-            far,
-            np.ones(self.c),
-            name="link_remote",
-            labels=labels,
-        )
-        self.remote_link_row[pairs] = block.rows
-        self.sync.sync()
-
-    def add_slices(self, sites: IntArray, slices: IntArray) -> None:
-        """Node-capacity rows of (site, slice), over every pair of the site in the model."""
-        data = self.data
-        fresh = self.slice_row[sites, slices] < 0
-        sites, slices = sites[fresh], slices[fresh]
-        if len(sites) == 0:
-            return
-        active = np.flatnonzero(self.pair_col >= 0)
-        entry, at, nodes = load_entries_of(data, active)
-        load = data.slice_demand_tok_s[data.pair_commodity[active[entry]]] * nodes[:, None]
-        cols = self.pair_col[active[entry]].astype(np.int64)
-        block = rows.capacity_rows(self.model, cols, at, load, self.nodes.cols, np.ones(self.m), sites, slices)
-        self.slice_blocks.append((block, sites, slices))
-        self.slice_row[sites, slices] = block.rows
-        self.sync.sync()
-
-    def solve(self, time_limit_s: float | None = None) -> tuple[FloatArray, FloatArray, float] | None:
-        """Primal values, duals and value of the restricted LP; None when ``time_limit_s`` stops it first."""
-        # HiGHS measures its time limit on a clock that adds up every run of this object: the limit is from now
-        limit = float("inf") if time_limit_s is None else self.h.getRunTime() + float(time_limit_s)
-        self.h.setOptionValue("time_limit", limit)
-        self.h.run()
-        status = self.h.modelStatusToString(self.h.getModelStatus())
-        if status == "Time limit reached":
-            return None
-        if status != "Optimal":
-            raise RuntimeError(f"restricted LP: {status}")
-        solution = self.h.getSolution()
-        return (
-            np.asarray(solution.col_value, dtype=float),
-            np.asarray(solution.row_dual, dtype=float),
-            float(self.h.getInfo().objective_function_value),
-        )
-
-
-PRICE_CHUNK_COMMODITIES = 256
-"""Commodities whose (commodity, site) slice prices are formed at a time: a block of the (c, m) table, not all of it
-(305 MB a round on a 2,000-site world); 4 MB a block at 2,000 sites, below :data:`placement._process.MMAP_THRESHOLD_BYTES`,
-so the blocks reuse the heap rather than map fresh pages each time."""
-
-
-def _slice_prices(demand: FloatArray, slice_dual: FloatArray, commodity: IntArray, site: IntArray) -> FloatArray:
-    """``(k,)`` a tok/s of each (commodity, site) priced by the site's slice duals: ``demand[c] @ slice_dual[j]``.
-
-    Parameters
-    ----------
-    demand : numpy.ndarray
-        ``(c, T)`` demand of each commodity by slice. [tokens/s]
-    slice_dual : numpy.ndarray
-        ``(m, T)`` dual of each site's node-capacity row by slice (0 where the row is not in the LP).
-    commodity, site : numpy.ndarray
-        ``(k,)`` the pairs.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(k,)`` the prices, by blocks of :data:`PRICE_CHUNK_COMMODITIES` commodities.
-    """
-    out = np.empty(len(commodity))
-    ordered = bool(np.all(commodity[1:] >= commodity[:-1]))  # pairs are built commodity by commodity
-    order = None if ordered else np.argsort(commodity, kind="stable")
-    firsts = np.arange(0, len(demand), PRICE_CHUNK_COMMODITIES)
-    by_commodity = commodity if order is None else commodity[order]
-    ends: list[int] = [int(e) for e in np.asarray(np.searchsorted(by_commodity, np.r_[firsts, len(demand)]))]
-    for k, first in enumerate(firsts):
-        block = demand[first : first + PRICE_CHUNK_COMMODITIES] @ slice_dual.T  # (block, m)
-        inside: slice | IntArray = slice(ends[k], ends[k + 1]) if order is None else order[ends[k] : ends[k + 1]]
-        out[inside] = block[commodity[inside] - first, site[inside]]
-    return out
-
-
-def _link_duals(link_row: NDArray[np.int32], dual: FloatArray) -> FloatArray:
-    """``(p,)`` each pair's linking-row dual, clipped to at most 0 (0 where it has no row); no per-pair temporaries."""
-    out = np.zeros(len(link_row))
-    linked = np.flatnonzero(link_row >= 0)
-    out[linked] = np.minimum(dual[link_row[linked]], 0.0)
-    return out
-
-
-def _lagrangian(lp: _Lp, dual: FloatArray) -> tuple[float, FloatArray]:
-    """The Lagrangian bound of the full model under these duals, and every pair's reduced cost.
-
-    Duals are clipped to the signs that keep the bound valid (``<=`` rows: at most 0, ``>=`` rows: at
-    least 0); rows not in the model have dual 0. Each commodity's shares and unserved share lie on the
-    simplex ``sum = 1`` (its demand row), opens and nodes in their bounds.
-    """
-    data, m, c = lp.data, lp.m, lp.c
-    pi = dual[lp.demand.rows]
-    power = np.minimum(dual[lp.power.rows], 0.0)
-    slice_dual = np.where(lp.slice_row >= 0, np.minimum(dual[np.maximum(lp.slice_row, 0)], 0.0), 0.0)
-    link = _link_duals(lp.link_row, dual)
-    remote_link = _link_duals(lp.remote_link_row, dual)
-    count_value = 0.0
-    count_dual = 0.0
-    for row, rhs, is_lower in lp.count_rows:
-        d = max(dual[row], 0.0) if is_lower else min(dual[row], 0.0)
-        count_value += rhs * d
-        count_dual += d
-    sigma = min(dual[lp.cap_row], 0.0) if lp.cap_row >= 0 else 0.0
-    tau = [min(dual[row.start], 0.0) for row in lp.caps]  # each carbon or water cap row's dual
-    fixed, node = lp.objective[:m], lp.objective[m : 2 * m]
-    link_by_site = np.bincount(data.pair_site, weights=link, minlength=m)
-    far = data.remote_pairs
-    if len(far):
-        assert data.pair_remote_site is not None
-        link_by_site = link_by_site + np.bincount(data.pair_remote_site[far], weights=remote_link[far], minlength=m)
-    rc_open = fixed + link_by_site + data.site_mw_available * power - count_dual
-    rc_nodes = node + slice_dual.sum(axis=1) - data.site_node_mw * power
-    for t, cap in zip(tau, data.caps, strict=True):
-        if t:
-            fixed_per_h, node_per_h = cap.site_weights()
-            rc_open = rc_open - t * fixed_per_h
-            rc_nodes = rc_nodes - t * node_per_h
-    rc_unserved = lp.objective[2 * m :] - pi - sigma * data.mean_demand_tok_s
-    slice_price = _slice_prices(data.slice_demand_tok_s, slice_dual, data.pair_commodity, data.pair_site)
-    # rc = cost - pi[commodity] - nodes * slice price - link, in place: one per-pair array, not four
-    rc_pair = pi[data.pair_commodity]
-    np.subtract(lp.pair_cost, rc_pair, out=rc_pair)
-    slice_price *= data.pair_nodes_per_tok_s
-    rc_pair -= slice_price
-    rc_pair -= link
-    for t, cap in zip(tau, data.caps, strict=True):
-        if t:
-            rc_pair -= t * cap.pair_weights(data.pair_site)
-    if len(far):  # a cross-metro pair's load and link at its second site
-        assert data.pair_remote_site is not None and data.pair_remote_nodes_per_tok_s is not None
-        remote_price = _slice_prices(data.slice_demand_tok_s, slice_dual, data.pair_commodity[far], data.pair_remote_site[far])
-        rc_pair[far] -= data.pair_remote_nodes_per_tok_s[far] * remote_price + remote_link[far]
-    best = np.full(c, np.inf)
-    np.minimum.at(best, data.pair_commodity, rc_pair)
-    if lp.unserved_in_model:
-        best = np.minimum(best, rc_unserved)
-    lower_open = data.site_locked.astype(float)
-    bound = (
-        float(pi.sum())
-        + count_value
-        + sigma * lp.cap_rhs
-        + sum(t * cap.limit_per_h for t, cap in zip(tau, data.caps, strict=True))
-        + float(np.minimum(rc_open * lower_open, rc_open).sum())
-        + float(np.minimum(0.0, rc_nodes * data.site_max_nodes).sum())
-        + float(best.sum())
-    )
-    return bound, rc_pair
-
-
 def _round_line(objective: str, step: dict[str, float], rounds: int, best: float) -> str:
     """One pricing round in words: the LP's value, the best bound, their gap, the model's size and what was added."""
     value = step["value"]
@@ -525,7 +189,9 @@ def _round_line(objective: str, step: dict[str, float], rounds: int, best: float
     )
 
 
-def _remote_unlinked(data: PlacementInput, lp: _Lp, active: BoolArray, shares: FloatArray, opens: FloatArray) -> IntArray:
+def _remote_unlinked(
+    data: PlacementInput, lp: RestrictedLP, active: BoolArray, shares: FloatArray, opens: FloatArray
+) -> IntArray:
     """Cross-metro pairs in the model whose share exceeds their second site's open value and has no linking row yet."""
     far = data.remote_pairs
     if len(far) == 0:
@@ -533,6 +199,372 @@ def _remote_unlinked(data: PlacementInput, lp: _Lp, active: BoolArray, shares: F
     assert data.pair_remote_site is not None
     cut = active[far] & (lp.remote_link_row[far] < 0) & (shares[far] > opens[data.pair_remote_site[far]] + 1e-7)
     return far[cut]
+
+
+@dataclass(frozen=True)
+class _Round:
+    """A round's restricted LP, solved: its primal values and value, the shares on every pair, every reduced cost.
+
+    Parameters
+    ----------
+    col : numpy.ndarray
+        Primal value of every column of the restricted LP.
+    value : float
+        Its optimum.
+    shares : numpy.ndarray
+        ``(p,)`` share on every pair (0 off the pairs in the model).
+    rc_pair : numpy.ndarray
+        ``(p,)`` reduced cost of every pair under the round's duals.
+    """
+
+    col: FloatArray
+    value: float
+    shares: FloatArray
+    rc_pair: FloatArray
+
+
+@dataclass(frozen=True)
+class _Cuts:
+    """What a round adds to the restricted LP, and the load its slice cuts come from.
+
+    Parameters
+    ----------
+    load : numpy.ndarray
+        ``(m, T)`` node-equivalents each site carries in each slice at the round's shares. [nodes]
+    over : numpy.ndarray of bool
+        ``(m, T)`` slices whose load exceeds the site's nodes and whose row is not in the LP.
+    unlinked, remote_unlinked : numpy.ndarray
+        Pairs whose share exceeds the open value of their site (of their second site) without a linking row.
+    priced : numpy.ndarray
+        Pairs left out that price out (each commodity's most negative reduced costs).
+    """
+
+    load: FloatArray
+    over: BoolArray
+    unlinked: IntArray
+    remote_unlinked: IntArray
+    priced: IntArray
+
+    @property
+    def done(self) -> bool:
+        """Nothing to price or cut: the restricted LP is the LP of the full model."""
+        return not self.over.any() and len(self.priced) == 0 and len(self.unlinked) == 0 and len(self.remote_unlinked) == 0
+
+    def add_to(self, lp: RestrictedLP) -> None:
+        """Add the slice rows, the linking rows and the priced pairs to the restricted LP."""
+        lp.add_slices(*(a.astype(np.int64) for a in np.nonzero(self.over)))
+        lp.add_links(self.unlinked)
+        lp.add_remote_links(self.remote_unlinked)
+        lp.add_pairs(self.priced)
+
+
+def _least_unserved_lp(
+    data: PlacementInput,
+    unserved_cap_tok_s: float | None,
+    *,
+    pairs: IntArray | None,
+    progress: Callable[[str], None] | None,
+    deadline: float | None,
+    links: bool,
+) -> RestrictedLP:
+    """The least-unserved LP a least-cost LP from scratch starts from, with pairs that meet the unserved cap.
+
+    A few pairs per commodity may not carry the demand: the least-unserved LP first finds pairs that do.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    unserved_cap_tok_s : float or None
+        Unserved mean goodput allowed in all (None: every commodity served in full). [tokens/s]
+    pairs, progress, deadline, links
+        As :func:`relax`.
+
+    Returns
+    -------
+    RestrictedLP
+        The restricted LP of the least-unserved relaxation.
+
+    Raises
+    ------
+    TimeoutError
+        The deadline stopped pricing before it found pairs that meet the cap.
+    ValueError
+        No design meets the cap.
+    """
+    least, lp = relax(data, objective="unserved", pairs=pairs, progress=progress, deadline=deadline, links=links)
+    cap = 0.0 if unserved_cap_tok_s is None else unserved_cap_tok_s
+    short = least.value > cap * (1 + 1e-9) + 1e-9 * max(float(data.mean_demand_tok_s.sum()), 1.0)
+    if short and least.timed_out:
+        raise TimeoutError("the time limit stopped pricing before it found pairs that meet the unserved cap")
+    if short:
+        raise ValueError(f"no design found that leaves at most {cap:,.6g} tok/s unserved: the least is {least.bound:,.6g}")
+    return lp
+
+
+def _new_lp(data: PlacementInput, objective: Literal["cost", "unserved"], pairs: IntArray | None) -> RestrictedLP:
+    """A restricted LP from scratch: the given pairs (or :func:`initial_pairs`), each site's busiest slices.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    objective : {"cost", "unserved"}
+        Its objective.
+    pairs : numpy.ndarray, optional
+        Pairs to start with.
+
+    Returns
+    -------
+    RestrictedLP
+        The LP, its slices those each site would carry most if it served every pair it may serve.
+    """
+    lp = RestrictedLP(data)
+    lp.set_objective(objective)
+    lp.add_pairs(initial_pairs(data) if pairs is None else pairs)
+    potential = site_slice_load(data, np.ones(len(data.pair_site)))
+    top = np.argsort(-potential, axis=1, kind="stable")[:, :INITIAL_SLICES_PER_SITE]
+    lp.add_slices(np.repeat(np.arange(data.n_sites), top.shape[1]), top.ravel())
+    return lp
+
+
+def _set_unserved_cap(lp: RestrictedLP, objective: Literal["cost", "unserved"], unserved_cap_tok_s: float | None) -> None:
+    """Unserved shares in the model (least unserved, or least cost under a cap, its row added once) or artificial.
+
+    Parameters
+    ----------
+    lp : RestrictedLP
+        The restricted LP.
+    objective : {"cost", "unserved"}
+        Its objective.
+    unserved_cap_tok_s : float or None
+        With ``"cost"``: unserved mean goodput allowed in all (None: every commodity served). [tokens/s]
+
+    Raises
+    ------
+    ValueError
+        The LP already holds another cap.
+    """
+    if objective == "cost":
+        lp.set_unserved(in_model=unserved_cap_tok_s is not None)
+        if unserved_cap_tok_s is not None and lp.cap_row < 0:
+            lp.add_cap_row(unserved_cap_tok_s)
+        elif unserved_cap_tok_s is not None and lp.cap_rhs != unserved_cap_tok_s:
+            raise ValueError("the restricted LP holds another unserved cap")
+    else:
+        lp.set_unserved(in_model=True)
+
+
+def _solve_within(lp: RestrictedLP, deadline: float | None, *, first: bool) -> tuple[FloatArray, FloatArray, float, float] | None:
+    """One solve of the restricted LP in the time left: primal values, duals, value and LP seconds.
+
+    Parameters
+    ----------
+    lp : RestrictedLP
+        The restricted LP.
+    deadline : float or None
+        ``time.perf_counter()`` by which the rounds must end.
+    first : bool
+        The first round (it runs at least a second whatever is left).
+
+    Returns
+    -------
+    tuple or None
+        None when the deadline has passed (after the first round) or stopped the LP.
+
+    Raises
+    ------
+    TimeoutError
+        The deadline stopped the first round's LP.
+    """
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0 and not first:
+        return None
+    tic = time.perf_counter()
+    solved = lp.solve(None if left is None else max(left, 1.0))
+    lp_s = time.perf_counter() - tic
+    if solved is None and first:
+        raise TimeoutError(f"the time limit came before the first LP of pricing finished ({lp_s:.1f} s)")
+    if solved is None:
+        return None
+    col, dual, value = solved
+    return col, dual, value, lp_s
+
+
+def _shares_of(lp: RestrictedLP, col: FloatArray) -> FloatArray:
+    """``(p,)`` the share on every pair from the restricted LP's primal values (0 off the pairs in the model)."""
+    shares = np.zeros(len(lp.data.pair_site))
+    active = lp.pair_col >= 0
+    shares[active] = col[lp.pair_col[active]]
+    return shares
+
+
+def _priced_pairs(lp: RestrictedLP, solved: _Round, *, links: bool) -> IntArray:
+    """Pairs left out whose reduced cost is negative: each commodity's most negative (a few more without links).
+
+    Parameters
+    ----------
+    lp : RestrictedLP
+        The restricted LP.
+    solved : _Round
+        The round.
+    links : bool
+        The strong formulation (:data:`PRICED_PER_COMMODITY`), or the weak (:data:`WEAK_PRICED_PER_COMMODITY`).
+
+    Returns
+    -------
+    numpy.ndarray
+        The pairs, grouped by commodity.
+    """
+    scale = max(abs(solved.value), 1.0)
+    priced = np.flatnonzero(~(lp.pair_col >= 0) & (solved.rc_pair < -1e-9 * scale))
+    if len(priced):
+        order = priced[np.argsort(solved.rc_pair[priced], kind="stable")]
+        priced = first_of_each(order, lp.data.pair_commodity, PRICED_PER_COMMODITY if links else WEAK_PRICED_PER_COMMODITY)
+    return priced
+
+
+def _cuts(lp: RestrictedLP, solved: _Round, *, links: bool) -> _Cuts:
+    """The slices a round overloads, the linking rows its shares break (with ``links``) and the pairs it prices in.
+
+    Parameters
+    ----------
+    lp : RestrictedLP
+        The restricted LP.
+    solved : _Round
+        The round.
+    links : bool
+        Cut with the strong linking rows.
+
+    Returns
+    -------
+    _Cuts
+        What to add.
+    """
+    data = lp.data
+    active = lp.pair_col >= 0
+    nodes = solved.col[lp.nodes.cols]
+    load = site_slice_load(data, solved.shares)
+    over = (load > nodes[:, None] * (1 + 1e-9) + 1e-6) & (lp.slice_row < 0)
+    opens = solved.col[lp.open.cols]
+    unlinked = np.flatnonzero(active & (lp.link_row < 0) & (solved.shares > opens[data.pair_site] + 1e-7))
+    remote_unlinked = _remote_unlinked(data, lp, active, solved.shares, opens)
+    if not links:
+        unlinked, remote_unlinked = unlinked[:0], remote_unlinked[:0]
+    return _Cuts(load, over, unlinked, remote_unlinked, _priced_pairs(lp, solved, links=links))
+
+
+def _closed(lp: RestrictedLP, solved: _Round, cuts: _Cuts, best: float, *, target: float, bound_goal: float | None) -> bool:
+    """Whether the bound is close enough to the restricted LP (``target``) or reaches ``bound_goal``.
+
+    With rows still to add the restricted LP is no upper bound of the full LP, so this is a heuristic stop
+    (the caller certifies its answer against the bound, and prices on if that falls short); a value
+    below the bound says the missing rows matter, and the rounds go on. No slice may be overloaded beyond
+    its site's power: the LP's shares are then a design once the nodes are rounded up.
+
+    Parameters
+    ----------
+    lp : RestrictedLP
+        The restricted LP.
+    solved : _Round
+        The round.
+    cuts : _Cuts
+        What the round would add.
+    best : float
+        The best bound so far.
+    target, bound_goal
+        As :func:`relax`.
+
+    Returns
+    -------
+    bool
+        The rounds may stop.
+    """
+    scale = max(abs(solved.value), 1.0)
+    unserved = solved.col[lp.unserved.cols]
+    artificial = not lp.unserved_in_model and bool((unserved > 1e-9).any())
+    # Overloads the site's power can carry do not stop it: rounding the nodes up to the busiest slice mends them.
+    overloaded = cuts.over.any(axis=1)
+    beyond_power = bool((cuts.load[overloaded].max(axis=1) > lp.data.site_max_nodes[overloaded] * (1 - 1e-9)).any())
+    closed = target > 0 and not beyond_power and not artificial and abs(solved.value - best) <= target * scale
+    return closed or (bound_goal is not None and best >= bound_goal)
+
+
+def _step(lp: RestrictedLP, solved: _Round, cuts: _Cuts, bound: float, lp_s: float) -> dict[str, float]:
+    """A round's line of :attr:`Relaxation.history`: value, bound, LP seconds, the model's size, what is added."""
+    return {
+        "value": solved.value, "bound": bound, "lp_s": lp_s, "pairs": int((lp.pair_col >= 0).sum()), "rows": lp.n_rows,
+        "slice_cuts": int(cuts.over.sum()), "link_cuts": len(cuts.unlinked) + len(cuts.remote_unlinked),
+        "priced": len(cuts.priced),
+    }  # fmt: skip
+
+
+def _rounds(
+    lp: RestrictedLP,
+    objective: Literal["cost", "unserved"],
+    *,
+    max_rounds: int,
+    target: float,
+    progress: Callable[[str], None] | None,
+    deadline: float | None,
+    links: bool,
+    bound_goal: float | None,
+) -> Relaxation:
+    """Price pairs and cut slices (and links) round by round until nothing is left, the bound closes, or a limit stops them.
+
+    Parameters
+    ----------
+    lp : RestrictedLP
+        The restricted LP, its objective and unserved shares set.
+    objective : {"cost", "unserved"}
+        Its objective (for the progress lines).
+    max_rounds, target, progress, deadline, links, bound_goal
+        As :func:`relax`.
+
+    Returns
+    -------
+    Relaxation
+        The last round that finished, and the best bound of every round (the LP's best bound, kept in it).
+    """
+    best = -np.inf if lp.best_bound is None else lp.best_bound
+    history: list[dict[str, float]] = []
+    solved: _Round | None = None
+    converged = timed_out = False
+    while True:
+        step = _solve_within(lp, deadline, first=solved is None)
+        if step is None:
+            timed_out = True
+            break
+        col, dual, value, lp_s = step
+        bound, rc_pair = lagrangian_bound(lp, dual)
+        best = max(best, bound)
+        solved = _Round(col, value, _shares_of(lp, col), rc_pair)
+        cuts = _cuts(lp, solved, links=links)
+        closed = _closed(lp, solved, cuts, best, target=target, bound_goal=bound_goal)
+        history.append(_step(lp, solved, cuts, bound, lp_s))
+        if progress is not None:
+            progress(_round_line(objective, history[-1], len(history), best))
+        if cuts.done or closed or len(history) >= max_rounds:
+            converged = cuts.done
+            break
+        cuts.add_to(lp)
+    assert solved is not None  # the first round finishes or raises
+    lp.best_bound = float(best)
+    return Relaxation(
+        bound=float(best),
+        value=solved.value,
+        shares=solved.shares,
+        open=solved.col[lp.open.cols],
+        nodes=solved.col[lp.nodes.cols],
+        unserved=solved.col[lp.unserved.cols],
+        reduced_cost=solved.rc_pair,
+        in_model=lp.pair_col >= 0,
+        rounds=len(history),
+        converged=converged,
+        rows=lp.n_rows,
+        history=history,
+        timed_out=timed_out,
+    )
 
 
 def relax(
@@ -543,12 +575,12 @@ def relax(
     pairs: IntArray | None = None,
     max_rounds: int = MAX_ROUNDS,
     target: float = CONVERGED,
-    lp: _Lp | None = None,
+    lp: RestrictedLP | None = None,
     progress: Callable[[str], None] | None = None,
     deadline: float | None = None,
     links: bool = True,
     bound_goal: float | None = None,
-) -> tuple[Relaxation, _Lp]:
+) -> tuple[Relaxation, RestrictedLP]:
     """Solve the LP relaxation of the full model by pricing pairs and cutting slices.
 
     Parameters
@@ -582,11 +614,6 @@ def relax(
     bound_goal : float, optional
         Stop as well once the bound reaches this (what proves a design in hand within its gap).
 
-    Raises
-    ------
-    TimeoutError
-        The deadline came before the first round's LP finished (there is no bound to hand back).
-
     Returns
     -------
     tuple
@@ -594,114 +621,24 @@ def relax(
 
     Raises
     ------
+    TimeoutError
+        The deadline came before the first round's LP finished (there is no bound to hand back).
     ValueError
         With ``"cost"`` from scratch, when no design meets the unserved cap (the least-unserved LP, run
         first to find pairs that carry the demand, proves it).
     """
     if lp is None and objective == "cost":
-        # A few pairs per commodity may not carry the demand: the least-unserved LP first finds pairs that do.
-        least, lp = relax(data, objective="unserved", pairs=pairs, progress=progress, deadline=deadline, links=links)
-        cap = 0.0 if unserved_cap_tok_s is None else unserved_cap_tok_s
-        short = least.value > cap * (1 + 1e-9) + 1e-9 * max(float(data.mean_demand_tok_s.sum()), 1.0)
-        if short and least.timed_out:
-            raise TimeoutError("the time limit stopped pricing before it found pairs that meet the unserved cap")
-        if short:
-            raise ValueError(f"no design found that leaves at most {cap:,.6g} tok/s unserved: the least is {least.bound:,.6g}")
+        lp = _least_unserved_lp(data, unserved_cap_tok_s, pairs=pairs, progress=progress, deadline=deadline, links=links)
         pairs = None
     if lp is None:
-        lp = _Lp(data)
-        lp.set_objective(objective)
-        lp.add_pairs(initial_pairs(data) if pairs is None else pairs)
-        potential = site_slice_load(data, np.ones(len(data.pair_site)))
-        top = np.argsort(-potential, axis=1, kind="stable")[:, :INITIAL_SLICES_PER_SITE]
-        lp.add_slices(np.repeat(np.arange(data.n_sites), top.shape[1]), top.ravel())
+        lp = _new_lp(data, objective, pairs)
     else:
         lp.set_objective(objective)
         if pairs is not None:
             lp.add_pairs(pairs)
-    if objective == "cost":
-        lp.set_unserved(in_model=unserved_cap_tok_s is not None)
-        if unserved_cap_tok_s is not None and lp.cap_row < 0:
-            lp.add_cap_row(unserved_cap_tok_s)
-        elif unserved_cap_tok_s is not None and lp.cap_rhs != unserved_cap_tok_s:
-            raise ValueError("the restricted LP holds another unserved cap")
-    else:
-        lp.set_unserved(in_model=True)
-    best = -np.inf if lp.best_bound is None else lp.best_bound
-    history: list[dict[str, float]] = []
-    rounds = 0
-    converged = timed_out = False
-    while True:
-        left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left <= 0 and rounds > 0:
-            timed_out = True
-            break
-        tic = time.perf_counter()
-        solved = lp.solve(None if left is None else max(left, 1.0))
-        lp_s = time.perf_counter() - tic
-        if solved is None:
-            if rounds == 0:
-                raise TimeoutError(f"the time limit came before the first LP of pricing finished ({lp_s:.1f} s)")
-            timed_out = True
-            break
-        rounds += 1
-        col, dual, value = solved
-        bound, rc_pair = _lagrangian(lp, dual)
-        best = max(best, bound)
-        shares = np.zeros(len(data.pair_site))
-        active = lp.pair_col >= 0
-        shares[active] = col[lp.pair_col[active]]
-        nodes = col[lp.nodes.cols]
-        load = site_slice_load(data, shares)
-        over = (load > nodes[:, None] * (1 + 1e-9) + 1e-6) & (lp.slice_row < 0)
-        opens = col[lp.open.cols]
-        unlinked = np.flatnonzero(active & (lp.link_row < 0) & (shares > opens[data.pair_site] + 1e-7))
-        remote_unlinked = _remote_unlinked(data, lp, active, shares, opens)
-        if not links:
-            unlinked, remote_unlinked = unlinked[:0], remote_unlinked[:0]
-        scale = max(abs(value), 1.0)
-        priced = np.flatnonzero(~active & (rc_pair < -1e-9 * scale))
-        if len(priced):
-            order = priced[np.argsort(rc_pair[priced], kind="stable")]
-            priced = first_of_each(order, data.pair_commodity, PRICED_PER_COMMODITY if links else WEAK_PRICED_PER_COMMODITY)
-        # With rows still to add the restricted LP is no upper bound of the full LP, so this is a heuristic stop
-        # (the caller certifies its answer against the bound, and prices on if that falls short); a value
-        # below the bound says the missing rows matter, and the rounds go on. No slice may be overloaded beyond
-        # its site's power: the LP's shares are then a design once the nodes are rounded up.
-        unserved = col[lp.unserved.cols]
-        artificial = not lp.unserved_in_model and bool((unserved > 1e-9).any())
-        # Overloads the site's power can carry do not stop it: rounding the nodes up to the busiest slice mends them.
-        beyond_power = bool((load[over.any(axis=1)].max(axis=1) > data.site_max_nodes[over.any(axis=1)] * (1 - 1e-9)).any())
-        closed = target > 0 and not beyond_power and not artificial and abs(value - best) <= target * scale
-        closed = closed or (bound_goal is not None and best >= bound_goal)
-        history.append({
-            "value": value, "bound": bound, "lp_s": lp_s, "pairs": int(active.sum()), "rows": lp.n_rows,
-            "slice_cuts": int(over.sum()), "link_cuts": len(unlinked) + len(remote_unlinked), "priced": len(priced),
-        })  # fmt: skip
-        if progress is not None:
-            progress(_round_line(objective, history[-1], rounds, best))
-        done = not over.any() and len(priced) == 0 and len(unlinked) == 0 and len(remote_unlinked) == 0
-        if done or closed or rounds >= max_rounds:
-            converged = done
-            break
-        lp.add_slices(*(a.astype(np.int64) for a in np.nonzero(over)))
-        lp.add_links(unlinked)
-        lp.add_remote_links(remote_unlinked)
-        lp.add_pairs(priced)
-    lp.best_bound = float(best)
-    relaxation = Relaxation(
-        bound=float(best),
-        value=value,
-        shares=shares,
-        open=col[lp.open.cols],
-        nodes=nodes,
-        unserved=col[lp.unserved.cols],
-        reduced_cost=rc_pair,
-        in_model=lp.pair_col >= 0,
-        rounds=rounds,
-        converged=converged,
-        rows=lp.n_rows,
-        history=history,
-        timed_out=timed_out,
-    )
+    _set_unserved_cap(lp, objective, unserved_cap_tok_s)
+    relaxation = _rounds(
+        lp, objective, max_rounds=max_rounds, target=target, progress=progress, deadline=deadline, links=links,
+        bound_goal=bound_goal,
+    )  # fmt: skip
     return relaxation, lp

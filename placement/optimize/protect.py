@@ -25,7 +25,7 @@ import numpy as np
 
 from placement._errors import SolverError
 from placement._types import BoolArray, FloatArray, IntArray
-from placement.optimize import rows
+from placement.optimize import n_plus_one_rows, rows
 from placement.optimize.linear import ColumnBlock, LinearModel, new_highs, to_highspy
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
@@ -95,7 +95,7 @@ def losses(data: PlacementInput, shares: FloatArray) -> list[Loss]:
     by_commodity = rows.group_by(data.pair_commodity, data.n_commodities)
     found = []
     for key, failed_sites in data.failure_scenarios():
-        failed, backup = rows.failover_pairs(
+        failed, backup = n_plus_one_rows.failover_pairs(
             failed_sites, data.pair_commodity, data.pair_site, data.protected, by_site, by_commodity
         )
         lost = np.bincount(data.pair_commodity[failed], weights=shares[failed], minlength=data.n_commodities)
@@ -177,7 +177,6 @@ def protection_model(
     """
     m, slices = data.n_sites, len(data.slice_hours)
     labels = [str(j) for j in range(m)]
-    mean = data.mean_demand_tok_s
     whole = least_cost if integer is None else integer
     lm = LinearModel("protect")
     nodes = lm.add_columns(
@@ -189,7 +188,7 @@ def protection_model(
         cost=data.site_fixed_usd_per_h if least_cost else 0.0, integer=whole,
     )  # fmt: skip
     support = np.flatnonzero(base.pair_share > ABS_TOL)
-    served_value = mean[data.pair_commodity[support]]
+    served_value = data.mean_demand_tok_s[data.pair_commodity[support]]
     shares = lm.add_columns(
         "share", [str(p) for p in support.tolist()], upper=1.0,
         cost=data.pair_cost_usd_per_h[support] if least_cost else -served_value,
@@ -205,27 +204,66 @@ def protection_model(
         "powered", labels, row=np.repeat(np.arange(m), 2), col=np.column_stack([nodes.cols, opens.cols]).ravel(),
         value=np.column_stack([np.ones(m), -data.site_max_nodes.astype(float)]).ravel(), upper=0.0, size=m,
     )  # fmt: skip
-    if data.min_sites_open is not None:
-        lm.add_rows("min_open", None, row=np.zeros(m), col=opens.cols, value=np.ones(m), lower=float(data.min_sites_open))
-    if data.max_sites_open is not None:
-        lm.add_rows("max_open", None, row=np.zeros(m), col=opens.cols, value=np.ones(m), upper=float(data.max_sites_open))
+    _open_count_rows(lm, data, opens)
     if least_cost and min_served_tok_s > 0:
         lm.add_rows("min_served", None, row=np.zeros(len(support)), col=shares.cols, value=served_value, lower=min_served_tok_s)
     if not least_cost:
-        # Second to serving the most: stay near the plan's routing (it was the cheapest without N+1).
-        k = len(support)
-        drop = lm.add_columns("drop", [str(p) for p in support.tolist()], cost=STAY_WEIGHT * served_value)
-        lm.add_rows(
-            "stay", [str(p) for p in support.tolist()], row=np.tile(np.arange(k), 2),
-            col=np.concatenate([shares.cols, drop.cols]), value=np.ones(2 * k), lower=base.pair_share[support], size=k,
-        )  # fmt: skip
-    pair_peak = rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
+        _stay_near_plan(lm, base, support, shares, served_value)
+    pair_peak = n_plus_one_rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
     blocks = _Blocks(lm, nodes, opens, shares, support, [])
     position = np.full(len(data.pair_site), -1, dtype=np.int64)
     position[support] = shares.cols
     for loss in scenarios:
         _add_loss(blocks, data, loss, position, load, pair_peak, slices)
     return blocks
+
+
+def _open_count_rows(lm: LinearModel, data: PlacementInput, opens: ColumnBlock) -> None:
+    """``min_open`` and ``max_open``: the bounds on the number of open sites, those the input sets.
+
+    Parameters
+    ----------
+    lm : LinearModel
+        The protection model.
+    data : PlacementInput
+        The arrays (``min_sites_open``, ``max_sites_open``).
+    opens : ColumnBlock
+        ``(m,)`` open columns.
+    """
+    m = data.n_sites
+    if data.min_sites_open is not None:
+        lm.add_rows("min_open", None, row=np.zeros(m), col=opens.cols, value=np.ones(m), lower=float(data.min_sites_open))
+    if data.max_sites_open is not None:
+        lm.add_rows("max_open", None, row=np.zeros(m), col=opens.cols, value=np.ones(m), upper=float(data.max_sites_open))
+
+
+def _stay_near_plan(
+    lm: LinearModel, base: PlacementSolution, support: IntArray, shares: ColumnBlock, served_value: FloatArray
+) -> None:
+    """Second to serving the most: stay near the plan's routing (it was the cheapest without N+1).
+
+    A ``drop`` column per pair, priced at :data:`STAY_WEIGHT` of its served value, makes up what its share falls
+    below the plan's (``stay`` rows).
+
+    Parameters
+    ----------
+    lm : LinearModel
+        The protection model.
+    base : PlacementSolution
+        The plan without N+1.
+    support : numpy.ndarray
+        The pairs it uses.
+    shares : ColumnBlock
+        Their share columns.
+    served_value : numpy.ndarray
+        Mean demand of each pair's commodity. [tokens/s]
+    """
+    k = len(support)
+    drop = lm.add_columns("drop", [str(p) for p in support.tolist()], cost=STAY_WEIGHT * served_value)
+    lm.add_rows(
+        "stay", [str(p) for p in support.tolist()], row=np.tile(np.arange(k), 2),
+        col=np.concatenate([shares.cols, drop.cols]), value=np.ones(2 * k), lower=base.pair_share[support], size=k,
+    )  # fmt: skip
 
 
 def _site_load_columns(

@@ -6,10 +6,11 @@ built on some pairs or some slices (pricing, lazy slice rows, restricted MILPs) 
 the full one. Flows live only on *pairs* (commodity, site) that are allowed, so the model grows with
 the number of feasible pairs, not with commodities x sites.
 
-The names are the model's vocabulary: ``open_j``, ``nodes_j``, ``flow_i_j`` (a pair's share),
-``unserved_c``, ``site_peak_j`` and ``failover_f_p`` columns; ``demand_i``, ``link_i_j``,
-``capacity_j_t``, ``power_j``, ``min_sites_open`` / ``max_sites_open``, ``cover2_c``, ``site_peak_j``,
-``reroute_f_c``, ``failover_link_f_p``, ``failover_cap_f_j``, ``spare_p`` and ``min_served`` rows.
+The names are the model's vocabulary: ``open_j``, ``nodes_j``, ``flow_i_j`` (a pair's share) and
+``unserved_c`` columns; ``demand_i``, ``link_i_j``, ``capacity_j_t``, ``power_j``, ``min_sites_open`` /
+``max_sites_open``, ``min_served``, ``routing_cost_budget``, ``max_unserved`` and ``cap_k`` rows. The N+1
+columns and rows (``site_peak_j``, ``failover_f_p``; ``cover2_c``, ``reroute_f_c``, ``spare_p``, ...) are in
+:mod:`placement.optimize.n_plus_one_rows`.
 """
 
 from __future__ import annotations
@@ -42,14 +43,36 @@ def group_by(index: IntArray, size: int) -> list[IntArray]:
     return [order[bounds[k] : bounds[k + 1]] for k in range(size)]
 
 
-def _labels(*parts: IntArray) -> list[str]:
-    """``"a_b"`` labels from integer arrays of equal length."""
+def index_labels(*parts: IntArray) -> list[str]:
+    """``"a_b"`` labels from integer arrays of equal length.
+
+    Parameters
+    ----------
+    *parts : numpy.ndarray
+        Integer arrays of equal length, one per part of the label.
+
+    Returns
+    -------
+    list of str
+        One label per position, its parts joined by ``_``.
+    """
     columns = [part.tolist() for part in parts]
     return ["_".join(str(v) for v in values) for values in zip(*columns, strict=True)]
 
 
-def _rows_of(groups: Sequence[tuple[IntArray, FloatArray]]) -> tuple[IntArray, IntArray, FloatArray]:
-    """Triplets of rows given one by one as (columns, values), in that order."""
+def stack_rows(groups: Sequence[tuple[IntArray, FloatArray]]) -> tuple[IntArray, IntArray, FloatArray]:
+    """Triplets of rows given one by one as (columns, values), in that order.
+
+    Parameters
+    ----------
+    groups : sequence of tuple of numpy.ndarray
+        Row ``r``'s columns and their values.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Local row, column and value of every entry.
+    """
     if not groups:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
@@ -84,7 +107,7 @@ def open_columns(
         ``open[j]``.
     """
     lower = np.zeros(n_sites) if locked is None else locked.astype(float)
-    return model.add_columns("open", _labels(np.arange(n_sites)), lower=lower, upper=1.0, cost=cost, integer=True)
+    return model.add_columns("open", index_labels(np.arange(n_sites)), lower=lower, upper=1.0, cost=cost, integer=True)
 
 
 def node_columns(model: LinearModel, max_nodes: IntArray, *, cost: FloatArray) -> ColumnBlock:
@@ -105,7 +128,7 @@ def node_columns(model: LinearModel, max_nodes: IntArray, *, cost: FloatArray) -
         ``nodes[j]``.
     """
     sites = np.arange(len(max_nodes))
-    return model.add_columns("nodes", _labels(sites), lower=0.0, upper=max_nodes.astype(float), cost=cost, integer=True)
+    return model.add_columns("nodes", index_labels(sites), lower=0.0, upper=max_nodes.astype(float), cost=cost, integer=True)
 
 
 def share_columns(
@@ -140,7 +163,7 @@ def share_columns(
 
 def pair_labels(pair_commodity: IntArray, pair_site: IntArray, remote_site: IntArray | None = None) -> list[str]:
     """``i_j`` per pair, ``i_j_via_k`` for a pair with a second site k."""
-    labels = _labels(pair_commodity, pair_site)
+    labels = index_labels(pair_commodity, pair_site)
     if remote_site is not None:
         for p in np.flatnonzero(remote_site >= 0).tolist():
             labels[p] += f"_via_{int(remote_site[p])}"
@@ -164,7 +187,7 @@ def unserved_columns(model: LinearModel, n_commodities: int, *, cost: FloatArray
     ColumnBlock
         ``unserved[c]``.
     """
-    return model.add_columns("unserved", _labels(np.arange(n_commodities)), lower=0.0, upper=1.0, cost=cost)
+    return model.add_columns("unserved", index_labels(np.arange(n_commodities)), lower=0.0, upper=1.0, cost=cost)
 
 
 # ----------------------------------------------------------------------------- demand, linking, capacity, power
@@ -204,7 +227,7 @@ def demand_rows(
         row = np.concatenate([row, np.arange(n)])
         col = np.concatenate([col, unserved_cols])
         value = np.concatenate([value, np.ones(n)])
-    return model.add_rows("demand", _labels(np.arange(n)), row=row, col=col, value=value, lower=demand, upper=demand)
+    return model.add_rows("demand", index_labels(np.arange(n)), row=row, col=col, value=value, lower=demand, upper=demand)
 
 
 def linking_rows(
@@ -250,7 +273,7 @@ def linking_rows(
     row = np.column_stack([local, local]).ravel()
     col = np.column_stack([share_cols, open_cols[pair_site]]).ravel()
     value = np.column_stack([np.ones(k), -demand[pair_commodity]]).ravel()
-    labels = _labels(pair_commodity, pair_site) if labels is None else labels
+    labels = index_labels(pair_commodity, pair_site) if labels is None else labels
     return model.add_rows(name, labels, row=row, col=col, value=value, upper=0.0, size=k)
 
 
@@ -394,9 +417,9 @@ def capacity_rows(
             cols = np.append(cols, granted[1][by_grant[j]])
             values = np.append(values, -granted[2][by_grant[j]])
         groups.append((cols, values))
-    row, col, value = _rows_of(groups)
+    row, col, value = stack_rows(groups)
     upper = 0.0 if capacity_cols is not None else capacity_per_unit[sites]
-    return model.add_rows(name, _labels(sites, slices), row=row, col=col, value=value, upper=upper, size=len(sites))
+    return model.add_rows(name, index_labels(sites, slices), row=row, col=col, value=value, upper=upper, size=len(sites))
 
 
 def extend_capacity_rows(
@@ -458,11 +481,11 @@ def power_rows(
     m = len(node_cols)
     local = np.arange(m)
     if open_cols is None:
-        return model.add_rows("power", _labels(local), row=local, col=node_cols, value=node_mw, upper=mw_available, size=m)
+        return model.add_rows("power", index_labels(local), row=local, col=node_cols, value=node_mw, upper=mw_available, size=m)
     row = np.column_stack([local, local]).ravel()
     col = np.column_stack([node_cols, open_cols]).ravel()
     value = np.column_stack([node_mw, -mw_available]).ravel()
-    return model.add_rows("power", _labels(local), row=row, col=col, value=value, upper=0.0, size=m)
+    return model.add_rows("power", index_labels(local), row=row, col=col, value=value, upper=0.0, size=m)
 
 
 def site_count_rows(model: LinearModel, open_cols: IntArray, *, min_open: int | None, max_open: int | None) -> list[RowBlock]:
@@ -489,269 +512,6 @@ def site_count_rows(model: LinearModel, open_cols: IntArray, *, min_open: int | 
     if max_open is not None:
         blocks.append(model.add_rows("max_sites_open", None, row=row, col=open_cols, value=ones, upper=float(max_open)))
     return blocks
-
-
-# ----------------------------------------------------------------------------- N+1
-
-
-def coverage_rows(
-    model: LinearModel,
-    open_cols: IntArray,
-    pair_commodity: IntArray,
-    pair_site: IntArray,
-    protected: BoolArray,
-    *,
-    unserved_cols: IntArray | None = None,
-) -> RowBlock:
-    """Every protected commodity keeps at least two open sites inside its budget, ``cover2_c``.
-
-    In an elastic model the requirement falls with the share left unserved (``2 - 2 u``), so a
-    commodity that cannot have two sites shows up as unserved instead of making the model infeasible.
-
-    Parameters
-    ----------
-    model : LinearModel
-        The model.
-    open_cols : numpy.ndarray
-        ``(m,)`` open columns.
-    pair_commodity, pair_site : numpy.ndarray
-        Indices of each pair.
-    protected : numpy.ndarray of bool
-        ``(c,)`` commodities held to N+1.
-    unserved_cols : numpy.ndarray, optional
-        ``(c,)`` unserved columns of an elastic model.
-
-    Returns
-    -------
-    RowBlock
-        One row per protected commodity.
-    """
-    by_commodity = group_by(pair_commodity, len(protected))
-    chosen = np.flatnonzero(protected)
-    groups = []
-    for c in chosen.tolist():
-        cols, values = open_cols[pair_site[by_commodity[c]]], np.ones(len(by_commodity[c]))
-        if unserved_cols is not None:
-            cols, values = np.append(cols, unserved_cols[c]), np.append(values, 2.0)
-        groups.append((cols, values))
-    row, col, value = _rows_of(groups)
-    return model.add_rows("cover2", _labels(chosen), row=row, col=col, value=value, lower=2.0, size=len(chosen))
-
-
-def peak_load(peak_demand_tok_s: FloatArray, pair_commodity: IntArray, pair_nodes_per_tok_s: FloatArray) -> FloatArray:
-    """``(p,)`` node-equivalents of each pair at a share of 1 at its commodity's peak demand.
-
-    Parameters
-    ----------
-    peak_demand_tok_s : numpy.ndarray
-        ``(c,)`` largest slice demand. [tokens/s]
-    pair_commodity : numpy.ndarray
-        Commodity of each pair.
-    pair_nodes_per_tok_s : numpy.ndarray
-        Node-equivalents per tok/s on each pair. [nodes/(tokens/s)]
-
-    Returns
-    -------
-    numpy.ndarray
-        The load. [nodes]
-    """
-    return np.asarray(peak_demand_tok_s[pair_commodity] * pair_nodes_per_tok_s)
-
-
-def site_peak_columns_and_rows(
-    model: LinearModel, share_cols: IntArray, pair_site: IntArray, pair_peak_load: FloatArray, n_sites: int
-) -> IntArray:
-    """``site_peak[j] = sum_p share[p] * peak_load[p]`` over the pairs at j: a column and a row per site with pairs.
-
-    Every failure scenario reads a site's normal load from this column, so the shares at a site
-    appear in one row instead of once per failed site (a factor of m fewer non-zeros).
-
-    Parameters
-    ----------
-    model : LinearModel
-        The model.
-    share_cols : numpy.ndarray
-        Column of each pair's share.
-    pair_site : numpy.ndarray
-        Site of each pair.
-    pair_peak_load : numpy.ndarray
-        ``(p,)`` :func:`peak_load`. [nodes]
-    n_sites : int
-        Number of sites.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(m,)`` the ``site_peak`` column of each site (-1 at a site with no pairs).
-    """
-    by_site = group_by(pair_site, n_sites)
-    used = np.asarray([j for j in range(n_sites) if len(by_site[j])], dtype=np.int64)
-    block = model.add_columns("site_peak", _labels(used), lower=0.0, size=len(used))
-    site_peak = np.full(n_sites, -1, dtype=np.int64)
-    site_peak[used] = block.cols
-    groups = [
-        (np.append(share_cols[by_site[j]], site_peak[j]), np.append(pair_peak_load[by_site[j]], -1.0)) for j in used.tolist()
-    ]
-    row, col, value = _rows_of(groups)
-    model.add_rows("site_peak", _labels(used), row=row, col=col, value=value, lower=0.0, upper=0.0, size=len(used))
-    return site_peak
-
-
-def failover_pairs(
-    failed_sites: IntArray,
-    pair_commodity: IntArray,
-    pair_site: IntArray,
-    protected: BoolArray,
-    by_site: list[IntArray],
-    by_commodity: list[IntArray],
-) -> tuple[IntArray, IntArray]:
-    """The protected pairs at the failed sites, and the pairs of the same commodities at the other sites.
-
-    Parameters
-    ----------
-    failed_sites : numpy.ndarray of int
-        The sites lost together (one site, or a fault domain).
-    pair_commodity, pair_site : numpy.ndarray
-        Indices of each pair.
-    protected : numpy.ndarray of bool
-        ``(c,)`` commodities held to N+1.
-    by_site, by_commodity : list of numpy.ndarray
-        :func:`group_by` of the pairs by site and by commodity.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        The failed pairs of commodities with a backup pair, and their backup pairs (each once); a commodity
-        whose every pair is at a failed site is left out (that loss cannot be covered).
-    """
-    at_failed = np.concatenate([by_site[int(f)] for f in failed_sites.tolist()]) if len(failed_sites) else np.zeros(0, np.int64)
-    failed = at_failed[protected[pair_commodity[at_failed]]].astype(np.int64)
-    if len(failed) == 0:
-        return failed, failed
-    commodities = np.unique(pair_commodity[failed])
-    backup = np.concatenate([by_commodity[int(c)] for c in commodities.tolist()])
-    backup = backup[~np.isin(pair_site[backup], failed_sites)].astype(np.int64)
-    # A commodity with nothing in reach outside the failed sites (a fault domain holding all of them) is exposed.
-    return failed[np.isin(pair_commodity[failed], pair_commodity[backup])], backup
-
-
-def failure_scenario(
-    model: LinearModel,
-    f: int,
-    pairs: tuple[IntArray, IntArray],
-    cols: tuple[IntArray, IntArray, IntArray, IntArray],
-    pair_commodity: IntArray,
-    pair_site: IntArray,
-    pair_peak_load: FloatArray,
-    n_commodities: int,
-) -> ColumnBlock:
-    """Scenario f (a site, or a fault domain) fails: its protected shares move to other open sites, which carry them.
-
-    Columns ``failover_f_p`` re-route the share of each failed pair's commodity to its backup pair p;
-    rows ``reroute_f_c`` (the failed share moves in full), ``failover_link_f_p`` (only to open sites)
-    and ``failover_cap_f_j`` (normal peak load plus what moves in stays within the nodes).
-
-    Parameters
-    ----------
-    model : LinearModel
-        The model.
-    f : int
-        The scenario's key (:meth:`placement.optimize.problem.PlacementInput.failure_scenarios`), used in names.
-    pairs : tuple of numpy.ndarray
-        :func:`failover_pairs` of its failed sites.
-    cols : tuple of numpy.ndarray
-        Open (m,), node (m,), share (p,) and site-peak (m,, -1 where none) columns.
-    pair_commodity, pair_site : numpy.ndarray
-        Indices of each pair.
-    pair_peak_load : numpy.ndarray
-        ``(p,)`` :func:`peak_load`. [nodes]
-    n_commodities : int
-        Number of commodities.
-
-    Returns
-    -------
-    ColumnBlock
-        The re-routing columns, one per backup pair.
-    """
-    failed, backup = pairs
-    open_cols, node_cols, share_cols, site_peak = cols
-    z = model.add_columns(f"failover_{f}", _labels(backup), lower=0.0, upper=1.0, size=len(backup))
-    z_by_commodity = group_by(pair_commodity[backup], n_commodities)
-    commodities = np.unique(pair_commodity[failed])
-    failed_by_commodity = group_by(pair_commodity[failed], n_commodities)
-    groups = [
-        (
-            np.concatenate([z.cols[z_by_commodity[c]], share_cols[failed[failed_by_commodity[c]]]]),
-            np.concatenate([np.ones(len(z_by_commodity[c])), -np.ones(len(failed_by_commodity[c]))]),
-        )
-        for c in commodities.tolist()
-    ]
-    row, col, value = _rows_of(groups)
-    size = len(commodities)
-    model.add_rows(f"reroute_{f}", _labels(commodities), row=row, col=col, value=value, lower=0.0, upper=0.0, size=size)
-    k = len(backup)
-    local = np.arange(k)
-    row = np.column_stack([local, local]).ravel()
-    col = np.column_stack([z.cols, open_cols[pair_site[backup]]]).ravel()
-    value = np.column_stack([np.ones(k), -np.ones(k)]).ravel()
-    model.add_rows(f"failover_link_{f}", _labels(backup), row=row, col=col, value=value, upper=0.0, size=k)
-    sites, groups = [], []
-    for j, moved in enumerate(group_by(pair_site[backup], len(open_cols))):
-        if len(moved) == 0 or site_peak[j] < 0:
-            continue
-        sites.append(j)
-        cols_j = np.concatenate([z.cols[moved], [site_peak[j], node_cols[j]]])
-        groups.append((cols_j, np.concatenate([pair_peak_load[backup[moved]], [1.0, -1.0]])))
-    row, col, value = _rows_of(groups)
-    labels = _labels(np.asarray(sites, dtype=np.int64))
-    model.add_rows(f"failover_cap_{f}", labels, row=row, col=col, value=value, upper=0.0, size=len(sites))
-    return z
-
-
-def spare_rows(
-    model: LinearModel,
-    cols: tuple[IntArray, IntArray, IntArray],
-    pair_commodity: IntArray,
-    pair_site: IntArray,
-    pair_peak_load: FloatArray,
-    protected: BoolArray,
-) -> RowBlock:
-    """A relaxation of the failure scenarios without re-routing columns (a valid lower bound), ``spare_p``.
-
-    When site f fails, a protected commodity's share at f must fit in the spare nodes
-    (``nodes[j] - site_peak[j]``) of the other sites it reaches: the sum of scenario f's capacity
-    rows over those sites, with the other commodities' re-routes dropped. One row per protected pair.
-
-    Parameters
-    ----------
-    model : LinearModel
-        The model.
-    cols : tuple of numpy.ndarray
-        Node (m,), share (p,) and site-peak (m,, -1 where none) columns.
-    pair_commodity, pair_site : numpy.ndarray
-        Indices of each pair.
-    pair_peak_load : numpy.ndarray
-        ``(p,)`` :func:`peak_load`. [nodes]
-    protected : numpy.ndarray of bool
-        ``(c,)`` commodities held to N+1.
-
-    Returns
-    -------
-    RowBlock
-        One row per pair of a protected commodity.
-    """
-    node_cols, share_cols, site_peak = cols
-    by_commodity = group_by(pair_commodity, len(protected))
-    chosen = np.flatnonzero(protected[pair_commodity])
-    groups = []
-    for p in chosen.tolist():
-        sites = pair_site[by_commodity[int(pair_commodity[p])]]
-        others = sites[sites != pair_site[p]]
-        peaks = site_peak[others][site_peak[others] >= 0]
-        cols_p = np.concatenate([[share_cols[p]], node_cols[others], peaks])
-        groups.append((cols_p, np.concatenate([[pair_peak_load[p]], -np.ones(len(others)), np.ones(len(peaks))])))
-    row, col, value = _rows_of(groups)
-    return model.add_rows("spare", _labels(chosen), row=row, col=col, value=value, upper=0.0, size=len(chosen))
 
 
 # ----------------------------------------------------------------------------- service

@@ -10,7 +10,7 @@ design; the caller keeps the cheapest that passes every check.
 
 The LPs are the priced LP itself (its pairs and slice rows, its basis a warm start), with a slice row added
 wherever the shares overload one: a heuristic, whose designs are checked against the full model; the bound stays the
-relaxation's. The caller's next pricing round puts the LP's own costs back (``_Lp.set_objective``).
+relaxation's. The caller's next pricing round puts the LP's own costs back (``RestrictedLP.set_objective``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from dataclasses import replace
 import numpy as np
 
 from placement._types import FloatArray
-from placement.optimize.pricing import Relaxation, _Lp, site_slice_load
+from placement.optimize.pricing import Relaxation, site_slice_load
 from placement.optimize.problem import PlacementInput
+from placement.optimize.restricted_lp import RestrictedLP
 
 ITERATIONS = 8
 """LPs solved at most (each one's design is offered; the caller stops once one is within the gap)."""
@@ -59,7 +60,7 @@ def fixed_per_node_usd_per_h(data: PlacementInput, nodes: FloatArray) -> FloatAr
 def slope_scaled(
     data: PlacementInput,
     relaxation: Relaxation,
-    lp: _Lp,
+    lp: RestrictedLP,
     *,
     iterations: int = ITERATIONS,
     deadline: float | None = None,
@@ -72,7 +73,7 @@ def slope_scaled(
         The arrays (without N+1).
     relaxation : Relaxation
         The least-cost LP relaxation (its nodes set the first slopes).
-    lp : _Lp
+    lp : RestrictedLP
         Its restricted LP (least cost), re-solved here with other node and open costs: price it again
         (:func:`~placement.optimize.pricing.relax`) before reading a bound from it. Its unserved columns stay as they
         are (with every commodity served, priced artificial columns: a design that uses one fails the caller's checks).

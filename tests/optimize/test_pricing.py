@@ -253,21 +253,6 @@ def test_the_time_limit_bounds_the_priced_solve_and_says_so(monkeypatch: pytest.
     assert on_time.report.stopped_by.value != "time_limit"
 
 
-@pytest.mark.parametrize("shuffled", [False, True])
-def test_slice_prices_match_the_dense_table_across_blocks(shuffled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Blocks of 3 commodities over 10: pairs found by their block whether they come in commodity order or not.
-    monkeypatch.setattr(pricing, "PRICE_CHUNK_COMMODITIES", 3)
-    rng = np.random.default_rng(7)
-    demand, slice_dual = rng.uniform(0, 5, (10, 4)), rng.uniform(-2, 0, (6, 4))
-    commodity = np.sort(rng.integers(0, 10, 80))
-    site = rng.integers(0, 6, 80)
-    if shuffled:
-        order = rng.permutation(80)
-        commodity, site = commodity[order], site[order]
-    expected = (demand @ slice_dual.T)[commodity, site]
-    np.testing.assert_allclose(pricing._slice_prices(demand, slice_dual, commodity, site), expected, rtol=1e-12)
-
-
 @pytest.mark.parametrize("regional", [False, True])
 @pytest.mark.parametrize("seed", range(3))
 def test_pricing_bounds_hold_under_resource_caps(seed: int, regional: bool) -> None:

@@ -9,6 +9,7 @@ import pytest
 from placement.optimize import pricing
 from placement.optimize.priced import round_up, solve_priced
 from placement.optimize.problem import PlacementInput
+from placement.optimize.restricted_lp import RestrictedLP
 from placement.optimize.slope import fixed_per_node_usd_per_h, slope_scaled
 from placement.optimize.solver import SolverOptions, SolveStatus
 from tests.optimize.test_model import make_input
@@ -62,14 +63,14 @@ def test_a_time_limit_inside_the_later_rounds_keeps_the_best_design(monkeypatch:
     # The least-unserved and least-cost LPs finish; every LP after them is stopped by the time limit (as HiGHS
     # reports it): the rounded LP ($240) is written, with the weak LP's bound ($80) and the time limit named.
     data = two_sites()
-    solve = pricing._Lp.solve
+    solve = RestrictedLP.solve
     calls = {"n": 0}
 
-    def stopped_after_two(self: pricing._Lp, time_limit_s: float | None = None) -> object:
+    def stopped_after_two(self: RestrictedLP, time_limit_s: float | None = None) -> object:
         calls["n"] += 1
         return solve(self, time_limit_s) if calls["n"] <= 2 else None
 
-    monkeypatch.setattr(pricing._Lp, "solve", stopped_after_two)
+    monkeypatch.setattr(RestrictedLP, "solve", stopped_after_two)
     solution = solve_priced(data, SolverOptions(name="highs", gap=0.01), shortfall=False)
     assert calls["n"] > 2
     assert solution.objective_usd_per_h == pytest.approx(240.0)
