@@ -30,10 +30,9 @@ import pandas as pd
 from placement.analyses.frontier import FrontierPoint
 from placement.outputs.writer import write_folder, write_results
 from placement.plan.record import Plan
-from placement.plan.summarise import cap_cost
 from placement.progress import Progress, quiet
 from placement.results.folder import read_results_folder
-from placement.results.summary import PlanSummary
+from placement.results.summary import PlanSummary, cap_cost
 
 COLUMNS = (
     "point", "axis", "cap", "tco2e_per_year", "water_m3_per_year", "usd_per_million_goodput_tokens",

@@ -35,9 +35,10 @@ from placement.plan.notes import (
     unreachable_message,
 )
 from placement.plan.record import Plan
-from placement.plan.summarise import cap_cost, ratio_bound_per_million, summarise
+from placement.plan.summarise import ratio_bound_per_million, summarise
 from placement.plan.tables import assignment_table, population_table, site_table
 from placement.progress import Progress, quiet
+from placement.results.summary import cap_cost
 from placement.results.textfmt import mw_text, usd_per_m_text
 from placement.scenario.load import LoadedScenario
 

@@ -10,7 +10,6 @@ import pandas as pd
 
 from placement._types import FloatArray, IntArray
 from placement.economics import footprint
-from placement.economics.cost import HOURS_PER_YEAR
 from placement.instance.record import Instance
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.plan.failover import protection_cost, protection_shares
@@ -274,27 +273,3 @@ def ratio_bound_per_million(solution: PlacementSolution) -> float | None:
     """The proven lower bound of cost per million goodput tokens, from the last Dinkelbach step that recorded one."""
     bounds = [step["ratio_bound_usd_per_tok_s"] for step in solution.iterations if "ratio_bound_usd_per_tok_s" in step]
     return None if not bounds else finite_or_none(max(bounds) * 1e6 / 3600.0)
-
-
-def cap_cost(capped: PlanSummary, uncapped: PlanSummary) -> dict[str, float | None]:
-    """What a plan's caps cost against the same model without them: $/M both ways, and $ per tonne and m3 avoided.
-
-    The extra cost a year over the tonnes (cubic metres) avoided; None where the capped plan serves less goodput
-    (part of the cut is then demand left unserved, not a dearer way to serve it) or avoids none.
-    """
-    extra_usd_per_year = (capped.objective_usd_per_h - uncapped.objective_usd_per_h) * HOURS_PER_YEAR
-    same_work = capped.goodput_tok_s >= uncapped.goodput_tok_s * (1 - 1e-6)
-
-    def per_avoided(before: float | None, after: float | None) -> float | None:
-        avoided = None if before is None or after is None else before - after
-        return extra_usd_per_year / avoided if avoided is not None and avoided > 0 and same_work else None
-
-    return {
-        "uncapped_usd_per_million_goodput_tokens": uncapped.cost_per_million_goodput_tokens_usd,
-        "uncapped_objective_usd_per_h": uncapped.objective_usd_per_h,
-        "uncapped_goodput_tok_s": uncapped.goodput_tok_s,
-        "uncapped_tco2e_per_year": uncapped.tco2e_per_year,
-        "uncapped_water_m3_per_year": uncapped.water_m3_per_year,
-        "usd_per_t_avoided": per_avoided(uncapped.tco2e_per_year, capped.tco2e_per_year),
-        "usd_per_m3_avoided": per_avoided(uncapped.water_m3_per_year, capped.water_m3_per_year),
-    }

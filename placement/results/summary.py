@@ -20,6 +20,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from placement._errors import PlacementError
+from placement.economics.cost import HOURS_PER_YEAR
 from placement.results.class_summary import ClassSummary
 from placement.results.cost_breakdown import CostBreakdown
 from placement.results.jsonio import optional_dict, optional_float
@@ -512,3 +513,27 @@ class ArrangementSummary:
             for f in dataclasses.fields(self)
             if f.name not in optional or getattr(self, f.name) is not None
         }
+
+
+def cap_cost(capped: PlanSummary, uncapped: PlanSummary) -> dict[str, float | None]:
+    """What a plan's caps cost against the same model without them: $/M both ways, and $ per tonne and m3 avoided.
+
+    The extra cost a year over the tonnes (cubic metres) avoided; None where the capped plan serves less goodput
+    (part of the cut is then demand left unserved, not a dearer way to serve it) or avoids none.
+    """
+    extra_usd_per_year = (capped.objective_usd_per_h - uncapped.objective_usd_per_h) * HOURS_PER_YEAR
+    same_work = capped.goodput_tok_s >= uncapped.goodput_tok_s * (1 - 1e-6)
+
+    def per_avoided(before: float | None, after: float | None) -> float | None:
+        avoided = None if before is None or after is None else before - after
+        return extra_usd_per_year / avoided if avoided is not None and avoided > 0 and same_work else None
+
+    return {
+        "uncapped_usd_per_million_goodput_tokens": uncapped.cost_per_million_goodput_tokens_usd,
+        "uncapped_objective_usd_per_h": uncapped.objective_usd_per_h,
+        "uncapped_goodput_tok_s": uncapped.goodput_tok_s,
+        "uncapped_tco2e_per_year": uncapped.tco2e_per_year,
+        "uncapped_water_m3_per_year": uncapped.water_m3_per_year,
+        "usd_per_t_avoided": per_avoided(uncapped.tco2e_per_year, capped.tco2e_per_year),
+        "usd_per_m3_avoided": per_avoided(uncapped.water_m3_per_year, capped.water_m3_per_year),
+    }
