@@ -203,7 +203,7 @@ def assignment_commodities(instance: Instance, assignments: pd.DataFrame, *, sou
 def plan_solution(instance: Instance, sites: pd.DataFrame, assignments: pd.DataFrame, *, source: str) -> PlacementSolution:
     """The folder's plan on the instance's arrays: open sites and nodes from ``sites.csv``, shares per pair.
 
-    Every member of a model row carries the row's share at a site (:func:`placement.plan.solve.commodity_pairs`), so
+    Every member of a model row carries the row's share at a site (:func:`placement.plan.tables.commodity_pairs`), so
     a row's share is read from its members' rows of ``assignments.csv``.
 
     Parameters

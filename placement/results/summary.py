@@ -1,6 +1,6 @@
 """The headline figures of a plan as typed values, and their ``summary.json`` form.
 
-:class:`PlanSummary` is what :func:`placement.plan.solve.summarise` returns and what the reports, the
+:class:`PlanSummary` is what :func:`placement.plan.summarise.summarise` returns and what the reports, the
 maps, the sweep and the CLI read. Its JSON form (:meth:`PlanSummary.to_json_dict`) is a contract
 with users: the keys of ``summary.json`` do not change. :meth:`PlanSummary.from_json_dict` reads
 a folder written by this or an older version (figures added later are optional).
