@@ -1,4 +1,8 @@
-"""The ``placement`` command (and ``python cli.py`` in a checkout): parses arguments, calls library functions, prints."""
+"""The ``placement`` command (and ``python cli.py`` in a checkout): parses arguments and calls library functions.
+
+Each subcommand's handler here computes with the library and hands the result to :mod:`placement.outputs.console`
+(or :mod:`placement.outputs.console_serving`), which prints.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +18,6 @@ from placement._errors import InputError, PlacementError, Problem
 from placement._paths import nearest_existing
 from placement._process import map_large_blocks
 from placement.progress import StderrProgress
-from placement.results import jsonio
-from placement.results.textfmt import ms_text, mw_text
 from placement.scenario.sections import LoadedScenario, load_scenario
 from placement.world.bundled import default_scenario_path, scenario_file
 from placement.world.geodesy import is_lat_lon
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pydantic import BaseModel
 
+    from placement.outputs.console_serving import GoodputAnswer
     from placement.plan.solve import Plan
     from placement.serving.calibration import PartFit
     from placement.serving.closed_loop import SweepFit
@@ -78,6 +81,7 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 def _solve(args: argparse.Namespace) -> int:
     from placement.analyses.arrangement import arrangement_options, fixed_in_background, with_arrangement
     from placement.instance.build import build_instance
+    from placement.outputs.console import print_plan
     from placement.outputs.writer import check_output_folder, write_results
     from placement.plan.solve import solve_instance
 
@@ -106,25 +110,7 @@ def _solve(args: argparse.Namespace) -> int:
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table, progress=progress)
-    s = plan.summary
-    cost = s.cost_per_million_goodput_tokens_usd
-    print(
-        f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {mw_text(s.mw_used)} MW; "
-        f"${s.objective_usd_per_h:,.0f}/h for {s.goodput_tok_s:,.0f} goodput tok/s = "
-        f"${cost:.3f} per million goodput tokens (gap {s.gap:.2%} on the {(s.gap_basis or 'solved').replace('_', ' ')} "
-        f"model, {s.solver})"
-        if cost is not None and s.gap is not None
-        else f"{s.status}: no goodput served"
-    )
-    print(
-        f"unserved share {s.unserved_share:.2%}; "
-        f"p99 TTFT mean {ms_text(s.p99_ttft_ms_mean or 0)} ms, max {ms_text(s.p99_ttft_ms_max or 0)} ms"
-    )
-    for note in plan.notes:  # each diagnosis is bounded (15 names and a count)
-        print(note)
-    for line in tail:
-        print(line)
-    print(f"results in {out}")
+    print_plan(plan, tail=tail, out=out)
     return EXIT_OK
 
 
@@ -132,8 +118,8 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     """A scenario with a horizon (or a fleet mix): the build-out engine, its year and scenario tables."""
     from placement.buildout.arrays import build_buildout
     from placement.buildout.solve import solve_stochastic
-    from placement.buildout.tables import scenario_table, year_table
     from placement.outputs.buildout import write_buildout
+    from placement.outputs.console import print_buildout
 
     horizon = loaded.scenario.horizon
     limits = {k: v for k, v in (("time_limit_s", args.time_limit), ("gap", args.gap)) if v is not None}
@@ -144,33 +130,7 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     result = solve_stochastic(buildout, msg=args.verbose, progress=progress)
     progress("writing results")
     out = write_buildout(result, args.out, maps=not args.no_maps, runtime_s=time.perf_counter() - progress.start)
-    years = year_table(result, buildout.base_index)
-    base = buildout.scenario_names[buildout.base_index]
-    span = f"{buildout.years[0]}" + (f"-{buildout.years[-1]}" if len(buildout.years) > 1 else "")
-    print(f"build-out {span}, {base} demand:")
-    print(
-        f"  {'year':>6} {'$/M goodput':>12} {'goodput tok/s':>15} {'unserved':>9} {'MW used':>9} {'sites':>6}"
-        "  nodes by accelerator"
-    )
-    for r in years.to_dict("records"):
-        mix = ", ".join(f"{a} {r[f'nodes_{a}']:,}" for a in buildout.fleet.ids if r[f"nodes_{a}"] > 0)
-        print(
-            f"  {r['year']:>6} {r['cost_per_million_goodput_tokens_usd']:>12.3f} {r['goodput_tok_s']:>15,.0f} "
-            f"{r['unserved_share']:>9.1%} {r['mw_used']:>9,.0f} {r['sites_open']:>6}  {mix}"
-        )
-    print(f"  {'scenario':>10} {'probability':>11} {'NPV cost':>14} {'mean-value plan':>16}")
-    for r in scenario_table(result).to_dict("records"):
-        print(
-            f"  {r['scenario']:>10} {r['probability']:>11.2f} {r['npv_cost_usd'] / 1e9:>12,.2f} B "
-            f"{r['mean_value_plan_npv_cost_usd'] / 1e9:>14,.2f} B"
-        )
-    print(
-        f"expected NPV ${result.expected_usd / 1e9:,.2f} B; mean-value plan ${result.eev_usd / 1e9:,.2f} B; "
-        f"value of the stochastic solution ${result.vss_usd / 1e9:,.2f} B (gap {result.gap:.2%}, {result.adopted} plan adopted)"
-    )
-    for note in result.notes:
-        print(note)
-    print(f"results in {out}")
+    print_buildout(result, buildout, out=out)
     return EXIT_OK
 
 
@@ -198,29 +158,18 @@ def _check_tail(plan: Plan, progress: StderrProgress) -> tuple[pd.DataFrame, lis
     The table is written with the other result files (:func:`placement.outputs.writer.write_results`), whole or not at all.
     """
     from placement.analyses.tail import check_tail
+    from placement.outputs.console import tail_check_lines
 
     progress("simulating every open site's busiest hour (--check-tail)")
     start = time.perf_counter()
     table = check_tail(plan)
-    flagged = table[table["exceeds"] != ""]
-    lines = [
-        f"tail check: {len(table)} site-class nodes simulated in {time.perf_counter() - start:.1f} s; "
-        f"{len(flagged)} exceed an objective (tail_check.csv)"
-    ]
-    for row in flagged.head(15).to_dict("records"):
-        lines.append(
-            f"  {row['name']} ({row['site_id']}), {row['class']}: p99 TTFT {row['simulated_ttft_p99_ms']:.1f} ms at the node "
-            f"(allowed {row['node_ttft_allowed_ms']:.1f}), p99 ITL {row['simulated_itl_p99_ms']:.1f} ms "
-            f"(objective {row['itl_objective_ms']:g}) at {row['load_factor']:.2f} x planned goodput per node"
-        )
-    if len(flagged) > 15:
-        lines.append(f"  ... and {len(flagged) - 15} more")
-    return table, lines
+    return table, tail_check_lines(table, seconds=time.perf_counter() - start)
 
 
 def _compare(args: argparse.Namespace) -> int:
     from placement.analyses.compare import compare_placements
-    from placement.outputs.compare import render_comparison, write_comparison
+    from placement.outputs.compare import write_comparison
+    from placement.outputs.console import print_comparison, print_json
     from placement.outputs.writer import check_output_folder
 
     check_output_folder(args.out)
@@ -228,29 +177,28 @@ def _compare(args: argparse.Namespace) -> int:
     rows = compare_placements(loaded, progress=StderrProgress(show=not (args.quiet or args.json)))
     out = write_comparison(rows, args.out, title=f"{loaded.scenario.name}: same silicon, different arrangement")
     if args.json:
-        print(jsonio.dumps(rows))
+        print_json(rows)
         return EXIT_OK
-    print(render_comparison(rows))
-    print(f"table and chart in {out}")
+    print_comparison(rows, out=out)
     return EXIT_OK
 
 
 def _explain(args: argparse.Namespace) -> int:
-
-    from placement.analyses.explain import explain_folder, render_table
+    from placement.analyses.explain import explain_folder
+    from placement.outputs.console import print_explanation
     from placement.outputs.writer import write_text_atomic
     from placement.results.folder import json_text
 
     folder = Path(args.outdir)
     explanation = explain_folder(folder, site=args.site, progress=StderrProgress(show=not args.quiet))
     write_text_atomic(folder / "explain.json", json_text(explanation.to_json_dict()))
-    print(render_table(explanation))
-    print(f"explain.json in {folder}")
+    print_explanation(explanation, folder=folder)
     return EXIT_OK
 
 
 def _failover(args: argparse.Namespace) -> int:
-    from placement.analyses.exposure import exposure_folder_name, failover_exposure, render_exposure
+    from placement.analyses.exposure import exposure_folder_name, failover_exposure
+    from placement.outputs.console import exposure_json, print_exposure, print_json
     from placement.outputs.exposure_files import write_exposure
 
     folder = Path(args.outdir)
@@ -260,42 +208,31 @@ def _failover(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else folder / exposure_folder_name(exposure.label)
     written = write_exposure(exposure, out, plan_folder=folder)
     if args.json:
-        print(jsonio.dumps({**exposure.headline, "folder": str(written)}))
+        print_json(exposure_json(exposure, written=written))
         return EXIT_OK
-    print(render_exposure(exposure))
-    print(f"failover_exposure.csv, failover_exposure_sites.csv and failover_exposure.json in {written}")
+    print_exposure(exposure, written=written)
     return EXIT_OK
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from placement.analyses.diff import diff_plans, render_diff
+    from placement.analyses.diff import diff_plans
+    from placement.outputs.console import print_diff, print_json
     from placement.outputs.diff_files import write_diff
     from placement.outputs.writer import check_output_folder
 
     diff = diff_plans(args.outdir_a, args.outdir_b)
     written = write_diff(diff, check_output_folder(args.out))
     if args.json:
-        print(jsonio.dumps(diff.to_json_dict()))
+        print_json(diff.to_json_dict())
         return EXIT_OK
-    print(render_diff(diff))
-    print(f"diff.json, diff.geojson and diff.png in {written}")
+    print_diff(diff, written=written)
     return EXIT_OK
-
-
-_RTT_LEGS = {
-    "internet": "data center to data center over the public internet (what the plan uses between sites)",
-    "access": "users at FROM to a site at TO, their last mile included (what the plan budgets)",
-    "backbone": "data center to data center over one provider's private backbone (not used by the plan)",
-}
-_SITE_NETWORKS = {
-    "transit": "sites on commodity transit (colocation, greenfield, hosting)",
-    "backbone": "cloud regions on their provider's backbone",
-}
 
 
 def _rtt(args: argparse.Namespace) -> int:
     from placement.network.paths import PathType, default_round_trips
     from placement.network.places import rtt_report
+    from placement.outputs.console import print_json, print_lines, rtt_lines
 
     # The rtt command reads no scenario: the bundled network and calibrated parameters, as the bundled scenarios.
     if args.measurements:
@@ -307,21 +244,9 @@ def _rtt(args: argparse.Namespace) -> int:
         args.origin, args.destination, path=path, site_network=args.site_network, round_trips=default_round_trips()
     )
     if args.json:
-        print(jsonio.dumps(report, ensure_ascii=False))
+        print_json(report, ensure_ascii=False)
         return EXIT_OK
-    origin, destination = report["from"], report["to"]
-    print(
-        f"{origin['name']} ({origin['country_code']}) -> {destination['name']} ({destination['country_code']}): {_RTT_LEGS[path]}"
-    )
-    if path is not PathType.BACKBONE:
-        print(f"  {_SITE_NETWORKS[args.site_network]}")
-    print(
-        f"  RTT {report['rtt_ms']:.1f} ms (p90 {report['rtt_p90_ms']:.1f} ms); "
-        f"physics bound {report['bound_ms']:.1f} ms (great circle in fiber)"
-    )
-    print(f"  path: {' > '.join(report['path'])}")
-    for note in report.get("notes", []):
-        print(f"  note: {note}")
+    print_lines(rtt_lines(report, path=path, site_network=args.site_network))
     return EXIT_OK
 
 
@@ -332,8 +257,9 @@ RTT_SECONDS_PER_ROW = 6e-5
 
 
 def _rtt_measurements(args: argparse.Namespace) -> int:
-    from placement.network.measurements import calibrate, format_report, load_measurements
+    from placement.network.measurements import calibrate, load_measurements
     from placement.network.paths import default_round_trips
+    from placement.outputs.console import print_json, print_rtt_calibration, rtt_calibration_json
 
     progress = StderrProgress(show=True)
     measurements = load_measurements(args.measurements)
@@ -342,16 +268,9 @@ def _rtt_measurements(args: argparse.Namespace) -> int:
         progress(f"{args.measurements}: {len(measurements):,} paths read; fitting and reporting (about {seconds:.0f} s)")
     report = calibrate(measurements, default_round_trips())
     if args.json:
-        payload = {
-            "measurements": args.measurements,
-            "table": report.table.to_dict(orient="records"),
-            "p50_factor": dict(report.corrections.p50_factor),
-            "p90_spread_factor": dict(report.corrections.p90_spread_factor),
-        }
-        print(jsonio.dumps(payload, ensure_ascii=False))
+        print_json(rtt_calibration_json(report, measurements=args.measurements), ensure_ascii=False)
         return EXIT_OK
-    for line in format_report(report, args.measurements):
-        print(line)
+    print_rtt_calibration(report, measurements=args.measurements)
     return EXIT_OK
 
 
@@ -399,28 +318,6 @@ def _simulated(request: ServingRequest, args: argparse.Namespace) -> dict[str, A
 
     check = simulate_request(request, load_factor=args.load_factor, requests=args.sim_requests, seed=args.seed)
     return None if check is None else simulation_report(check)
-
-
-def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None, metric: str) -> None:
-    if simulated is None:
-        print("  simulated: nothing to simulate (no goodput, or disaggregated pools)")
-        return
-    print(
-        f"  simulated at {simulated['load_factor']:g} x goodput ({simulated['arrival_rate_per_s']:.1f} requests/s, "
-        f"{simulated['requests']:,} measured, chunk {simulated['chunk_tokens']} tokens/step):"
-    )
-
-    def line(label: str, analytic: float | None, sim: float | None, fmt: str = ".1f") -> None:
-        shown = "-" if analytic is None else format(analytic, fmt)
-        print(f"    {label:30}{shown:>10}{'-' if sim is None else format(sim, fmt):>11}")
-
-    print(f"    {'':30}{'analytic':>10}{'simulated':>11}")
-    line("p99 TTFT at the node [ms]", report["ttft_ms"], simulated["ttft_p99_ms"])
-    # the analytic ITL is the objective's metric: each request's mean (tpot) or every gap (step)
-    line("p99 TPOT, per request [ms]", report["itl_ms"] if metric == "tpot" else None, simulated["tpot_p99_ms"])
-    line("p99 ITL, every gap [ms]", report["itl_ms"] if metric == "step" else None, simulated["itl_p99_ms"])
-    line("tokens/s", report["goodput_tok_s"] * simulated["load_factor"], simulated["throughput_tok_s"], ",.0f")
-    line("batch per replica", report["batch"], simulated["mean_batch"], ".1f")
 
 
 def _plot_path(text: str) -> Path:
@@ -474,20 +371,33 @@ def _with_cache(
 
 
 def _goodput(args: argparse.Namespace) -> int:
+    """``placement goodput``: one node's goodput inside the objective, as text or JSON (and its Pareto curve)."""
+    from placement.outputs.console_serving import print_goodput, print_goodput_json
 
+    answer = _goodput_answer(args)
+    if args.json:
+        print_goodput_json(answer)
+        return EXIT_OK
+    print_goodput(answer)
+    return EXIT_OK
+
+
+def _goodput_answer(args: argparse.Namespace) -> GoodputAnswer:
+    """The node's report per node, with its prefix cache, its simulation and the refits; the Pareto curve is drawn."""
     from dataclasses import asdict
 
+    from placement.outputs.console_serving import GoodputAnswer
     from placement.outputs.pareto_chart import plot_pareto
     from placement.serving.efficiency import ServingEfficiency
     from placement.serving.pareto import pareto_curve
     from placement.serving.request import goodput_report
 
     plot = _plot_path(args.plot) if args.plot else None
-    request = _serving_request(args)
+    asked = _serving_request(args)
     fits = _part_fits(args.measurements, quiet=args.json) if args.measurements else []
-    refit = next((f for f in fits if (f.accelerator, f.precision) == (request.accelerator, request.precision)), None)
+    refit = next((f for f in fits if (f.accelerator, f.precision) == (asked.accelerator, asked.precision)), None)
     overrides = ServingEfficiency() if refit is None else refit.efficiency()
-    request, cache = _with_cache(args, request, None if refit is None else overrides)
+    request, cache = _with_cache(args, asked, None if refit is None else overrides)
     report = goodput_report(request, efficiency=overrides)
     report = _per_node(report, args.pool_nodes)
     if cache is not None:  # the hits' KV comes back from the tier before the prefill ends, as the plan counts it
@@ -499,67 +409,19 @@ def _goodput(args: argparse.Namespace) -> int:
     simulated = _simulated(request, args) if args.simulate else None
     if plot is not None:
         plot_pareto(pareto_curve(request), plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
-    if args.json:
-        print(jsonio.dumps({**report, "simulated": simulated} if args.simulate else report))
-        return EXIT_OK
-    print(
-        f"{request.label}, {args.input_tokens} in (mean"
-        f"{'' if args.input_tokens_max is None else f', longest {args.input_tokens_max}'}) / {args.output_tokens} out, "
-        f"p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 {'TPOT' if args.itl_metric == 'tpot' else 'ITL'} <= {args.itl_p99_ms:g} ms"
+    return GoodputAnswer(
+        asked=asked,
+        report=report,
+        pool_nodes=args.pool_nodes,
+        node_cost_usd_h=args.node_cost_usd_h,
+        cache=cache,
+        simulate=args.simulate,
+        simulated=simulated,
+        plot=args.plot,
+        measurements=args.measurements,
+        fits=fits,
+        refitted=refit is not None,
     )
-    if not report["goodput_tok_s"]:
-        print(f"  no goodput: {report['limit']}")
-        return EXIT_OK
-    pooled = f"; pools over {args.pool_nodes} nodes, figures per node" if args.pool_nodes > 1 else ""
-    print(
-        f"  goodput {report['goodput_tok_s']:,.0f} tok/s per node (batch {report['batch']}, TP {report['tp']}, "
-        f"{report['replicas']} replicas; limited by {report['limit']}{pooled})"
-    )
-    if cache is not None:
-        keeps = f"{cache['cache_gb_per_node']:,.0f} GB per node keeps a prefix {cache['retention_s']:,.0f} s"
-        hits = f"hit rate {cache['hit_rate_limit']:.1%} at a site that sees the whole class"
-        load = f"{cache['hit_load_ms']:.1f} ms to load the longest prompt's hits (in the prefill)"
-        cold = f"{cache['warmup_nodes_per_site']:.2f} nodes per open site for the shared prefixes it misses"
-        bare = f"without a cache {cache['goodput_tok_s_per_node_without_cache']:,.0f} tok/s per node"
-        print(f"  prefix cache ({cache['tier']} tier, {cache['reuse_profile']} reuse): {keeps}; {hits}; {load}; {cold}; {bare}")
-    if args.speculative:
-        used = report["speculative"]
-        print(
-            f"  speculative decoding: {used}, {report['tokens_per_step']:.2f} tokens per step (ITL per output token)"
-            if used
-            else "  speculative decoding: not used (plain decoding gives more goodput here)"
-        )
-    band, calibration = report["band"], report["calibration"]
-    print(
-        f"  band p10-p90 {band['goodput_p10_tok_s']:,.0f}-{band['goodput_p90_tok_s']:,.0f} tok/s (log sigma "
-        f"{band['sigma_log']:.2f}: {'; '.join(band['reasons'])})"
-    )
-    print("  calibration: " + "; ".join(f"{name} {c['value']:g} ({c['basis']})" for name, c in calibration.items()))
-    print(
-        f"  p99 {'TPOT' if args.itl_metric == 'tpot' else 'ITL'} {report['itl_ms']:.1f} ms "
-        f"(prefill chunk {report['chunk_tokens']} tokens per step, "
-        f"{report['mixed_step_share']:.0%} of steps carry one)"
-    )
-    print(
-        f"  p99 TTFT {report['ttft_ms']:.1f} ms = queue {report['queue_p99_ms']:.1f} + decode-slot wait "
-        f"{report['slot_wait_p99_ms']:.1f} + prefill {report['prefill_ms']:.1f} + KV transfer "
-        f"{report['kv_transfer_ms']:.1f} + first decode step {report['first_decode_ms']:.1f}"
-    )
-    print(
-        f"  node {report['node_kw']:.1f} kW; {report['tokens_per_s_per_mw']:,.0f} tok/s per MW; "
-        f"utilisation cap {report['utilisation_cap']:.2f}"
-    )
-    if "cost_per_million_goodput_tokens_usd" in report and report["cost_per_million_goodput_tokens_usd"] is not None:
-        print(f"  ${report['cost_per_million_goodput_tokens_usd']:.3f} per million goodput tokens at ${args.node_cost_usd_h:g}/h")
-    if args.simulate:
-        _print_simulated(report, simulated, args.itl_metric)
-    if args.plot:
-        print(f"  Pareto curve in {args.plot}")
-    if fits:
-        used = "refitted on them" if refit is not None else f"not refitted: no point of {request.accelerator} {request.precision}"
-        print(f"your measurements ({args.measurements}; {used}):")
-        print(_render_fits(fits))
-    return EXIT_OK
 
 
 def _part_fits(path: str, *, quiet: bool) -> list[PartFit] | list[SweepFit]:
@@ -580,37 +442,22 @@ def _part_fits(path: str, *, quiet: bool) -> list[PartFit] | list[SweepFit]:
         return fit_parts(points, source=path, progress=StderrProgress(show=not quiet), pool=pool)
 
 
-def _render_fits(fits: list[PartFit] | list[SweepFit]) -> str:
-    from placement.serving.calibration import PartFit, render_part_fits
-    from placement.serving.closed_loop import render_sweep_fits
-
-    return render_part_fits(fits) if isinstance(fits[0], PartFit) else render_sweep_fits(fits)
-
-
 def _calibrate(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
+    from placement.outputs.console_serving import print_calibration, print_fits_json
 
     fits = _part_fits(args.file, quiet=args.json or args.quiet)
     if args.json:
-        print(jsonio.dumps([asdict(f) for f in fits]))
+        print_fits_json(fits)
         return EXIT_OK
-    from placement.serving.calibration import PartFit
-
-    sweep = (
-        "each part's GEMM fraction"
-        if isinstance(fits[0], PartFit)
-        else "a closed-loop sweep: each part's GEMM fraction and floor scale"
-    )
-    print(f"{args.file}: {sweep} refitted on its points (the rest as calibrated)")
-    print(_render_fits(fits))
+    print_calibration(fits, source=args.file)
     return EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_written
     from placement.outputs.report_html import rerender_report
 
-    for path in rerender_report(args.outdir):
-        print(f"wrote {path}")
+    print_written(rerender_report(args.outdir))
     return EXIT_OK
 
 
@@ -658,6 +505,7 @@ def _discover(args: argparse.Namespace) -> int:
     import tempfile
 
     from placement.analyses.discover import discover
+    from placement.outputs.console import print_discovery
     from placement.outputs.discover_files import write_discovery
     from placement.outputs.writer import check_output_folder
     from placement.scenario.sections import DiscoverSection
@@ -672,34 +520,14 @@ def _discover(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="placement-discover-") as work:
         found = discover(loaded, work=Path(work), final_folder=out.resolve(), spec=spec, progress=progress)
         write_discovery(found, out, work=Path(work), maps=not args.no_maps, progress=progress)
-    head = found.headline()
-    if not head["proposals"]:
-        why = (
-            "the plan already serves every population"
-            if head["unserved_share_before"] < 1e-6
-            else f"no city of at least {spec.min_population:,} people lies within reach of the unserved demand and "
-            f"{spec.spacing_km:g} km from every site (lower --min-population or --spacing-km)"
-        )
-        print(f"no site proposed: {why}")
-    print(
-        f"{head['proposals_opened']} of {head['proposals']} proposed sites worth building, {head['mw_built']:,.0f} MW: "
-        f"unserved {head['unserved_share_before']:.2%} -> {head['unserved_share_after']:.2%}, "
-        f"${head['usd_per_million_goodput_tokens_before']:.3f}/M -> ${head['usd_per_million_goodput_tokens_after']:.3f}/M"
-    )
-    for row in found.ranked.head(20).itertuples():
-        print(
-            f"  {row.site_id} {row.name} ({row.country_code}): {row.mw_built:,.1f} MW, takes "
-            f"{row.unserved_taken_tok_s:,.0f} unserved tok/s, entry ${row.entry_usd_per_mwh:,.0f}/MWh; gains: {row.largest_gains}"
-        )
-    for line in head["still_unserved"][:8]:
-        print(f"  still unserved: {line['population']} ({line['country_code']}) {line['unserved_share']:.0%}: {line['why']}")
-    print(f"discovery in {out}")
+    print_discovery(found, spec=spec, out=out)
     return EXIT_OK
 
 
 def _frontier(args: argparse.Namespace) -> int:
-    from placement.analyses.frontier import UNIT, USED_PER_YEAR, resource_frontier
-    from placement.outputs.frontier_files import PER_MILLION, write_frontier
+    from placement.analyses.frontier import resource_frontier
+    from placement.outputs.console import print_frontier
+    from placement.outputs.frontier_files import write_frontier
     from placement.outputs.writer import check_output_folder
 
     check_output_folder(args.out)
@@ -721,76 +549,43 @@ def _frontier(args: argparse.Namespace) -> int:
         raise InputError(
             [Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy, carbon and water"')]
         ) from None
-    import csv
-
-    with (out / "frontier.csv").open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            unit, used, per_million = UNIT[args.axis], USED_PER_YEAR[args.axis], PER_MILLION[args.axis][0]
-            cap = "no cap" if not row["cap"] else f"cap {float(row['cap']):,.0f} {unit}"
-            print(
-                f"{row['plan']}: {cap}: {float(row[used]):,.0f} {unit} a year, "
-                f"${float(row['usd_per_million_goodput_tokens']):.3f}/M, "
-                f"{float(row[per_million]):,.1f} {'gCO2e' if args.axis == 'carbon' else 'L'}/M, {row['sites_open']} sites, "
-                f"{float(row['unserved_share']):.1%} unserved"
-            )
-    print(f"frontier in {out}")
+    print_frontier(out, axis=args.axis)
     return EXIT_OK
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_sweep
     from placement.outputs.writer import check_output_folder
     from placement.sweep.run import run_sweep
 
     check_output_folder(args.out, results_markers=None)  # run_sweep checks its own marker
     table = run_sweep(args.sweep, out_dir=args.out, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet)
-    solved = table[table["error"] == ""]
-    cost = solved["cost_per_million_goodput_tokens_usd"]
-    if len(solved):
-        print(
-            f"{len(solved)} of {len(table)} cases solved: ${cost.min():.3f} to ${cost.max():.3f} per million goodput tokens "
-            f"(largest gap {solved['gap'].max():.2%})"
-        )
-    for row in table[table["error"] != ""].head(5).to_dict("records"):
-        print(f"case {row['case']} ({row['case_id']}) failed: {str(row['error']).splitlines()[0]}")
-    print(f"results in {Path(args.out).resolve()}")
-    return EXIT_OK if len(solved) else EXIT_INVALID
+    print_sweep(table, out=Path(args.out).resolve())
+    solved = int((table["error"] == "").sum())
+    return EXIT_OK if solved else EXIT_INVALID
 
 
 def _validate(args: argparse.Namespace) -> int:
     from placement.analyses.validate import validate_file
+    from placement.outputs.console import print_validated
 
-    checked = validate_file(args.file if Path(args.file).suffix else scenario_file(args.file))
-    if checked.loaded is not None:
-        print(
-            f"ok: scenario {checked.loaded.scenario.name} with {len(checked.loaded.scenario.classes)} classes; "
-            f"catalog {checked.loaded.catalog_path.name}: {len(checked.sites)} sites"
-        )
-    else:
-        print(f"ok: catalog {checked.path} with {len(checked.sites)} sites")
+    print_validated(validate_file(args.file if Path(args.file).suffix else scenario_file(args.file)))
     return EXIT_OK
 
 
 def _init(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_init
     from placement.world.bundled import copy_scenario
 
-    written = copy_scenario(args.dir, args.scenario)
-    for path in written:
-        print(f"wrote {path}")
-    scenario = written[0]
-    print("next: edit the scenario and its site catalog, then")
-    print(f"  placement validate {scenario}")
-    print(f"  placement solve {scenario} --out {Path(args.dir) / 'out'}")
+    print_init(copy_scenario(args.dir, args.scenario), folder=Path(args.dir))
     return EXIT_OK
 
 
 def _scenarios(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_scenarios
     from placement.world.bundled import describe_scenarios
 
-    for scenario in describe_scenarios():
-        print(f"{scenario.key}  ({scenario.name})")
-        print(f"  {scenario.description}")
-        print(f"  {scenario.path}")
-    print("copy one to edit: placement init DIR [--scenario KEY]")
+    print_scenarios(describe_scenarios())
     return EXIT_OK
 
 
