@@ -1,4 +1,8 @@
-"""The ``placement`` command (and ``python cli.py`` in a checkout): parses arguments, calls library functions, prints."""
+"""The ``placement`` command (and ``python cli.py`` in a checkout): parses arguments and calls library functions.
+
+Each subcommand's arguments are built in :mod:`placement._cli.parser`; its handler here computes with the library
+and hands the result to :mod:`placement.outputs.console` (or :mod:`placement.outputs.console_serving`), which prints.
+"""
 
 from __future__ import annotations
 
@@ -10,52 +14,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from placement._cli import parser as arguments
 from placement._errors import InputError, PlacementError, Problem
 from placement._paths import nearest_existing
 from placement._process import map_large_blocks
 from placement.progress import StderrProgress
-from placement.results import jsonio
-from placement.results.textfmt import ms_text, mw_text
 from placement.scenario.load import LoadedScenario, load_scenario
-from placement.world.bundled import default_scenario_path, scenario_file
+from placement.world.bundled import scenario_file
 from placement.world.geodesy import is_lat_lon
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pydantic import BaseModel
 
+    from placement.outputs.console_serving import GoodputAnswer
     from placement.plan.record import Plan
     from placement.serving.calibration import PartFit
     from placement.serving.closed_loop import SweepFit
     from placement.serving.efficiency import ServingEfficiency
     from placement.serving.request import ServingRequest
 
-DEFAULT_SCENARIO = default_scenario_path()
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
-
-
-def _key(section: str, field: str) -> Any:
-    """An argparse type for an option that overrides the scenario key ``section.field``: checked by that key's rule."""
-    from placement.scenario import sections as scenario
-
-    models: dict[str, type[BaseModel]] = {"solver": scenario.SolverSection, "sites.discover": scenario.DiscoverSection}
-    model = models[section]
-
-    def parse(text: str) -> Any:
-        try:
-            return scenario.key_value(model, field, text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"{exc}: the rule of the scenario key {section}.{field}") from None
-
-    return parse
-
-
-def _solver_overrides(parser: argparse.ArgumentParser, *, time_limit_of: str = "") -> None:
-    """``--solver``, ``--time-limit`` and ``--gap``, which :func:`_with_overrides` applies to the scenario."""
-    parser.add_argument("--solver", choices=["highs", "cbc"], help="override the scenario's solver")
-    of = f" of {time_limit_of}" if time_limit_of else ""
-    parser.add_argument("--time-limit", type=_key("solver", "time_limit_s"), help=f"override the solver time limit{of} [s]")
-    parser.add_argument("--gap", type=_key("solver", "gap"), help="override the relative MIP gap (0 to 1)")
 
 
 def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedScenario:
@@ -78,6 +56,7 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 def _solve(args: argparse.Namespace) -> int:
     from placement.analyses.arrangement import arrangement_options, fixed_in_background, with_arrangement
     from placement.instance.build import build_instance
+    from placement.outputs.console import print_plan
     from placement.outputs.writer import check_output_folder, write_results
     from placement.plan.solve import solve_instance
 
@@ -106,25 +85,7 @@ def _solve(args: argparse.Namespace) -> int:
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table, progress=progress)
-    s = plan.summary
-    cost = s.cost_per_million_goodput_tokens_usd
-    print(
-        f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {mw_text(s.mw_used)} MW; "
-        f"${s.objective_usd_per_h:,.0f}/h for {s.goodput_tok_s:,.0f} goodput tok/s = "
-        f"${cost:.3f} per million goodput tokens (gap {s.gap:.2%} on the {(s.gap_basis or 'solved').replace('_', ' ')} "
-        f"model, {s.solver})"
-        if cost is not None and s.gap is not None
-        else f"{s.status}: no goodput served"
-    )
-    print(
-        f"unserved share {s.unserved_share:.2%}; "
-        f"p99 TTFT mean {ms_text(s.p99_ttft_ms_mean or 0)} ms, max {ms_text(s.p99_ttft_ms_max or 0)} ms"
-    )
-    for note in plan.notes:  # each diagnosis is bounded (15 names and a count)
-        print(note)
-    for line in tail:
-        print(line)
-    print(f"results in {out}")
+    print_plan(plan, tail=tail, out=out)
     return EXIT_OK
 
 
@@ -132,8 +93,8 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     """A scenario with a horizon (or a fleet mix): the build-out engine, its year and scenario tables."""
     from placement.buildout.arrays import build_buildout
     from placement.buildout.solve import solve_stochastic
-    from placement.buildout.tables import scenario_table, year_table
     from placement.outputs.buildout import write_buildout
+    from placement.outputs.console import print_buildout
 
     horizon = loaded.scenario.horizon
     limits = {k: v for k, v in (("time_limit_s", args.time_limit), ("gap", args.gap)) if v is not None}
@@ -144,33 +105,7 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     result = solve_stochastic(buildout, msg=args.verbose, progress=progress)
     progress("writing results")
     out = write_buildout(result, args.out, maps=not args.no_maps, runtime_s=time.perf_counter() - progress.start)
-    years = year_table(result, buildout.base_index)
-    base = buildout.scenario_names[buildout.base_index]
-    span = f"{buildout.years[0]}" + (f"-{buildout.years[-1]}" if len(buildout.years) > 1 else "")
-    print(f"build-out {span}, {base} demand:")
-    print(
-        f"  {'year':>6} {'$/M goodput':>12} {'goodput tok/s':>15} {'unserved':>9} {'MW used':>9} {'sites':>6}"
-        "  nodes by accelerator"
-    )
-    for r in years.to_dict("records"):
-        mix = ", ".join(f"{a} {r[f'nodes_{a}']:,}" for a in buildout.fleet.ids if r[f"nodes_{a}"] > 0)
-        print(
-            f"  {r['year']:>6} {r['cost_per_million_goodput_tokens_usd']:>12.3f} {r['goodput_tok_s']:>15,.0f} "
-            f"{r['unserved_share']:>9.1%} {r['mw_used']:>9,.0f} {r['sites_open']:>6}  {mix}"
-        )
-    print(f"  {'scenario':>10} {'probability':>11} {'NPV cost':>14} {'mean-value plan':>16}")
-    for r in scenario_table(result).to_dict("records"):
-        print(
-            f"  {r['scenario']:>10} {r['probability']:>11.2f} {r['npv_cost_usd'] / 1e9:>12,.2f} B "
-            f"{r['mean_value_plan_npv_cost_usd'] / 1e9:>14,.2f} B"
-        )
-    print(
-        f"expected NPV ${result.expected_usd / 1e9:,.2f} B; mean-value plan ${result.eev_usd / 1e9:,.2f} B; "
-        f"value of the stochastic solution ${result.vss_usd / 1e9:,.2f} B (gap {result.gap:.2%}, {result.adopted} plan adopted)"
-    )
-    for note in result.notes:
-        print(note)
-    print(f"results in {out}")
+    print_buildout(result, buildout, out=out)
     return EXIT_OK
 
 
@@ -198,29 +133,18 @@ def _check_tail(plan: Plan, progress: StderrProgress) -> tuple[pd.DataFrame, lis
     The table is written with the other result files (:func:`placement.outputs.writer.write_results`), whole or not at all.
     """
     from placement.analyses.tail import check_tail
+    from placement.outputs.console import tail_check_lines
 
     progress("simulating every open site's busiest hour (--check-tail)")
     start = time.perf_counter()
     table = check_tail(plan)
-    flagged = table[table["exceeds"] != ""]
-    lines = [
-        f"tail check: {len(table)} site-class nodes simulated in {time.perf_counter() - start:.1f} s; "
-        f"{len(flagged)} exceed an objective (tail_check.csv)"
-    ]
-    for row in flagged.head(15).to_dict("records"):
-        lines.append(
-            f"  {row['name']} ({row['site_id']}), {row['class']}: p99 TTFT {row['simulated_ttft_p99_ms']:.1f} ms at the node "
-            f"(allowed {row['node_ttft_allowed_ms']:.1f}), p99 ITL {row['simulated_itl_p99_ms']:.1f} ms "
-            f"(objective {row['itl_objective_ms']:g}) at {row['load_factor']:.2f} x planned goodput per node"
-        )
-    if len(flagged) > 15:
-        lines.append(f"  ... and {len(flagged) - 15} more")
-    return table, lines
+    return table, tail_check_lines(table, seconds=time.perf_counter() - start)
 
 
 def _compare(args: argparse.Namespace) -> int:
     from placement.analyses.compare import compare_placements
-    from placement.outputs.compare import render_comparison, write_comparison
+    from placement.outputs.compare import write_comparison
+    from placement.outputs.console import print_comparison, print_json
     from placement.outputs.writer import check_output_folder
 
     check_output_folder(args.out)
@@ -228,29 +152,28 @@ def _compare(args: argparse.Namespace) -> int:
     rows = compare_placements(loaded, progress=StderrProgress(show=not (args.quiet or args.json)))
     out = write_comparison(rows, args.out, title=f"{loaded.scenario.name}: same silicon, different arrangement")
     if args.json:
-        print(jsonio.dumps(rows))
+        print_json(rows)
         return EXIT_OK
-    print(render_comparison(rows))
-    print(f"table and chart in {out}")
+    print_comparison(rows, out=out)
     return EXIT_OK
 
 
 def _explain(args: argparse.Namespace) -> int:
-
-    from placement.analyses.explain import explain_folder, render_table
+    from placement.analyses.explain import explain_folder
+    from placement.outputs.console import print_explanation
     from placement.outputs.writer import write_text_atomic
     from placement.results.folder import json_text
 
     folder = Path(args.outdir)
     explanation = explain_folder(folder, site=args.site, progress=StderrProgress(show=not args.quiet))
     write_text_atomic(folder / "explain.json", json_text(explanation.to_json_dict()))
-    print(render_table(explanation))
-    print(f"explain.json in {folder}")
+    print_explanation(explanation, folder=folder)
     return EXIT_OK
 
 
 def _failover(args: argparse.Namespace) -> int:
-    from placement.analyses.exposure import exposure_folder_name, failover_exposure, render_exposure
+    from placement.analyses.exposure import exposure_folder_name, failover_exposure
+    from placement.outputs.console import exposure_json, print_exposure, print_json
     from placement.outputs.exposure_files import write_exposure
 
     folder = Path(args.outdir)
@@ -260,42 +183,31 @@ def _failover(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else folder / exposure_folder_name(exposure.label)
     written = write_exposure(exposure, out, plan_folder=folder)
     if args.json:
-        print(jsonio.dumps({**exposure.headline, "folder": str(written)}))
+        print_json(exposure_json(exposure, written=written))
         return EXIT_OK
-    print(render_exposure(exposure))
-    print(f"failover_exposure.csv, failover_exposure_sites.csv and failover_exposure.json in {written}")
+    print_exposure(exposure, written=written)
     return EXIT_OK
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from placement.analyses.diff import diff_plans, render_diff
+    from placement.analyses.diff import diff_plans
+    from placement.outputs.console import print_diff, print_json
     from placement.outputs.diff_files import write_diff
     from placement.outputs.writer import check_output_folder
 
     diff = diff_plans(args.outdir_a, args.outdir_b)
     written = write_diff(diff, check_output_folder(args.out))
     if args.json:
-        print(jsonio.dumps(diff.to_json_dict()))
+        print_json(diff.to_json_dict())
         return EXIT_OK
-    print(render_diff(diff))
-    print(f"diff.json, diff.geojson and diff.png in {written}")
+    print_diff(diff, written=written)
     return EXIT_OK
-
-
-_RTT_LEGS = {
-    "internet": "data center to data center over the public internet (what the plan uses between sites)",
-    "access": "users at FROM to a site at TO, their last mile included (what the plan budgets)",
-    "backbone": "data center to data center over one provider's private backbone (not used by the plan)",
-}
-_SITE_NETWORKS = {
-    "transit": "sites on commodity transit (colocation, greenfield, hosting)",
-    "backbone": "cloud regions on their provider's backbone",
-}
 
 
 def _rtt(args: argparse.Namespace) -> int:
     from placement.network.paths import PathType, default_round_trips
     from placement.network.places import rtt_report
+    from placement.outputs.console import print_json, print_lines, rtt_lines
 
     # The rtt command reads no scenario: the bundled network and calibrated parameters, as the bundled scenarios.
     if args.measurements:
@@ -307,21 +219,9 @@ def _rtt(args: argparse.Namespace) -> int:
         args.origin, args.destination, path=path, site_network=args.site_network, round_trips=default_round_trips()
     )
     if args.json:
-        print(jsonio.dumps(report, ensure_ascii=False))
+        print_json(report, ensure_ascii=False)
         return EXIT_OK
-    origin, destination = report["from"], report["to"]
-    print(
-        f"{origin['name']} ({origin['country_code']}) -> {destination['name']} ({destination['country_code']}): {_RTT_LEGS[path]}"
-    )
-    if path is not PathType.BACKBONE:
-        print(f"  {_SITE_NETWORKS[args.site_network]}")
-    print(
-        f"  RTT {report['rtt_ms']:.1f} ms (p90 {report['rtt_p90_ms']:.1f} ms); "
-        f"physics bound {report['bound_ms']:.1f} ms (great circle in fiber)"
-    )
-    print(f"  path: {' > '.join(report['path'])}")
-    for note in report.get("notes", []):
-        print(f"  note: {note}")
+    print_lines(rtt_lines(report, path=path, site_network=args.site_network))
     return EXIT_OK
 
 
@@ -332,8 +232,9 @@ RTT_SECONDS_PER_ROW = 6e-5
 
 
 def _rtt_measurements(args: argparse.Namespace) -> int:
-    from placement.network.measurements import calibrate, format_report, load_measurements
+    from placement.network.measurements import calibrate, load_measurements
     from placement.network.paths import default_round_trips
+    from placement.outputs.console import print_json, print_rtt_calibration, rtt_calibration_json
 
     progress = StderrProgress(show=True)
     measurements = load_measurements(args.measurements)
@@ -342,16 +243,9 @@ def _rtt_measurements(args: argparse.Namespace) -> int:
         progress(f"{args.measurements}: {len(measurements):,} paths read; fitting and reporting (about {seconds:.0f} s)")
     report = calibrate(measurements, default_round_trips())
     if args.json:
-        payload = {
-            "measurements": args.measurements,
-            "table": report.table.to_dict(orient="records"),
-            "p50_factor": dict(report.corrections.p50_factor),
-            "p90_spread_factor": dict(report.corrections.p90_spread_factor),
-        }
-        print(jsonio.dumps(payload, ensure_ascii=False))
+        print_json(rtt_calibration_json(report, measurements=args.measurements), ensure_ascii=False)
         return EXIT_OK
-    for line in format_report(report, args.measurements):
-        print(line)
+    print_rtt_calibration(report, measurements=args.measurements)
     return EXIT_OK
 
 
@@ -399,28 +293,6 @@ def _simulated(request: ServingRequest, args: argparse.Namespace) -> dict[str, A
 
     check = simulate_request(request, load_factor=args.load_factor, requests=args.sim_requests, seed=args.seed)
     return None if check is None else simulation_report(check)
-
-
-def _print_simulated(report: dict[str, Any], simulated: dict[str, Any] | None, metric: str) -> None:
-    if simulated is None:
-        print("  simulated: nothing to simulate (no goodput, or disaggregated pools)")
-        return
-    print(
-        f"  simulated at {simulated['load_factor']:g} x goodput ({simulated['arrival_rate_per_s']:.1f} requests/s, "
-        f"{simulated['requests']:,} measured, chunk {simulated['chunk_tokens']} tokens/step):"
-    )
-
-    def line(label: str, analytic: float | None, sim: float | None, fmt: str = ".1f") -> None:
-        shown = "-" if analytic is None else format(analytic, fmt)
-        print(f"    {label:30}{shown:>10}{'-' if sim is None else format(sim, fmt):>11}")
-
-    print(f"    {'':30}{'analytic':>10}{'simulated':>11}")
-    line("p99 TTFT at the node [ms]", report["ttft_ms"], simulated["ttft_p99_ms"])
-    # the analytic ITL is the objective's metric: each request's mean (tpot) or every gap (step)
-    line("p99 TPOT, per request [ms]", report["itl_ms"] if metric == "tpot" else None, simulated["tpot_p99_ms"])
-    line("p99 ITL, every gap [ms]", report["itl_ms"] if metric == "step" else None, simulated["itl_p99_ms"])
-    line("tokens/s", report["goodput_tok_s"] * simulated["load_factor"], simulated["throughput_tok_s"], ",.0f")
-    line("batch per replica", report["batch"], simulated["mean_batch"], ".1f")
 
 
 def _plot_path(text: str) -> Path:
@@ -474,20 +346,33 @@ def _with_cache(
 
 
 def _goodput(args: argparse.Namespace) -> int:
+    """``placement goodput``: one node's goodput inside the objective, as text or JSON (and its Pareto curve)."""
+    from placement.outputs.console_serving import print_goodput, print_goodput_json
 
+    answer = _goodput_answer(args)
+    if args.json:
+        print_goodput_json(answer)
+        return EXIT_OK
+    print_goodput(answer)
+    return EXIT_OK
+
+
+def _goodput_answer(args: argparse.Namespace) -> GoodputAnswer:
+    """The node's report per node, with its prefix cache, its simulation and the refits; the Pareto curve is drawn."""
     from dataclasses import asdict
 
+    from placement.outputs.console_serving import GoodputAnswer
     from placement.outputs.pareto_chart import plot_pareto
     from placement.serving.efficiency import ServingEfficiency
     from placement.serving.pareto import pareto_curve
     from placement.serving.request import goodput_report
 
     plot = _plot_path(args.plot) if args.plot else None
-    request = _serving_request(args)
+    asked = _serving_request(args)
     fits = _part_fits(args.measurements, quiet=args.json) if args.measurements else []
-    refit = next((f for f in fits if (f.accelerator, f.precision) == (request.accelerator, request.precision)), None)
+    refit = next((f for f in fits if (f.accelerator, f.precision) == (asked.accelerator, asked.precision)), None)
     overrides = ServingEfficiency() if refit is None else refit.efficiency()
-    request, cache = _with_cache(args, request, None if refit is None else overrides)
+    request, cache = _with_cache(args, asked, None if refit is None else overrides)
     report = goodput_report(request, efficiency=overrides)
     report = _per_node(report, args.pool_nodes)
     if cache is not None:  # the hits' KV comes back from the tier before the prefill ends, as the plan counts it
@@ -499,67 +384,19 @@ def _goodput(args: argparse.Namespace) -> int:
     simulated = _simulated(request, args) if args.simulate else None
     if plot is not None:
         plot_pareto(pareto_curve(request), plot, itl_p99_ms=args.itl_p99_ms, title=request.label)
-    if args.json:
-        print(jsonio.dumps({**report, "simulated": simulated} if args.simulate else report))
-        return EXIT_OK
-    print(
-        f"{request.label}, {args.input_tokens} in (mean"
-        f"{'' if args.input_tokens_max is None else f', longest {args.input_tokens_max}'}) / {args.output_tokens} out, "
-        f"p99 TTFT <= {args.ttft_p99_ms:g} ms, p99 {'TPOT' if args.itl_metric == 'tpot' else 'ITL'} <= {args.itl_p99_ms:g} ms"
+    return GoodputAnswer(
+        asked=asked,
+        report=report,
+        pool_nodes=args.pool_nodes,
+        node_cost_usd_h=args.node_cost_usd_h,
+        cache=cache,
+        simulate=args.simulate,
+        simulated=simulated,
+        plot=args.plot,
+        measurements=args.measurements,
+        fits=fits,
+        refitted=refit is not None,
     )
-    if not report["goodput_tok_s"]:
-        print(f"  no goodput: {report['limit']}")
-        return EXIT_OK
-    pooled = f"; pools over {args.pool_nodes} nodes, figures per node" if args.pool_nodes > 1 else ""
-    print(
-        f"  goodput {report['goodput_tok_s']:,.0f} tok/s per node (batch {report['batch']}, TP {report['tp']}, "
-        f"{report['replicas']} replicas; limited by {report['limit']}{pooled})"
-    )
-    if cache is not None:
-        keeps = f"{cache['cache_gb_per_node']:,.0f} GB per node keeps a prefix {cache['retention_s']:,.0f} s"
-        hits = f"hit rate {cache['hit_rate_limit']:.1%} at a site that sees the whole class"
-        load = f"{cache['hit_load_ms']:.1f} ms to load the longest prompt's hits (in the prefill)"
-        cold = f"{cache['warmup_nodes_per_site']:.2f} nodes per open site for the shared prefixes it misses"
-        bare = f"without a cache {cache['goodput_tok_s_per_node_without_cache']:,.0f} tok/s per node"
-        print(f"  prefix cache ({cache['tier']} tier, {cache['reuse_profile']} reuse): {keeps}; {hits}; {load}; {cold}; {bare}")
-    if args.speculative:
-        used = report["speculative"]
-        print(
-            f"  speculative decoding: {used}, {report['tokens_per_step']:.2f} tokens per step (ITL per output token)"
-            if used
-            else "  speculative decoding: not used (plain decoding gives more goodput here)"
-        )
-    band, calibration = report["band"], report["calibration"]
-    print(
-        f"  band p10-p90 {band['goodput_p10_tok_s']:,.0f}-{band['goodput_p90_tok_s']:,.0f} tok/s (log sigma "
-        f"{band['sigma_log']:.2f}: {'; '.join(band['reasons'])})"
-    )
-    print("  calibration: " + "; ".join(f"{name} {c['value']:g} ({c['basis']})" for name, c in calibration.items()))
-    print(
-        f"  p99 {'TPOT' if args.itl_metric == 'tpot' else 'ITL'} {report['itl_ms']:.1f} ms "
-        f"(prefill chunk {report['chunk_tokens']} tokens per step, "
-        f"{report['mixed_step_share']:.0%} of steps carry one)"
-    )
-    print(
-        f"  p99 TTFT {report['ttft_ms']:.1f} ms = queue {report['queue_p99_ms']:.1f} + decode-slot wait "
-        f"{report['slot_wait_p99_ms']:.1f} + prefill {report['prefill_ms']:.1f} + KV transfer "
-        f"{report['kv_transfer_ms']:.1f} + first decode step {report['first_decode_ms']:.1f}"
-    )
-    print(
-        f"  node {report['node_kw']:.1f} kW; {report['tokens_per_s_per_mw']:,.0f} tok/s per MW; "
-        f"utilisation cap {report['utilisation_cap']:.2f}"
-    )
-    if "cost_per_million_goodput_tokens_usd" in report and report["cost_per_million_goodput_tokens_usd"] is not None:
-        print(f"  ${report['cost_per_million_goodput_tokens_usd']:.3f} per million goodput tokens at ${args.node_cost_usd_h:g}/h")
-    if args.simulate:
-        _print_simulated(report, simulated, args.itl_metric)
-    if args.plot:
-        print(f"  Pareto curve in {args.plot}")
-    if fits:
-        used = "refitted on them" if refit is not None else f"not refitted: no point of {request.accelerator} {request.precision}"
-        print(f"your measurements ({args.measurements}; {used}):")
-        print(_render_fits(fits))
-    return EXIT_OK
 
 
 def _part_fits(path: str, *, quiet: bool) -> list[PartFit] | list[SweepFit]:
@@ -580,84 +417,30 @@ def _part_fits(path: str, *, quiet: bool) -> list[PartFit] | list[SweepFit]:
         return fit_parts(points, source=path, progress=StderrProgress(show=not quiet), pool=pool)
 
 
-def _render_fits(fits: list[PartFit] | list[SweepFit]) -> str:
-    from placement.serving.calibration import PartFit, render_part_fits
-    from placement.serving.closed_loop import render_sweep_fits
-
-    return render_part_fits(fits) if isinstance(fits[0], PartFit) else render_sweep_fits(fits)
-
-
 def _calibrate(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
+    from placement.outputs.console_serving import print_calibration, print_fits_json
 
     fits = _part_fits(args.file, quiet=args.json or args.quiet)
     if args.json:
-        print(jsonio.dumps([asdict(f) for f in fits]))
+        print_fits_json(fits)
         return EXIT_OK
-    from placement.serving.calibration import PartFit
-
-    sweep = (
-        "each part's GEMM fraction"
-        if isinstance(fits[0], PartFit)
-        else "a closed-loop sweep: each part's GEMM fraction and floor scale"
-    )
-    print(f"{args.file}: {sweep} refitted on its points (the rest as calibrated)")
-    print(_render_fits(fits))
+    print_calibration(fits, source=args.file)
     return EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_written
     from placement.outputs.report_html import rerender_report
 
-    for path in rerender_report(args.outdir):
-        print(f"wrote {path}")
+    print_written(rerender_report(args.outdir))
     return EXIT_OK
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _whole_number(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def _frontier_points(text: str) -> int:
-    from placement.analyses.frontier import MAX_POINTS
-
-    value = int(text)
-    if not 2 <= value <= MAX_POINTS:
-        raise argparse.ArgumentTypeError(
-            f"must be 2 to {MAX_POINTS}, got {value}: the plan without a cap and up to {MAX_POINTS - 1} caps, 1 % of its "
-            "figure apart (closer caps differ by less than the solver's gap, and each is a whole solve)"
-        )
-    return value
-
-
-def _sim_requests(text: str) -> int:
-    value = int(text)
-    if value < 100:
-        raise argparse.ArgumentTypeError(f"a p99 needs at least 100 simulated requests, got {value}")
-    return value
 
 
 def _discover(args: argparse.Namespace) -> int:
     import tempfile
 
     from placement.analyses.discover import discover
+    from placement.outputs.console import print_discovery
     from placement.outputs.discover_files import write_discovery
     from placement.outputs.writer import check_output_folder
     from placement.scenario.sections import DiscoverSection
@@ -672,34 +455,14 @@ def _discover(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="placement-discover-") as work:
         found = discover(loaded, work=Path(work), final_folder=out.resolve(), spec=spec, progress=progress)
         write_discovery(found, out, work=Path(work), maps=not args.no_maps, progress=progress)
-    head = found.headline()
-    if not head["proposals"]:
-        why = (
-            "the plan already serves every population"
-            if head["unserved_share_before"] < 1e-6
-            else f"no city of at least {spec.min_population:,} people lies within reach of the unserved demand and "
-            f"{spec.spacing_km:g} km from every site (lower --min-population or --spacing-km)"
-        )
-        print(f"no site proposed: {why}")
-    print(
-        f"{head['proposals_opened']} of {head['proposals']} proposed sites worth building, {head['mw_built']:,.0f} MW: "
-        f"unserved {head['unserved_share_before']:.2%} -> {head['unserved_share_after']:.2%}, "
-        f"${head['usd_per_million_goodput_tokens_before']:.3f}/M -> ${head['usd_per_million_goodput_tokens_after']:.3f}/M"
-    )
-    for row in found.ranked.head(20).itertuples():
-        print(
-            f"  {row.site_id} {row.name} ({row.country_code}): {row.mw_built:,.1f} MW, takes "
-            f"{row.unserved_taken_tok_s:,.0f} unserved tok/s, entry ${row.entry_usd_per_mwh:,.0f}/MWh; gains: {row.largest_gains}"
-        )
-    for line in head["still_unserved"][:8]:
-        print(f"  still unserved: {line['population']} ({line['country_code']}) {line['unserved_share']:.0%}: {line['why']}")
-    print(f"discovery in {out}")
+    print_discovery(found, spec=spec, out=out)
     return EXIT_OK
 
 
 def _frontier(args: argparse.Namespace) -> int:
-    from placement.analyses.frontier import UNIT, USED_PER_YEAR, resource_frontier
-    from placement.outputs.frontier_files import PER_MILLION, write_frontier
+    from placement.analyses.frontier import resource_frontier
+    from placement.outputs.console import print_frontier
+    from placement.outputs.frontier_files import write_frontier
     from placement.outputs.writer import check_output_folder
 
     check_output_folder(args.out)
@@ -721,316 +484,68 @@ def _frontier(args: argparse.Namespace) -> int:
         raise InputError(
             [Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy, carbon and water"')]
         ) from None
-    import csv
-
-    with (out / "frontier.csv").open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            unit, used, per_million = UNIT[args.axis], USED_PER_YEAR[args.axis], PER_MILLION[args.axis][0]
-            cap = "no cap" if not row["cap"] else f"cap {float(row['cap']):,.0f} {unit}"
-            print(
-                f"{row['plan']}: {cap}: {float(row[used]):,.0f} {unit} a year, "
-                f"${float(row['usd_per_million_goodput_tokens']):.3f}/M, "
-                f"{float(row[per_million]):,.1f} {'gCO2e' if args.axis == 'carbon' else 'L'}/M, {row['sites_open']} sites, "
-                f"{float(row['unserved_share']):.1%} unserved"
-            )
-    print(f"frontier in {out}")
+    print_frontier(out, axis=args.axis)
     return EXIT_OK
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_sweep
     from placement.outputs.writer import check_output_folder
     from placement.sweep.run import run_sweep
 
     check_output_folder(args.out, results_markers=None)  # run_sweep checks its own marker
     table = run_sweep(args.sweep, out_dir=args.out, workers=args.workers, scheduler=args.scheduler, progress=not args.quiet)
-    solved = table[table["error"] == ""]
-    cost = solved["cost_per_million_goodput_tokens_usd"]
-    if len(solved):
-        print(
-            f"{len(solved)} of {len(table)} cases solved: ${cost.min():.3f} to ${cost.max():.3f} per million goodput tokens "
-            f"(largest gap {solved['gap'].max():.2%})"
-        )
-    for row in table[table["error"] != ""].head(5).to_dict("records"):
-        print(f"case {row['case']} ({row['case_id']}) failed: {str(row['error']).splitlines()[0]}")
-    print(f"results in {Path(args.out).resolve()}")
-    return EXIT_OK if len(solved) else EXIT_INVALID
+    print_sweep(table, out=Path(args.out).resolve())
+    solved = int((table["error"] == "").sum())
+    return EXIT_OK if solved else EXIT_INVALID
 
 
 def _validate(args: argparse.Namespace) -> int:
     from placement.analyses.validate import validate_file
+    from placement.outputs.console import print_validated
 
-    checked = validate_file(args.file if Path(args.file).suffix else scenario_file(args.file))
-    if checked.loaded is not None:
-        print(
-            f"ok: scenario {checked.loaded.scenario.name} with {len(checked.loaded.scenario.classes)} classes; "
-            f"catalog {checked.loaded.catalog_path.name}: {len(checked.sites)} sites"
-        )
-    else:
-        print(f"ok: catalog {checked.path} with {len(checked.sites)} sites")
+    print_validated(validate_file(args.file if Path(args.file).suffix else scenario_file(args.file)))
     return EXIT_OK
 
 
 def _init(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_init
     from placement.world.bundled import copy_scenario
 
-    written = copy_scenario(args.dir, args.scenario)
-    for path in written:
-        print(f"wrote {path}")
-    scenario = written[0]
-    print("next: edit the scenario and its site catalog, then")
-    print(f"  placement validate {scenario}")
-    print(f"  placement solve {scenario} --out {Path(args.dir) / 'out'}")
+    print_init(copy_scenario(args.dir, args.scenario), folder=Path(args.dir))
     return EXIT_OK
 
 
 def _scenarios(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_scenarios
     from placement.world.bundled import describe_scenarios
 
-    for scenario in describe_scenarios():
-        print(f"{scenario.key}  ({scenario.name})")
-        print(f"  {scenario.description}")
-        print(f"  {scenario.path}")
-    print("copy one to edit: placement init DIR [--scenario KEY]")
+    print_scenarios(describe_scenarios())
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``placement`` command."""
-    parser = argparse.ArgumentParser(
-        prog="placement",
-        description="Place LLM inference capacity at the lowest cost per million goodput tokens.",
-    )
+    """The argument parser of the ``placement`` command: each subcommand's arguments, bound to its handler."""
+    parser = arguments.root_parser()
     commands = parser.add_subparsers(dest="command", required=True)
-    solve = commands.add_parser("solve", help="solve a scenario and write results")
-    solve.add_argument(
-        "scenario",
-        nargs="?",
-        default=str(DEFAULT_SCENARIO),
-        help="scenario YAML, or a bundled scenario's key ('placement scenarios'; default: the bundled world)",
-    )
-    solve.add_argument("--out", default="out", help="results folder (default: out/)")
-    _solver_overrides(solve)
-    solve.add_argument("--verbose", action="store_true", help="show the solver log")
-    solve.add_argument("--quiet", action="store_true", help="no progress lines")
-    solve.add_argument(
-        "--no-maps",
-        action="store_true",
-        help="skip the maps (map.png, map_<region>.png, map.html) for scripted runs; every other file is written",
-    )
-    solve.add_argument(
-        "--check-tail",
-        action="store_true",
-        help="simulate every open site's busiest hour; list the sites whose simulated p99 breaks an objective",
-    )
-    solve.add_argument(
-        "--price-rules",
-        action="store_true",
-        help="solve again without each residency rule: what each costs ($/M, MW, per continent) in rule_prices.csv, the report",
-    )
-    solve.set_defaults(handler=_solve)
-    compare = commands.add_parser("compare", help="the optimum versus nearest-metro, cheapest-power and single-region")
-    compare.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
-    compare.add_argument("--out", default="out-compare", help="folder for compare.csv and compare.png")
-    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    _solver_overrides(compare)
-    compare.add_argument("--quiet", action="store_true", help="no progress lines")
-    compare.set_defaults(handler=_compare)
-    explain = commands.add_parser("explain", help="why each site of a solved plan is in or out")
-    explain.add_argument("outdir", help="a results folder written by 'solve'")
-    explain.add_argument("--site", help="explain one site only")
-    explain.add_argument("--quiet", action="store_true", help="no progress lines")
-    explain.set_defaults(handler=_explain)
-    failover = commands.add_parser(
-        "failover", help="what a solved plan does if a site or fault domain is lost now: re-routed, unserved, TTFT"
-    )
-    failover.add_argument("outdir", metavar="RESULTS", help="a results folder written by 'solve'")
-    failover.add_argument(
-        "--site", action="append", metavar="ID", help="a site lost (repeat for several); its id as in sites.csv"
-    )
-    failover.add_argument(
-        "--domain",
-        metavar="NAME",
-        help="a fault domain lost: one of the scenario's fault_tolerance.domains, or a catalog grid_region, campus or "
-        "corridor value (column:value to choose)",
-    )
-    failover.add_argument("--out", help="folder for the failover_exposure files (default: RESULTS/failover-<what fails>/)")
-    failover.add_argument("--json", action="store_true", help="print the headline as JSON")
-    failover.add_argument("--quiet", action="store_true", help="no progress lines")
-    failover.set_defaults(handler=_failover)
-    diff = commands.add_parser("diff", help="what changed between two results folders (A before, B after)")
-    diff.add_argument(
-        "outdir_a", metavar="OUTDIR_A", help="results folder of plan A (solve, a sweep scenario's run, a build-out year)"
-    )
-    diff.add_argument("outdir_b", metavar="OUTDIR_B", help="results folder of plan B")
-    diff.add_argument("--out", default="out-diff", help="folder for diff.json, diff.geojson and diff.png (default: out-diff/)")
-    diff.add_argument("--json", action="store_true", help="print diff.json instead of the table")
-    diff.set_defaults(handler=_diff)
-    rtt = commands.add_parser("rtt", help="round trip between two places (names or 'lat,lon')")
-    rtt.add_argument("origin", metavar="FROM", nargs="?", help='a city name ("Chicago", "Sao Paulo") or "lat,lon"')
-    rtt.add_argument("destination", metavar="TO", nargs="?", help="a city name or lat,lon")
-    rtt.add_argument(
-        "--measurements",
-        metavar="FILE",
-        help="your measured round trips (CSV: from, to, rtt_ms[, rtt_p90_ms, samples, path]): the model's error on them "
-        "before and after the corrections they make, with a held-out split",
-    )
-    rtt.add_argument(
-        "--access", action="store_true", help="users at FROM to a site at TO: exactly the round trip a plan budgets for them"
-    )
-    rtt.add_argument(
-        "--path",
-        choices=["internet", "backbone"],
-        default="internet",
-        help="data center to data center over the public internet (default; the plan's) or a provider's backbone",
-    )
-    rtt.add_argument(
-        "--site-network",
-        choices=["transit", "backbone"],
-        default="transit",
-        help="who carries the data centers' packets: transit (default: colocation, greenfield, hosting) or backbone "
-        "(cloud regions, reached at the provider's nearest edge)",
-    )
-    rtt.add_argument("--json", action="store_true", help="print JSON (rtt_ms, rtt_p90_ms, path, bound_ms, ...)")
-    rtt.set_defaults(handler=_rtt)
-    goodput = commands.add_parser("goodput", help="per-node goodput inside a p99 TTFT / ITL objective")
-    goodput.add_argument("--model", required=True, help="model id, e.g. llama-2-70b")
-    goodput.add_argument("--accelerator", required=True, help="accelerator id, e.g. h200")
-    goodput.add_argument("--gpus", type=int, default=8, help="GPUs per node")
-    goodput.add_argument("--precision", default="fp8", help="bf16, fp8 or fp4")
-    goodput.add_argument("--input-tokens", type=int, required=True, help="MEAN prompt length [tokens]")
-    goodput.add_argument(
-        "--input-tokens-max",
-        type=int,
-        help="longest prompt (or its p99): KV room and p99 TTFT [tokens]; default: every prompt is the mean",
-    )
-    goodput.add_argument("--output-tokens", type=int, required=True, help="MEAN answer length [tokens]")
-    goodput.add_argument("--ttft-p99-ms", type=float, required=True)
-    goodput.add_argument("--itl-p99-ms", type=float, required=True)
-    goodput.add_argument("--node-cost-usd-h", type=float, help="all-in node cost, for $/M goodput tokens")
-    goodput.add_argument("--prefix-cache-hit-rate", type=float, default=0.0)
-    goodput.add_argument("--disaggregated", action="store_true", help="separate prefill and decode pools")
-    goodput.add_argument(
-        "--pool-nodes",
-        type=int,
-        default=1,
-        metavar="N",
-        help="with --disaggregated: the pools span N nodes (one prefill queue over their GPUs); figures per node",
-    )
-    goodput.add_argument(
-        "--kv-link-gbit-s",
-        type=_positive_float,
-        metavar="RATE",
-        help="with --disaggregated: the prefill pool is in another metro and the prompt's KV crosses one WAN link of "
-        "this rate (take the metros' round trip off --ttft-p99-ms)",
-    )
-    goodput.add_argument(
-        "--speculative",
-        metavar="METHOD",
-        help="speculative decoding: eagle3, mtp (data/serving/speculative.csv) or auto (kept only where it gives more goodput)",
-    )
-    goodput.add_argument(
-        "--itl-metric",
-        choices=("step", "tpot"),
-        default="tpot",
-        help="what --itl-p99-ms bounds: each request's mean time per output token (tpot, the default: MLPerf's and "
-        "serving benchmarks' TPOT, what the calibration is fitted on) or every single gap between tokens (step)",
-    )
-    goodput.add_argument(
-        "--attention-dp",
-        action="store_true",
-        help="a mixture of experts may also run data-parallel attention with all-to-all experts (modelled, not calibrated)",
-    )
-    goodput.add_argument(
-        "--kv-cache",
-        choices=("hbm", "dram", "nvme"),
-        help="the prefix cache as a model, in this tier (data/serving/kv_tiers.csv); needs --prefix-reuse",
-    )
-    goodput.add_argument(
-        "--prefix-reuse",
-        metavar="PROFILE",
-        help="with --kv-cache: a profile of data/serving/prefix_reuse.csv (chat, agent); replaces --prefix-cache-hit-rate",
-    )
-    goodput.add_argument("--min-tok-s-per-user", type=float, default=0.0)
-    goodput.add_argument("--pue", type=float, default=1.0, help="for tokens/s per facility MW (1: IT power)")
-    goodput.add_argument("--plot", help="write the throughput-interactivity Pareto curve to this PNG")
-    goodput.add_argument("--json", action="store_true", help="print JSON")
-    goodput.add_argument(
-        "--simulate", action="store_true", help="also simulate the node event by event: p99 TTFT / ITL beside the analytic ones"
-    )
-    goodput.add_argument(
-        "--load-factor", type=_positive_float, default=1.0, help="--simulate: offered load over the goodput (1: planned)"
-    )
-    goodput.add_argument("--sim-requests", type=_sim_requests, default=3000, help="--simulate: requests to simulate")
-    goodput.add_argument("--seed", type=_whole_number, default=0, help="--simulate: random seed (0 or more)")
-    goodput.add_argument(
-        "--measurements",
-        metavar="FILE",
-        help="your measured goodput (the columns of data/serving/measured.csv) or a closed-loop concurrency sweep "
-        "(concurrency, input_tokens, output_tokens, output_tok_s, ...): the part's figures are refitted on it",
-    )
-    goodput.set_defaults(handler=_goodput)
-    calibrate = commands.add_parser(
-        "calibrate", help="refit the serving model on your measured goodput: fitted vs measured, and the held-out error"
-    )
-    calibrate.add_argument(
-        "file",
-        metavar="FILE",
-        help="a CSV with the columns of data/serving/measured.csv, or a closed-loop concurrency sweep (a concurrency "
-        "column: one row per level)",
-    )
-    calibrate.add_argument("--json", action="store_true", help="print the fits as JSON")
-    calibrate.add_argument("--quiet", action="store_true", help="no progress lines")
-    calibrate.set_defaults(handler=_calibrate)
-    report = commands.add_parser("report", help="rebuild report.md and report.html of a results folder (no re-solve)")
-    report.add_argument("outdir", help="a results folder written by 'solve'")
-    report.set_defaults(handler=_report)
-    finder = commands.add_parser(
-        "discover", help="where to build next: greenfield sites proposed near unserved demand, solved and ranked"
-    )
-    finder.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
-    finder.add_argument("--out", default="discover", help="folder: discovered_sites.csv, discover.json, plan/, baseline/")
-    finder.add_argument(
-        "--min-population", type=_key("sites.discover", "min_population"), help="least population of a proposed city (>= 0)"
-    )
-    finder.add_argument(
-        "--spacing-km", type=_key("sites.discover", "spacing_km"), help="least distance from every site and proposal (> 0)"
-    )
-    finder.add_argument("--max-candidates", type=_key("sites.discover", "max_candidates"), help="proposals at most (>= 1)")
-    _solver_overrides(finder, time_limit_of="each solve")
-    finder.add_argument("--quiet", action="store_true", help="no progress lines")
-    finder.add_argument("--no-maps", action="store_true", help="no maps")
-    finder.set_defaults(handler=_discover)
-    frontier = commands.add_parser(
-        "frontier", help="the cost-carbon frontier: the cheapest plan under a sequence of emissions caps"
-    )
-    frontier.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
-    frontier.add_argument("--axis", default="carbon", choices=["carbon", "water"], help="what the caps limit")
-    frontier.add_argument(
-        "--points", type=_frontier_points, default=6, help="points, the plan without a cap included: 2 to 51 (default 6)"
-    )
-    frontier.add_argument("--out", default="frontier", help="folder: frontier.csv, frontier.png, a results folder per point")
-    _solver_overrides(frontier, time_limit_of="each point's solve")
-    frontier.add_argument("--quiet", action="store_true", help="no progress lines")
-    frontier.add_argument("--no-maps", action="store_true", help="no maps in the points' results folders")
-    frontier.add_argument("--workers", type=_positive_int, help="solve the capped points on a local Dask cluster")
-    frontier.add_argument("--scheduler", default=None, help="solve the capped points on this Dask scheduler (tcp://host:port)")
-    frontier.set_defaults(handler=_frontier)
-    sweep = commands.add_parser("sweep", help="solve many what-ifs of a scenario in parallel (Dask), resumable")
-    sweep.add_argument("sweep", metavar="SWEEP", help="sweep YAML (see data/sweeps/example.yaml)")
-    sweep.add_argument("--out", default="out-sweep", help="results folder; cases already in it are not solved again")
-    sweep.add_argument("--workers", type=_positive_int, help="local worker processes, one thread each (default 2)")
-    sweep.add_argument("--scheduler", metavar="ADDRESS", help="submit to a running Dask scheduler, e.g. tcp://host:8786")
-    sweep.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
-    sweep.set_defaults(handler=_sweep)
-    init = commands.add_parser("init", help="copy a bundled scenario, its site catalog and data into a folder to edit")
-    init.add_argument("dir", metavar="DIR", help="folder to create (existing files are never overwritten)")
-    init.add_argument("--scenario", default="default", help="bundled scenario to copy (see 'scenarios'; default: default)")
-    init.set_defaults(handler=_init)
-    scenarios = commands.add_parser("scenarios", help="list the bundled scenarios")
-    scenarios.set_defaults(handler=_scenarios)
-    validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
-    validate.add_argument("file", help="a scenario YAML, a bundled scenario's key, or a site catalog (CSV/GeoJSON)")
-    validate.set_defaults(handler=_validate)
+    for add, handler in (
+        (arguments.add_solve, _solve),
+        (arguments.add_compare, _compare),
+        (arguments.add_explain, _explain),
+        (arguments.add_failover, _failover),
+        (arguments.add_diff, _diff),
+        (arguments.add_rtt, _rtt),
+        (arguments.add_goodput, _goodput),
+        (arguments.add_calibrate, _calibrate),
+        (arguments.add_report, _report),
+        (arguments.add_discover, _discover),
+        (arguments.add_frontier, _frontier),
+        (arguments.add_sweep, _sweep),
+        (arguments.add_init, _init),
+        (arguments.add_scenarios, _scenarios),
+        (arguments.add_validate, _validate),
+    ):
+        add(commands).set_defaults(handler=handler)
     return parser
 
 
