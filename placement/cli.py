@@ -504,7 +504,16 @@ def _validate(args: argparse.Namespace) -> int:
     from placement.analyses.validate import validate_file
     from placement.outputs.console import print_validated
 
-    print_validated(validate_file(args.file if Path(args.file).suffix else scenario_file(args.file)))
+    checked = validate_file(args.file if Path(args.file).suffix else scenario_file(args.file))
+    loaded = checked.loaded
+    if loaded is None:
+        print_validated(path=checked.path, n_sites=len(checked.sites))
+    else:
+        scenario = loaded.scenario
+        print_validated(
+            path=checked.path, n_sites=len(checked.sites), scenario_name=scenario.name, n_classes=len(scenario.classes),
+            catalog_name=loaded.catalog_path.name,
+        )  # fmt: skip
     return EXIT_OK
 
 

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from placement.analyses.discover import Discovery
     from placement.analyses.explain import Explanation
     from placement.analyses.exposure import FailoverExposure
-    from placement.analyses.validate import Validated
     from placement.buildout.arrays import Buildout
     from placement.buildout.solve import StochasticResult
     from placement.network.measurements import CalibrationReport
@@ -375,15 +374,28 @@ def print_sweep(table: pd.DataFrame, *, out: Path) -> None:
     print(f"results in {out}")
 
 
-def print_validated(checked: Validated) -> None:
-    """What ``placement validate`` prints for a file that passed: the scenario and its catalog, or the catalog."""
-    if checked.loaded is not None:
-        print(
-            f"ok: scenario {checked.loaded.scenario.name} with {len(checked.loaded.scenario.classes)} classes; "
-            f"catalog {checked.loaded.catalog_path.name}: {len(checked.sites)} sites"
-        )
+def print_validated(
+    *, path: Path, n_sites: int, scenario_name: str | None = None, n_classes: int = 0, catalog_name: str = ""
+) -> None:
+    """What ``placement validate`` prints for a file that passed: the scenario and its catalog, or the catalog.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file checked.
+    n_sites : int
+        Its candidate sites (after a scenario's exclusions).
+    scenario_name : str, optional
+        The scenario's name, when the file is one (else the file is a catalog).
+    n_classes : int, optional
+        The scenario's workload classes.
+    catalog_name : str, optional
+        The scenario's catalog file name.
+    """
+    if scenario_name is not None:
+        print(f"ok: scenario {scenario_name} with {n_classes} classes; catalog {catalog_name}: {n_sites} sites")
     else:
-        print(f"ok: catalog {checked.path} with {len(checked.sites)} sites")
+        print(f"ok: catalog {path} with {n_sites} sites")
 
 
 def print_written(paths: Iterable[Path]) -> None:
