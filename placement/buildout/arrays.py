@@ -25,7 +25,7 @@ from placement.instance.pair_mask import PairMask
 from placement.instance.record import Instance
 from placement.optimize.buildout.input import BuildoutInput
 from placement.progress import Progress, quiet
-from placement.rules.availability import AvailabilityRule, availability_rules, barred_mask
+from placement.rules.availability import AvailabilityRule, barred_mask
 from placement.scenario.classes import WorkloadClass
 from placement.scenario.horizon import AcceleratorOffer, DemandScenario, HorizonSection
 from placement.scenario.load import LoadedScenario
@@ -478,7 +478,7 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     mw = power_schedule(loaded, horizon, sites, years)
     life = horizon.node_life_years or math.ceil(scenario.economics.node_life_years)
     existing = _existing(horizon, sites, fleet, years, life, str(loaded.path))
-    rules = availability_rules(loaded)
+    rules = list(instance.facts.availability)  # read once, by build_instance
     barred = barred_mask(rules, sites["country_code"].fillna("").astype(str).tolist(), fleet.ids, years)
     parts = site_parts(fleet, barred, existing)
     allowed = _allowed(instance, fleet, mw, parts)
