@@ -54,7 +54,7 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.analyses.arrangement import arrangement_options, fixed_in_background, with_arrangement
+    from placement.analyses.arrangement import fixed_in_background, with_arrangement
     from placement.instance.build import build_instance
     from placement.outputs.console import print_plan
     from placement.outputs.writer import check_output_folder, write_results
@@ -73,7 +73,7 @@ def _solve(args: argparse.Namespace) -> int:
         return _solve_buildout(args, loaded, progress)
     instance = build_instance(loaded, progress=progress)
     fixed = None
-    if arrangement_options(loaded.scenario.serving):  # the comparison's solve, beside the plan's own where it can
+    if loaded.scenario.serving.arrangement_options():  # the comparison's solve, beside the plan's own where it can
         fixed = fixed_in_background(loaded, instance, _waterfall)
         where = "in a second process" if fixed.forked else "first"
         progress(f"arrangement: solving the same world with the fixed arrangement (aggregated, no speculation) {where}")
@@ -85,7 +85,7 @@ def _solve(args: argparse.Namespace) -> int:
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table, progress=progress)
-    print_plan(plan, tail=tail, out=out)
+    print_plan(plan.results, tail=tail, out=out)
     return EXIT_OK
 
 
@@ -118,13 +118,11 @@ def _waterfall(plan: Plan) -> pd.DataFrame:
 
 def _price_rules(loaded: LoadedScenario, plan: Plan, progress: StderrProgress) -> Plan:
     """The plan with what each residency rule costs: ``rule_prices.csv``, ``summary.json`` and the rules block."""
-    import dataclasses
-
     from placement.analyses.rule_price import price_lines, price_rules, with_price_lines
 
     table, headlines = price_rules(loaded, plan, progress=progress)
     notes = with_price_lines(plan.notes, price_lines(headlines))
-    return dataclasses.replace(plan, notes=notes, rule_prices=table, rule_price_headlines=headlines)
+    return plan.with_results(notes=notes, rule_prices=table, rule_price_headlines=headlines)
 
 
 def _check_tail(plan: Plan, progress: StderrProgress) -> tuple[pd.DataFrame, list[str]]:

@@ -11,7 +11,7 @@ class: $/M goodput and goodput per node (the denominator every step of the cost 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,26 +26,7 @@ from placement.profiles.build import ClassProfile
 from placement.profiles.cache_hits import class_hit_rates, site_hit_rates
 from placement.results.summary import ArrangementSummary
 from placement.scenario.load import LoadedScenario
-from placement.scenario.sections import ServingSection
 from placement.serving.prefix_cache import CacheFigures
-
-
-def arrangement_options(serving: ServingSection) -> dict[str, Any]:
-    """The arrangement options a scenario turns on (empty: the fixed arrangement)."""
-    options: dict[str, Any] = {}
-    if serving.speculative is not None:
-        options["speculative"] = serving.speculative
-    if serving.disaggregated == "auto":
-        options["disaggregated"] = "auto"
-    if serving.kv_cache is not None:
-        options["kv_cache"] = serving.kv_cache.tier
-    if serving.node_ttft_ladder:
-        options["node_ttft_ladder"] = sorted(serving.node_ttft_ladder, reverse=True)
-    if serving.pool_nodes > 1:
-        options["pool_nodes"] = serving.pool_nodes
-    if serving.cross_metro_prefill is not None:
-        options["cross_metro_prefill"] = serving.cross_metro_prefill.model_dump()
-    return options
 
 
 def fixed_arrangement(loaded: LoadedScenario) -> LoadedScenario:
@@ -294,7 +275,7 @@ def compare_arrangement(
         fixed = fixed_figures(loaded, plan.instance, waterfall)  # the same world: its round trips are reused
     classes = _class_comparison(plan, fixed, waterfall)
     return ArrangementSummary(
-        options=arrangement_options(loaded.scenario.serving),
+        options=loaded.scenario.serving.arrangement_options(),
         fixed_arrangement=_fixed_arrangement_settings(),
         unserved_share=plan.summary.unserved_share,
         unserved_share_fixed_arrangement=fixed.unserved_share,
@@ -410,4 +391,6 @@ def with_arrangement(
 ) -> Plan:
     """The plan with its arrangement compared (``summary.json`` ``arrangement``, the notes) and the sites' mode columns."""
     arrangement = compare_arrangement(loaded, plan, progress=progress, waterfall=waterfall, fixed=fixed)
-    return replace(plan, sites=site_columns(plan), notes=[*plan.notes, *arrangement_lines(arrangement)], arrangement=arrangement)
+    return plan.with_results(
+        sites=site_columns(plan), notes=[*plan.notes, *arrangement_lines(arrangement)], arrangement=arrangement
+    )

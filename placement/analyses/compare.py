@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from placement.analyses.arrangement import arrangement_options, fixed_arrangement
+from placement.analyses.arrangement import fixed_arrangement
 from placement.analyses.baselines import all_baselines
 from placement.instance.build import build_instance
 from placement.plan.record import Plan
@@ -50,13 +50,13 @@ def compare_placements(loaded: LoadedScenario, *, progress: Callable[[str], None
         ``optimal``, ``nearest-metro``, ``cheapest-power``, ``single-region``, each with
         ``cost_per_million_goodput_tokens_usd``, ``served_share``, ``tokens_per_s_per_mw``,
         ``mw_used``, ``cost_usd_per_h``, ``goodput_tok_s``, ``sites_open``; a scenario with arrangement
-        options on (:func:`placement.analyses.arrangement.arrangement_options`) adds ``optimal, fixed arrangement``:
+        options on (:meth:`placement.scenario.sections.ServingSection.arrangement_options`) adds ``optimal, fixed arrangement``:
         the same world solved with aggregated serving and no speculation.
     """
     instance = build_instance(loaded, progress=progress)
     plan = solve_instance(instance, progress=progress)
     rows = [optimal_row(plan)]
-    if arrangement_options(loaded.scenario.serving):
+    if loaded.scenario.serving.arrangement_options():
         progress("solving the same world with the fixed arrangement")
         rows.append(optimal_row(run(fixed_arrangement(loaded)), "optimal, fixed arrangement"))
     return [*rows, *(b.as_dict() for b in all_baselines(instance))]

@@ -386,4 +386,4 @@ SCENARIO_NAME = "scenario_discovered.yaml"
 def _as_written(plan: Plan, scenario_path: Path, catalog: Path) -> Plan:
     """The plan, its scenario the one written for the results folder (naming the catalog where it will be)."""
     facts = replace(plan.instance.facts, path=scenario_path, catalog=str(catalog), catalog_name=catalog.name)
-    return replace(plan, instance=replace(plan.instance, facts=facts))
+    return replace(plan, instance=replace(plan.instance, facts=facts), results=replace(plan.results, scenario_path=scenario_path))

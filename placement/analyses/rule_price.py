@@ -14,8 +14,9 @@ from typing import Any
 import pandas as pd
 
 from placement.analyses.rule_binds import scenario_rules
-from placement.plan.record import RULES_HEADER, Plan
+from placement.plan.record import Plan
 from placement.plan.solve import run
+from placement.results.record import RULES_HEADER
 from placement.results.summary import RulePrice
 from placement.scenario.document import Scenario
 from placement.scenario.load import LoadedScenario

@@ -26,7 +26,7 @@ from shapely.geometry.base import BaseGeometry
 
 from placement.outputs import geojson as geo
 from placement.outputs.world_map import load_basemap
-from placement.plan.record import Plan
+from placement.results.record import PlanResults
 
 WORLD_BOX = shapely.box(-180.0, -90.0, 180.0, 90.0)
 REACH_DEG = 5.0
@@ -128,19 +128,19 @@ def _dissolve(cells: NDArray[np.object_], whole: NDArray[np.bool_]) -> BaseGeome
     return shapely.union_all(np.concatenate([[merged], cells[~whole]]))
 
 
-def _served_cities(plan: Plan) -> pd.DataFrame:
+def _served_cities(results: PlanResults) -> pd.DataFrame:
     """Member cities with the main site of their population (cities of unserved populations dropped)."""
-    cities = plan.instance.populations.cities
-    main = plan.populations["main_site_id"].fillna("").astype(str).to_numpy()
+    cities = results.members
+    main = results.populations["main_site_id"].fillna("").astype(str).to_numpy()
     site = main[cities["population_index"].to_numpy()]
     frame = cities.assign(main_site_id=site)
     return frame[frame["main_site_id"] != ""]
 
 
-def _site_properties(plan: Plan) -> pd.DataFrame:
+def _site_properties(results: PlanResults) -> pd.DataFrame:
     """Figures of each open site and of the populations whose main site it is."""
-    opened = plan.sites[plan.sites["open"]]
-    populations = plan.populations[plan.populations["main_site_id"].fillna("") != ""]
+    opened = results.sites[results.sites["open"]]
+    populations = results.populations[results.populations["main_site_id"].fillna("") != ""]
     ranked = populations.sort_values("demand_tok_s", ascending=False)
     grouped = ranked.groupby("main_site_id")
     served = pd.DataFrame(
@@ -168,7 +168,7 @@ def _site_properties(plan: Plan) -> pd.DataFrame:
 
 
 def catchment_frame(
-    plan: Plan,
+    results: PlanResults,
     *,
     reach_deg: float = REACH_DEG,
     simplify_deg: float = SIMPLIFY_DEG,
@@ -178,8 +178,8 @@ def catchment_frame(
 
     Parameters
     ----------
-    plan : Plan
-        A solved plan.
+    results : PlanResults
+        A solved plan's results (its tables and member cities).
     reach_deg : float, optional
         Radius of land a member city may claim. [degrees]
     simplify_deg : float, optional
@@ -196,12 +196,12 @@ def catchment_frame(
         cost_usd_per_h, cost_per_million_goodput_tokens_usd, populations_served, people_served,
         population_demand_tok_s, largest_populations`` and the geometry, in WGS84.
     """
-    cities = _served_cities(plan)
+    cities = _served_cities(results)
     land = land_geometry() if land is None else land
     cells, whole = _city_cells(cities["lon"].to_numpy(float), cities["lat"].to_numpy(float), reach_deg=reach_deg)
     site_of = cities["main_site_id"].to_numpy()
     shapes = {site: _dissolve(cells[site_of == site], whole[site_of == site]) for site in np.unique(site_of)}
-    properties = _site_properties(plan)
+    properties = _site_properties(results)
     properties = properties[properties["site_id"].isin(list(shapes))].reset_index(drop=True)
     raw = np.array([shapes[s] for s in properties["site_id"]], dtype=object)
     clipped = shapely.simplify(shapely.intersection(raw, land), simplify_deg)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from placement.buildout.solve import StochasticResult
     from placement.network.measurements import CalibrationReport
     from placement.network.paths import PathType
-    from placement.plan.record import Plan
+    from placement.results.record import PlanResults
     from placement.scenario.sections import DiscoverSection
     from placement.world.bundled import BundledScenario
 
@@ -66,20 +66,20 @@ def print_lines(lines: Iterable[str]) -> None:
         print(line)
 
 
-def plan_lines(plan: Plan) -> list[str]:
+def plan_lines(results: PlanResults) -> list[str]:
     """A solved plan's headline: status, sites, nodes, power, cost per million goodput tokens, unserved and TTFT.
 
     Parameters
     ----------
-    plan : Plan
-        The solved plan; its notes (each diagnosis bounded to 15 names and a count) follow the headline.
+    results : PlanResults
+        The solved plan's results; its notes (each diagnosis bounded to 15 names and a count) follow the headline.
 
     Returns
     -------
     list of str
         The lines ``placement solve`` prints before the tail check.
     """
-    s = plan.summary
+    s = results.summary
     cost = s.cost_per_million_goodput_tokens_usd
     return [
         f"{s.status}: {s.sites_open} of {s.sites_candidate} sites open, {s.nodes:,} nodes, {mw_text(s.mw_used)} MW; "
@@ -90,13 +90,13 @@ def plan_lines(plan: Plan) -> list[str]:
         else f"{s.status}: no goodput served",
         f"unserved share {s.unserved_share:.2%}; "
         f"p99 TTFT mean {ms_text(s.p99_ttft_ms_mean or 0)} ms, max {ms_text(s.p99_ttft_ms_max or 0)} ms",
-        *plan.notes,
+        *results.notes,
     ]
 
 
-def print_plan(plan: Plan, *, tail: Sequence[str], out: Path) -> None:
+def print_plan(results: PlanResults, *, tail: Sequence[str], out: Path) -> None:
     """What ``placement solve`` prints: the plan's headline and notes, the tail check's lines, the results folder."""
-    print_lines(plan_lines(plan))
+    print_lines(plan_lines(results))
     print_lines(tail)
     print(f"results in {out}")
 

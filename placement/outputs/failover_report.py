@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from placement.plan.record import FailoverTables, Plan
 from placement.results.folder import read_table
+from placement.results.record import FailoverTables, PlanResults
 from placement.results.summary import PlanSummary
 
 SCENARIO_LIMIT = 15
@@ -230,21 +230,21 @@ def summary_protection(summary: PlanSummary, folder: Path | None = None) -> list
     )
 
 
-def plan_protection(plan: Plan) -> list[Block]:
+def plan_protection(results: PlanResults) -> list[Block]:
     """The 24x7 section of a solved plan (one line when it has no failover tables).
 
     Parameters
     ----------
-    plan : Plan
-        A solved plan.
+    results : PlanResults
+        A solved plan's results.
 
     Returns
     -------
     list of Block
     """
-    summary = plan.summary
+    summary = results.summary
     return protection_blocks(
-        plan.failover,
+        results.failover,
         protected_share=summary.n_plus_one_protected_share,
         unprotectable_share=summary.unprotectable_share,
         fault_domains=summary.fault_domains,

@@ -29,7 +29,7 @@ from placement.outputs.qgis_style import (
     populations_style,
     sites_style,
 )
-from placement.plan.record import Plan
+from placement.results.record import PlanResults
 
 GPKG_NAME = "plan.gpkg"
 
@@ -56,14 +56,14 @@ class StyledLayer:
 
 
 def plan_layers(
-    plan: Plan, *, catchments: gpd.GeoDataFrame, links: gpd.GeoDataFrame, basemap: gpd.GeoDataFrame
+    results: PlanResults, *, catchments: gpd.GeoDataFrame, links: gpd.GeoDataFrame, basemap: gpd.GeoDataFrame
 ) -> list[StyledLayer]:
     """The plan's layers, bottom first (the order QGIS draws them in ``plan.qgz``).
 
     Parameters
     ----------
-    plan : Plan
-        The plan.
+    results : PlanResults
+        The plan's results.
     catchments, links : geopandas.GeoDataFrame
         Its catchments and the latency graph's links (as written to GeoJSON).
     basemap : geopandas.GeoDataFrame
@@ -79,15 +79,15 @@ def plan_layers(
         StyledLayer(countries, countries_style()),
         StyledLayer(catchments.to_crs(geo.WGS84), catchments_style()),
         StyledLayer(links.to_crs(geo.WGS84), network_style()),
-        StyledLayer(geo.assignments_frame(plan.assignments), assignments_style(plan.assignments)),
-        StyledLayer(geo.populations_frame(plan.populations), populations_style(plan.populations)),
-        StyledLayer(geo.sites_frame(plan.sites), sites_style(plan.sites)),
+        StyledLayer(geo.assignments_frame(results.assignments), assignments_style(results.assignments)),
+        StyledLayer(geo.populations_frame(results.populations), populations_style(results.populations)),
+        StyledLayer(geo.sites_frame(results.sites), sites_style(results.sites)),
     ]
-    discovered = discovered_frame(plan.sites)
+    discovered = discovered_frame(results.sites)
     if discovered is not None:
         layers.append(StyledLayer(discovered, discovered_style(discovered)))
-    if plan.failover is not None:
-        layers.append(StyledLayer(failover_frame(plan.failover.sites, plan.sites), failover_style()))
+    if results.failover is not None:
+        layers.append(StyledLayer(failover_frame(results.failover.sites, results.sites), failover_style()))
     return [layer for layer in layers if len(layer.frame)]
 
 

@@ -11,8 +11,8 @@ import geopandas as gpd
 import numpy as np
 
 from placement.network.graph import link_lengths_km, link_rtt_ms
-from placement.network.latency import LatencyModel
 from placement.network.load import GraphLatencyParams, Network
+from placement.network.paths import RoundTrips
 from placement.outputs import geojson as geo
 
 LINK_FRAME_COLUMNS = ("a", "b", "kind", "length_km", "published_length_km", "great_circle_km", "rtt_ms", "cables", "source")
@@ -63,25 +63,24 @@ def graph_links_frame(network: Network, params: GraphLatencyParams) -> gpd.GeoDa
     return gpd.GeoDataFrame(frame[list(LINK_FRAME_COLUMNS)], geometry=geometry, crs=geo.WGS84)
 
 
-def links_frame(latency: LatencyModel) -> gpd.GeoDataFrame:
+def links_frame(round_trips: RoundTrips | None) -> gpd.GeoDataFrame:
     """The links a scenario's round trips are computed over, as LineStrings (none for the great-circle model).
 
     Parameters
     ----------
-    latency : LatencyModel
-        The scenario's latency model.
+    round_trips : RoundTrips or None
+        The graph latency model's round trips (``LatencyModel.round_trips``); None for the great-circle
+        model, which has no links.
 
     Returns
     -------
     geopandas.GeoDataFrame
-        As :func:`graph_links_frame` over the model's network with its public-internet parameters;
-        empty (same columns) for the great-circle model, which has no links.
+        As :func:`graph_links_frame` over the round trips' network with its public-internet parameters;
+        empty (same columns) without round trips.
     """
-    if latency.kind == "great_circle":
+    if round_trips is None:
         return gpd.GeoDataFrame({c: [] for c in LINK_FRAME_COLUMNS}, geometry=[], crs=geo.WGS84)
-    if latency.round_trips is None:
-        raise ValueError("a graph latency model needs its round trips")
-    return graph_links_frame(latency.round_trips.network, latency.round_trips.internet)
+    return graph_links_frame(round_trips.network, round_trips.internet)
 
 
 def write_network(links: gpd.GeoDataFrame, folder: Path) -> Path:

@@ -41,7 +41,7 @@ from placement.outputs.world_map import (
     finite_points,
     load_basemap,
 )
-from placement.plan.record import Plan
+from placement.results.record import PlanResults
 
 __all__ = ["REGIONS", "Region", "draw_region", "draw_regional_maps", "draw_regional_maps_from_tables", "regions_with_open_sites"]
 
@@ -275,13 +275,13 @@ def _finish(fig: Figure, ax: Axes, region: Region, title: str, sites: pd.DataFra
     bar.set_label("open site: $ per million goodput tokens\n(all-in $/h / tokens delivered inside the SLO)")
 
 
-def draw_regional_maps(plan: Plan, folder: Path, *, catchments: gpd.GeoDataFrame | None) -> list[Path]:
+def draw_regional_maps(results: PlanResults, folder: Path, *, catchments: gpd.GeoDataFrame | None) -> list[Path]:
     """Write ``map_<region>.png`` for every region with an open site.
 
     Parameters
     ----------
-    plan : Plan
-        A solved plan.
+    results : PlanResults
+        A solved plan's results.
     folder : Path
         Results folder.
     catchments : geopandas.GeoDataFrame or None
@@ -294,9 +294,9 @@ def draw_regional_maps(plan: Plan, folder: Path, *, catchments: gpd.GeoDataFrame
         The files written, in the order of :data:`REGIONS`.
     """
     return draw_regional_maps_from_tables(
-        (plan.sites, plan.assignments, plan.populations),
+        (results.sites, results.assignments, results.populations),
         Path(folder),
-        title=plan.summary.scenario,
+        title=results.summary.scenario,
         catchments=catchments,
     )
 

@@ -27,9 +27,9 @@ from placement.outputs.budget_chart import COMPONENT_LABELS, budget_rows, draw_t
 from placement.outputs.cost_waterfall import cost_waterfall, draw_cost_waterfall
 from placement.outputs.failover_report import Block, plan_protection, protection_blocks, summary_protection
 from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
-from placement.plan.record import Plan, split_rules
 from placement.results.cost_breakdown import CostBreakdown
 from placement.results.folder import read_results_folder
+from placement.results.record import PlanResults, split_rules
 from placement.results.summary import PlanSummary
 from placement.results.textfmt import ms_text, mw_text
 
@@ -346,15 +346,15 @@ def draw_charts_of_tables(summary: PlanSummary, sites: pd.DataFrame, assignments
     return draw_cost_waterfall(table, folder / "cost_waterfall.png", unserved_share=summary.unserved_share)
 
 
-def write_report_html(plan: Plan, folder: Path) -> Path:
+def write_report_html(results: PlanResults, folder: Path) -> Path:
     """Draw ``ttft_budget.png`` and ``cost_waterfall.png`` and write ``report.html`` into a results folder.
 
     Call it after the maps are written: it embeds every ``map*.png`` it finds.
 
     Parameters
     ----------
-    plan : Plan
-        A solved plan.
+    results : PlanResults
+        A solved plan's results.
     folder : Path
         Results folder.
 
@@ -364,9 +364,11 @@ def write_report_html(plan: Plan, folder: Path) -> Path:
         ``report.html``.
     """
     folder = Path(folder)
-    draw_ttft_budget(plan.assignments, folder / "ttft_budget.png")
-    draw_charts_of_tables(plan.summary, plan.sites, plan.assignments, folder)
-    text = render_html(plan.summary, plan.sites, plan.populations, plan.notes, folder, protection=plan_protection(plan))
+    draw_ttft_budget(results.assignments, folder / "ttft_budget.png")
+    draw_charts_of_tables(results.summary, results.sites, results.assignments, folder)
+    text = render_html(
+        results.summary, results.sites, results.populations, results.notes, folder, protection=plan_protection(results)
+    )
     return _write_text(folder / "report.html", text)
 
 

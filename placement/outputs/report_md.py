@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 
 from placement.outputs.failover_report import Block, protection_blocks
-from placement.plan.record import split_rules
 from placement.results.cost_breakdown import CostBreakdown, cost_breakdown_of_site_table
+from placement.results.record import split_rules
 from placement.results.summary import PlanSummary
 from placement.results.textfmt import ms_text, mw_text
 

@@ -29,9 +29,9 @@ from matplotlib.colors import Normalize, to_hex
 
 from placement.outputs.classes import deadline_classes
 from placement.outputs.failover_report import if_lost_texts
-from placement.plan.record import Plan
 from placement.profiles.ttft_budget import COMPONENTS
 from placement.results import jsonio
+from placement.results.record import PlanResults
 
 __all__ = ["VENDOR_DIR", "leaflet_assets", "render_webmap", "webmap_data", "write_webmap"]
 
@@ -295,7 +295,7 @@ def drawn_populations(
 
 
 def webmap_data(
-    plan: Plan,
+    results: PlanResults,
     *,
     catchments: gpd.GeoDataFrame,
     links: gpd.GeoDataFrame,
@@ -305,8 +305,8 @@ def webmap_data(
 
     Parameters
     ----------
-    plan : Plan
-        A solved plan.
+    results : PlanResults
+        A solved plan's results.
     catchments : geopandas.GeoDataFrame
         Catchment polygons (:func:`placement.outputs.catchments.catchment_frame`).
     links : geopandas.GeoDataFrame
@@ -323,19 +323,19 @@ def webmap_data(
     from placement.outputs.world_map import load_basemap
 
     basemap = load_basemap() if basemap is None else basemap
-    populations, assignments, shown = drawn_populations(plan.populations, plan.assignments)
+    populations, assignments, shown = drawn_populations(results.populations, results.assignments)
     catchments = catchments.assign(tint=[CATCHMENT_TINTS[k % len(CATCHMENT_TINTS)] for k in range(len(catchments))])
     columns = [
         c
         for c in ("site_id", "name", "populations_served", "people_served", "largest_populations", "mw_used", "tint")
         if c in catchments
     ]
-    _, norm = _site_colours(plan.sites)
-    _, carbon_norm = _carbon_colours(plan.sites)
-    _, water_norm = _water_colours(plan.sites)
+    _, norm = _site_colours(results.sites)
+    _, carbon_norm = _carbon_colours(results.sites)
+    _, water_norm = _water_colours(results.sites)
     cmap = matplotlib.colormaps[COST_CMAP]
-    s = plan.summary
-    failover = plan.failover
+    s = results.summary
+    failover = results.failover
     if_lost = if_lost_texts(failover.scenarios) if failover is not None else None
     summary = {
         "scenario": s.scenario,
@@ -352,7 +352,7 @@ def webmap_data(
     return {
         "summary": summary,
         "countries": countries_geojson(basemap),
-        "sites": _sites(plan.sites, if_lost=if_lost),
+        "sites": _sites(results.sites, if_lost=if_lost),
         "populations": _populations(populations, assignments),
         "assignments": _assignment_lines(assignments),
         "catchments": _features(catchments, columns),
@@ -367,9 +367,9 @@ def webmap_data(
             "water_min": None if water_norm is None else _num(water_norm.vmin),
             "water_max": None if water_norm is None else _num(water_norm.vmax),
             "water_gradient": [to_hex(matplotlib.colormaps[WATER_CMAP](x)) for x in np.linspace(0.0, 1.0, 7)],
-            "mw_max": _num(plan.sites["mw_used"].max(), 3),
+            "mw_max": _num(results.sites["mw_used"].max(), 3),
             "components": list(COMPONENTS),
-            "deadline_classes": sorted(deadline_classes(plan.assignments)),
+            "deadline_classes": sorted(deadline_classes(results.assignments)),
         },
     }
 
@@ -405,13 +405,13 @@ def render_webmap(data: Mapping[str, Any], *, title: str) -> str:
     )
 
 
-def write_webmap(plan: Plan, path: Path, *, catchments: gpd.GeoDataFrame, links: gpd.GeoDataFrame) -> Path:
+def write_webmap(results: PlanResults, path: Path, *, catchments: gpd.GeoDataFrame, links: gpd.GeoDataFrame) -> Path:
     """Write the interactive map.
 
     Parameters
     ----------
-    plan : Plan
-        A solved plan.
+    results : PlanResults
+        A solved plan's results.
     path : Path
         HTML file to write (``map.html`` in a results folder).
     catchments : geopandas.GeoDataFrame
@@ -424,8 +424,8 @@ def write_webmap(plan: Plan, path: Path, *, catchments: gpd.GeoDataFrame, links:
     Path
         The file written.
     """
-    title = f"{plan.summary.scenario}: interactive placement map"
-    Path(path).write_text(render_webmap(webmap_data(plan, catchments=catchments, links=links), title=title), encoding="utf-8")
+    title = f"{results.summary.scenario}: interactive placement map"
+    Path(path).write_text(render_webmap(webmap_data(results, catchments=catchments, links=links), title=title), encoding="utf-8")
     return Path(path)
 
 

@@ -29,9 +29,10 @@ from placement.outputs.report_html import write_report_html
 from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map, load_basemap
-from placement.plan.record import ROW_COLUMNS, ROW_DIGITS, Plan
+from placement.plan.record import Plan
 from placement.progress import Progress, quiet
 from placement.results.folder import write_csv, write_csv_chunks, write_json
+from placement.results.record import ROW_COLUMNS, ROW_DIGITS, PlanResults
 
 MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json", "frontier.csv", "discover.json")
 
@@ -41,79 +42,98 @@ TAIL_DIGITS = 6
 """Significant digits of ``tail_check.csv``'s figures (simulated: more would be noise)."""
 
 
-def summary_json_dict(plan: Plan) -> dict[str, Any]:
+def summary_json_dict(results: PlanResults) -> dict[str, Any]:
     """What ``summary.json`` holds: the plan's figures, its notes and the scenario's path.
 
     Parameters
     ----------
-    plan : Plan
-        A solved plan.
+    results : PlanResults
+        A solved plan's results.
 
     Returns
     -------
     dict
         JSON-ready (through :func:`placement.results.folder.write_json`).
     """
-    record = {**plan.summary.to_json_dict(), "notes": list(plan.notes), "scenario_path": str(plan.scenario_path)}
-    if plan.rule_price_headlines is not None:
-        record["rule_prices"] = [h.to_json_dict() for h in plan.rule_price_headlines]
-    if plan.arrangement is not None:
-        record["arrangement"] = plan.arrangement.to_json_dict()
+    record = {**results.summary.to_json_dict(), "notes": list(results.notes), "scenario_path": str(results.scenario_path)}
+    if results.rule_price_headlines is not None:
+        record["rule_prices"] = [h.to_json_dict() for h in results.rule_price_headlines]
+    if results.arrangement is not None:
+        record["arrangement"] = results.arrangement.to_json_dict()
     return record
 
 
 def _write_all(plan: Plan, folder: Path, *, maps: bool, tail_check: pd.DataFrame | None, progress: Progress = quiet) -> None:
-    shutil.copyfile(plan.scenario_path, folder / "scenario.yaml")
-    write_json(summary_json_dict(plan), folder / "summary.json")
-    write_csv(plan.sites, folder / "sites.csv")
-    write_csv(plan.assignments, folder / "assignments.csv")
-    write_csv(plan.populations, folder / "populations.csv")
-    members = plan.instance.populations.cities
-    ids = plan.populations["population_id"].to_numpy()[members["population_index"].to_numpy()]
+    """Every file of a plan: the writers take its results; its instance gives the network and the measured pings."""
+    latency = plan.instance.latency
+    links = links_frame(latency.round_trips if latency.kind == "graph" else None)  # the network of the round trips
+    measured = latency.calibration.table if latency.calibration is not None else None
+    cross_metro = cross_metro_links(plan) if plan.instance.cross_metro is not None else None
+    _write_results(plan.results, folder, links=links, measured=measured, cross_metro=cross_metro, maps=maps,
+                   tail_check=tail_check, progress=progress)  # fmt: skip
+
+
+def _write_results(
+    results: PlanResults,
+    folder: Path,
+    *,
+    links: pd.DataFrame,
+    measured: pd.DataFrame | None,
+    cross_metro: pd.DataFrame | None,
+    maps: bool,
+    tail_check: pd.DataFrame | None,
+    progress: Progress,
+) -> None:
+    shutil.copyfile(results.scenario_path, folder / "scenario.yaml")
+    write_json(summary_json_dict(results), folder / "summary.json")
+    write_csv(results.sites, folder / "sites.csv")
+    write_csv(results.assignments, folder / "assignments.csv")
+    write_csv(results.populations, folder / "populations.csv")
+    members = results.members
+    ids = results.populations["population_id"].to_numpy()[members["population_index"].to_numpy()]
     write_csv(members.assign(population_id=ids).drop(columns=["population_index"]), folder / "population_members.csv")
     if tail_check is not None:
         write_csv(tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
-    if plan.rule_prices is not None:
-        write_csv(plan.rule_prices, folder / "rule_prices.csv")
-    calibration = plan.instance.latency.calibration
-    if calibration is not None:  # the scenario's latency.measurements: before/after error on the planner's own pings
-        write_csv(calibration.table, folder / "latency_measurements.csv")
-    if plan.failover is not None:
-        write_csv_chunks(plan.failover.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
-        write_csv(plan.failover.sites, folder / "failover_sites.csv")
-        write_csv(plan.failover.scenarios, folder / "failover_scenarios.csv")
-    progress(f"wrote the tables: sites.csv, assignments.csv ({len(plan.assignments):,} rows), populations.csv, summary.json")
-    geo.write_geojson(geo.sites_frame(plan.sites), folder / "sites.geojson")
-    geo.write_geojson(geo.assignments_frame(plan.assignments), folder / "assignments.geojson")
-    geo.write_geojson(geo.populations_frame(plan.populations), folder / "populations.geojson")
-    if plan.instance.cross_metro is not None:  # which decode sites prefill where: a network team's WAN links
-        links = cross_metro_links(plan)
-        write_csv(links, folder / "cross_metro_links.csv")
-        geo.write_geojson(geo.cross_metro_frame(links, plan.sites), folder / "cross_metro_links.geojson")
-    summary = plan.summary
+    if results.rule_prices is not None:
+        write_csv(results.rule_prices, folder / "rule_prices.csv")
+    if measured is not None:  # the scenario's latency.measurements: before/after error on the planner's own pings
+        write_csv(measured, folder / "latency_measurements.csv")
+    if results.failover is not None:
+        write_csv_chunks(results.failover.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
+        write_csv(results.failover.sites, folder / "failover_sites.csv")
+        write_csv(results.failover.scenarios, folder / "failover_scenarios.csv")
+    progress(f"wrote the tables: sites.csv, assignments.csv ({len(results.assignments):,} rows), populations.csv, summary.json")
+    geo.write_geojson(geo.sites_frame(results.sites), folder / "sites.geojson")
+    geo.write_geojson(geo.assignments_frame(results.assignments), folder / "assignments.geojson")
+    geo.write_geojson(geo.populations_frame(results.populations), folder / "populations.geojson")
+    if cross_metro is not None:  # which decode sites prefill where: a network team's WAN links
+        write_csv(cross_metro, folder / "cross_metro_links.csv")
+        geo.write_geojson(geo.cross_metro_frame(cross_metro, results.sites), folder / "cross_metro_links.geojson")
+    summary = results.summary
     cost = summary.cost_per_million_goodput_tokens_usd
     title = f"{summary.scenario}: {summary.sites_open} sites, " + (
         f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
-    catchments = catchment_frame(plan)  # once: the GeoJSON, the maps and the web map draw the same
+    catchments = catchment_frame(results)  # once: the GeoJSON, the maps and the web map draw the same
     progress("wrote the GeoJSON layers: sites, assignments, populations")
     if maps:
-        draw_world_map(plan.sites, plan.assignments, plan.populations, folder / "map.png", title=title, catchments=catchments)
+        draw_world_map(results.sites, results.assignments, results.populations, folder / "map.png", title=title,
+                       catchments=catchments)  # fmt: skip
         progress("drew map.png")
-    report = render_markdown(plan.summary, plan.sites, plan.populations, plan.notes, protection=plan_protection(plan))
+    report = render_markdown(results.summary, results.sites, results.populations, results.notes,
+                             protection=plan_protection(results))  # fmt: skip
     (folder / "report.md").write_text(report, encoding="utf-8")
-    links = links_frame(plan.instance.latency)  # the network the plan's round trips were computed on
     write_catchments(catchments, folder)
     write_network(links, folder)
-    layers = plan_layers(plan, catchments=catchments, links=links, basemap=load_basemap())
+    layers = plan_layers(results, catchments=catchments, links=links, basemap=load_basemap())
     write_geopackage(layers, folder / GPKG_NAME)
     write_qgis_project(layers, folder / QGZ_NAME, title=title)
     progress("wrote report.md, catchments, the network, plan.gpkg and plan.qgz")
     if maps:
-        draw_regional_maps(plan, folder, catchments=catchments)
-        write_webmap(plan, folder / "map.html", catchments=catchments, links=links)
+        draw_regional_maps(results, folder, catchments=catchments)
+        write_webmap(results, folder / "map.html", catchments=catchments, links=links)
         progress("drew the regional maps and map.html")
-    write_report_html(plan, folder)  # last: embeds map.png, map_*.png (when drawn) and ttft_budget.png
+    write_report_html(results, folder)  # last: embeds map.png, map_*.png (when drawn) and ttft_budget.png
 
 
 def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...] | None = MARKERS) -> Path:

@@ -27,7 +27,7 @@ from placement.economics.cost import cost_per_million_tokens_usd
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.protect import exposed
 from placement.optimize.rows import group_by
-from placement.plan.record import ROW_COLUMNS, SCENARIO_COLUMNS, SITE_COLUMNS, FailoverTables
+from placement.results.record import ROW_COLUMNS, SCENARIO_COLUMNS, SITE_COLUMNS, FailoverTables
 
 if TYPE_CHECKING:
     from placement.instance.record import Instance

@@ -14,8 +14,8 @@ from placement.instance.record import Instance
 from placement.optimize.problem import PlacementSolution
 from placement.optimize.protect import exposed
 from placement.plan.failover import protection_shares
-from placement.plan.record import RULES_HEADER
 from placement.profiles.ttft_budget import max_rtt_ms
+from placement.results.record import RULES_HEADER
 from placement.results.summary import (
     PlanSummary,
 )

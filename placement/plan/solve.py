@@ -38,6 +38,7 @@ from placement.plan.record import Plan
 from placement.plan.summarise import ratio_bound_per_million, summarise
 from placement.plan.tables import assignment_table, population_table, site_table
 from placement.progress import Progress, quiet
+from placement.results.record import PlanResults
 from placement.results.summary import cap_cost
 from placement.results.textfmt import mw_text, usd_per_m_text
 from placement.scenario.load import LoadedScenario
@@ -99,16 +100,18 @@ def _assemble(instance: Instance, solution: PlacementSolution, status: str, note
         failover = failover_tables(instance, solution)
         notes = [*notes, *protection_notes(instance, solution, summary)]
     plan_notes = [*notes, *rule_notes(instance, sites)]
-    return Plan(
-        instance=instance,
-        solution=solution,
+    results = PlanResults(
+        scenario=instance.facts.name,
+        scenario_path=instance.facts.path,
         sites=sites,
         assignments=assignments,
         populations=populations,
+        members=instance.populations.cities,
         summary=summary,
         notes=plan_notes,
         failover=failover,
     )
+    return Plan(instance=instance, solution=solution, results=results)
 
 
 def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress = quiet, price_caps: bool = True) -> Plan:
@@ -142,7 +145,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         return plan
     progress("what the caps cost: the same model without them")
     uncapped = _solve_instance(replace(instance, inputs=replace(instance.inputs, caps=())), msg=msg, progress=progress)
-    return replace(plan, summary=replace(plan.summary, cap_cost=cap_cost(plan.summary, uncapped.summary)))
+    return plan.with_results(summary=replace(plan.summary, cap_cost=cap_cost(plan.summary, uncapped.summary)))
 
 
 def _solve_optional(instance: Instance, options: SolverOptions, notes: list[str]) -> Plan:

@@ -212,6 +212,23 @@ class ServingSection(Section):
         "calibration's residuals allow; p50: the modelled figure)",
     )
 
+    def arrangement_options(self) -> dict[str, Any]:
+        """The arrangement options this section turns on (empty: the fixed arrangement), as ``summary.json`` names them."""
+        options: dict[str, Any] = {}
+        if self.speculative is not None:
+            options["speculative"] = self.speculative
+        if self.disaggregated == "auto":
+            options["disaggregated"] = "auto"
+        if self.kv_cache is not None:
+            options["kv_cache"] = self.kv_cache.tier
+        if self.node_ttft_ladder:
+            options["node_ttft_ladder"] = sorted(self.node_ttft_ladder, reverse=True)
+        if self.pool_nodes > 1:
+            options["pool_nodes"] = self.pool_nodes
+        if self.cross_metro_prefill is not None:
+            options["cross_metro_prefill"] = self.cross_metro_prefill.model_dump()
+        return options
+
 
 GREAT_CIRCLE_ACCESS_MS = 8.0
 """Users' last mile of the great-circle model when the scenario gives none. [ms]"""

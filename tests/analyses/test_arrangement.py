@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from placement.analyses.arrangement import arrangement_options, fixed_arrangement
+from placement.analyses.arrangement import fixed_arrangement
 from placement.cli import main
 from placement.profiles.build import class_profiles
 from placement.scenario.classes import WorkloadClass
@@ -45,7 +45,7 @@ def test_disaggregated_auto_splits_the_pools_only_where_they_give_more_goodput()
 
 def test_the_options_and_the_fixed_arrangement() -> None:
     loaded = load_scenario(scenario_file("world-arrangement"))
-    assert arrangement_options(loaded.scenario.serving) == {
+    assert loaded.scenario.serving.arrangement_options() == {
         "speculative": "auto",
         "disaggregated": "auto",
         "kv_cache": "dram",
@@ -56,9 +56,9 @@ def test_the_options_and_the_fixed_arrangement() -> None:
     fixed = fixed_arrangement(loaded).scenario.serving
     assert fixed.speculative is None and fixed.disaggregated is False and fixed.kv_cache is None
     assert fixed.node_ttft_ladder is None and fixed.pool_nodes == 1 and fixed.cross_metro_prefill is None
-    assert arrangement_options(fixed) == {}
+    assert fixed.arrangement_options() == {}
     default = load_scenario(scenario_file("default"))
-    assert arrangement_options(default.scenario.serving) == {}, "the bundled default keeps the fixed arrangement"
+    assert default.scenario.serving.arrangement_options() == {}, "the bundled default keeps the fixed arrangement"
 
 
 @pytest.mark.slow

@@ -108,13 +108,13 @@ def test_web_map_draws_the_scenario_network(edited: dict[str, Any]) -> None:
 
 def test_bundled_network_still_has_the_link(edited: dict[str, Any]) -> None:
     """The control: the link the test removes is on the bundled network (else the test proves nothing)."""
-    links = links_frame(edited["bundled"].latency)
+    links = links_frame(edited["bundled"].latency.round_trips)
     assert frozenset(edited["crossing"]) in _links_pairs(list(zip(links["a"], links["b"], strict=True)))
 
 
 def test_great_circle_model_has_no_links(tmp_path: Path) -> None:
     latency = LatencyModel.from_great_circle(LatencyParams(route_factor=1.5, fixed_ms=2.0, access_ms=8.0))
-    path = write_network(links_frame(latency), tmp_path)
+    path = write_network(links_frame(latency.round_trips), tmp_path)
     assert json.loads(path.read_text(encoding="utf-8"))["features"] == []
 
 
@@ -136,9 +136,9 @@ def test_catchments_are_computed_once_per_results_folder(tmp_path: Path, monkeyp
     assert not hasattr(catchments, "_CACHE") and not hasattr(catchments, "catchments_of")
     calls: list[int] = []
 
-    def counted(plan: Any, **options: Any) -> Any:
+    def counted(results: Any, **options: Any) -> Any:
         calls.append(1)
-        return catchments.catchment_frame(plan, **options)
+        return catchments.catchment_frame(results, **options)
 
     monkeypatch.setattr(writer, "catchment_frame", counted)
     plan = run(load_scenario(write_scenario(tmp_path)))
@@ -153,7 +153,7 @@ def test_catchments_are_computed_once_per_results_folder(tmp_path: Path, monkeyp
     [
         (backbone_rtt_ms, ("params", "network")),
         (graph_links_frame, ("network", "params")),
-        (links_frame, ("latency",)),
+        (links_frame, ("round_trips",)),
         (hubs_frame, ("network",)),
         (load_network, ("hubs_path", "links_path")),
         (rtt_report, ("round_trips",)),

@@ -237,7 +237,7 @@ def test_n_plus_one_under_a_shortfall_is_applied_or_said_loudly(tmp_path: Path, 
     assert dropped.summary.n_plus_one and dropped.summary.n_plus_one_applied is False
     assert dropped.notes[0].startswith("N+1 NOT APPLIED: fault_tolerance.n_plus_one is set")
     assert dropped.failover is None
-    assert summary_json_dict(dropped)["n_plus_one_applied"] is False
+    assert summary_json_dict(dropped.results)["n_plus_one_applied"] is False
 
 
 def test_optional_serving_with_a_large_n_plus_one_model_is_protected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

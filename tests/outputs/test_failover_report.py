@@ -18,7 +18,7 @@ from placement.outputs.failover_report import (
 from placement.outputs.report_html import _blocks
 from placement.outputs.report_md import blocks_markdown
 from placement.outputs.webmap import _sites
-from placement.plan.record import FailoverTables
+from placement.results.record import FailoverTables
 
 
 def _scenarios() -> pd.DataFrame:

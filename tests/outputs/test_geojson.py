@@ -37,9 +37,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Plan]:
     assert main(["solve", str(scenario), "--out", str(out), "--quiet"]) == 0
     plan = run(load_scenario(scenario))
     if not (out / "catchments.geojson").exists():  # until outputs.py writes them itself
-        write_catchments(catchment_frame(plan), out)
+        write_catchments(catchment_frame(plan.results), out)
     if not (out / "network.geojson").exists():
-        write_network(links_frame(plan.instance.latency), out)
+        write_network(links_frame(plan.instance.latency.round_trips), out)
     return out, plan
 
 
@@ -205,7 +205,7 @@ def test_checker_finds_each_broken_rule() -> None:
 
 def test_catchments_partition_the_served_land(results: tuple[Path, Plan]) -> None:
     out, plan = results
-    frame = catchment_frame(plan)
+    frame = catchment_frame(plan.results)
     mains = plan.populations["main_site_id"].fillna("")
     assert set(frame["site_id"]) == set(mains[mains != ""])
     assert set(frame["site_id"]) <= set(plan.sites.loc[plan.sites["open"], "site_id"])

@@ -70,7 +70,7 @@ def test_a_regional_map_is_rendered_only_to_be_saved(tmp_path: Path, monkeypatch
         original(self, renderer)
 
     monkeypatch.setattr(Figure, "draw", counted)
-    written = regional_maps.draw_regional_maps(plan, tmp_path, catchments=None)
+    written = regional_maps.draw_regional_maps(plan.results, tmp_path, catchments=None)
     assert written
     # savefig renders twice (the tight bounding box, then the PNG); geopandas rendered once more per .plot() (3 a map)
     assert len(draws) <= 2 * len(written)

@@ -54,7 +54,12 @@ def plan_and_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Pat
     plan = run(load_scenario(write_scenario(folder, catalog=catalog)))
     out = folder / "out"
     out.mkdir()
-    write_webmap(plan, out / "map.html", catchments=catchment_frame(plan), links=links_frame(plan.instance.latency))
+    write_webmap(
+        plan.results,
+        out / "map.html",
+        catchments=catchment_frame(plan.results),
+        links=links_frame(plan.instance.latency.round_trips),
+    )
     return plan, out
 
 
@@ -156,7 +161,7 @@ def test_harness_sees_a_console_error(tmp_path: Path) -> None:
 
 def test_regional_maps_only_where_sites_are_open(plan_and_folder: tuple[Plan, Path]) -> None:
     plan, out = plan_and_folder
-    written = draw_regional_maps(plan, out, catchments=catchment_frame(plan))
+    written = draw_regional_maps(plan.results, out, catchments=catchment_frame(plan.results))
     assert [p.name for p in written] == ["map_north_america.png", "map_europe.png"]  # Ashburn/Chicago and Frankfurt
     for path in written:
         image = matplotlib.image.imread(path)
@@ -179,12 +184,12 @@ def test_ttft_budget_rows_are_per_class_least_slack_and_median(plan_and_folder: 
 
 def test_report_html_embeds_every_map_and_can_be_rebuilt(plan_and_folder: tuple[Plan, Path]) -> None:
     plan, out = plan_and_folder
-    draw_regional_maps(plan, out, catchments=catchment_frame(plan))
-    (out / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan)), encoding="utf-8")
+    draw_regional_maps(plan.results, out, catchments=catchment_frame(plan.results))
+    (out / "summary.json").write_text(jsonio.dumps(summary_json_dict(plan.results)), encoding="utf-8")
     plan.sites.to_csv(out / "sites.csv", index=False)
     plan.assignments.to_csv(out / "assignments.csv", index=False)
     plan.populations.to_csv(out / "populations.csv", index=False)
-    first = write_report_html(plan, out).read_text(encoding="utf-8")
+    first = write_report_html(plan.results, out).read_text(encoding="utf-8")
     assert first.count("data:image/png;base64,") == 2 + 2  # TTFT budget, cost waterfall and the two regional maps
     without = dataclasses.replace(plan.summary, cache_hit_rate=None)
     assert "not modelled" in render_html(without, plan.sites, plan.populations, [], out)
@@ -248,7 +253,9 @@ def test_a_plan_without_n_plus_one_says_so_in_its_report_and_not_on_its_map(
 def test_a_catalog_without_intensities_has_no_carbon_colour_layer(tmp_path: Path) -> None:
     plan = run(load_scenario(write_scenario(tmp_path)))
     page = tmp_path / "map.html"
-    write_webmap(plan, page, catchments=catchment_frame(plan), links=links_frame(plan.instance.latency))
+    write_webmap(
+        plan.results, page, catchments=catchment_frame(plan.results), links=links_frame(plan.instance.latency.round_trips)
+    )
     raw = re.search(r'<script type="application/json" id="data">(.*?)</script>', page.read_text(encoding="utf-8"), re.S)
     assert raw is not None
     data = json.loads(raw.group(1))

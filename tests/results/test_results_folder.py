@@ -95,7 +95,7 @@ def test_reading_a_folder_gives_the_plans_tables_back(namibia: tuple[Plan, Path]
     _assert_same_table(results.populations, plan.populations)
     assert len(results.members) == len(plan.instance.populations.cities)
     assert results.sites["open"].dtype == bool and results.sites["open"].sum() == plan.summary.sites_open
-    assert results.summary == json.loads(json_text(summary_json_dict(plan)))
+    assert results.summary == json.loads(json_text(summary_json_dict(plan.results)))
     assert results.plan_summary() == plan.summary
     assert results.notes == list(plan.notes)
     assert results.extras == {} and not results.is_buildout_year

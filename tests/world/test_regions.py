@@ -89,7 +89,7 @@ def test_plan_names_the_residency_rule_and_where_power_binds(tmp_path: Path) -> 
 def test_reports_give_the_rules_their_own_section(tmp_path: Path) -> None:
     from placement.outputs.report_html import render_html
     from placement.outputs.report_md import render_markdown
-    from placement.plan.record import split_rules
+    from placement.results.record import split_rules
 
     path = write_scenario(
         tmp_path, residency={"rules": [{"populations": ["DE"], "sites": ["DE"]}]}, policy={"unreachable": "report"}
