@@ -1,9 +1,11 @@
-"""Which populations and sites each residency rule of a scenario binds, without solving again.
+"""Which populations and sites each rule of a scenario binds, without solving again.
 
-A scenario's rules are its residency regimes (``residency.regimes``, each on its own) and its
-whole-country residency rules (``residency.rules``, each, and ``domestic_only_sites``). A rule binds the
-pairs inside their TTFT objective (at a site with power) that it alone bars; of those, the ones at sites
-the plan opened are where it shapes the plan. :mod:`placement.analyses.rule_price` re-solves without each rule.
+A scenario's rules are its residency regimes (``residency.regimes``, each on its own), its whole-country
+residency rules (``residency.rules``, each, and ``domestic_only_sites``) and the availability rules that move a
+site off the scenario's accelerator (each, by its id). A rule binds the pairs inside their TTFT objective (at a
+site with power) that it alone bars (an availability rule: the classes the part it leaves cannot serve); of
+those, the ones at sites the plan opened are where it shapes the plan. :mod:`placement.analyses.rule_price`
+re-solves without each rule.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from numpy.typing import NDArray
 
 from placement.instance.record import Instance
 from placement.rules.residency import FREE, CommoditySplit, regime_mask, residency_mask
+from placement.scenario.document import Scenario
 from placement.scenario.sections import ResidencySection
 
 LISTED = 5
@@ -29,11 +32,12 @@ class ScenarioRule:
     Parameters
     ----------
     rule_id : str
-        A regime's id, ``residency.rules[k]`` or ``domestic_only_sites``.
+        A regime's id, ``residency.rules[k]``, ``domestic_only_sites`` or an availability rule's id.
     text : str
         What it says, in words.
-    kind : {"regime", "rule", "domestic"}
-        A regime of ``residency.regimes``, an entry of ``residency.rules`` or ``domestic_only_sites``.
+    kind : {"regime", "rule", "domestic", "availability"}
+        A regime of ``residency.regimes``, an entry of ``residency.rules``, ``domestic_only_sites`` or an
+        availability rule (dropped through ``availability.waive``).
     index : int
         Its position: in the instance's regimes, or in ``residency.rules`` (0 for ``domestic``).
     """
@@ -43,8 +47,14 @@ class ScenarioRule:
     kind: str
     index: int = 0
 
-    def without(self, residency: ResidencySection) -> ResidencySection:
-        """The residency section with this rule alone dropped."""
+    def dropped_from(self, scenario: Scenario) -> Scenario:
+        """The scenario with this rule alone dropped."""
+        if self.kind == "availability":
+            waived = [*scenario.availability.waive, self.rule_id]
+            return scenario.model_copy(update={"availability": scenario.availability.model_copy(update={"waive": waived})})
+        return scenario.model_copy(update={"residency": self._without(scenario.residency)})
+
+    def _without(self, residency: ResidencySection) -> ResidencySection:
         if self.kind == "domestic":
             return residency.model_copy(update={"domestic_only_sites": []})
         if self.kind == "rule":
@@ -71,6 +81,16 @@ def scenario_rules(instance: Instance) -> list[ScenarioRule]:
                 "domestic",
             )
         )
+    parts = instance.site_parts
+    if parts is not None:
+        accelerator = instance.facts.serving.accelerator
+        names = {rule.rule_id: rule.name for rule in instance.facts.availability}
+        for rule_id in sorted(set(parts.barred_by) - {""}):
+            moved = [j for j, r in enumerate(parts.barred_by) if r == rule_id]
+            countries = sorted({str(instance.sites["country_code"].iloc[j]) for j in moved})
+            instead = sorted({parts.part[j] or "nothing" for j in moved})
+            text = f"{names.get(rule_id, rule_id)}: bars {accelerator} in {', '.join(countries)} (runs {', '.join(instead)})"
+            rules.append(ScenarioRule(rule_id, text, "availability"))
     return rules
 
 
@@ -79,6 +99,11 @@ def rule_mask(instance: Instance, rule: ScenarioRule) -> NDArray[np.bool_]:
     population_country = instance.populations.table["country_code"].to_numpy(str)
     site_country = instance.sites["country_code"].to_numpy(str)
     residency = instance.facts.residency
+    if rule.kind == "availability":  # the pairs of the classes the part the rule leaves cannot serve
+        parts, serves = instance.site_parts, instance.part_serves
+        assert parts is not None and serves is not None
+        moved = np.array([r == rule.rule_id for r in parts.barred_by])
+        return np.asarray((serves | ~moved[None, :])[instance.commodity_class], dtype=bool)
     if rule.kind == "regime":
         split = instance.split()
         own = CommoditySplit(split.population, split.workload, np.where(split.regime == rule.index, 0, FREE), split.demand_factor)

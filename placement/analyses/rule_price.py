@@ -18,7 +18,6 @@ from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.results.record import RULES_HEADER
 from placement.results.summary import RulePrice
-from placement.scenario.document import Scenario
 from placement.scenario.load import LoadedScenario
 
 
@@ -75,8 +74,7 @@ def price_rules(
     with_rules = _by_continent(plan)
     for rule in scenario_rules(plan.instance):
         progress(f"pricing rule {rule.rule_id}: solving without it")
-        scenario: Scenario = loaded.scenario.model_copy(update={"residency": rule.without(loaded.scenario.residency)})
-        free = run(LoadedScenario(scenario=scenario, path=loaded.path))
+        free = run(LoadedScenario(scenario=rule.dropped_from(loaded.scenario), path=loaded.path))
         a, b = plan.summary, free.summary
         headlines.append(
             RulePrice(

@@ -22,8 +22,8 @@ from numpy.typing import NDArray
 
 from placement.optimize.problem import PlacementInput
 from placement.plan.record import Plan
-from placement.profiles.build import serving_request
-from placement.serving.request import serve
+from placement.profiles.build import part_node, serving_request
+from placement.serving.request import ServingRequest, ServingResult, serve
 from placement.serving.simulate import TailCheck, simulate_request
 
 COLUMNS = [
@@ -124,27 +124,31 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
     slack = _min_slack_ms(plan)
     allowance = _node_allowance_ms(plan) if instance.laddered else None
     nodes = plan.sites["nodes"].to_numpy(float)
-    cache: dict[tuple[int, float], TailCheck | None] = {}
-    requests_by_class = {
-        k: serving_request(plan.serving, w)
-        for k, w in enumerate(plan.classes)
-        if not w.given and w.serving_ttft_budget_ms is not None
-    }
-    analytic = {k: serve(request) for k, request in requests_by_class.items()}
+    cache: dict[tuple[str, int, float], TailCheck | None] = {}
+    simulated = [k for k, w in enumerate(plan.classes) if not w.given and w.serving_ttft_budget_ms is not None]
+    own = plan.serving.accelerator
+    parts = instance.site_accelerator()  # a site the availability rules moved runs its own part's node
+    requests_of: dict[tuple[str, int], ServingRequest] = {}
+    analytic: dict[tuple[str, int], ServingResult] = {}
     rows = []
     for j in np.flatnonzero(plan.sites["open"].to_numpy(bool) & (nodes > 0)).tolist():
         total = class_equiv[j].sum()
-        for k, result in analytic.items():
+        for k in simulated:
             if class_load[j, k] <= 0 or total <= 0:
                 continue
-            profile, workload = instance.profiles[k], plan.classes[k]
+            if (parts[j], k) not in analytic:  # a part's class served somewhere: its node, analytic once
+                requests_of[parts[j], k] = serving_request(part_node(plan.serving, parts[j]), plan.classes[k])
+                analytic[parts[j], k] = serve(requests_of[parts[j], k])
+            result = analytic[parts[j], k]
+            profile = instance.profiles[k] if parts[j] == own else instance.profiles_at(j)[k]
+            workload = plan.classes[k]
             class_nodes = nodes[j] * class_equiv[j, k] / total
             factor = round(float(class_load[j, k] / class_nodes / result.goodput_tok_s), 2)
-            if (k, factor) not in cache:
-                cache[k, factor] = simulate_request(
-                    requests_by_class[k], load_factor=factor, requests=requests, seed=seed, analytic=result
+            if (parts[j], k, factor) not in cache:
+                cache[parts[j], k, factor] = simulate_request(
+                    requests_of[parts[j], k], load_factor=factor, requests=requests, seed=seed, analytic=result
                 )
-            check = cache[k, factor]
+            check = cache[parts[j], k, factor]
             if check is None:
                 continue
             site_id = str(plan.sites["site_id"].iat[j])

@@ -86,13 +86,13 @@ def amortised_usd_per_h(capex_usd: ArrayLike, rate_per_year: float, life_years: 
     return np.asarray(np.asarray(capex_usd, dtype=float) * crf / HOURS_PER_YEAR)
 
 
-def power_usd_per_h(node_kw: float, pue: ArrayLike, price_usd_per_mwh: ArrayLike) -> NDArray[np.float64]:
+def power_usd_per_h(node_kw: ArrayLike, pue: ArrayLike, price_usd_per_mwh: ArrayLike) -> NDArray[np.float64]:
     """Electricity cost of one node, cooling and losses included through PUE.
 
     Parameters
     ----------
-    node_kw : float
-        IT power of the node. [kW]
+    node_kw : float or array_like
+        IT power of the node (per site, or one for all). [kW]
     pue : array_like
         Power usage effectiveness of the site.
     price_usd_per_mwh : array_like
@@ -103,7 +103,8 @@ def power_usd_per_h(node_kw: float, pue: ArrayLike, price_usd_per_mwh: ArrayLike
     numpy.ndarray
         Power cost. [USD/h]
     """
-    return np.asarray(node_kw / 1000.0 * np.asarray(pue, dtype=float) * np.asarray(price_usd_per_mwh, dtype=float))
+    kw = np.asarray(node_kw, dtype=float)
+    return np.asarray(kw / 1000.0 * np.asarray(pue, dtype=float) * np.asarray(price_usd_per_mwh, dtype=float))
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ class NodeCost:
 def node_cost_usd_per_h(
     params: EconomicsParams,
     *,
-    node_kw: float,
+    node_kw: ArrayLike,
     pue: ArrayLike,
     price_usd_per_mwh: ArrayLike,
     facility_capex_usd_per_mw: ArrayLike,
@@ -136,8 +137,8 @@ def node_cost_usd_per_h(
     ----------
     params : EconomicsParams
         Shared cost inputs.
-    node_kw : float
-        IT power of one node. [kW]
+    node_kw : float or array_like
+        IT power of one node (per site where sites run different parts). [kW]
     pue : array_like
         PUE per site.
     price_usd_per_mwh : array_like
@@ -157,14 +158,14 @@ def node_cost_usd_per_h(
     ones = np.ones_like(pue_arr)
     node_capex = amortised_usd_per_h(params.node_capex_usd, params.discount_rate, params.node_life_years)
     facility_capex = amortised_usd_per_h(
-        np.asarray(facility_capex_usd_per_mw, dtype=float) * node_kw / 1000.0,
+        np.asarray(facility_capex_usd_per_mw, dtype=float) * np.asarray(node_kw, dtype=float) / 1000.0,
         params.discount_rate,
         params.facility_life_years,
     )
     return NodeCost(
         node_capex_usd_per_h=node_capex * ones,
         facility_capex_usd_per_h=facility_capex * ones,
-        power_usd_per_h=power_usd_per_h(node_kw * idle_power_share, pue_arr, price_usd_per_mwh) * ones,
+        power_usd_per_h=power_usd_per_h(np.asarray(node_kw, dtype=float) * idle_power_share, pue_arr, price_usd_per_mwh) * ones,
         opex_usd_per_h=params.opex_usd_per_node_h * ones,
     )
 

@@ -8,9 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from placement._types import FloatArray, IntArray
 from placement.economics.cost import NodeCost
@@ -52,10 +56,10 @@ from placement.instance.rows import (
 from placement.network.latency import LatencyModel
 from placement.network.paths import Quantile, RoundTripQuantiles
 from placement.optimize.problem import PlacementInput
-from placement.profiles.build import ClassProfile, cross_metro_profiles, node_kw
-from placement.profiles.tiers import ProfileSets, profile_sets
+from placement.profiles.build import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw
+from placement.profiles.tiers import ProfileSets, cheapest_part, profile_sets
 from placement.progress import Progress, quiet
-from placement.rules.availability import availability_rules
+from placement.rules.availability import AvailabilityRule, SiteParts, availability_rules, site_parts
 from placement.rules.faults import fault_domains
 from placement.rules.residency import CommoditySplit, Regime, scenario_regimes, split_commodities
 from placement.rules.resources import CapSpec, SiteWater, cap_specs, site_water
@@ -135,9 +139,23 @@ class _Commodities:
     allowed: PairMask
     slice_demand_tok_s: FloatArray
     mean_demand_tok_s: FloatArray
+    parts: SiteParts
+    part_serves: NDArray[np.bool_] | None
 
 
-def _commodities(loaded: LoadedScenario, world: _World, pop_slices: FloatArray) -> _Commodities:
+def _site_parts(scenario: Scenario, sites: pd.DataFrame, rules: Sequence[AvailabilityRule], source: str) -> SiteParts:
+    """The part each site runs: the scenario's, or where a standing rule bars it, the cheapest the rules permit."""
+    serving = scenario.serving
+    choose = partial(
+        cheapest_part, classes=scenario.classes, serving=serving, params=scenario.economics.params(0.0),
+        price_usd_per_mwh=float(sites["power_price_usd_per_mwh"].mean()), pue=float(sites["pue"].mean()), source=source,
+    )  # fmt: skip
+    return site_parts(rules, serving.accelerator, sites["country_code"].fillna("").astype(str).tolist(), choose=choose)
+
+
+def _commodities(
+    loaded: LoadedScenario, world: _World, pop_slices: FloatArray, rules: Sequence[AvailabilityRule]
+) -> _Commodities:
     """Commodities, their profiles, the pairs inside their objectives that residency permits at a site with power."""
     scenario, source = loaded.scenario, str(loaded.path)
     classes, sites, populations = scenario.classes, world.sites, world.populations
@@ -147,7 +165,8 @@ def _commodities(loaded: LoadedScenario, world: _World, pop_slices: FloatArray) 
     population_country = populations.table["country_code"].to_numpy(str)
     regimes = scenario_regimes(loaded)
     split = split_commodities(population_country, commodity_population, commodity_class, regimes)
-    sets = profile_sets(classes, scenario.serving, sites, source=source)
+    parts = _site_parts(scenario, sites, rules, source)
+    sets = profile_sets(classes, scenario.serving, sites, source=source, parts=parts.part if parts.moved else None)
     rungs = sets.sets[0] if scenario.serving.node_ttft_ladder else []
     retrieval_extra = retrieval_extra_ms(classes, sites, world.latency, source=source, quantile=quantile)
     # a pair is inside its objective if some rung fits (at its site's KV tier): the one with the least fixed TTFT
@@ -158,11 +177,17 @@ def _commodities(loaded: LoadedScenario, world: _World, pop_slices: FloatArray) 
     permitted = commodity_permitted(population_country, sites["country_code"].to_numpy(str), scenario.residency, split, regimes)
     # as bits: the (commodities, sites) byte tables are 200 MB each at 2,000 sites
     allowed = within_budget.and_(permitted).and_columns(sites["mw_available"].to_numpy(float) > 0)
+    part_serves = None
+    if parts.moved:  # a site serves nothing the rules permit no part for, and no class its part cannot serve
+        runs = np.array([bool(p) for p in parts.part])
+        served = sets.class_site_served(len(sites))
+        part_serves = (np.ones((len(classes), len(sites)), bool) if served is None else served) & runs
+        allowed = allowed.and_row_groups(split.workload, part_serves)
     pop_mean = populations.table["demand_tok_s"].to_numpy(float)
     slices, mean = commodity_demand(pop_slices, pop_mean, classes, split.population, split.workload)
     return _Commodities(
         split, regimes, sets, rungs, rtt, retrieval_extra, within_budget, permitted, allowed,
-        slices * split.demand_factor[:, None], mean * split.demand_factor,
+        slices * split.demand_factor[:, None], mean * split.demand_factor, parts, part_serves,
     )  # fmt: skip
 
 
@@ -170,7 +195,7 @@ def _commodities(loaded: LoadedScenario, world: _World, pop_slices: FloatArray) 
 class _Energy:
     """What a node draws and what each site's power costs and emits, with the caps on it."""
 
-    kw: float
+    kw: float | FloatArray
     price_multiplier: FloatArray
     intensity: FloatArray
     water: SiteWater
@@ -178,11 +203,11 @@ class _Energy:
     caps: list[CapSpec]
 
 
-def _energy(loaded: LoadedScenario, sites: pd.DataFrame, n_slices: int) -> _Energy:
-    """A node's power, each site's price by slice, its carbon and water, the charges on them and the caps."""
+def _energy(loaded: LoadedScenario, sites: pd.DataFrame, n_slices: int, sets: ProfileSets) -> _Energy:
+    """A node's power (each site's part's), each site's price by slice, its carbon and water, the charges and the caps."""
     scenario, resolve = loaded.scenario, loaded.resolve
     catalog = str(scenario.sites.catalog)
-    kw = node_kw(scenario.serving)
+    kw = sets.site_node_kw(len(sites)) if sets.several_parts else node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, n_slices, resolve)
     intensity = site_carbon_intensity(sites, n_slices, carbon_profiles(scenario.time, sites, resolve))
     water = site_water(sites, scenario.sites.cooling)
@@ -195,10 +220,15 @@ def _energy(loaded: LoadedScenario, sites: pd.DataFrame, n_slices: int) -> _Ener
 
 
 def _node_cost(scenario: Scenario, sites: pd.DataFrame, energy: _Energy, sets: ProfileSets) -> NodeCost:
-    """The hourly cost of one node at each site, its KV tier's cost included."""
+    """The hourly cost of one node at each site (its part's: the catalog's price where it is not the scenario's part)."""
+    capex = None
+    if sets.several_parts:
+        own = scenario.economics.params(catalog_node_capex_usd(scenario.serving)).node_capex_usd
+        theirs = np.array(sets.site_parts(len(sites))) != scenario.serving.accelerator
+        capex = np.where(theirs, sets.site_node_capex_usd(len(sites)), own)
     node_cost = site_node_cost(
         scenario.economics, scenario.serving, sites, kw=energy.kw, price_multiplier=energy.price_multiplier,
-        charge_usd_per_mwh=energy.charge_usd_per_mwh,
+        charge_usd_per_mwh=energy.charge_usd_per_mwh, node_capex_usd=capex,
     )  # fmt: skip
     return with_tier_cost(node_cost, sets.tier_usd_per_node_h(len(sites)))
 
@@ -230,8 +260,8 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     world = _world(loaded, facts, like, progress)
     sites = world.sites
     pop_slices, slice_hours = slice_demand(scenario.time, world.populations, loaded.resolve, peak_factor=facts.peak_factor)
-    cm = _commodities(loaded, world, pop_slices)
-    energy = _energy(loaded, sites, len(slice_hours))
+    cm = _commodities(loaded, world, pop_slices, facts.availability)
+    energy = _energy(loaded, sites, len(slice_hours), cm.sets)
     node_cost = _node_cost(scenario, sites, energy, cm.sets)
     inputs, rows, cross = _model_inputs(loaded, world, cm, slice_hours, node_cost, energy, progress)
     domains = fault_domains(scenario.fault_tolerance, sites, source=str(loaded.path))
@@ -262,7 +292,9 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         build_s=time.perf_counter() - start,
         profiles=cm.sets.profiles,
         retrieval_extra_ms=cm.retrieval_extra_ms,
-        node_kw=energy.kw,
+        node_kw=node_kw(scenario.serving),
+        site_parts=cm.parts if cm.parts.moved else None,
+        part_serves=cm.part_serves,
         row_of_commodity=rows.row_of_commodity,
         commodity_slice_demand_tok_s=cm.slice_demand_tok_s,
         commodity_mean_demand_tok_s=cm.mean_demand_tok_s,
@@ -315,7 +347,8 @@ def _model_inputs(
         cross = _cross_metro(
             loaded, inputs, rows, sets.profiles, sites, world.latency,
             (commodity_class, commodity_population, cm.rtt_ms, cm.permitted), cm.retrieval_extra_ms, node_cost,
-            energy.price_multiplier, energy.kw, energy.charge_usd_per_mwh,
+            energy.price_multiplier, node_kw(scenario.serving), energy.charge_usd_per_mwh,
+            np.array(sets.site_parts(len(sites))) == scenario.serving.accelerator if sets.several_parts else None,
         )  # fmt: skip
         inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms(cross.pairs.row, cross.pairs.decode_site))
         progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")
@@ -335,8 +368,13 @@ def _cross_metro(
     price_multiplier: FloatArray,
     kw: float,
     charge_usd_per_mwh: FloatArray | None = None,
+    site_runs_profiles: NDArray[np.bool_] | None = None,
 ) -> CrossMetro:
-    """The scenario's cross-metro columns (``serving.cross_metro_prefill``): profiles, partners, pairs."""
+    """The scenario's cross-metro columns (``serving.cross_metro_prefill``): profiles, partners, pairs.
+
+    ``site_runs_profiles``: the sites running the scenario's part, the only ones of a column where the availability
+    rules moved others to another part (None: every site).
+    """
     scenario = loaded.scenario
     spec = scenario.serving.cross_metro_prefill
     assert spec is not None
@@ -360,4 +398,5 @@ def _cross_metro(
         retrieval_extra_ms=retrieval_extra,
         node_usd_per_h=node_cost.total_usd_per_h,
         energy=energy,
+        site_runs_profiles=site_runs_profiles,
     )

@@ -229,6 +229,7 @@ def build_cross_metro(
     retrieval_extra_ms: FloatArray,
     node_usd_per_h: FloatArray,
     energy: EnergyPrices,
+    site_runs_profiles: BoolArray | None = None,
 ) -> CrossMetro:
     """The cross-metro columns of a model: every (row, decode site) pair served whole, with each of its partners.
 
@@ -257,6 +258,9 @@ def build_cross_metro(
         ``(m,)`` load-independent cost of a node at each site. [USD/h]
     energy : EnergyPrices
         Load energy prices.
+    site_runs_profiles : numpy.ndarray of bool, optional
+        ``(m,)`` the sites whose nodes ``profiles`` describe (the scenario's part); the others (the availability rules
+        moved them to another part) are neither decode nor prefill site of a column. None: every site.
 
     Returns
     -------
@@ -264,7 +268,8 @@ def build_cross_metro(
         Profiles, partners and the columns (to append with :func:`with_cross_metro`).
     """
     m = inputs.n_sites
-    has_power = inputs.site_mw_available > 0
+    runs = np.ones(m, dtype=bool) if site_runs_profiles is None else np.asarray(site_runs_profiles, dtype=bool)
+    has_power = (inputs.site_mw_available > 0) & runs
     mean_price = (energy.site_price_usd_per_mwh * energy.weights[None, :]).sum(axis=1)
     parts: list[tuple[IntArray, ...]] = []
     partners: list[list[IntArray]] = []
@@ -279,7 +284,7 @@ def build_cross_metro(
         farthest = found[-1].allowance_ms
         ranked = rank_partners(site_rtt_ms, has_power, per_tok, max_rtt_ms=farthest, count=spec.partners)
         partners.append(ranked)
-        sites = _Candidates(inputs, ranked, site_rtt_ms, row_class, row_rtt_ms, row_permitted, retrieval_extra_ms)
+        sites = _Candidates(inputs, ranked, site_rtt_ms, row_class, row_rtt_ms, row_permitted, retrieval_extra_ms, runs)
         columns, counts = sites.columns(k, found, class_profiles[k], offset)
         offset += len(found)
         parts.append(columns)
@@ -299,6 +304,7 @@ class _Candidates:
     row_rtt_ms: FloatArray
     row_permitted: BoolArray
     retrieval_extra_ms: FloatArray
+    runs: BoolArray
 
     def columns(
         self, k: int, steps: list[CrossMetroProfile], whole: ClassProfile, offset: int
@@ -308,7 +314,7 @@ class _Candidates:
         A (row, decode, prefill) runs the profile of the smallest allowance covering the sites' round trip.
         """
         inputs = self.inputs
-        local = np.flatnonzero(self.row_class[inputs.pair_commodity] == k)
+        local = np.flatnonzero((self.row_class[inputs.pair_commodity] == k) & self.runs[inputs.pair_site])
         lightest = min(s.decode_nodes_per_tok_s for s in steps)
         undominated = local[lightest < inputs.pair_nodes_per_tok_s[local] * (1 - 1e-9)]
         count = np.array([len(self.ranked[d]) for d in inputs.pair_site[undominated].tolist()], dtype=np.int64)

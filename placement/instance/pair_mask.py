@@ -112,6 +112,19 @@ class PairMask:
         keep = np.packbits(np.asarray(columns, dtype=bool), bitorder="little")
         return PairMask(self.bits & keep[None, :], self.n_columns)
 
+    def and_row_groups(self, group: ArrayLike, columns: ArrayLike) -> PairMask:
+        """Cells set here in the columns their row's group marks: row ``i`` keeps ``columns[group[i]]``.
+
+        Parameters
+        ----------
+        group : array_like of int
+            ``(rows,)`` each row's group.
+        columns : array_like of bool
+            ``(groups, columns)`` the columns each group keeps.
+        """
+        keep = np.packbits(np.asarray(columns, dtype=bool), axis=1, bitorder="little")
+        return PairMask(self.bits & keep[np.asarray(group, dtype=np.int64)], self.n_columns)
+
     def nonzero(self) -> tuple[IntArray, IntArray]:
         """``(row, column)`` of every set cell, row-major (as ``numpy.nonzero`` of the table)."""
         out_rows, out_cols = [], []

@@ -14,7 +14,7 @@ import pandas as pd
 from placement._errors import InputError, Problem
 from placement._types import FloatArray, IntArray
 from placement.economics import footprint
-from placement.economics.cost import NodeCost, load_energy_usd_per_h, node_cost_usd_per_h
+from placement.economics.cost import NodeCost, amortised_usd_per_h, load_energy_usd_per_h, node_cost_usd_per_h
 from placement.profiles.build import ClassProfile, catalog_node_capex_usd
 from placement.rules.resources import GRID_MIX_CSV, SiteWater, water_charge_usd_per_mwh
 from placement.scenario.load import Resolve
@@ -38,7 +38,7 @@ def pair_energy_usd_per_h(
     pair_class: IntArray,
     profiles: list[ClassProfile],
     *,
-    kw: float,
+    kw: float | FloatArray,
     price_multiplier: FloatArray,
     idle_power_share: float,
     peak_factor: float,
@@ -54,7 +54,8 @@ def pair_energy_usd_per_h(
     if dynamic_share <= 0:
         return np.zeros(len(pair_site))
     goodput = np.array([p.goodput_tok_s_per_node for p in profiles])
-    mw_per_tok_s = dynamic_share * kw / 1000.0 / goodput[pair_class]
+    pair_kw = kw if np.ndim(kw) == 0 else np.asarray(kw, dtype=float)[pair_site]  # each site's part's node
+    mw_per_tok_s = dynamic_share * pair_kw / 1000.0 / goodput[pair_class]
     demand = energy_demand_tok_s(commodity_slice_demand, slice_hours, peak_factor)
     weights = slice_hours / slice_hours.sum()
     price = site_energy_price(sites, price_multiplier, charge_usd_per_mwh) if per_mwh is None else per_mwh
@@ -212,9 +213,10 @@ def site_node_cost(
     serving: ServingSection,
     sites: pd.DataFrame,
     *,
-    kw: float,
+    kw: float | FloatArray,
     price_multiplier: FloatArray,
     charge_usd_per_mwh: FloatArray | None = None,
+    node_capex_usd: FloatArray | None = None,
 ) -> NodeCost:
     """Hourly cost of one node at each site, by component (load-independent part).
 
@@ -226,13 +228,15 @@ def site_node_cost(
         The scenario's ``serving`` section (the catalog's node capex, the idle power share).
     sites : pandas.DataFrame
         The sites.
-    kw : float
-        IT power of one node. [kW]
+    kw : float or numpy.ndarray
+        IT power of one node, or ``(m,)`` of each site's node where sites run different parts. [kW]
     price_multiplier : numpy.ndarray
         ``(m, T)`` power price multiplier per site and slice (:func:`site_price_multiplier`; averaged over the slices).
     charge_usd_per_mwh : numpy.ndarray, optional
         ``(m, T)`` carbon and water charges per MWh (:func:`site_energy_price`; averaged over the slices): in the idle
         power.
+    node_capex_usd : numpy.ndarray, optional
+        ``(m,)`` the price of one node at each site where sites run different parts (default: the scenario's). [USD]
 
     Returns
     -------
@@ -242,14 +246,18 @@ def site_node_cost(
     price = sites["power_price_usd_per_mwh"] * price_multiplier.mean(axis=1)
     if charge_usd_per_mwh is not None:
         price = price + charge_usd_per_mwh.mean(axis=1)
-    return node_cost_usd_per_h(
-        economics.params(catalog_node_capex_usd(serving)),
+    params = economics.params(catalog_node_capex_usd(serving))
+    cost = node_cost_usd_per_h(
+        params,
         node_kw=kw,
         pue=sites["pue"],
         price_usd_per_mwh=price,
         facility_capex_usd_per_mw=sites["capex_usd_per_mw"],
         idle_power_share=serving.idle_power_share,
     )
+    if node_capex_usd is None:
+        return cost
+    return replace(cost, node_capex_usd_per_h=amortised_usd_per_h(node_capex_usd, params.discount_rate, params.node_life_years))
 
 
 def with_tier_cost(cost: NodeCost, tier_usd_per_node_h: FloatArray) -> NodeCost:

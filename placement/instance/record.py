@@ -19,7 +19,7 @@ from placement.instance.pair_mask import PairMask
 from placement.network.latency import LatencyModel
 from placement.optimize.problem import PlacementInput
 from placement.profiles.build import ClassProfile
-from placement.rules.availability import AvailabilityRule
+from placement.rules.availability import AvailabilityRule, SiteParts
 from placement.rules.faults import FaultDomains
 from placement.rules.residency import FREE, CommoditySplit, Regime
 from placement.rules.resources import SiteWater
@@ -185,6 +185,13 @@ class Instance:
     site_water : SiteWater or None
         Water each site consumes per MWh drawn, on site and by the grid (:func:`placement.rules.resources.site_water`; NaN
         where unknown); None: not known.
+    site_parts : SiteParts or None
+        The accelerator each site runs where a standing availability rule bars the scenario's at some site
+        (:func:`placement.rules.availability.site_parts`; its sets are in :attr:`tier_sets`); None: the scenario's
+        everywhere.
+    part_serves : numpy.ndarray of bool or None
+        ``(classes, m)`` with :attr:`site_parts`: whether each site's part serves each class inside its objectives
+        (False everywhere at a site the rules permit no part); its pairs are kept out of :attr:`allowed`.
     """
 
     facts: ScenarioFacts
@@ -224,6 +231,14 @@ class Instance:
     energy_price_usd_per_mwh: FloatArray | None = None
     carbon_intensity_g_per_kwh: FloatArray | None = None
     site_water: SiteWater | None = None
+    site_parts: SiteParts | None = None
+    part_serves: NDArray[np.bool_] | None = None
+
+    def site_accelerator(self) -> list[str]:
+        """Each site's accelerator: the scenario's, or what the availability rules let it run (``''``: nothing)."""
+        if self.site_parts is None:
+            return [self.facts.serving.accelerator] * len(self.sites)
+        return list(self.site_parts.part)
 
     def split(self) -> CommoditySplit:
         """The commodities as the regimes split them (demand already scaled in the commodity arrays: factor 1)."""

@@ -155,7 +155,7 @@ def placement_input(
     slice_hours: FloatArray,
     profiles: list[ClassProfile],
     node_cost: NodeCost,
-    kw: float,
+    kw: float | FloatArray,
     *,
     price_multiplier: FloatArray,
     sections: ModelSections,
@@ -181,8 +181,8 @@ def placement_input(
         Per-node goodput of each class.
     node_cost : NodeCost
         Per-site node cost. [USD/h]
-    kw : float
-        IT power of one node. [kW]
+    kw : float or numpy.ndarray
+        IT power of one node, or ``(m,)`` each site's where sites run different parts. [kW]
     price_multiplier : numpy.ndarray
         ``(m, T)`` power price multiplier per site and slice (:func:`site_price_multiplier`).
     sections : ModelSections

@@ -20,7 +20,6 @@ from placement.results.summary import (
     PlanSummary,
 )
 from placement.results.textfmt import mw_text, share_text, usd_per_m_text
-from placement.rules.availability import standing_bars
 from placement.rules.residency import Regime
 from placement.scenario.classes import WorkloadClass
 
@@ -41,9 +40,16 @@ def unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15) 
             unpowered = (instance.sites["mw_available"].to_numpy(float)[inside] <= 0).all()
             why = "have no power (0 MW available)" if unpowered else "are barred by residency rules or have no power"
             regime = instance.regime_of(np.array([c]))[0]
+            unfit = [] if instance.part_serves is None else [int(j) for j in inside if not instance.part_serves[k, j]]
             if regime and not unpowered:
                 where += f" (its {regime} part, in-bloc sites only)"
                 why = f"are outside {regime}'s in-bloc sites or have no power"
+            if unfit and not unpowered:  # the availability rules left a part there that cannot serve the class
+                at = _parts_at(instance, unfit)
+                if len(unfit) == len(inside):
+                    why = f"run only parts the availability rules leave there, which serve no {workload.name} ({at})"
+                else:
+                    why += f", or run a part the availability rules leave there that serves no {workload.name} ({at})"
             lines.append(f"{where}: the sites inside its budget ({names}) {why}")
             continue
         lines.append(
@@ -54,6 +60,15 @@ def unreachable_message(instance: Instance, rows: IntArray, *, limit: int = 15) 
     if len(rows) > limit:
         lines.append(f"... and {len(rows) - limit} more")
     return lines
+
+
+def _parts_at(instance: Instance, sites: list[int]) -> str:
+    """``"ascend-910c at Beijing, Shanghai"``: the part each of ``sites`` runs, sites grouped by part."""
+    parts = instance.site_accelerator()
+    by_part: dict[str, list[str]] = {}
+    for j in sites:
+        by_part.setdefault(parts[j] or "no part", []).append(str(instance.sites["name"].iat[j]))
+    return "; ".join(f"{part} at {', '.join(at[:6])}{' ...' if len(at) > 6 else ''}" for part, at in by_part.items())
 
 
 def _unprotectable_message(instance: Instance, rows: IntArray, *, limit: int = 15) -> list[str]:
@@ -241,11 +256,13 @@ def rule_notes(instance: Instance, sites: pd.DataFrame) -> list[str]:
     lines += [regime_note(regime, instance.classes) for regime in instance.regimes]
     demanded = instance.commodity_mean_demand_tok_s > 0
     barred = instance.within_budget.and_not(instance.allowed).and_columns(instance.sites["mw_available"].to_numpy(float) > 0)
+    if instance.part_serves is not None:  # the pairs the availability rules bar are theirs, not residency's
+        barred = barred.and_row_groups(instance.commodity_class, instance.part_serves)
     if lines:
         lines.append(f"residency barred {barred.count(demanded):,} (population-class, site) pairs inside their TTFT objective")
     open_sites = sites[sites["open"]]
     lines += _availability_notes(instance, open_sites)
-    node_mw = instance.node_kw * open_sites["pue"] / 1e3
+    node_mw = instance.inputs.site_node_mw[open_sites.index.to_numpy()]
     full = open_sites[open_sites["mw_available"] - open_sites["mw_used"] < node_mw]
     if len(full):
         names = ", ".join(
@@ -278,17 +295,35 @@ def regime_note(regime: Regime, classes: list[WorkloadClass]) -> str:
 
 
 def _availability_notes(instance: Instance, open_sites: pd.DataFrame) -> list[str]:
-    """A one-accelerator plan at sites where a standing rule bars that part: said, not silently planned."""
+    """Where a standing rule bars the scenario's part: what each such site runs instead, or that it serves nothing."""
+    parts = instance.site_parts
+    if parts is None:
+        return []
     accelerator = instance.facts.serving.accelerator
-    codes = open_sites["country_code"].fillna("").astype(str)
+    sites = instance.sites
+    opened = set(open_sites["site_id"].astype(str))
+    groups: dict[tuple[str, str], list[int]] = {}
+    for j, (rule, part) in enumerate(zip(parts.barred_by, parts.part, strict=True)):
+        if rule:
+            groups.setdefault((rule, part), []).append(j)
     notes = []
-    for rule_id, countries in standing_bars(list(instance.facts.availability), accelerator, codes.tolist()).items():
-        ids = open_sites.loc[codes.isin(countries), "site_id"].tolist()
+    for (rule, part), members in groups.items():
+        ids = [str(sites["id"].iloc[j]) for j in members]
+        countries = ", ".join(sorted({str(sites["country_code"].iloc[j]) for j in members}))
+        now_open = [i for i in ids if i in opened]
+        open_text = f"{len(now_open)} open: {', '.join(now_open)}" if now_open else "none open"
+        if not part:
+            notes.append(
+                f"availability: {rule} bars {accelerator} in {countries} and the rules permit no catalog part there: "
+                f"{len(ids)} site{'' if len(ids) == 1 else 's'} ({', '.join(ids)}) serve nothing"
+            )
+            continue
+        served = instance.part_serves[:, members[0]] if instance.part_serves is not None else None
+        missing = [] if served is None else [c.name for c, ok in zip(instance.classes, served, strict=True) if not ok]
+        cannot = f"; {part} serves no {', '.join(missing)} inside its objectives there" if missing else ""
         notes.append(
-            f"availability: {rule_id} bars {accelerator} in {', '.join(countries)}, where {len(ids)} open site"
-            f"{'' if len(ids) == 1 else 's'} "
-            f"({', '.join(ids)}) plan on it; a one-accelerator plan stands them for capacity the rule allows there "
-            "at its goodput (an estimate); a fleet mix or a horizon buys only what may go there"
+            f"availability: {rule} bars {accelerator} in {countries}: {len(ids)} site{'' if len(ids) == 1 else 's'} "
+            f"there run {part} instead, at its own goodput, power and price ({open_text}){cannot}"
         )
     return notes
 

@@ -62,6 +62,7 @@ def site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame:
     mw_used = (solution.nodes + warmup) * data.site_node_mw
     reachable = instance.within_budget.any_by_column()
     permitted = instance.allowed.any_by_column()
+    accelerator = instance.site_accelerator()
     reason = np.where(
         solution.open,
         "open",
@@ -69,12 +70,16 @@ def site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame:
             data.site_mw_available <= 0,
             "no power available",
             np.where(
-                ~reachable,
-                "no population within its latency budget",
+                np.array([not part for part in accelerator], dtype=bool),
+                "the availability rules permit no accelerator here",
                 np.where(
-                    ~permitted,
-                    "residency rules bar every population within its budget",
-                    "not chosen: its populations are served at lower cost elsewhere",
+                    ~reachable,
+                    "no population within its latency budget",
+                    np.where(
+                        ~permitted,
+                        "residency rules bar every population within its budget",
+                        "not chosen: its populations are served at lower cost elsewhere",
+                    ),
                 ),
             ),
         ),
@@ -88,6 +93,7 @@ def site_table(instance: Instance, solution: PlacementSolution) -> pd.DataFrame:
             "lat": sites["lat"],
             "lon": sites["lon"],
             "network": sites["network"] if "network" in sites.columns else "backbone",
+            "accelerator": accelerator,
             "open": solution.open,
             "locked": sites["locked"],
             "nodes": solution.nodes,

@@ -134,6 +134,14 @@ def node_kw(serving: ServingSection) -> float:
     return accel.node_kw * serving.gpus_per_node / accel.gpus_per_node
 
 
+def part_node(serving: ServingSection, part: str) -> ServingSection:
+    """The ``serving`` section of a node of ``part``: the scenario's own, or the catalog's node of a substitute part."""
+    if part == serving.accelerator:
+        return serving
+    spec = get_accelerator(part)
+    return serving.model_copy(update={"accelerator": part, "gpus_per_node": spec.gpus_per_node, "node_kw": None})
+
+
 def catalog_node_capex_usd(serving: ServingSection) -> float:
     """Capex of one node of the ``serving`` section from the accelerator catalog, pro rata to its GPUs. [USD]"""
     accel = get_accelerator(serving.accelerator)

@@ -6,10 +6,16 @@ from and until when, and its effect: ``barred`` (the fleet mix and the build-out
 ``licence`` (bought, and the report says a licence is needed). A rule is in force in a year it overlaps.
 Every row is a simplification of a legal text and says what it simplified; the plan reports the rules
 that barred a part at a site, so a planner's counsel can check them.
+
+A single-year plan runs ``serving.accelerator`` at every site whose country no standing ``barred`` rule (in force,
+no end date: the rules a plan built today obeys) covers for that part; where one does, the site runs the catalog
+part the rules permit there that serves the classes cheapest (:func:`site_parts`; the choice is the caller's), and
+where they permit none the site serves nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -17,10 +23,10 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from placement._errors import Problem
+from placement._errors import InputError, Problem
 from placement._validate import Column, Table, choice, missing_columns, raise_if, read_table, text
 from placement.scenario.load import LoadedScenario
-from placement.serving.hardware import load_accelerators
+from placement.serving.hardware import bundled_accelerators, load_accelerators
 from placement.world.bundled import bundled_path
 from placement.world.regions import country_table
 
@@ -159,7 +165,23 @@ def availability_rules(loaded: LoadedScenario) -> list[AvailabilityRule]:
     section = loaded.scenario.availability
     if not section.enforce:
         return []
-    return load_availability(loaded.resolve(section.file) if section.file is not None else AVAILABILITY_CSV)
+    rules = load_availability(loaded.resolve(section.file) if section.file is not None else AVAILABILITY_CSV)
+    known = {rule.rule_id for rule in rules}
+    unknown = [rule_id for rule_id in section.waive if rule_id not in known]
+    if unknown:
+        raise InputError(
+            [
+                Problem(
+                    str(loaded.path),
+                    f"availability.waive[{section.waive.index(r)}]",
+                    "",
+                    f"no rule {r!r} in the rules",
+                    f"use ids of {sorted(known)}",
+                )
+                for r in unknown
+            ]
+        )
+    return [rule for rule in rules if rule.rule_id not in section.waive]
 
 
 def standing_bars(rules: list[AvailabilityRule], accelerator: str, country_codes: list[str]) -> dict[str, list[str]]:
@@ -171,6 +193,86 @@ def standing_bars(rules: list[AvailabilityRule], accelerator: str, country_codes
             if hit:
                 out[rule.rule_id] = hit
     return out
+
+
+@dataclass(frozen=True)
+class SiteParts:
+    """The part each site runs under the availability rules.
+
+    Parameters
+    ----------
+    part : tuple of str
+        Per site, the accelerator it runs (``''``: the rules permit no catalog part there; it serves nothing).
+    barred_by : tuple of str
+        Per site, the rule barring the scenario's part there (``''``: it runs the scenario's part).
+    """
+
+    part: tuple[str, ...]
+    barred_by: tuple[str, ...]
+
+    @property
+    def moved(self) -> bool:
+        """Whether any site runs another part than the scenario's, or none."""
+        return any(self.barred_by)
+
+    def runs_nothing(self) -> list[int]:
+        """The sites where the rules permit no part."""
+        return [j for j, part in enumerate(self.part) if not part]
+
+
+def barring_rule(rules: Sequence[AvailabilityRule], part: str, country_code: str) -> str:
+    """The first standing ``barred`` rule keeping ``part`` out of a country (``''``: none)."""
+    if not country_code:
+        return ""
+    for rule in rules:
+        if rule.effect == "barred" and rule.until_date is None and part in rule.accelerators and rule.covers(country_code):
+            return rule.rule_id
+    return ""
+
+
+def permitted_parts(rules: Sequence[AvailabilityRule], country_code: str) -> list[str]:
+    """The catalog parts no standing ``barred`` rule keeps out of a country, in catalog order."""
+    return [part for part in bundled_accelerators() if not barring_rule(rules, part, country_code)]
+
+
+def site_parts(
+    rules: Sequence[AvailabilityRule],
+    accelerator: str,
+    country_codes: Sequence[str],
+    *,
+    choose: Callable[[list[str]], str],
+) -> SiteParts:
+    """The part each site runs: ``accelerator`` where no standing rule bars it, else the permitted part ``choose`` picks.
+
+    Parameters
+    ----------
+    rules : sequence of AvailabilityRule
+        The availability rules in force (empty when ``availability.enforce`` is false).
+    accelerator : str
+        The scenario's part (``serving.accelerator``).
+    country_codes : sequence of str
+        Each site's ISO alpha-2 code (``''`` where unknown: no rule covers it).
+    choose : callable
+        Picks one of two or more permitted parts (called once per set of candidates).
+
+    Returns
+    -------
+    SiteParts
+        Per site, its part and the rule that moved it off the scenario's.
+    """
+    picked: dict[str, str] = {}
+    parts, barred_by = [], []
+    for code in country_codes:
+        rule = barring_rule(rules, accelerator, code)
+        barred_by.append(rule)
+        if not rule:
+            parts.append(accelerator)
+            continue
+        if code not in picked:
+            candidates = permitted_parts(rules, code)
+            picked[code] = "" if not candidates else candidates[0] if len(candidates) == 1 else choose(candidates)
+        parts.append(picked[code])
+    return SiteParts(tuple(parts), tuple(barred_by))
 
 
 def _date(table: Table, k: int, column: str, problems: list[Problem], *, blank: bool = False) -> date | None:

@@ -451,6 +451,11 @@ class AvailabilitySection(Section):
         None, description="rules CSV relative to the scenario file (null: the bundled data/rules/accelerator_availability.csv)"
     )
     enforce: bool = Field(True, description="false: buy any part anywhere (to see what the rules cost)")
+    waive: list[str] = Field(
+        default_factory=list,
+        description="rule ids not applied (a licence held, or to see what one rule costs: solve --price-rules waives "
+        "each rule that moves a site off its accelerator in turn)",
+    )
 
 
 class SitesOpenSection(Section):

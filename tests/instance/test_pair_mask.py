@@ -34,6 +34,9 @@ def test_every_read_matches_the_byte_table(shape: tuple[int, int]) -> None:
     assert np.array_equal(mask.and_(second).dense(), dense & other)
     keep = rng.random(shape[1]) < 0.5
     assert np.array_equal(mask.and_columns(keep).dense(), dense & keep[None, :])
+    group = rng.integers(0, 3, size=shape[0])
+    by_group = rng.random((3, shape[1])) < 0.5
+    assert np.array_equal(mask.and_row_groups(group, by_group).dense(), dense & by_group[group])
     r, c = mask.nonzero()
     expected_r, expected_c = np.nonzero(dense)
     assert np.array_equal(r, expected_r) and np.array_equal(c, expected_c)
