@@ -200,6 +200,15 @@ def assignment_commodities(instance: Instance, assignments: pd.DataFrame, *, sou
     return np.asarray(commodity, dtype=np.int64), np.asarray(site.to_numpy(np.int64), dtype=np.int64)
 
 
+def assignment_prefill_sites(instance: Instance, assignments: pd.DataFrame) -> IntArray:
+    """The prefill site of every row of ``assignments.csv`` (cross-metro prefill), -1 where it is served whole."""
+    if "prefill_site_id" not in assignments.columns:
+        return np.full(len(assignments), -1, dtype=np.int64)
+    site_index = {s: k for k, s in enumerate(instance.sites["id"].astype(str))}
+    written = assignments["prefill_site_id"].fillna("").astype(str)
+    return np.array([site_index.get(s, -1) if s else -1 for s in written], dtype=np.int64)
+
+
 def plan_solution(instance: Instance, sites: pd.DataFrame, assignments: pd.DataFrame, *, source: str) -> PlacementSolution:
     """The folder's plan on the instance's arrays: open sites and nodes from ``sites.csv``, shares per pair.
 
@@ -229,9 +238,11 @@ def plan_solution(instance: Instance, sites: pd.DataFrame, assignments: pd.DataF
     m = data.n_sites
     commodity, site = assignment_commodities(instance, assignments, source=source)
     rows = instance.row_of_commodity[commodity]
-    pair_key = data.pair_commodity * m + data.pair_site
+    remote = data.pair_remote_site if data.pair_remote_site is not None else np.full(len(data.pair_site), -1)
+    # a pair is (row, site, prefill site): a row served whole at a site and prefilled elsewhere are two pairs
+    pair_key = (data.pair_commodity * m + data.pair_site) * (m + 1) + remote + 1
     pair_order = np.argsort(pair_key, kind="stable")
-    asked = rows * m + site
+    asked = (rows * m + site) * (m + 1) + assignment_prefill_sites(instance, assignments) + 1
     found = np.clip(np.searchsorted(pair_key[pair_order], asked), 0, max(len(pair_order) - 1, 0))
     pair = pair_order[found] if len(pair_order) else np.zeros(0, dtype=np.int64)
     if len(asked) and ((rows < 0).any() or (pair_key[pair] != asked).any()):
@@ -273,7 +284,11 @@ def _commodity_table(
     goodput = assignments["share_of_demand"].to_numpy(float) * instance.commodity_mean_demand_tok_s[commodity]
     pairs = pd.DataFrame({"commodity": commodity, "site": site, "goodput": goodput})
     pairs["ttft"] = instance.ttft_ms(commodity, site) if len(pairs) else np.zeros(0)
-    failed = is_failed[site]
+    prefill = assignment_prefill_sites(instance, assignments)
+    far = prefill >= 0
+    if far.any():  # prefilled at a second site: its own TTFT (the sites' round trip in it), lost with either site
+        pairs.loc[far, "ttft"] = assignments["ttft_p99_ms"].to_numpy(float)[far]
+    failed = is_failed[site] | (far & is_failed[np.maximum(prefill, 0)])
     served_there = pairs[failed].groupby("commodity")["goodput"].sum()
     served_there = served_there[served_there > 0]
     affected = served_there.index.to_numpy(np.int64)

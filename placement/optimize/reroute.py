@@ -3,9 +3,10 @@
 With the plan's nodes fixed, the time slices do not interact, so each slice is its own LP. Its columns are the
 tok/s each affected commodity moves to each surviving open site it is allowed at (the instance's pairs: inside
 its objectives); its rows hold each commodity to what it lost and each surviving site to its nodes, its own load
-in the slice included. The objective is lexicographic: first the most goodput moved, then, with the moved total
-held at that optimum (to a relative 1e-9), the least goodput-weighted round trip. A second LP rather than a
-weighted tie-break, so no RTT weight can ever trade goodput for latency.
+in the slice included. A cross-metro column (decode at one site, prefill at a second) is lost with either site,
+moves only where both survive, and loads both. The objective is lexicographic: first the most goodput moved,
+then, with the moved total held at that optimum (to a relative 1e-9), the least goodput-weighted round trip. A
+second LP rather than a weighted tie-break, so no RTT weight can ever trade goodput for latency.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from placement._types import FloatArray, IntArray
 from placement.optimize.linear import LinearModel, new_highs, to_highspy
-from placement.optimize.problem import PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution, load_entries_of
 from placement.optimize.solver import SolverOptions
 
 MOVED_TOLERANCE = 1e-9
@@ -90,13 +91,14 @@ def _slice_model(
     lm.add_rows(
         "lost", [str(c) for c in takers.tolist()], row=row_of, col=block.cols, value=np.ones(len(pairs)), upper=lost[takers]
     )
-    receivers, site_row = np.unique(site, return_inverse=True)
+    position, entry_site, nodes = load_entries_of(data, pairs)  # a cross-metro column loads its prefill site too
+    receivers, site_row = np.unique(entry_site, return_inverse=True)
     lm.add_rows(
         "capacity",
         [str(j) for j in receivers.tolist()],
         row=site_row,
-        col=block.cols,
-        value=data.pair_nodes_per_tok_s[pairs],
+        col=block.cols[position],
+        value=nodes,
         upper=headroom[receivers],
     )
     return lm, data.pair_rtt_ms[pairs]
@@ -167,7 +169,9 @@ def reroute_on_capacity(
     is_failed = np.zeros(m, dtype=bool)
     is_failed[failed] = True
     shares = np.asarray(solution.pair_share, dtype=float)
-    at_failed = is_failed[data.pair_site]
+    remote = data.pair_remote_site if data.pair_remote_site is not None else np.full(len(data.pair_site), -1, dtype=np.int64)
+    # a cross-metro column is lost with its decode site or with its prefill site
+    at_failed = is_failed[data.pair_site] | ((remote >= 0) & is_failed[np.maximum(remote, 0)])
     demand = data.slice_demand_tok_s
     lost = np.zeros((n_c, n_slices))
     np.add.at(lost, data.pair_commodity[at_failed], shares[at_failed, None] * demand[data.pair_commodity[at_failed]])
@@ -177,7 +181,8 @@ def reroute_on_capacity(
     nodes = np.where(survives, np.asarray(solution.nodes, dtype=np.int64), 0)
     parts: list[tuple[IntArray, IntArray, int, FloatArray]] = []
     affected = lost.max(axis=1) > 0 if n_slices else np.zeros(n_c, dtype=bool)
-    pairs = np.flatnonzero(survives[data.pair_site] & affected[data.pair_commodity])
+    usable = survives[data.pair_site] & ((remote < 0) | survives[np.maximum(remote, 0)])
+    pairs = np.flatnonzero(usable & affected[data.pair_commodity])
     for t in range(n_slices):
         live = pairs[lost[data.pair_commodity[pairs], t] > 0]
         if not len(live):
@@ -187,7 +192,8 @@ def reroute_on_capacity(
         x = np.clip(_solve_slice(lm, rtt, options=options), 0.0, None)
         keep = x > 0.0
         parts.append((data.pair_commodity[live][keep], data.pair_site[live][keep], t, x[keep]))
-        np.add.at(load[:, t], data.pair_site[live], x * data.pair_nodes_per_tok_s[live])
+        position, entry_site, nodes_per_tok_s = load_entries_of(data, live)
+        np.add.at(load[:, t], entry_site, x[position] * nodes_per_tok_s)
     commodity = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
     site = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
     slices = np.concatenate([np.full(len(p[3]), p[2], dtype=np.int64) for p in parts]) if parts else np.zeros(0, dtype=np.int64)

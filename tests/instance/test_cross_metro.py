@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from placement.analyses.exposure import failover_exposure
 from placement.analyses.modes import cross_metro_links, mode_reasons, modes_by_site
 from placement.cli import main
 from placement.instance.build import build_instance
@@ -204,6 +205,21 @@ def test_the_cli_writes_the_links_and_refuses_n_plus_one(tmp_path: Path) -> None
     )
     report = (out / "report.md").read_text()
     assert "WAN transport" in report and "rag: cross-metro prefill carries" in report
+    # Losing the prefill site loses what it prefilled (before: the exposure read only the decode site, and said 0).
+    assignments = pd.read_csv(out / "assignments.csv", keep_default_na=False)
+    prefilled = assignments.loc[assignments["prefill_site_id"] == "amsterdam", "goodput_tok_s"].sum()
+    assert prefilled > 0
+    lost = failover_exposure(out, site_ids=["amsterdam"])
+    rag = lost.commodities.set_index("class").loc["rag"]
+    assert rag["served_there_tok_s"] == pytest.approx(prefilled, rel=1e-6)
+    assert rag["rerouted_tok_s"] + rag["unserved_tok_s"] == pytest.approx(prefilled, rel=1e-6)
+    # what moves is served whole at Frankfurt on the nodes its decode pool no longer needs: no more than they hold
+    whole = build_instance(load_scenario(scenario)).profiles[0]
+    spare = sites.loc["frankfurt", "nodes"] / whole.nodes_per_tok_s
+    assert 0 < rag["rerouted_tok_s"] <= spare * (1 + 1e-6)
+    # and losing the decode site loses the same goodput (the cross-metro rows are served there)
+    decode = failover_exposure(out, site_ids=["frankfurt"]).commodities.set_index("class").loc["rag"]
+    assert decode["served_there_tok_s"] == pytest.approx(assignments["goodput_tok_s"].sum(), rel=1e-6)
     text = (tmp_path / "cli" / "scenario.yaml").read_text() + "fault_tolerance: {n_plus_one: true}\n"
     (tmp_path / "cli" / "scenario.yaml").write_text(text)
     assert main(["validate", str(scenario)]) != 0
