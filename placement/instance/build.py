@@ -207,7 +207,7 @@ def _energy(loaded: LoadedScenario, sites: pd.DataFrame, n_slices: int, sets: Pr
     """A node's power (each site's part's), each site's price by slice, its carbon and water, the charges and the caps."""
     scenario, resolve = loaded.scenario, loaded.resolve
     catalog = str(scenario.sites.catalog)
-    kw = sets.site_node_kw(len(sites)) if sets.several_parts else node_kw(scenario.serving)
+    kw = sets.site_node_kw(len(sites)) if sets.runs_other_parts(scenario.serving.accelerator) else node_kw(scenario.serving)
     price_multiplier = site_price_multiplier(scenario.time, sites, n_slices, resolve)
     intensity = site_carbon_intensity(sites, n_slices, carbon_profiles(scenario.time, sites, resolve))
     water = site_water(sites, scenario.sites.cooling)
@@ -222,7 +222,7 @@ def _energy(loaded: LoadedScenario, sites: pd.DataFrame, n_slices: int, sets: Pr
 def _node_cost(scenario: Scenario, sites: pd.DataFrame, energy: _Energy, sets: ProfileSets) -> NodeCost:
     """The hourly cost of one node at each site (its part's: the catalog's price where it is not the scenario's part)."""
     capex = None
-    if sets.several_parts:
+    if sets.runs_other_parts(scenario.serving.accelerator):
         own = scenario.economics.params(catalog_node_capex_usd(scenario.serving)).node_capex_usd
         theirs = np.array(sets.site_parts(len(sites))) != scenario.serving.accelerator
         capex = np.where(theirs, sets.site_node_capex_usd(len(sites)), own)
@@ -348,7 +348,7 @@ def _model_inputs(
             loaded, inputs, rows, sets.profiles, sites, world.latency,
             (commodity_class, commodity_population, cm.rtt_ms, cm.permitted), cm.retrieval_extra_ms, node_cost,
             energy.price_multiplier, node_kw(scenario.serving), energy.charge_usd_per_mwh,
-            np.array(sets.site_parts(len(sites))) == scenario.serving.accelerator if sets.several_parts else None,
+            np.array(sets.site_parts(len(sites))) == scenario.serving.accelerator if cm.parts.moved else None,
         )  # fmt: skip
         inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms(cross.pairs.row, cross.pairs.decode_site))
         progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")

@@ -72,10 +72,9 @@ class ProfileSets:
     def _group(self, m: int) -> IntArray:
         return np.zeros(m, dtype=np.int64) if self.site_set is None else self.site_set
 
-    @property
-    def several_parts(self) -> bool:
-        """Whether some sites run another accelerator than the scenario's (the availability rules bar it there)."""
-        return len(set(self.parts)) > 1
+    def runs_other_parts(self, accelerator: str) -> bool:
+        """Whether some sites run another part than ``accelerator`` (the availability rules bar it there)."""
+        return any(part != accelerator for part in self.parts)
 
     def site_parts(self, m: int) -> list[str]:
         """``m`` accelerator ids: the part each site's nodes are (empty strings without ``parts``)."""

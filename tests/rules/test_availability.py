@@ -17,6 +17,7 @@ from placement.analyses.tail import check_tail
 from placement.buildout.fleet import build_fleet
 from placement.cli import main
 from placement.economics.cost import amortised_usd_per_h
+from placement.instance.build import build_instance
 from placement.plan.solve import run
 from placement.profiles.build import part_node, serving_request
 from placement.profiles.tiers import cheapest_part
@@ -262,6 +263,23 @@ def test_a_plan_runs_the_permitted_part_where_its_own_is_barred_or_nothing(tmp_p
             free.summary.objective_usd_per_h <= plan.summary.objective_usd_per_h + 1e-6
             or free.summary.goodput_tok_s > plan.summary.goodput_tok_s
         )
+
+
+def test_a_world_where_every_site_is_moved_runs_the_permitted_part_everywhere(tmp_path: Path) -> None:
+    catalog = CATALOG_HEADER + "shanghai,Shanghai,CN,Asia,31.23,121.47,50,80,1.3,10000000,false\n"
+    cities = (
+        "geonameid,name,countrycode,admin1code,latitude,longitude,population,timezone\n"
+        "1,Shanghai,CN,23,31.23,121.47,20000000,Asia/Shanghai\n"
+    )
+    chat = computed_chat(300.0)
+    path = write_scenario(tmp_path, catalog=catalog, cities=cities, classes=[chat], serving={"node_kw": None})
+    instance = build_instance(load_scenario(path))
+    stand_in = load_accelerators()["ascend-910c"]
+    assert instance.site_accelerator() == ["ascend-910c"]
+    assert instance.inputs.site_node_mw[0] == pytest.approx(stand_in.node_kw * 1.3 / 1000), "its power, not the H100's"
+    assert instance.node_cost.node_capex_usd_per_h[0] == pytest.approx(
+        float(amortised_usd_per_h(stand_in.node_capex_usd, 0.08, 4.0))
+    )
 
 
 def test_an_unknown_waived_rule_is_named_with_its_key(tmp_path: Path) -> None:
