@@ -156,8 +156,8 @@ def exposure_folder_name(label: str) -> str:
 # ----------------------------------------------------------------------------- the plan as arrays
 
 
-def assignment_commodities(instance: Instance, assignments: pd.DataFrame, *, source: str) -> tuple[IntArray, IntArray]:
-    """Commodity and site index of every row of ``assignments.csv``.
+def assignment_commodities(instance: Instance, assignments: pd.DataFrame, *, source: str) -> tuple[IntArray, IntArray, IntArray]:
+    """Commodity, site and prefill site index of every row of ``assignments.csv``.
 
     Parameters
     ----------
@@ -171,7 +171,8 @@ def assignment_commodities(instance: Instance, assignments: pd.DataFrame, *, sou
     Returns
     -------
     tuple of numpy.ndarray
-        ``(commodity, site)`` per row.
+        ``(commodity, site, prefill)`` per row; ``prefill`` is the cross-metro prefill site, -1 where the row is
+        served whole at its site.
 
     Raises
     ------
@@ -186,6 +187,8 @@ def assignment_commodities(instance: Instance, assignments: pd.DataFrame, *, sou
     site = assignments["site_id"].astype(str).map(site_index)
     if pops.isna().any() or klass.isna().any() or site.isna().any():
         raise PlacementError(f"{source}/assignments.csv names populations, classes or sites the scenario lacks: solve again")
+    written_prefill = assignments.get("prefill_site_id", pd.Series("", index=assignments.index)).fillna("").astype(str)
+    prefill = np.array([site_index.get(s, -1) if s else -1 for s in written_prefill], dtype=np.int64)
     n_classes, n_parts = len(instance.classes), len(instance.regimes) + 1
     key = (instance.commodity_population * n_classes + instance.commodity_class) * n_parts + instance.split().regime + 1
     order = np.argsort(key, kind="stable")
@@ -197,16 +200,7 @@ def assignment_commodities(instance: Instance, assignments: pd.DataFrame, *, sou
     commodity = order[at] if len(order) else np.zeros(0, dtype=np.int64)
     if len(wanted) and (key[commodity] != wanted).any():
         raise PlacementError(f"{source}/assignments.csv names population-classes the scenario lacks: solve again")
-    return np.asarray(commodity, dtype=np.int64), np.asarray(site.to_numpy(np.int64), dtype=np.int64)
-
-
-def assignment_prefill_sites(instance: Instance, assignments: pd.DataFrame) -> IntArray:
-    """The prefill site of every row of ``assignments.csv`` (cross-metro prefill), -1 where it is served whole."""
-    if "prefill_site_id" not in assignments.columns:
-        return np.full(len(assignments), -1, dtype=np.int64)
-    site_index = {s: k for k, s in enumerate(instance.sites["id"].astype(str))}
-    written = assignments["prefill_site_id"].fillna("").astype(str)
-    return np.array([site_index.get(s, -1) if s else -1 for s in written], dtype=np.int64)
+    return np.asarray(commodity, dtype=np.int64), np.asarray(site.to_numpy(np.int64), dtype=np.int64), prefill
 
 
 def plan_solution(instance: Instance, sites: pd.DataFrame, assignments: pd.DataFrame, *, source: str) -> PlacementSolution:
@@ -236,13 +230,13 @@ def plan_solution(instance: Instance, sites: pd.DataFrame, assignments: pd.DataF
     """
     data = instance.inputs
     m = data.n_sites
-    commodity, site = assignment_commodities(instance, assignments, source=source)
+    commodity, site, prefill = assignment_commodities(instance, assignments, source=source)
     rows = instance.row_of_commodity[commodity]
     remote = data.pair_remote_site if data.pair_remote_site is not None else np.full(len(data.pair_site), -1)
     # a pair is (row, site, prefill site): a row served whole at a site and prefilled elsewhere are two pairs
     pair_key = (data.pair_commodity * m + data.pair_site) * (m + 1) + remote + 1
     pair_order = np.argsort(pair_key, kind="stable")
-    asked = (rows * m + site) * (m + 1) + assignment_prefill_sites(instance, assignments) + 1
+    asked = (rows * m + site) * (m + 1) + prefill + 1
     found = np.clip(np.searchsorted(pair_key[pair_order], asked), 0, max(len(pair_order) - 1, 0))
     pair = pair_order[found] if len(pair_order) else np.zeros(0, dtype=np.int64)
     if len(asked) and ((rows < 0).any() or (pair_key[pair] != asked).any()):
@@ -280,11 +274,10 @@ def _commodity_table(
     """Per affected commodity: served at the failed sites, moved, unserved, TTFT; and every (commodity, site) move."""
     data = instance.inputs
     hours = data.slice_hours
-    commodity, site = assignment_commodities(instance, assignments, source=source)
+    commodity, site, prefill = assignment_commodities(instance, assignments, source=source)
     goodput = assignments["share_of_demand"].to_numpy(float) * instance.commodity_mean_demand_tok_s[commodity]
     pairs = pd.DataFrame({"commodity": commodity, "site": site, "goodput": goodput})
     pairs["ttft"] = instance.ttft_ms(commodity, site) if len(pairs) else np.zeros(0)
-    prefill = assignment_prefill_sites(instance, assignments)
     far = prefill >= 0
     if far.any():  # prefilled at a second site: its own TTFT (the sites' round trip in it), lost with either site
         pairs.loc[far, "ttft"] = assignments["ttft_p99_ms"].to_numpy(float)[far]

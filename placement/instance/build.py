@@ -348,7 +348,7 @@ def _model_inputs(
             loaded, inputs, rows, sets.profiles, sites, world.latency,
             (commodity_class, commodity_population, cm.rtt_ms, cm.permitted), cm.retrieval_extra_ms, node_cost,
             energy.price_multiplier, node_kw(scenario.serving), energy.charge_usd_per_mwh,
-            np.array(sets.site_parts(len(sites))) == scenario.serving.accelerator if cm.parts.moved else None,
+            cm.parts.runs(scenario.serving.accelerator) if cm.parts.moved else None,
         )  # fmt: skip
         inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms(cross.pairs.row, cross.pairs.decode_site))
         progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")

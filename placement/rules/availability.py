@@ -215,6 +215,10 @@ class SiteParts:
         """Whether any site runs another part than the scenario's, or none."""
         return any(self.barred_by)
 
+    def runs(self, accelerator: str) -> NDArray[np.bool_]:
+        """``(m,)`` the sites whose nodes are ``accelerator`` (not a site that runs nothing)."""
+        return np.array([part == accelerator for part in self.part], dtype=bool)
+
     def runs_nothing(self) -> list[int]:
         """The sites where the rules permit no part."""
         return [j for j, part in enumerate(self.part) if not part]
