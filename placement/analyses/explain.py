@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from placement._errors import PlacementError
 from placement.analyses.rule_binds import rule_binds
+from placement.economics.cost import HOURS_PER_YEAR
 from placement.instance.build import build_instance
 from placement.instance.record import Instance
 from placement.optimize.problem import PlacementInput
@@ -338,10 +339,14 @@ class Explanation:
     what_would_pay: dict[str, list[dict[str, Any]]]
     phases_s: dict[str, float]
     rules: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    caps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """What ``explain.json`` holds: ``sites``, ``what_would_pay``, ``rules`` (whom each rule binds), ``phases_s``."""
-        return {"sites": self.sites, "what_would_pay": self.what_would_pay, "rules": self.rules, "phases_s": self.phases_s}
+        """What ``explain.json`` holds: sites, what would pay, whom each rule binds, each cap's worth, seconds."""
+        return {
+            "sites": self.sites, "what_would_pay": self.what_would_pay, "rules": self.rules, "caps": self.caps,
+            "phases_s": self.phases_s,
+        }  # fmt: skip
 
 
 def _context(instance: Instance, sites: pd.DataFrame, lp: WhatIfs, is_open: NDArray[np.bool_]) -> _PlanContext:
@@ -395,17 +400,13 @@ def explain(
     Explanation
         Site records, "what would pay" and the seconds per phase.
     """
-    if instance.inputs.caps:  # its LP and what-ifs hold no cap rows: their figures would be of another model
-        raise PlacementError(
-            "explain does not model carbon or water caps yet (its what-ifs would ignore them): explain the plan "
-            "without the caps in objective, or price what they cap instead (objective.carbon_usd_per_t, water_usd_per_m3)"
-        )
     phases: dict[str, float] = {}
     clock = time.perf_counter()
     is_open = sites["open"].astype(str).str.lower().isin(["true", "1"]).to_numpy()
     progress("solving the plan's LP with the design fixed")
     lp = fixed_design_lp(instance.inputs, is_open, options or _default_options(instance))
     ctx = _context(instance, sites, lp, is_open)
+    caps = _caps(instance.inputs, lp, ctx.base_cost_usd_per_h)
     phases["base_lp_s"], clock = time.perf_counter() - clock, time.perf_counter()
     picked = [j for j in range(len(sites)) if only is None or sites["site_id"].iloc[j] == only]
     records = [_site_record(ctx, lp, j, progress) for j in picked]
@@ -419,7 +420,36 @@ def explain(
         "out_of_reach": _unserved(ctx, reachable=False),
     }
     phases["what_would_pay_s"] = time.perf_counter() - clock
-    return Explanation(records, pay, phases, rule_binds(instance, is_open))
+    return Explanation(records, pay, phases, rule_binds(instance, is_open), caps)
+
+
+CAP_STEP = 0.1
+"""Explain moves each carbon or water cap by this share of its limit, up and down, with the design fixed."""
+
+
+def _caps(data: PlacementInput, lp: WhatIfs, base_usd_per_h: float) -> list[dict[str, Any]]:
+    """Each cap's value: its dual, and what moving its limit by :data:`CAP_STEP` saves or costs, the design fixed.
+
+    The dual is what one more unit of it is worth (USD a tonne, a m3), the what-ifs what a tenth of the limit is
+    worth at the plan's open sites and service: a cap that does not bind is worth 0; null where the design cannot
+    meet the tighter cap at the same service.
+    """
+    values = lp.cap_value_usd_per_h()  # read before the what-ifs re-solve
+    records = []
+    for k, cap in enumerate(data.caps):
+        looser, tighter = lp.resolve_cap_scaled(k, 1 + CAP_STEP), lp.resolve_cap_scaled(k, 1 - CAP_STEP)
+        records.append(
+            {
+                "cap": cap.name,
+                "unit": cap.unit,
+                "limit_per_year": cap.limit_per_h * HOURS_PER_YEAR,
+                "value_usd_per_unit": float(values[k]),
+                "looser_saves_usd_per_h": base_usd_per_h - looser if math.isfinite(looser) else None,
+                "tighter_costs_usd_per_h": tighter - base_usd_per_h if math.isfinite(tighter) else None,
+                "step_share": CAP_STEP,
+            }
+        )
+    return records
 
 
 @dataclass(frozen=True)
@@ -651,8 +681,27 @@ def render_table(explanation: Explanation) -> str:
         Text (MW to 0.1, ms to 0.1).
     """
     return "\n".join(
-        [_site_line(r) for r in explanation.sites] + _pay_lines(explanation.what_would_pay) + _rule_lines(explanation.rules)
+        [_site_line(r) for r in explanation.sites]
+        + _pay_lines(explanation.what_would_pay)
+        + _rule_lines(explanation.rules)
+        + _cap_lines(explanation.caps)
     )
+
+
+def _cap_lines(caps: list[dict[str, Any]]) -> list[str]:
+    """What each carbon or water cap is worth, the design fixed."""
+    if not caps:
+        return []
+    lines = ["what the caps are worth (the plan's open sites, the same service):"]
+    for c in caps:
+        step = f"{c['step_share']:.0%}"
+        looser = "n/a" if c["looser_saves_usd_per_h"] is None else f"${c['looser_saves_usd_per_h']:,.2f}/h"
+        tighter = "not met" if c["tighter_costs_usd_per_h"] is None else f"${c['tighter_costs_usd_per_h']:,.2f}/h"
+        lines.append(
+            f"  {c['cap']} cap of {c['limit_per_year']:,.0f} {c['unit']} a year: ${c['value_usd_per_unit']:,.2f} per "
+            f"{c['unit']}; {step} looser saves {looser}, {step} tighter costs {tighter}"
+        )
+    return lines
 
 
 def _rule_lines(rules: list[dict[str, Any]]) -> list[str]:

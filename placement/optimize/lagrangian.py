@@ -128,7 +128,7 @@ def lagrangian_bound(lp: RestrictedLP, dual: FloatArray) -> tuple[float, FloatAr
         float(pi.sum())
         + count_value
         + sigma * lp.cap_rhs
-        + sum(t * cap.limit_per_h for t, cap in zip(tau, data.caps, strict=True))
+        + sum(t * cap.lp_limit_per_h for t, cap in zip(tau, data.caps, strict=True))  # the LP's rows (see solve_priced)
         + float(np.minimum(rc_open * lower_open, rc_open).sum())
         + float(np.minimum(0.0, rc_nodes * data.site_max_nodes).sum())
         + float(best.sum())

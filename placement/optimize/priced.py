@@ -57,6 +57,30 @@ MILP_PAIRS_PER_COMMODITY = 2
 SHORTFALL_TOL = 1e-9
 """Unserved mean goodput, as a share of demand, below which everything counts as served."""
 
+CAP_MARGIN_ROUNDS = 3
+"""Times a large model's LPs are solved again, held further below a carbon or water cap its rounded design broke."""
+
+CAP_MARGIN_GROWTH = 1.5
+"""Each time, the LPs are held below a broken cap by this many times what the rounded design broke it by, more.
+
+Rounding up adds about the same use whatever the LP (the idle draw of a fraction of a node at each open site, the
+site costs of sites the LP opened in part), so once is usually enough; the factor keeps a second round rare."""
+
+
+class _OverCapError(Exception):
+    """A large model's rounded LP broke a carbon or water cap: by how much, per cap. [unit/h]"""
+
+    def __init__(self, excess_per_h: FloatArray) -> None:
+        super().__init__("over a cap")
+        self.excess_per_h = excess_per_h
+
+
+def cap_excess_per_h(data: PlacementInput, solution: PlacementSolution) -> FloatArray:
+    """``(k,)`` how far a design is over each carbon or water cap, beyond the checks' tolerance (0: within it). [unit/h]"""
+    used = np.array([c.used_per_h(solution.open, solution.nodes, solution.pair_share, data.pair_site) for c in data.caps])
+    limit = np.array([c.limit_per_h for c in data.caps])
+    return np.where(used > limit * (1 + 1e-9) + 1e-9, used - limit, 0.0)
+
 
 def round_up(data: PlacementInput, relaxation: Relaxation) -> tuple[BoolArray, IntArray, FloatArray, FloatArray]:
     """A feasible design from the LP: its shares, every site they use open, nodes raised to the busiest slice.
@@ -309,6 +333,9 @@ def _scaled_candidates(
     start = time.perf_counter()
     rounded, _ = _rounded(data, cost, options)
     valid = [rounded] if _valid(data, rounded, cap) else []
+    excess = cap_excess_per_h(data, rounded)
+    if not valid and excess.any():
+        raise _OverCapError(excess)  # slope scaling's designs, rounded alike, would break it too: the LPs held below it
 
     def short(bound: float) -> bool:
         return not valid or relative_gap(min(c.objective_usd_per_h for c in valid), bound) > options.gap
@@ -629,13 +656,125 @@ def solve_priced(
     """
     start = time.perf_counter()
     options = options.with_deadline(start)
+    margins = np.zeros(len(data.caps))
+    for attempt in range(CAP_MARGIN_ROUNDS + 1):
+        backed = replace(data, caps=tuple(replace(c, lp_margin_per_h=m) for c, m in zip(data.caps, margins, strict=True)))
+        try:
+            solution = _solve_priced(
+                backed, options, start, shortfall=shortfall, route_nearest=route_nearest, all_pairs=all_pairs
+            )
+        except _OverCapError as over:
+            if attempt == CAP_MARGIN_ROUNDS or options.past_deadline():
+                over_by = ", ".join(f"{e:,.6g} {c.unit}/h" for c, e in zip(data.caps, over.excess_per_h, strict=True))
+                raise SolverError(
+                    f"the LP's designs, rounded up to whole nodes, broke a carbon or water cap {attempt + 1} times "
+                    f"(by {over_by} at the last)"
+                ) from None
+            margins = margins + CAP_MARGIN_GROWTH * over.excess_per_h
+            if options.progress is not None:
+                options.progress(
+                    "the rounded LP broke a carbon or water cap: the LPs again, held below it by "
+                    + ", ".join(f"{m:,.6g} {c.unit}/h" for c, m in zip(data.caps, margins, strict=True))
+                )
+            continue
+        if margins.any():
+            solution = _certified(data, solution, margins, options, start, shortfall=shortfall, links=all_pairs)
+        return replace(solution, report=replace(solution.report, runtime_s=time.perf_counter() - start))
+    raise AssertionError("unreachable")
+
+
+def _certified(
+    data: PlacementInput,
+    solution: PlacementSolution,
+    margins_per_h: FloatArray,
+    options: SolverOptions,
+    start: float,
+    *,
+    shortfall: bool,
+    links: bool,
+) -> PlacementSolution:
+    """A design found with the LPs held below the caps, its bound and gap those of the LP at the caps themselves.
+
+    The design's bound was of the model with the caps lowered by the margins, which is no bound of the model as
+    stated. The LP at the caps, priced from the pairs the design uses (and, with ``shortfall``, leaving at most what
+    the design leaves unserved: the bound is of plans serving as much), bounds the model; its Lagrangian bound
+    is the answer's bound. When the time limit stops it first, the answer has no bound (gap 100 %).
+    """
+    total = float(data.mean_demand_tok_s.sum())
+    left = float((solution.unserved_share * data.mean_demand_tok_s).sum())
+    cap = left * (1 + 1e-9) + SHORTFALL_TOL * max(total, 1.0) if shortfall else None
+    if options.progress is not None:
+        options.progress("the LP at the caps themselves: the bound of the design found below them")
+    pairs = np.flatnonzero(solution.pair_share > 0).astype(np.int64)
+    try:
+        at_caps, _ = relax(
+            data, objective="cost", unserved_cap_tok_s=cap, pairs=pairs, target=options.gap * PRICING_TARGET_SHARE,
+            progress=options.progress, deadline=options.deadline, links=links,
+        )  # fmt: skip
+        bound, note = at_caps.bound, ""
+    except TimeoutError:
+        return _certified_report(data, solution, margins_per_h, options, start, 0.0, "; the time limit came first")
+    if relative_gap(solution.objective_usd_per_h, bound) > options.gap and not options.past_deadline():
+        # Coarse rounding (few nodes a site) costs more than the gap: the MILP at the caps on the LP's pairs
+        design = (solution.open, solution.nodes, solution.pair_share, solution.unserved_share)
+        pairs = _milp_pairs(data, at_caps)
+        milp, lifted = _restricted_milp(data, pairs, design, cap, options)
+        if lifted is not None and _valid(data, lifted, cap) and lifted.objective_usd_per_h < solution.objective_usd_per_h:
+            solution = replace(
+                lifted, unserved_share=unserved_shares(data, lifted.pair_share) if shortfall else lifted.unserved_share
+            )
+            note = f"; the MILP on {len(pairs):,} of its pairs: {milp.message}"
+        if len(pairs) == len(data.pair_site) and math.isfinite(milp.best_bound):
+            bound = max(bound, milp.best_bound)
+    return _certified_report(data, solution, margins_per_h, options, start, bound, note)
+
+
+def _certified_report(
+    data: PlacementInput,
+    solution: PlacementSolution,
+    margins_per_h: FloatArray,
+    options: SolverOptions,
+    start: float,
+    bound: float,
+    note: str,
+) -> PlacementSolution:
+    """The answer of :func:`_certified` with its report: the bound of the LP at the caps, the gap, how it was found."""
+    objective = solution.objective_usd_per_h
+    gap = relative_gap(objective, bound)
+    closed = gap <= options.gap + 1e-12
+    margins = ", ".join(f"{c.name} {m:,.6g} {c.unit}/h" for c, m in zip(data.caps, margins_per_h, strict=True) if m)
+    report = replace(
+        solution.report,
+        status=SolveStatus.OPTIMAL if closed else SolveStatus.FEASIBLE,
+        best_bound=bound,
+        gap=gap,
+        runtime_s=time.perf_counter() - start,
+        message=f"{solution.report.message}; the LPs held below the caps by {margins} so that its rounding stays "
+        f"within them, the bound that of the LP at the caps{note}",
+        objective=objective,
+        stopped_by=StopReason.GAP if closed else solution.report.stopped_by,
+    )
+    return replace(solution, report=report)
+
+
+def _solve_priced(
+    data: PlacementInput, options: SolverOptions, start: float, *, shortfall: bool, route_nearest: bool, all_pairs: bool
+) -> PlacementSolution:
+    """:func:`solve_priced` with the LPs held below each cap by its ``lp_margin_per_h``.
+
+    Raises
+    ------
+    _OverCapError
+        A large model's rounded LP broke a cap: the margins it needs.
+    """
     first_pairs = single_site_pairs(data) if all_pairs else None
     links = all_pairs  # a large model prices the weak formulation first: its LPs are far smaller (see relax)
     found = _least_unserved(data, options, first_pairs, start, shortfall=shortfall, links=links)
     if isinstance(found, PlacementSolution):
         return found
     least, lp, cap = found
-    whole, cap, whole_nodes = _whole_node_cap(data, least, cap, options)
+    # A small model's least-unserved design in whole nodes (a MILP); a large one's LPs are held below the caps instead
+    whole, cap, whole_nodes = _whole_node_cap(data, least, cap, options) if all_pairs else (None, cap, False)
     cost, lp = _least_cost(data, least, lp, cap, options, fresh=whole_nodes, links=links)
     rounds = least.rounds + cost.rounds
     designs = _designs(data, (least, cost), lp, cap, options, first_pairs=first_pairs, all_pairs=all_pairs)

@@ -39,6 +39,10 @@ class ResourceCap:
         The most the plan may use, a year's limit over 8,760 h. [unit/h]
     sites : numpy.ndarray of bool, optional
         ``(m,)`` the sites it counts (None: every site).
+    lp_margin_per_h : float, optional
+        How far below the limit the LP relaxations hold their row (default 0): an LP's design rounded up to whole
+        nodes uses more than the LP does, so the priced solve backs its LPs off by that much
+        (:func:`placement.optimize.priced.solve_priced`). MILPs, checks and bounds use the limit itself. [unit/h]
     """
 
     name: str
@@ -48,6 +52,12 @@ class ResourceCap:
     pair_per_h: FloatArray
     limit_per_h: float
     sites: BoolArray | None = None
+    lp_margin_per_h: float = 0.0
+
+    @property
+    def lp_limit_per_h(self) -> float:
+        """The limit the LP relaxations hold: the limit less the margin. [unit/h]"""
+        return self.limit_per_h - self.lp_margin_per_h
 
     def site_weights(self) -> tuple[FloatArray, FloatArray]:
         """``(m,)`` use of an open site and of a node, zero at sites the cap does not count."""

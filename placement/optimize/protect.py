@@ -7,7 +7,8 @@ power is short, less is served rather than served unprotected. Starting from the
 the most (:func:`placement.optimize.shortfall.diagnose_shortfall`), on the pairs it uses:
 
 1. the most goodput served with every loss covered: an LP (its optimum holds with whole nodes, since a site's
-   nodes are bounded by a whole number and can be rounded up to it);
+   nodes are bounded by a whole number and can be rounded up to it; under a carbon or water cap, which whole
+   nodes may break, a MILP);
 2. the least cost with at least that much served: a MILP over nodes, standby sites and shares.
 
 A site's nodes must hold its own load in every slice plus what moves in, each moved commodity at its own peak
@@ -150,9 +151,9 @@ def protection_model(
     Columns: nodes per site (at most the power's), open flags (locked sites open), the share of
     each pair the plan uses, each site's load per slice, and per loss the re-routed share of each backup pair
     and what each receiving site takes at peak. Rows: each commodity served at most once, each site's load
-    per slice within its nodes, a site's nodes only if it is open, ``sites_open`` bounds, per
-    loss the failed shares moved in full, and per loss, receiving site and slice its load plus what moves in
-    within its nodes.
+    per slice within its nodes, a site's nodes only if it is open, ``sites_open`` bounds, each carbon or water
+    cap (the spare nodes' idle draw counts, a loss's re-routed load does not), per loss the failed shares moved in
+    full, and per loss, receiving site and slice its load plus what moves in within its nodes.
 
     Parameters
     ----------
@@ -205,6 +206,9 @@ def protection_model(
         value=np.column_stack([np.ones(m), -data.site_max_nodes.astype(float)]).ravel(), upper=0.0, size=m,
     )  # fmt: skip
     _open_count_rows(lm, data, opens)
+    for k, cap in enumerate(data.caps):  # what the plan uses day to day (a loss's re-routed load is not counted)
+        weights = (*cap.site_weights(), cap.pair_weights(data.pair_site, support))
+        rows.resource_cap_row(lm, k, (opens.cols, nodes.cols, shares.cols), weights, cap.limit_per_h)
     if least_cost and min_served_tok_s > 0:
         lm.add_rows("min_served", None, row=np.zeros(len(support)), col=shares.cols, value=served_value, lower=min_served_tok_s)
     if not least_cost:
@@ -394,13 +398,15 @@ def protect_plan(data: PlacementInput, base: PlacementSolution, options: SolverO
     scenarios = losses(data, base.pair_share)
     if not scenarios:
         return replace(base, without_n_plus_one=base)
-    most = protection_model(data, base, scenarios, least_cost=False)
+    # Whole nodes draw more than the LP's fractions: under a carbon or water cap the most served is the MILP's
+    small = protection_size(data, base, scenarios) <= MILP_MAX_COLUMNS
+    most = protection_model(data, base, scenarios, least_cost=False, integer=bool(data.caps) and small)
     lp_report, lp_x = _run(most, options, time_limit_s=_remaining(options, start))
     if not lp_report.status.has_solution:
         return replace(base, n_plus_one_dropped=True)
     served_tok_s = float(lp_x[most.shares.cols] @ data.mean_demand_tok_s[data.pair_commodity[most.support]])
     floor = served_tok_s * (1 - CAP_SLACK) - 1e-6
-    if protection_size(data, base, scenarios) <= MILP_MAX_COLUMNS:
+    if small:
         cheapest = protection_model(data, base, scenarios, least_cost=True, min_served_tok_s=floor)
         report, x = _run(cheapest, options, time_limit_s=_remaining(options, start))
         if not report.status.has_solution:
@@ -499,7 +505,8 @@ def _sequential(
     the next. The plan's own routing is tried first when protection serves as much as the plan without it; if
     some loss cannot be covered on it inside the sites' power, the most-served LP's shares are used, on which
     every loss's LP is feasible (that LP's re-routes fit). Extra nodes are rounded up, so every loss fits in
-    the end. Returns the column values in the layout of ``blocks``.
+    the end. Spare sized so may draw past a carbon or water cap: such a routing is not taken. Returns the column
+    values in the layout of ``blocks`` (None: no routing is protected within the power and the caps).
     """
     start = time.perf_counter()
     most = np.zeros(len(data.pair_site))
@@ -509,6 +516,8 @@ def _sequential(
         attempts.insert(0, base.pair_share)  # protection serves as much as the plan without it: try its routing
     for shares in attempts:
         answer = _spare_one_at_a_time(data, scenarios, blocks, shares, options)
+        if answer is not None and not _within_caps(data, answer[1], answer[0], shares):
+            answer = None  # the spare, sized without the caps, draws past one of them: the next routing, or none
         if answer is not None:
             nodes, is_open, moves = answer
             out = x.copy()
@@ -523,6 +532,13 @@ def _sequential(
             runtime = time.perf_counter() - start
             return SolverReport("highs", SolveStatus.FEASIBLE, cost, math.nan, math.nan, runtime, message, StopReason.OTHER), out
     return None
+
+
+def _within_caps(data: PlacementInput, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> bool:
+    """Whether a protected design meets every carbon and water cap (within the checks' tolerance)."""
+    return all(
+        c.used_per_h(is_open, nodes, shares, data.pair_site) <= c.limit_per_h * (1 + 1e-9) + float(ABS_TOL) for c in data.caps
+    )
 
 
 def _spare_one_at_a_time(

@@ -5,13 +5,14 @@ site's power row, and demand that the design cannot serve is left unserved at th
 (an elastic first solve), then held at that share so every figure compares plans at the same service.
 The dual of a site's power row is the cost one more MW there saves (at a closed site: what the first MW
 would save were the site open at no fixed cost). A what-if (one site closed, or opened) changes a few
-bounds and re-solves from the previous basis, a fraction of building the model again.
+bounds and re-solves from the previous basis, a fraction of building the model again. Carbon and water caps are
+rows too: the dual of each is what one more unit of it a year is worth, and a what-if moves its limit.
 N+1 rows are not in this LP: :func:`supports` says when it stands for the plan's model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,7 +20,7 @@ from numpy.typing import NDArray
 from placement._types import BoolArray, FloatArray
 from placement.optimize import rows
 from placement.optimize.linear import ColumnBlock, LinearModel, RowBlock, to_highspy
-from placement.optimize.problem import PlacementInput
+from placement.optimize.problem import PlacementInput, ResourceCap
 
 __all__ = ["FixedDesignLP", "FixedDesignModel", "Resolve", "fixed_design_model", "supports"]
 
@@ -72,6 +73,8 @@ class FixedDesignModel:
         the unserved share of every commodity.
     power : RowBlock
         Every site's power row (0 MW at closed sites).
+    caps : tuple of RowBlock
+        Each carbon or water cap's row, less the fixed use of the open sites (a constant with the design fixed).
     """
 
     model: LinearModel
@@ -79,6 +82,7 @@ class FixedDesignModel:
     nodes: ColumnBlock
     unserved: ColumnBlock
     power: RowBlock
+    caps: tuple[RowBlock, ...] = ()
 
 
 def fixed_design_model(data: PlacementInput, is_open: BoolArray, unserved_penalty_usd_per_tok_s: float) -> FixedDesignModel:
@@ -109,7 +113,23 @@ def fixed_design_model(data: PlacementInput, is_open: BoolArray, unserved_penalt
     entry_pair, entry_site, _ = data.load_entries()  # a cross-metro pair loads its second site too
     rows.capacity_rows(lm, shares.cols[entry_pair], entry_site, data.entry_slice_load(), nodes.cols, np.ones(m), sites, slices)
     power = rows.power_rows(lm, nodes.cols, None, data.site_node_mw, data.site_mw_available * is_open)
-    return FixedDesignModel(lm, shares, nodes, unserved, power)
+    no_sites = np.zeros(0, dtype=np.int64)
+    caps = tuple(
+        rows.resource_cap_row(
+            lm,
+            k,
+            (no_sites, nodes.cols, shares.cols),
+            (np.zeros(0), cap.site_weights()[1], cap.pair_weights(data.pair_site)),
+            cap_room_per_h(cap, is_open),
+        )
+        for k, cap in enumerate(data.caps)
+    )
+    return FixedDesignModel(lm, shares, nodes, unserved, power, caps)
+
+
+def cap_room_per_h(cap: ResourceCap, is_open: BoolArray) -> float:
+    """What a cap leaves the nodes and the load of a design with these sites open: its limit less their fixed use."""
+    return float(cap.limit_per_h - cap.site_weights()[0][np.asarray(is_open, dtype=bool)].sum())
 
 
 class FixedDesignLP:
@@ -192,6 +212,24 @@ class FixedDesignLP:
         values = -duals[self.model.power.rows]
         return np.where(np.abs(values) < 1e-9, 0.0, values)
 
+    def cap_value_usd_per_h(self) -> FloatArray:
+        """``(k,)`` cost one more unit a hour of each carbon or water cap saves (its row's dual; NaN unsolved). [USD/unit]"""
+        if not self.status:
+            return np.full(len(self.model.caps), np.nan)
+        duals = np.asarray(self.highs.getSolution().row_dual, dtype=float)
+        values = np.array([-duals[row.start] for row in self.model.caps])
+        return np.where(np.abs(values) < 1e-9, 0.0, values)
+
+    def resolve_cap_scaled(self, k: int, factor: float) -> float:
+        """Cost with cap ``k``'s limit times ``factor``, the design as in the plan (``inf`` if infeasible). [USD/h]"""
+        cap, row = self.data.caps[k], self.model.caps[k].start
+        self.highs.changeRowBounds(row, -np.inf, cap_room_per_h(replace(cap, limit_per_h=cap.limit_per_h * factor), self.is_open))
+        feasible = self._run()
+        cost = float(self.highs.getInfo().objective_function_value) + self.fixed_usd_per_h if feasible else float("inf")
+        self.highs.changeRowBounds(row, -np.inf, cap_room_per_h(cap, self.is_open))
+        self._run()  # the base solve again: what the other what-ifs start from
+        return cost
+
     def nodes(self) -> FloatArray:
         """Continuous node count of every site in the last solve."""
         col = np.asarray(self.highs.getSolution().col_value, dtype=float)
@@ -206,6 +244,8 @@ class FixedDesignLP:
         self.highs.changeColsBounds(len(pairs), pairs, np.zeros(len(pairs)), bound)
         mw = float(self.data.site_mw_available[site]) if is_open else 0.0
         self.highs.changeRowBounds(self._power_row(site), -np.inf, mw)
+        for row, cap in zip(self.model.caps, self.data.caps, strict=True):  # the site's fixed use in or out
+            self.highs.changeRowBounds(row.start, -np.inf, cap_room_per_h(cap, self.is_open))
 
     def resolve_toggled(self, site: int) -> Resolve:
         """Cost with one site toggled (open to closed or closed to open), every other site as in the plan.

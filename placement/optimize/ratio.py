@@ -13,6 +13,8 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.heuristics import greedy_design
 from placement.optimize.milp import empty, extract, finish, unserved_shares
@@ -32,8 +34,43 @@ RATIO_STEP_GAP = 0.1
 ratio finding a better design is what counts; near it the value tends to 0 and the absolute gap governs."""
 
 
-def _ratio_start(data: PlacementInput, min_served: float, gap: float) -> tuple[BoolArray, IntArray, FloatArray] | None:
-    """A design serving at least ``min_served``: the greedy one, or the LP of the most that can be served rounded up."""
+def _ratio_start(
+    data: PlacementInput, min_served: float, options: SolverOptions
+) -> tuple[BoolArray, IntArray, FloatArray] | None:
+    """A design serving at least ``min_served``: the greedy one, or the LP of the most that can be served rounded up.
+
+    Under carbon or water caps, when that design breaks one: the design in whole nodes that serves the most within
+    them (:func:`_most_served_within_caps`).
+    """
+    start = _uncapped_start(data, min_served, options.gap)
+    if data.caps and (start is None or not _within_caps(data, start)):
+        return _most_served_within_caps(data, min_served, options)
+    return start
+
+
+def _within_caps(data: PlacementInput, design: tuple[BoolArray, IntArray, FloatArray]) -> bool:
+    """Whether a design meets every carbon and water cap (within the checks' tolerance)."""
+    is_open, nodes, shares = design
+    return all(c.used_per_h(is_open, nodes, shares, data.pair_site) <= c.limit_per_h * (1 + 1e-9) + 1e-9 for c in data.caps)
+
+
+def _most_served_within_caps(
+    data: PlacementInput, min_served: float, options: SolverOptions
+) -> tuple[BoolArray, IntArray, FloatArray] | None:
+    """The design that serves the most within the caps: the MILP with no cost and a value on every token served."""
+    zeros = np.zeros(data.n_sites)
+    free = replace(data, site_fixed_usd_per_h=zeros, site_node_usd_per_h=zeros, pair_cost_usd_per_h=np.zeros(len(data.pair_site)))
+    model = build_model(free, served_value_usd_per_tok_s=1.0, min_served_tok_s=min_served)
+    report = solve_problem(model.problem, replace(options, gap=min(options.gap, 1e-4)))
+    if not report.status.has_solution:
+        return None
+    design = extract(model, free, report, None)
+    served = design.served_mean_tok_s(data)
+    return (design.open, design.nodes, design.pair_share) if served >= min_served and served > 0 else None
+
+
+def _uncapped_start(data: PlacementInput, min_served: float, gap: float) -> tuple[BoolArray, IntArray, FloatArray] | None:
+    """The greedy design, or the LP of the most that can be served rounded up (caps aside)."""
     start = greedy_design(data)
     if start is not None:
         return start
@@ -209,7 +246,7 @@ def solve_ratio(
     min_served = min_served_share * total
     floor = max(min_served, 1e-9 * max(total, 1.0))  # a design must serve something
     begin = time.perf_counter()
-    start = _ratio_start(data, min_served, options.gap)
+    start = _ratio_start(data, min_served, options)
     if start is None:
         return _no_start(data, options, min_served, begin)
     mean_of_pair = data.mean_demand_tok_s[data.pair_commodity]

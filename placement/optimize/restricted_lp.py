@@ -85,7 +85,11 @@ class RestrictedLP:
         # the carbon and water cap rows, shares entering them as they are priced in
         self.caps: list[RowBlock] = [
             rows.resource_cap_row(
-                lm, k, (self.open.cols, self.nodes.cols, no_pairs), (*cap.site_weights(), np.zeros(0)), cap.limit_per_h
+                lm,
+                k,
+                (self.open.cols, self.nodes.cols, no_pairs),
+                (*cap.site_weights(), np.zeros(0)),
+                cap.lp_limit_per_h,
             )
             for k, cap in enumerate(data.caps)
         ]

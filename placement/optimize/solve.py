@@ -14,7 +14,6 @@ every constraint (:func:`placement.optimize.verify.verify_solution`) before it i
 
 from __future__ import annotations
 
-from placement._errors import PlacementError
 from placement.optimize import failover
 from placement.optimize.lazy import solve_lazy
 from placement.optimize.priced import PRICING_FROM_PAIRS, solve_priced
@@ -49,12 +48,6 @@ def solve_placement(
     SolverError
         If the solver's answer violates a constraint.
     """
-    if data.caps and not caps_modelled(data):
-        raise PlacementError(
-            f"a carbon or water cap (objective) is modelled on models of up to {PRICING_FROM_PAIRS:,} "
-            f"feasible pairs without cross-metro prefill or large N+1 models; this one has {len(data.pair_site):,} pairs. "
-            "Cluster the populations (demand.clusters), or price the carbon instead (objective.carbon_usd_per_t)"
-        )
     if data.fault_tolerant and failover.failover_variable_count(data) > failover.FULL_FAILOVER_MAX_VARIABLES:
         return failover.solve_large_n_plus_one(data, options, solve_without_n_plus_one=solve_placement)
     if not data.fault_tolerant and len(data.pair_site) > PRICING_FROM_PAIRS:
@@ -62,9 +55,3 @@ def solve_placement(
     if data.has_remote:  # cross-metro columns: priced in by the LP, the MILP on the rest and those the LP singles out
         return solve_priced(data, options, shortfall=False, route_nearest=route_nearest, all_pairs=True)
     return solve_lazy(data, options, route_nearest=route_nearest, warm_start=warm_start)
-
-
-def caps_modelled(data: PlacementInput) -> bool:
-    """Whether the strategy that solves ``data`` holds carbon and water cap rows: the MILP itself (with lazy slices)."""
-    large_n_plus_one = data.fault_tolerant and failover.failover_variable_count(data) > failover.FULL_FAILOVER_MAX_VARIABLES
-    return not large_n_plus_one and len(data.pair_site) <= PRICING_FROM_PAIRS and not data.has_remote

@@ -95,6 +95,9 @@ class PulpWhatIfs:
         rows = [model.problem.get_constraint_by_name(f"power_{j}") for j in range(data.n_sites)]
         values = np.array([-(row.pi or 0.0) if row is not None else 0.0 for row in rows])
         self._mw_values = np.where(np.abs(values) < 1e-9, 0.0, values) if self.status else np.full(data.n_sites, np.nan)
+        caps = [model.problem.get_constraint_by_name(f"cap_{k}") for k in range(len(data.caps))]
+        values = np.array([-(row.pi or 0.0) if row is not None else 0.0 for row in caps])
+        self._cap_values = np.where(np.abs(values) < 1e-9, 0.0, values) if self.status else np.full(len(caps), np.nan)
 
     def _held(self) -> FloatArray | None:
         return self.unserved_share if self.unserved_share.any() else None
@@ -116,6 +119,16 @@ class PulpWhatIfs:
     def mw_value_usd_per_h(self) -> FloatArray:
         """Cost one more MW saves at each site (the duals of the power rows). [USD/h per MW]"""
         return self._mw_values
+
+    def cap_value_usd_per_h(self) -> FloatArray:
+        """``(k,)`` cost one more unit a hour of each carbon or water cap saves (its row's dual). [USD/unit]"""
+        return self._cap_values
+
+    def resolve_cap_scaled(self, k: int, factor: float) -> float:
+        """Cost with cap ``k``'s limit times ``factor`` (``inf`` if infeasible). [USD/h]"""
+        caps = list(self.data.caps)
+        caps[k] = dataclasses.replace(caps[k], limit_per_h=caps[k].limit_per_h * factor)
+        return self._solve(dataclasses.replace(self.data, caps=tuple(caps)), self.is_open, 0).cost_usd_per_h
 
     def _solve(self, data: PlacementInput, is_open: BoolArray, site: int) -> Resolve:
         model = fixed_design_model(data, is_open, self._held())
@@ -174,6 +187,14 @@ class WhatIfs(Protocol):
         """Cost with more power at one site. [USD/h]"""
         ...
 
+    def cap_value_usd_per_h(self) -> FloatArray:
+        """Cost one more unit a hour of each carbon or water cap saves. [USD/unit]"""
+        ...
+
+    def resolve_cap_scaled(self, k: int, factor: float) -> float:
+        """Cost with one cap's limit scaled. [USD/h]"""
+        ...
+
 
 def fixed_design_lp(data: PlacementInput, is_open: BoolArray, options: SolverOptions) -> WhatIfs:
     """The plan's LP with the design fixed: the array LP, or PuLP models when the plan has N+1 rows.
@@ -191,7 +212,8 @@ def fixed_design_lp(data: PlacementInput, is_open: BoolArray, options: SolverOpt
     -------
     WhatIfs
         ``unserved_share`` (per model row), ``status``, ``cost_usd_per_h()``, ``mw_value_usd_per_h()``,
-        ``resolve_toggled(site)``, ``resolve_open_repriced(site, ...)`` and ``resolve_more_power(site, mw)``.
+        ``resolve_toggled(site)``, ``resolve_open_repriced(site, ...)``, ``resolve_more_power(site, mw)``,
+        ``cap_value_usd_per_h()`` and ``resolve_cap_scaled(k, factor)``.
     """
     if supports(data):
         return FixedDesignLP(data, is_open, shortfall_penalty_usd_per_tok_s(data), threads=options.threads)

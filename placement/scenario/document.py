@@ -60,13 +60,6 @@ class Scenario(Section):
     def carbon_not_modelled(self) -> str | None:
         """Why this scenario's carbon or water prices or caps are not modelled where it asks for them (None: they are)."""
         objective = self.objective
-        if objective.has_caps and self.serving.cross_metro_prefill is not None:
-            return "carbon and water caps (objective) are not modelled with serving.cross_metro_prefill yet: drop one of them"
-        if objective.has_caps and self.policy.serving == "optional":
-            return (
-                "carbon and water caps (objective) are not modelled with policy.serving: optional yet (the least $/M "
-                "search starts from designs the caps do not bound): drop one of them"
-            )
         if objective.has_caps and self.is_buildout:
             return (
                 "carbon and water caps (objective) are not applied by the build-out (horizon or serving.accelerators) "

@@ -33,7 +33,8 @@ def test_explain_writes_json(tmp_path: Path, small_scenario: Path, capsys: pytes
     assert main(["solve", str(small_scenario), "--out", str(out), "--quiet"]) == 0
     assert main(["explain", str(out), "--quiet"]) == 0
     document = json.loads((out / "explain.json").read_text())
-    assert set(document) == {"sites", "what_would_pay", "rules", "phases_s"}
+    assert set(document) == {"sites", "what_would_pay", "rules", "caps", "phases_s"}
+    assert document["caps"] == []  # no carbon or water cap in this scenario
     assert document["rules"] == [], "the small scenario has no residency rule"
     assert set(document["what_would_pay"]) == {"more_power", "nearest_to_entering", "short_of_power", "out_of_reach"}
     records = document["sites"]

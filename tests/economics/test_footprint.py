@@ -188,19 +188,32 @@ def test_a_cap_below_the_least_emissions_is_diagnosed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("overrides", "words"),
+    "overrides",
     [
-        ({"policy": {"unreachable": "report", "serving": "optional"}}, "policy.serving: optional"),
-        ({"serving": {**DYNAMIC_POWER, "cross_metro_prefill": {}}}, "cross_metro_prefill"),
+        {"policy": {"unreachable": "report", "serving": "optional"}},
+        {"serving": {**DYNAMIC_POWER, "cross_metro_prefill": {}}},
     ],
+    ids=["optional serving", "cross-metro prefill"],
 )
-def test_a_cap_where_it_is_not_modelled_yet_is_refused(tmp_path: Path, overrides: dict[str, object], words: str) -> None:
-    # Not a silent plan over the cap: the scenario is refused with what to drop.
-    from placement._errors import InputError
-
-    path = write_scenario(tmp_path, catalog=SHIFT_CATALOG, objective={"carbon_cap_t_per_year": 300}, **overrides)
-    with pytest.raises(InputError, match=words):
-        load_scenario(path)
+def test_a_cap_binds_with_optional_serving_and_with_cross_metro_prefill(tmp_path: Path, overrides: dict[str, object]) -> None:
+    # The least $/M search (optional serving) and the priced solve with cross-metro columns hold the cap rows: a cap
+    # at 90 % of the uncapped plan's emissions is met, read back from sites.csv as a planner would.
+    plans = []
+    for name, objective in (("free", {}), ("capped", None)):
+        folder = tmp_path / name
+        folder.mkdir()
+        if objective is None:
+            assert plans[0].summary.tco2e_per_year is not None
+            objective = {"carbon_cap_t_per_year": 0.9 * plans[0].summary.tco2e_per_year}
+        overrides = {"serving": DYNAMIC_POWER, **overrides}
+        path = write_scenario(folder, catalog=SHIFT_CATALOG, objective=objective, **overrides)
+        plans.append(run(load_scenario(path)))
+    free, capped = plans
+    assert free.summary.tco2e_per_year is not None and capped.summary.tco2e_per_year is not None
+    limit = 0.9 * free.summary.tco2e_per_year
+    assert float(capped.sites["tco2e_per_year"].sum()) == pytest.approx(capped.summary.tco2e_per_year, rel=1e-9)
+    assert capped.summary.tco2e_per_year <= limit * (1 + 1e-7)
+    assert capped.summary.cap_cost is not None and capped.summary.objective_usd_per_h > 0
 
 
 # Madrid (Spain's mix: a sixth solar, so clean by day and dirty by night) and Keflavik (Iceland: no fossil, flat),
@@ -258,6 +271,32 @@ def test_a_binding_cap_moves_the_night_load_to_the_site_clean_at_night_by_hand(t
         assert moved["Night Town", "keflavik"] == pytest.approx(cut * uncapped / (night_saves * 8760), rel=1e-4)
         extra = plan.summary.objective_usd_per_h - free.summary.objective_usd_per_h  # (and whole nodes at $1 each)
         assert extra == pytest.approx(moved["Night Town", "keflavik"] * night_costs, rel=1e-3)
+
+
+def test_explain_prices_a_binding_cap_by_hand(tmp_path: Path) -> None:
+    # Explain holds the cap's row: with the plan's sites fixed, a tonne more lets a tonne's worth of Night Town back to
+    # Madrid, so the cap's dual is what moving Night Town costs per tonne it saves. 10 % looser than a cap 4 % below
+    # the uncapped emissions no longer binds: it saves all the move cost; 10 % tighter costs at least the dual's worth.
+    from placement.analyses.explain import explain, render_table
+
+    free = _hours_plan(tmp_path, "free", None)
+    data = free.instance.inputs
+    (cap,) = data.caps
+    name = free.instance.populations.table["name"].to_numpy()[free.instance.commodity_population[free.instance.modelled]]
+    site = free.instance.sites["id"].to_numpy()
+    pair = {(name[c], site[j]): k for k, (c, j) in enumerate(zip(data.pair_commodity, data.pair_site, strict=True))}
+    saves = cap.pair_per_h[pair["Night Town", "madrid"]] - cap.pair_per_h[pair["Night Town", "keflavik"]]
+    costs = data.pair_cost_usd_per_h[pair["Night Town", "keflavik"]] - data.pair_cost_usd_per_h[pair["Night Town", "madrid"]]
+    uncapped = free.summary.tco2e_per_year
+    assert uncapped is not None
+    plan = _hours_plan(tmp_path, "cut", 0.96 * uncapped)
+    moved = plan.assignments.groupby(["population", "site_id"])["share_of_demand"].sum()["Night Town", "keflavik"]
+    (worth,) = explain(plan.instance, plan.sites).caps
+    assert worth["cap"] == "carbon" and worth["limit_per_year"] == pytest.approx(0.96 * uncapped, rel=1e-9)
+    assert worth["value_usd_per_unit"] == pytest.approx(costs / saves, rel=1e-3)
+    assert worth["looser_saves_usd_per_h"] == pytest.approx(moved * costs, rel=1e-3)
+    assert worth["tighter_costs_usd_per_h"] >= worth["value_usd_per_unit"] * 0.096 * uncapped / 8760 * (1 - 1e-6)
+    assert "carbon cap of" in render_table(explain(plan.instance, plan.sites))
 
 
 def _profile_csv(path: Path, rows: dict[str, list[float]]) -> Path:

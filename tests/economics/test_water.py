@@ -201,16 +201,6 @@ def test_the_water_frontier_of_two_us_sites(tmp_path: Path) -> None:
     assert len(checked) == 3 and all(line.endswith(": ok") for line in checked)
 
 
-def test_explain_refuses_a_plan_with_caps(tmp_path: Path) -> None:
-    # Its fixed-design LP holds no cap rows: its figures would be of another model, so it says so instead.
-    from placement._errors import PlacementError
-    from placement.analyses.explain import explain
-
-    plan = _plan(tmp_path, "capped", water_cap_m3_per_year=1e12)
-    with pytest.raises(PlacementError, match="explain does not model carbon or water caps"):
-        explain(plan.instance, plan.sites)
-
-
 def test_embodied_carbon_by_hand(tmp_path: Path) -> None:
     # 2,500 kg a server and 150 kg a GPU (data/energy/embodied_carbon.csv): an 8-GPU node is 3.7 t, over the default
     # node life of 4 years 0.925 t a year, for every node installed; not part of the grid emissions.

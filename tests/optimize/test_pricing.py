@@ -285,3 +285,39 @@ def test_pricing_bounds_hold_under_resource_caps(seed: int, regional: bool) -> N
     assert max(bounds) <= capped.objective_usd_per_h * (1 + 1e-9)
     assert relaxation.bound == pytest.approx(relaxation.value, rel=1e-6)
     assert relaxation.value <= capped.objective_usd_per_h * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("shortfall", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_priced_solve_holds_a_cap_its_rounding_breaks(seed: int, shortfall: bool) -> None:
+    # A large model's designs are its LP rounded up to whole nodes, which draws more than the LP: under a tight cap
+    # the LPs are held below it by what the rounding added. The answer meets the cap itself, and its bound is the
+    # LP's at the cap (never above the capped MILP's optimum, at the same service with a shortfall).
+    from placement.optimize.problem import ResourceCap
+    from tests.optimize.test_highs_lps import random_instance
+
+    base = random_instance(seed, power=2.0 if not shortfall else 0.6)
+    rng = np.random.default_rng(seed)
+    cap = ResourceCap("carbon", "tCO2e", np.zeros(base.n_sites), rng.uniform(0.5, 1.0, base.n_sites),
+                      rng.uniform(0.0, 2.0, len(base.pair_site)), 1e30)  # fmt: skip
+    free = solve_priced(replace(base, caps=(cap,)), EXACT, shortfall=shortfall)
+    used = cap.used_per_h(free.open, free.nodes, free.pair_share, base.pair_site)
+    data = replace(base, caps=(replace(cap, limit_per_h=0.9 * used),))
+    lines: list[str] = []
+    solution = solve_priced(data, replace(EXACT, gap=1e-4, progress=lines.append), shortfall=shortfall)
+    assert verify_solution(data, solution, optional=shortfall) == []
+    assert data.caps[0].used_per_h(solution.open, solution.nodes, solution.pair_share, base.pair_site) <= 0.9 * used * (1 + 1e-7)
+    served = float(solution.pair_share @ data.mean_demand_tok_s[data.pair_commodity])
+    reference = (
+        build_model(data, served_value_usd_per_tok_s=0.0, min_served_tok_s=served * (1 - 1e-9))
+        if shortfall
+        else build_model(data)
+    )
+    optimum = solve_problem(reference.problem, EXACT).objective
+    report = solution.report
+    assert report.best_bound <= optimum * (1 + 1e-7) + 1e-6, "the bound is of the model at the cap itself"
+    assert report.gap == pytest.approx((report.objective - report.best_bound) / report.objective, abs=1e-9)
+    backed_off = any("held below it" in line for line in lines)
+    assert backed_off == ("held below the caps" in report.message)
+    if backed_off:
+        assert any("the LP at the caps themselves" in line for line in lines)

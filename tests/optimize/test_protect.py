@@ -136,3 +136,49 @@ def test_spare_sized_one_loss_at_a_time_is_feasible_and_shares_spare(monkeypatch
     assert solution.nodes.tolist() == [1, 1, 1, 0]
     assert solution.objective_usd_per_h == pytest.approx(330.0)
     assert solution.failover_share[0][1] == pytest.approx(1.0) and solution.failover_share[1][4] == pytest.approx(1.0)
+
+
+def _node_cap(data: PlacementInput, limit_t_per_h: float) -> PlacementInput:
+    """A carbon cap on the nodes' idle draw alone: 1 t/h a node, so the cap is a number of nodes."""
+    from placement.optimize.problem import ResourceCap
+
+    m = data.n_sites
+    cap = ResourceCap("carbon", "tCO2e", np.zeros(m), np.ones(m), np.zeros(len(data.pair_site)), limit_t_per_h)
+    return replace(data, caps=(cap,))
+
+
+def test_protection_keeps_a_cap_and_serves_less_by_hand() -> None:
+    # The standby world above under a cap of 2.5 nodes' draw: c0 on A and c1 on B take two nodes, and protecting
+    # c0 needs a third (C's standby). Protection keeps the cap, so it serves 10,000 tok/s, not 20,000: c0 protected
+    # (A + C: 240) or c1 alone (B: 120, c1 has no backup to need): the cheaper, c1 at B, c0 unserved.
+    data = make_input([10_000, 10_000], [(0, 0), (0, 2), (1, 1)], 1e-4, [100] * 3, [10, 20, 30], [0.01] * 3, [0.01] * 3,
+                      fault_tolerant=True, protect=np.array([True, False]))  # fmt: skip
+    capped = _node_cap(data, 2.5)
+    protected = protect_plan(capped, _base(capped), OPTIONS)
+    assert verify_solution(capped, protected, optional=True) == []
+    assert int(protected.nodes.sum()) == 1 and protected.nodes.tolist() == [0, 1, 0]
+    assert protected.unserved_share.tolist() == pytest.approx([1.0, 0.0], abs=1e-6)
+    assert protected.objective_usd_per_h == pytest.approx(120.0)
+    roomy = protect_plan(_node_cap(data, 3.5), _base(_node_cap(data, 3.5)), OPTIONS)  # room for the standby node
+    assert roomy.objective_usd_per_h == pytest.approx(360.0) and roomy.nodes.tolist() == [1, 1, 1]
+
+
+def test_spare_one_loss_at_a_time_that_breaks_a_cap_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The one-loss-at-a-time world above needs three nodes (A, B and C's shared spare); under a cap of 2.5 nodes'
+    # draw that path sizes spare past the cap, so it hands back no protected plan (N+1 dropped, said in the notes).
+    from placement.optimize import protect
+
+    pairs = [(0, 0), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3)]
+    data = make_input([10_000, 10_000], pairs, 1e-4, [100] * 4, [10, 10, 10, 50], [0.01] * 4, [0.01, 0.01, 0.01, 0.01],
+                      fault_tolerant=True)  # fmt: skip
+    monkeypatch.setattr(protect, "MILP_MAX_COLUMNS", 0)
+    for limit, dropped in ((2.5, True), (3.5, False)):
+        capped = _node_cap(data, limit)
+        base = replace(
+            _base(capped), open=np.array([True, True, False, False]), nodes=np.array([1, 1, 0, 0]),
+            pair_share=np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.0]),
+        )  # fmt: skip
+        solution = protect_plan(capped, base, OPTIONS)
+        assert solution.n_plus_one_dropped is dropped
+        if not dropped:
+            assert verify_solution(capped, solution, optional=True) == [] and solution.nodes.tolist() == [1, 1, 1, 0]
