@@ -55,7 +55,8 @@ def check(folder: Path) -> list[str]:
     for r in scenarios.itertuples():
         at_failed = assignments[assignments["site_id"].isin(failed_sites[r.failed])]
         moved = set(zip(*[rows.loc[rows["failed"] == r.failed, c] for c in ("population_id", "class")], strict=True))
-        left = at_failed[[(p, c) not in moved for p, c in zip(at_failed["population_id"], at_failed["class"], strict=True)]]
+        kept = [(p, c) not in moved for p, c in zip(at_failed["population_id"], at_failed["class"], strict=True)]
+        left = at_failed[pd.Series(kept, index=at_failed.index, dtype=bool)]  # a list, empty, would select columns
         expected = float(left["goodput_tok_s"].sum())
         if abs(expected - float(r.unprotected_tok_s)) > 1e-4 * max(1.0, float(r.served_tok_s)):
             problems.append(f"loss of {r.failed}: unprotected {r.unprotected_tok_s:.1f} tok/s, not re-routed {expected:.1f}")

@@ -26,7 +26,7 @@ from placement.instance.commodities import (
     commodity_within_budget,
     reach_fixed_ms,
 )
-from placement.instance.cross_metro import CrossMetro, EnergyPrices, build_cross_metro, with_cross_metro
+from placement.instance.cross_metro import CrossMetro, EnergyPrices, build_cross_metro, option_nodes, with_cross_metro
 from placement.instance.latency import build_latency_model, mapped_from_disk, retrieval_extra_ms, site_rtt_ms, worst_member_rtt_ms
 from placement.instance.load import load_populations, load_sites, slice_demand
 from placement.instance.pair_mask import PairMask
@@ -55,7 +55,7 @@ from placement.instance.rows import (
 )
 from placement.network.latency import LatencyModel
 from placement.network.paths import Quantile, RoundTripQuantiles
-from placement.optimize.problem import PlacementInput
+from placement.optimize.problem import PlacementInput, ResourceCap
 from placement.profiles.build import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw
 from placement.profiles.tiers import ProfileSets, cheapest_part, profile_sets
 from placement.progress import Progress, quiet
@@ -351,8 +351,43 @@ def _model_inputs(
             cm.parts.runs(scenario.serving.accelerator) if cm.parts.moved else None,
         )  # fmt: skip
         inputs = with_cross_metro(inputs, cross, pair_rtt_ms=rows.rtt_ms(cross.pairs.row, cross.pairs.decode_site))
+        if inputs.caps:
+            unit = _energy_prices(scenario, inputs, rows, np.zeros((len(sites), len(slice_hours))), node_kw(scenario.serving))
+            inputs = replace(inputs, caps=_cross_metro_caps(inputs.caps, energy.caps, cross, unit, sites["pue"].to_numpy(float)))
         progress(f"cross-metro prefill: {len(cross.pairs)} columns (decode here, prefill at a partner)")
     return inputs, rows, cross
+
+
+def _energy_prices(
+    scenario: Scenario, inputs: PlacementInput, rows: ModelRows, site_price_per_mwh: FloatArray, kw: float
+) -> EnergyPrices:
+    """What the model rows' load draws, priced per MWh at each site and slice (USD, or a cap's unit). [unit/MWh]"""
+    return EnergyPrices(
+        energy_demand_tok_s(rows.slice_demand_tok_s, inputs.slice_hours, scenario.demand.peak_factor),
+        inputs.slice_hours / inputs.slice_hours.sum(),
+        site_price_per_mwh,
+        (1.0 - scenario.serving.idle_power_share) * kw / 1000.0,
+    )
+
+
+def _cross_metro_caps(
+    caps: tuple[ResourceCap, ...], specs: list[CapSpec], cross: CrossMetro, unit: EnergyPrices, pue: FloatArray
+) -> tuple[ResourceCap, ...]:
+    """The caps with the cross-metro columns' use appended: the load at the decode site and at the prefill site.
+
+    ``caps`` are the model's (one per spec, their coefficients of the pairs served whole), ``unit`` prices the load
+    at nothing: each spec's use per MWh (PUE included) takes the price's place.
+    """
+    decode_nodes, prefill_nodes = option_nodes(cross.options, cross.pairs.option)
+    pairs = cross.pairs
+    extended: dict[int, FloatArray] = {}  # caps on one resource share one coefficient array: extended once
+    for cap, spec in zip(caps, specs, strict=True):
+        if id(cap.pair_per_h) not in extended:
+            per_unit = replace(unit, site_price_usd_per_mwh=pue[:, None] * spec.per_mwh)
+            use = per_unit.usd_per_h(pairs.row, pairs.decode_site, decode_nodes)
+            use = use + per_unit.usd_per_h(pairs.row, pairs.prefill_site, prefill_nodes)
+            extended[id(cap.pair_per_h)] = np.concatenate([cap.pair_per_h, use])
+    return tuple(replace(cap, pair_per_h=extended[id(cap.pair_per_h)]) for cap in caps)
 
 
 def _cross_metro(
@@ -380,12 +415,7 @@ def _cross_metro(
     assert spec is not None
     commodity_class, commodity_population, rtt, permitted = commodity
     n_rows = len(rows.modelled)
-    energy = EnergyPrices(
-        energy_demand_tok_s(rows.slice_demand_tok_s, inputs.slice_hours, scenario.demand.peak_factor),
-        inputs.slice_hours / inputs.slice_hours.sum(),
-        site_energy_price(sites, price_multiplier, charge_usd_per_mwh),
-        (1.0 - scenario.serving.idle_power_share) * kw / 1000.0,
-    )
+    energy = _energy_prices(scenario, inputs, rows, site_energy_price(sites, price_multiplier, charge_usd_per_mwh), kw)
     return build_cross_metro(
         inputs,
         spec=spec,
