@@ -4,7 +4,8 @@
 
 Checks: no site-year uses more MW than energized; no site's MW reserved go down or back to 0; no open site
 goes back to 0 MW used; every year has its $/M goodput; VSS >= 0; the fleet holds more than one accelerator
-generation. Prints one line per check and exits 1 if any fails.
+generation; every year and scenario of ``years_scenarios.csv`` is within the whole-plan carbon and water caps of
+``summary.json``. Prints one line per check and exits 1 if any fails.
 """
 
 from __future__ import annotations
@@ -70,7 +71,25 @@ def checks(out: Path) -> list[tuple[str, bool, str]]:
     used = table[table["nodes"] > 0]["accelerator"].unique().tolist()
     generations = sorted({GENERATIONS.get(a, a) for a in used if a != "none"})
     results.append(("the fleet holds more than one accelerator generation", len(generations) > 1, f"{used} -> {generations}"))
+    results.append(_within_caps(out, summary))
     return results
+
+
+CAP_COLUMNS = {"carbon": "tco2e_per_year", "water": "water_m3_per_year"}
+"""The whole-plan caps and the column of ``years_scenarios.csv`` each limits."""
+
+
+def _within_caps(out: Path, summary: dict[str, object]) -> tuple[str, bool, str]:
+    caps = [c for c in summary.get("caps", []) if c["cap"] in CAP_COLUMNS]  # type: ignore[attr-defined]
+    if not caps:
+        return ("every year and scenario within the plan's caps", True, "no whole-plan cap")
+    years = pd.read_csv(out / "years_scenarios.csv")
+    over = []
+    for cap in caps:
+        used = years[CAP_COLUMNS[cap["cap"]]]
+        broken = years[used > cap["limit_per_year"] * (1 + 1e-6) + 1e-6]
+        over += [f"{cap['cap']} {r.year} {r.scenario}" for r in broken.itertuples()]
+    return ("every year and scenario within the plan's caps", not over, ", ".join(over[:10]) or "within")
 
 
 def main() -> int:

@@ -179,13 +179,16 @@ def frontier_start(
     Raises
     ------
     ValueError
-        Caps not modelled for this scenario, fewer than 2 points, or the plan's figure unknown.
+        A build-out scenario, fewer than 2 points, or the plan's figure unknown.
     """
     objective = loaded.scenario.objective.model_copy(update={CAP_FIELD[axis]: NO_CAP_PER_YEAR})
     scenario = loaded.scenario.model_copy(update={"objective": objective})
-    why = scenario.carbon_not_modelled()  # model_copy does not validate: a cap where none is modelled is refused here
-    if why is not None:
-        raise ValueError(why)
+    if scenario.is_buildout:  # the frontier's points are single-year plans
+        raise ValueError(
+            "the cost-carbon and cost-water frontier is drawn for a single-year plan: remove horizon and "
+            "serving.accelerators, or solve the build-out with its caps (objective.carbon_cap_t_per_year, "
+            "objective.water_cap_m3_per_year), which it holds in every year and demand scenario"
+        )
     _check_points(points)
     start = LoadedScenario(scenario=scenario, path=loaded.path)
     instance = build_instance(start, progress=progress)

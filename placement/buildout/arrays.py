@@ -23,9 +23,10 @@ from placement.instance.build import build_instance
 from placement.instance.commodities import commodity_permitted, commodity_within_budget, merge_commodities
 from placement.instance.pair_mask import PairMask
 from placement.instance.record import Instance
-from placement.optimize.buildout.input import BuildoutInput
+from placement.optimize.buildout.input import BuildoutInput, YearCap
 from placement.progress import Progress, quiet
 from placement.rules.availability import AvailabilityRule, barred_mask
+from placement.rules.resources import SiteWater, cap_specs
 from placement.scenario.classes import WorkloadClass
 from placement.scenario.horizon import AcceleratorOffer, DemandScenario, HorizonSection
 from placement.scenario.load import LoadedScenario
@@ -377,6 +378,33 @@ def day_mean_intensity(instance: Instance) -> FloatArray:
     return np.asarray(intensity @ (instance.slice_hours / instance.slice_hours.sum()))
 
 
+def year_caps(loaded: LoadedScenario, instance: Instance) -> tuple[YearCap, ...]:
+    """The scenario's carbon and water caps (:func:`placement.rules.resources.cap_specs`) as the build-out holds them.
+
+    Each site's figure per MWh is its day's mean, as the written tables count a year's emissions and water
+    (:func:`day_mean_intensity`, water flat over the day); a cap counts only its region's or its site's.
+
+    Raises
+    ------
+    InputError
+        A region naming no site, or a site a cap counts whose carbon intensity or water is unknown.
+    """
+    objective = loaded.scenario.objective
+    if not objective.has_caps:
+        return ()
+    sites = instance.sites
+    nan = np.full(len(sites), np.nan)
+    water = instance.site_water if instance.site_water is not None else SiteWater(nan, nan)
+    intensity = day_mean_intensity(instance)[:, None]
+    specs = cap_specs(objective, sites, intensity, water, source=str(loaded.path), catalog=instance.facts.catalog)
+    caps = []
+    for spec in specs:
+        counted = np.ones(len(sites), dtype=bool) if spec.sites is None else spec.sites
+        per_mwh = np.where(counted, np.nan_to_num(spec.per_mwh[:, 0]), 0.0)
+        caps.append(YearCap(spec.name, spec.unit, per_mwh, spec.limit_per_year))
+    return tuple(caps)
+
+
 def _raise_if_unknown(instance: Instance, unknown: NDArray[np.bool_], field: str, what: str) -> None:
     if unknown.any():
         catalog = instance.facts.catalog
@@ -550,6 +578,9 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         power_margin_mw=margin,
         row_mean_demand_tok_s=row_mean,
         barred=barred if barred.any() else None,
+        node_idle_mw=node_mw * scenario.serving.idle_power_share,
+        node_load_mw=node_mw * (1.0 - scenario.serving.idle_power_share),
+        caps=year_caps(loaded, instance),
     )
     progress(
         f"build-out: {len(years)} years x {len(scenarios)} scenarios, {len(modelled)} demand rows, {len(pair_row)} pairs, "

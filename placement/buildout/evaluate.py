@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placement._types import FloatArray
+from placement.optimize.buildout.caps import cap_breaches
 from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution
 
 TOLERANCE = 1e-6
@@ -150,7 +151,7 @@ def _count(mask: NDArray[np.bool_], what: str) -> list[str]:
 
 
 def violations(data: BuildoutInput, solution: BuildoutSolution, *, tol: float = TOLERANCE) -> list[str]:
-    """Every rule of the model the plan breaks (empty: it keeps them all).
+    """Every rule of the model the plan breaks (empty: it keeps them all), its carbon and water caps included.
 
     Parameters
     ----------
@@ -199,4 +200,4 @@ def violations(data: BuildoutInput, solution: BuildoutSolution, *, tol: float = 
     served = solution.served_tok_s.sum(axis=2)
     scale = np.maximum(routed.max(initial=0.0), 1.0)
     out += _count(np.abs(routed - served) > 1e-5 * scale, "site-class-slices whose routed load differs from the load served")
-    return out
+    return out + cap_breaches(data, solution)

@@ -17,11 +17,12 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from placement._errors import SolverError
+from placement._errors import InputError, Problem, SolverError
 from placement.buildout.arrays import Buildout
 from placement.buildout.evaluate import PlanCosts, plan_costs, violations
-from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage
-from placement.optimize.buildout.solve import round_up, sites_of_relaxation, solve_buildout, solve_regret
+from placement.optimize.buildout.caps import HOURS_PER_YEAR, installed_use_per_year
+from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage, YearCap
+from placement.optimize.buildout.solve import backed_off, round_up, sites_of_relaxation, solve_buildout, solve_regret
 from placement.optimize.solver import SolverOptions, StopReason
 from placement.progress import Progress, quiet
 
@@ -117,11 +118,48 @@ def checked(data: BuildoutInput, solution: BuildoutSolution, what: str) -> Build
         fix = ""
         if solution.report.stopped_by == StopReason.TIME_LIMIT:  # a wall-clock safety net, hit first on a loaded machine
             fix = ". Fix: give the solve more time (--time-limit S, or horizon.time_limit_s in the scenario)"
+        if data.caps and not fix:
+            caps = ", ".join(f"{c.name} {c.limit_per_year:,.6g} {c.unit}" for c in data.caps)
+            fix = f". The plan is held to caps a year ({caps}): no plan may meet them; raise the tightest"
         raise SolverError(f"{what}: the solver returned no solution ({solution.report.message}){fix}")
     broken = violations(data, solution)
     if broken:
         raise SolverError(f"{what}: the solution breaks the model's rules: {'; '.join(broken)}")
     return solution
+
+
+def least_use_per_year(data: BuildoutInput, cap: YearCap) -> np.ndarray:
+    """``(Y,)`` the least any plan uses of a cap each year: the installed nodes idle, one node at a locked site without.
+
+    Every open site runs at least one node and a locked site is open from the first year, so a locked site with no
+    installed node runs the least-drawing part it may buy there. [unit]
+    """
+    idle_mw = data.node_idle_mw if data.node_idle_mw is not None else np.zeros_like(data.node_mw)
+    buyable = data.buyable_at_site.any(axis=2)  # (M, A)
+    least = np.where(buyable, idle_mw * cap.per_mwh[:, None], np.inf).min(axis=1)  # (M,)
+    bare = data.site_locked[:, None] & (data.existing_nodes.sum(axis=1) < 1)  # (M, Y)
+    extra = np.where(bare & np.isfinite(least)[:, None], least[:, None], 0.0).sum(axis=0) * HOURS_PER_YEAR
+    return np.asarray(installed_use_per_year(data, cap) + extra)
+
+
+def unreachable_caps(buildout: Buildout) -> list[Problem]:
+    """A problem per cap and year the installed fleet and locked sites alone break (no plan can meet it)."""
+    data, source = buildout.data, str(buildout.scenario_path)
+    problems = []
+    for cap in data.caps:
+        least = least_use_per_year(data, cap)
+        for y in np.flatnonzero(least > cap.limit_per_year * (1 + 1e-9)).tolist():
+            problems.append(
+                Problem(
+                    source,
+                    "objective",
+                    f"{cap.name} cap",
+                    f"no plan meets the {cap.name} cap of {cap.limit_per_year:,.6g} {cap.unit} a year in {buildout.years[y]}: "
+                    f"the installed fleet and the locked sites alone use {least[y]:,.6g} {cap.unit} running idle",
+                    "raise the cap, or retire part of horizon.existing_fleet or unlock sites",
+                )
+            )
+    return problems
 
 
 def evaluate_first_stage(data: BuildoutInput, first: FirstStage, options: SolverOptions) -> BuildoutSolution:
@@ -157,11 +195,15 @@ def min_max_regret(
         progress(f"wait-and-see {names[s]}: ${alone[-1] / 1e9:,.3f} B")
     if data.integer_nodes:
         solution = solve_regret(data, alone, options)
-    else:  # as the RP: the LP relaxation, its sites fixed open, the LP again; then whole nodes
-        relaxed = solve_regret(data, alone, options, relax=True)
-        if relaxed.report.status.has_solution:
-            relaxed = solve_regret(data, alone, options, opened=sites_of_relaxation(data, relaxed))
-        solution = round_up(data, relaxed) if relaxed.report.status.has_solution else relaxed
+    else:  # as the RP: the LP relaxation, its sites fixed open, the LP again; then whole nodes, within the caps
+
+        def rounded(held: BuildoutInput) -> BuildoutSolution:
+            relaxed = solve_regret(held, alone, options, relax=True)
+            if relaxed.report.status.has_solution:
+                relaxed = solve_regret(held, alone, options, opened=sites_of_relaxation(held, relaxed))
+            return round_up(held, relaxed) if relaxed.report.status.has_solution else relaxed
+
+        solution = backed_off(data, rounded)
     solution = checked(data, solution, "min-max regret")
     costs = plan_costs(data, solution)
     regrets = costs.scenario_npv_usd - np.array(alone)
@@ -265,6 +307,9 @@ def solve_stochastic(buildout: Buildout, *, msg: bool = False, progress: Progres
     SolverError
         If a solve returns no solution or a solution that breaks a rule.
     """
+    problems = unreachable_caps(buildout)
+    if problems:
+        raise InputError(problems)
     options = solver_options(buildout, msg=msg)
     plans = solve_plans(buildout.data, options, progress=progress)
     timings = dict(plans.timings_s)

@@ -17,6 +17,7 @@ from placement.buildout.arrays import day_mean_intensity, part_groups
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
 from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
+from placement.optimize.buildout.caps import cap_use_per_year, site_energy_mwh_per_year
 from placement.results.jsonio import finite_or_none
 
 
@@ -82,8 +83,8 @@ def buildout_table(result: StochasticResult, scenario: int) -> pd.DataFrame:
 def site_year_footprint(result: StochasticResult, scenario: int) -> dict[str, FloatArray]:
     """``(M, Y)`` energy, grid emissions and water of each site in each year of one scenario.
 
-    Power is what the model bills: every node in service draws its idle share all year, and the load its
-    load-following energy (its cost over the MWh price it was billed at, carbon and water charges included). Emissions
+    Power is what the model bills and its caps count (:func:`~placement.optimize.buildout.caps.site_energy_mwh_per_year`):
+    every node in service draws its idle share all year, and the load its load-following energy. Emissions
     are that energy at the site's grid intensity over the day, water at its water per MWh (:mod:`placement.rules.resources`);
     NaN where the catalog lacks the figure.
 
@@ -92,12 +93,8 @@ def site_year_footprint(result: StochasticResult, scenario: int) -> dict[str, Fl
     dict
         ``energy_mwh_per_year``, ``tco2e_per_year``, ``water_m3_per_year``: ``(M, Y)`` each.
     """
-    b, plan, costs = result.buildout, result.plan, result.costs
-    idle = b.loaded.scenario.serving.idle_power_share
-    idle_mw = np.einsum("may,ma->my", plan.nodes[..., scenario], b.data.node_mw) * idle
-    price = b.energy_price_usd_per_mwh
-    load_mw = np.divide(costs.energy_usd_per_h[..., scenario].sum(axis=1), price, out=np.zeros_like(price), where=price > 0)
-    energy = (idle_mw + load_mw) * HOURS_PER_YEAR
+    b = result.buildout
+    energy = site_energy_mwh_per_year(b.data, result.plan)[..., scenario]
     intensity = day_mean_intensity(b.instance)
     water = b.instance.site_water.total_m3_per_mwh if b.instance.site_water is not None else np.full(len(b.sites), np.nan)
     return {
@@ -360,6 +357,7 @@ def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any
         "gap": result.gap,
         "adopted_plan": result.adopted,
         "min_max_regret": result.regret,
+        "caps": caps_summary(result),
         "accelerators_offered": b.fleet.ids,
         "accelerators_used": accelerators_used,
         "availability_rules": rules_summary(result),
@@ -372,6 +370,25 @@ def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any
         "notes": list(result.notes),
         "scenario_path": str(b.scenario_path),
     }
+
+
+def caps_summary(result: StochasticResult) -> list[dict[str, Any]]:
+    """Each carbon or water cap the plan is held to: its limit and the most the plan uses in any year and scenario."""
+    b = result.buildout
+    out = []
+    for cap in b.data.caps:
+        use = cap_use_per_year(b.data, result.plan, cap)  # (Y, S)
+        y, s = np.unravel_index(int(np.argmax(use)), use.shape)
+        out.append(
+            {
+                "cap": cap.name,
+                "unit": cap.unit,
+                "limit_per_year": cap.limit_per_year,
+                "most_used_per_year": float(use[y, s]),
+                "most_used_in": f"{b.years[y]} ({b.scenario_names[s]} demand)",
+            }
+        )
+    return out
 
 
 def rules_table(result: StochasticResult) -> pd.DataFrame:

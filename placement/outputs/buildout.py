@@ -1,7 +1,8 @@
 """A build-out's results folder, written whole or not at all.
 
 ``summary.json``, ``buildout.csv`` (year x site x accelerator, the base scenario), ``buildout_scenarios.csv``
-(every scenario), ``years.csv``, ``scenarios.csv``, ``sites_by_year.geojson`` (per-year properties),
+(every scenario), ``years.csv`` (the base scenario), ``years_scenarios.csv`` (every scenario: its year figures, the
+caps' emissions and water among them), ``scenarios.csv``, ``sites_by_year.geojson`` (per-year properties),
 ``timeline.png`` (MW by site and year, stacked by accelerator), ``maps_by_year.png`` (small multiples),
 ``map.html`` (a year selector), ``report.md``, and ``years/<year>/`` holding each year of the base scenario
 as a plain results folder (``summary.json``, ``sites.csv``, ``assignments.csv``).
@@ -374,6 +375,8 @@ def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s:
     every = pd.concat([buildout_table(result, s) for s in range(len(b.scenario_names))], ignore_index=True)
     write_csv(every, folder / "buildout_scenarios.csv")
     write_csv(year_table(result, b.base_index), folder / "years.csv")
+    every_year = [year_table(result, s).assign(scenario=name) for s, name in enumerate(b.scenario_names)]
+    write_csv(pd.concat(every_year, ignore_index=True), folder / "years_scenarios.csv")
     write_csv(class_accelerator_table(result, b.base_index), folder / "class_accelerators.csv")
     write_csv(scenario_table(result), folder / "scenarios.csv")
     write_csv(rules_table(result), folder / "availability_rules.csv")

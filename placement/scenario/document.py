@@ -51,24 +51,6 @@ class Scenario(Section):
         return self.horizon is not None or self.serving.accelerators is not None
 
     @model_validator(mode="after")
-    def _carbon_where_modelled(self) -> Scenario:
-        why = self.carbon_not_modelled()
-        if why is not None:
-            raise ValueError(why)
-        return self
-
-    def carbon_not_modelled(self) -> str | None:
-        """Why this scenario's carbon or water prices or caps are not modelled where it asks for them (None: they are)."""
-        objective = self.objective
-        if objective.has_caps and self.is_buildout:
-            return (
-                "carbon and water caps (objective) are not applied by the build-out (horizon or serving.accelerators) "
-                "yet: price them instead (objective.carbon_usd_per_t, horizon.carbon_usd_per_t by year, "
-                "objective.water_usd_per_m3), or plan one year without a horizon"
-            )
-        return None
-
-    @model_validator(mode="after")
     def _n_plus_one_is_single_year(self) -> Scenario:
         if self.fault_tolerance.n_plus_one and self.is_buildout:
             raise ValueError(

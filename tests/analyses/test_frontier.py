@@ -22,6 +22,15 @@ def test_caps_run_evenly_to_half_or_to_the_least() -> None:
         frontier_caps(1000.0, 0.0, 1)
 
 
+def test_a_buildout_scenario_is_refused_by_the_frontier_of_single_year_plans() -> None:
+    from placement.analyses.frontier import frontier_start
+    from placement.scenario.load import load_scenario
+
+    loaded = load_scenario(REPO / "tests" / "data" / "buildout_small.yaml")
+    with pytest.raises(ValueError, match=r"drawn for a single-year plan.*holds in every year and demand scenario"):
+        frontier_start(loaded)
+
+
 def test_the_frontier_of_two_us_sites_by_hand(tmp_path: Path) -> None:
     # Uncapped, the US load runs at Chicago; the least any plan emits has all of it at Ashburn (0.4 t less a MWh,
     # $20 more); half the uncapped emissions is below that least, so the caps run from the uncapped plan to the least.

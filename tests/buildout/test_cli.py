@@ -307,3 +307,77 @@ def test_the_carbon_price_path_is_interpolated_and_held() -> None:
     assert HorizonSection(years=[2027, 2028]).carbon_price_path(10.0) == [10.0, 10.0]  # no path: the flat price
     with pytest.raises(ValueError, match="prices must be >= 0"):
         HorizonSection(years=[2027], carbon_usd_per_t={2027: -1})
+
+
+def _capped(tmp_path: Path, objective: dict[str, object]) -> Path:
+    path = _write(tmp_path, {})
+    raw = yaml.safe_load(path.read_text())
+    raw["objective"] = {**raw.get("objective", {}), **objective}
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_the_caps_hold_in_every_year_and_scenario_of_the_written_buildout(solved: Path, tmp_path: Path) -> None:
+    # Uncapped, Frankfurt serves everything in 2027 (the same demand in both futures). Caps below that year's
+    # emissions and water, and on Germany's emissions, move load to cleaner and drier sites in every year and future;
+    # the stressed site may evaporate no water on site.
+    free = pd.read_csv(solved / "years.csv").set_index("year")
+    carbon, water, germany = (
+        0.6 * float(free.loc[2027, "tco2e_per_year"]),
+        0.8 * float(free.loc[2027, "water_m3_per_year"]),
+        2000.0,
+    )
+    caps = {"carbon_cap_t_per_year": carbon, "water_cap_m3_per_year": water, "stressed_site_water_m3_per_year": 0.0}
+    path = _capped(tmp_path, {**caps, "regional_caps": [{"region": "DE", "carbon_t_per_year": germany}]})
+    out = tmp_path / "out"
+    assert main(["solve", str(path), "--out", str(out), "--quiet", "--no-maps"]) == 0
+    years = pd.read_csv(out / "years_scenarios.csv")
+    assert set(years["scenario"]) == {"low", "high"} and len(years) == 6
+    assert (years["tco2e_per_year"] <= carbon * (1 + 1e-6)).all(), years["tco2e_per_year"].tolist()
+    assert (years["water_m3_per_year"] <= water * (1 + 1e-6)).all(), years["water_m3_per_year"].tolist()
+    for year in (2027, 2028, 2029):  # the base future's sites, year by year
+        sites = pd.read_csv(out / "years" / str(year) / "sites.csv")
+        assert sites.loc[sites["country_code"] == "DE", "tco2e_per_year"].sum() <= germany * (1 + 1e-6)
+    summary = json.loads((out / "summary.json").read_text())
+    names = [c["cap"] for c in summary["caps"]]
+    assert names[:3] == ["carbon", "water", "carbon in DE"]
+    assert "on-site water at saint-ghislain" in names  # the catalog's stressed sites, Belgium's among them
+    assert summary["caps"][0]["most_used_per_year"] == pytest.approx(years["tco2e_per_year"].max())
+    stressed = summary["caps"][names.index("on-site water at saint-ghislain")]
+    assert stressed["most_used_per_year"] == pytest.approx(0.0, abs=1e-6)  # no node may run there
+    every = pd.read_csv(out / "buildout_scenarios.csv")
+    assert every.loc[every["site_id"] == "saint-ghislain", "nodes"].sum() == 0
+    uncapped = json.loads((solved / "summary.json").read_text())
+    assert summary["expected_cost_usd"] >= uncapped["lower_bound_usd"]  # a capped plan costs no less than the uncapped optimum
+    assert summary["min_max_regret"] is not None  # its rounded plan was held within the caps too
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_buildout.py"), str(out)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout
+    assert "PASS  every year and scenario within the plan's caps  (within)" in run.stdout
+
+
+def test_a_cap_the_installed_fleet_breaks_is_refused_with_its_year(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Frankfurt's 50 installed nodes draw their idle power in 2027 and 2028 whatever the plan does (~1,500 tCO2e).
+    path = _capped(tmp_path, {"regional_caps": [{"region": "DE", "carbon_t_per_year": 100.0}]})
+    assert main(["solve", str(path), "--out", str(tmp_path / "out"), "--quiet", "--no-maps"]) == 1
+    err = capsys.readouterr().err
+    assert "no plan meets the carbon in DE cap of 100 tCO2e a year in 2027" in err, err
+    assert "no plan meets the carbon in DE cap of 100 tCO2e a year in 2028" in err
+    assert "a year in 2029" not in err  # their life ends: one new node there would do
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_a_carbon_cap_over_a_site_without_its_intensity_is_an_input_error(tmp_path: Path) -> None:
+    catalog = pd.read_csv(ROOT / "data" / "sites" / "world_metros.csv", keep_default_na=False, na_values=[""])
+    catalog.loc[catalog["id"] == "malmo", "carbon_intensity_g_per_kwh"] = float("nan")
+    catalog.to_csv(tmp_path / "sites.csv", index=False)
+    path = _capped(tmp_path, {"carbon_cap_t_per_year": 5000.0})
+    raw = yaml.safe_load(path.read_text())
+    raw["sites"]["catalog"] = str(tmp_path / "sites.csv")
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(InputError) as caught:
+        from placement.buildout.arrays import build_buildout
+
+        build_buildout(load_scenario(path))
+    text = str(caught.value)
+    assert "site 'malmo', field 'carbon_intensity_g_per_kwh'" in text, text
+    assert "objective.carbon_cap_t_per_year" in text and "needs every site's grid intensity" in text

@@ -19,6 +19,37 @@ SECONDS_PER_HOUR = 3600.0
 
 
 @dataclass(frozen=True)
+class YearCap:
+    """One carbon or water cap on every year and scenario of a build-out.
+
+    Parameters
+    ----------
+    name : str
+        What it caps, in words (``carbon``, ``water in EU``, ``on-site water at madrid``).
+    unit : str
+        The unit of a year's use (``tCO2e``, ``m3``).
+    per_mwh : numpy.ndarray
+        ``(M,)`` use per MWh drawn at each site (PUE included), 0 where the cap does not count the site.
+        [unit/MWh]
+    limit_per_year : float
+        The most a year, in every scenario. [unit]
+    held_back : numpy.ndarray or None
+        ``(Y, S)`` held below the limit in the model (room for rounding purchases up); None: nothing. [unit]
+    """
+
+    name: str
+    unit: str
+    per_mwh: FloatArray
+    limit_per_year: float
+    held_back: FloatArray | None = None
+
+    def model_limit(self, n_years: int, n_scen: int) -> FloatArray:
+        """``(Y, S)`` the limit the model's rows hold: the cap less what is held back. [unit]"""
+        back = np.zeros((n_years, n_scen)) if self.held_back is None else self.held_back
+        return np.asarray(self.limit_per_year - back)
+
+
+@dataclass(frozen=True)
 class BuildoutInput:
     """Everything the build-out model needs, as arrays.
 
@@ -58,8 +89,6 @@ class BuildoutInput:
         [USD/h per token/s]
     offered : numpy.ndarray of bool
         ``(A, Y)`` accelerators that can be bought in each year.
-    barred : numpy.ndarray of bool, optional
-        ``(M, A, Y)`` accelerators a rule keeps out of a site in a year (export controls); None: none.
     node_capex_usd : numpy.ndarray
         ``(A, Y)`` price of one node bought in each year. [USD]
     node_annuity_usd_per_h : numpy.ndarray
@@ -81,6 +110,14 @@ class BuildoutInput:
         ``(R, Y, S)`` daily mean demand of each row (None: the slice-weighted ``row_demand_tok_s``). Slices
         hold each block's busiest hour for capacity; goodput, energy and the unserved penalty follow the
         mean. [tokens/s]
+    barred : numpy.ndarray of bool, optional
+        ``(M, A, Y)`` accelerators a rule keeps out of a site in a year (export controls); None: none.
+    node_idle_mw : numpy.ndarray or None
+        ``(M, A)`` power a node in service draws idle, all year (PUE included); None: not given (no caps). [MW]
+    node_load_mw : numpy.ndarray or None
+        ``(M, A)`` load-following power of a node at full load (PUE included), on top of its idle draw. [MW]
+    caps : tuple of YearCap
+        Carbon and water caps held in every year and scenario (:mod:`placement.optimize.buildout.caps` writes their rows).
     """
 
     year_weight_h: FloatArray
@@ -108,6 +145,9 @@ class BuildoutInput:
     power_margin_mw: FloatArray | None = None
     row_mean_demand_tok_s: FloatArray | None = None
     barred: BoolArray | None = None
+    node_idle_mw: FloatArray | None = None
+    node_load_mw: FloatArray | None = None
+    caps: tuple[YearCap, ...] = ()
 
     @property
     def buyable_at_site(self) -> BoolArray:
@@ -193,6 +233,7 @@ class BuildoutInput:
             goodput_tok_s=self.goodput_kays[..., one],
             energy_usd_per_h_per_tok_s=self.energy_mkays[..., one],
             probability=np.ones(1),
+            caps=tuple(replace(c, held_back=None if c.held_back is None else c.held_back[:, one]) for c in self.caps),
         )
 
     def mean_value(self) -> BuildoutInput:
@@ -205,6 +246,9 @@ class BuildoutInput:
             goodput_tok_s=np.einsum("kays,s->kay", self.goodput_kays, p)[..., None],
             energy_usd_per_h_per_tok_s=np.einsum("mkays,s->mkay", self.energy_mkays, p)[..., None],
             probability=np.ones(1),
+            caps=tuple(
+                replace(c, held_back=None if c.held_back is None else c.held_back.max(axis=1, keepdims=True)) for c in self.caps
+            ),
         )
 
 

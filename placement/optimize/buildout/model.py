@@ -19,7 +19,8 @@ The rows shared with the placement model come from :mod:`placement.optimize.rows
 
 The build-out's own rows (:func:`define_sites`, :func:`define_power`, :func:`define_serving`): sites
 and MW never go back (years), an open site runs at least one node, and each site's class load is
-split over its accelerators. The rows are written concept by concept; :class:`RowOrder`
+split over its accelerators. The carbon and water caps (:func:`~placement.optimize.buildout.caps.define_caps`) hold
+each year's and scenario's use within its limit. The rows are written concept by concept; :class:`RowOrder`
 gives the order the model was always written in (site by site, year by year), which :func:`create_model`
 hands to PuLP.
 """
@@ -34,6 +35,7 @@ from numpy.typing import NDArray
 
 from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize import rows
+from placement.optimize.buildout.caps import define_caps
 from placement.optimize.buildout.input import BuildoutInput, FirstStage
 from placement.optimize.linear import ColumnBlock, LinearModel, PulpModel, RowBlock, to_pulp
 from placement.optimize.rows import group_by
@@ -432,6 +434,8 @@ def build_model(
     define_power(lm, order, data, (open_block, mw), service)
     define_routing(lm, order, data, (unserved, share), (unserved_key, share_key))
     served, served_key = define_serving(lm, order, data, (share, share_key), service)
+    for block, c, y, s in define_caps(lm, data, service, (served, served_key)):
+        order.place(block, 5, c, y, s)
     lm.objective_constant = float(np.einsum("may,may,y->", data.existing_nodes, data.running_may, data.year_weight_h))
     return BuildoutModel(lm, open_block, mw, buy, unserved, share, served, buy_key, unserved_key, share_key, served_key, order)
 

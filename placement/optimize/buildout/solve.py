@@ -8,15 +8,20 @@ are then rounded up (:func:`round_up`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
 from placement._types import BoolArray, FloatArray
+from placement.optimize.buildout.caps import cap_excess, held_back
 from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage, nodes_in_service
 from placement.optimize.buildout.model import BuildoutModel, create_model, regret_model
 from placement.optimize.linear import PulpModel, pulp_values
 from placement.optimize.solver import SolverOptions, SolverReport, solve_problem
+
+BACK_OFFS = 6
+"""Re-solves with the caps held lower by what rounding purchases up added, at most."""
 
 TINY = 1e-9
 """Solver values below this are read as 0 (a solver's 1e-16 MW is no commitment)."""
@@ -96,7 +101,70 @@ def sites_of_relaxation(data: BuildoutInput, relaxed: BuildoutSolution) -> BoolA
 
 
 def solve_buildout(data: BuildoutInput, options: SolverOptions, *, fixed: FirstStage | None = None) -> BuildoutSolution:
-    """Solve the build-out; continuous purchases are rounded up (:func:`round_up`).
+    """Solve the build-out; continuous purchases are rounded up (:func:`round_up`), within the caps.
+
+    Rounding purchases up adds nodes, whose idle draw can take a year over a carbon or water cap. The model is
+    then solved again with the caps held lower (:func:`backed_off`); the plan returned may still break a cap, so
+    check it (:func:`placement.optimize.buildout.caps.cap_breaches`).
+
+    Parameters
+    ----------
+    data : BuildoutInput
+        The arrays.
+    options : SolverOptions
+        Solver and limits.
+    fixed : FirstStage, optional
+        Sites and MW to hold fixed.
+
+    Returns
+    -------
+    BuildoutSolution
+        The plan (see :func:`_solve_rounded`).
+    """
+    return backed_off(data, lambda held: _solve_rounded(held, options, fixed=fixed))
+
+
+def backed_off(data: BuildoutInput, solve: Callable[[BuildoutInput], BuildoutSolution]) -> BuildoutSolution:
+    """``solve(data)``; while its rounded plan breaks a cap, ``solve`` again with the caps held lower.
+
+    Each step holds every cap lower by what the last rounded plan is over it, twice as far as the step before
+    (:data:`BACK_OFFS` steps at most). A step that finds no plan ends the back-off with the last plan found. The
+    proven bound stays the first solve's (a solve held below the caps bounds a tighter problem).
+
+    Parameters
+    ----------
+    data : BuildoutInput
+        The arrays and their caps.
+    solve : callable
+        Solves arrays like ``data`` (only their caps' ``held_back`` differ) and rounds purchases up.
+
+    Returns
+    -------
+    BuildoutSolution
+        The last plan found; it may still break a cap (check it with :func:`~placement.optimize.buildout.caps.cap_breaches`).
+    """
+    solution = solve(data)
+    held, bound = data, solution.report.best_bound
+    for step in range(BACK_OFFS):
+        if not solution.rounded or not solution.report.status.has_solution:
+            break
+        excess = cap_excess(data, solution)
+        if not any((e > 0).any() for e in excess):
+            break
+        held = held_back(held, excess, factor=2.0**step)
+        again = solve(held)
+        if not again.report.status.has_solution:
+            break
+        solution = again
+    if solution.report.status.has_solution and held is not data:
+        lower = min(bound, solution.report.best_bound)
+        report = replace(solution.report, best_bound=lower, gap=_gap(solution.report.objective, lower))
+        solution = replace(solution, report=report)
+    return solution
+
+
+def _solve_rounded(data: BuildoutInput, options: SolverOptions, *, fixed: FirstStage | None = None) -> BuildoutSolution:
+    """Solve the build-out once; continuous purchases are rounded up (:func:`round_up`).
 
     With ``fixed`` sites and MW the model is an LP (integer nodes aside). Otherwise, with continuous
     nodes, the LP relaxation is solved first (its objective is a lower bound), the sites it uses are
