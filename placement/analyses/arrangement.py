@@ -10,6 +10,7 @@ class: $/M goodput and goodput per node (the denominator every step of the cost 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -135,18 +136,56 @@ class FixedArrangement:
     unserved_share: float
     usd_per_m: float | None
     steps: dict[str, dict[str, float]] | None = None
+    without: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
+
+
+def without_option(loaded: LoadedScenario, option: str) -> LoadedScenario:
+    """The scenario with one arrangement option set as the fixed arrangement has it, the others as they are."""
+    serving = loaded.scenario.serving.model_copy(update={option: _fixed_arrangement_settings()[option]})
+    return LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
 
 
 def fixed_figures(loaded: LoadedScenario, like: Instance, waterfall: Waterfall | None = None) -> FixedArrangement:
-    """Solve the same world with the fixed arrangement (reusing ``like``'s round trips) and keep what is compared."""
+    """Solve the same world with the fixed arrangement (reusing ``like``'s round trips) and keep what is compared.
+
+    With more than one option on, the world is solved once more per option with that one off (the others on): what
+    each is worth on its own, beside all of them. With one, that is the fixed arrangement itself.
+    """
     fixed = run(fixed_arrangement(loaded), like=like)
+    figures = {"usd_per_m": fixed.summary.cost_per_million_goodput_tokens_usd, "unserved_share": fixed.summary.unserved_share}
+    options = list(loaded.scenario.serving.arrangement_options())
+    without: dict[str, dict[str, float | None]] = {}
+    for option in options:
+        other = fixed if len(options) == 1 else run(without_option(loaded, option), like=like)
+        without[option] = (
+            figures
+            if other is fixed
+            else {
+                "usd_per_m": other.summary.cost_per_million_goodput_tokens_usd,
+                "unserved_share": other.summary.unserved_share,
+            }
+        )
     return FixedArrangement(
         classes=_class_figures(fixed),
         hit_rates=class_hit_rates(fixed.instance.profiles, fixed.assignments, by_site=fixed.instance.profiles_by_site),
         unserved_share=fixed.summary.unserved_share,
         usd_per_m=fixed.summary.cost_per_million_goodput_tokens_usd,
         steps=None if waterfall is None else _steps(waterfall(fixed)),
+        without=without,
     )
+
+
+def option_values(total_usd_per_m: float | None, fixed: FixedArrangement) -> dict[str, dict[str, float | None]]:
+    """Per option: the plan's $/M and unserved share without it (the others on), and what it is worth ($/M saved)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for option, figures in fixed.without.items():
+        usd = figures["usd_per_m"]
+        out[option] = {
+            "usd_per_million_goodput_tokens_without": usd,
+            "unserved_share_without": figures["unserved_share"],
+            "worth_usd_per_million_goodput_tokens": None if usd is None or total_usd_per_m is None else usd - total_usd_per_m,
+        }
+    return out
 
 
 def fixed_in_background(
@@ -288,6 +327,7 @@ def compare_arrangement(
         hit_rates_by_site=hits_or_empty(plan),
         cache_warmup_nodes_per_site=_warmup_nodes(plan),
         kv_tiers_by_site=_tiers_by_site(plan) if plan.instance.site_set is not None else None,
+        option_values=option_values(plan.summary.cost_per_million_goodput_tokens_usd, fixed),
     )
 
 
@@ -335,7 +375,22 @@ def arrangement_lines(arrangement: ArrangementSummary) -> list[str]:
             f"  - the plan: ${total:.3f}/M against ${fixed_total:.3f}/M fixed ({total / fixed_total - 1:+.1%}); "
             f"unserved {arrangement.unserved_share:.2%} against {arrangement.unserved_share_fixed_arrangement:.2%}"
         )
+    lines += _option_lines(total, arrangement.option_values)
     return lines
+
+
+def _option_lines(total: float | None, values: dict[str, dict[str, float | None]]) -> list[str]:
+    """Each option on its own: the plan without it (the others on), when more than one is on."""
+    if len(values) < 2 or total is None:
+        return []
+    parts = []
+    for option, v in values.items():
+        usd, unserved = v["usd_per_million_goodput_tokens_without"], v["unserved_share_without"]
+        if usd is None:
+            parts.append(f"without {option}: nothing served")
+            continue
+        parts.append(f"without {option} ${usd:.3f}/M ({usd / total - 1:+.1%}, unserved {unserved or 0.0:.2%})")
+    return ["  - each option on its own (the others on): " + "; ".join(parts)]
 
 
 def _cross_metro_lines(cross: dict[str, Any] | None) -> list[str]:

@@ -158,7 +158,11 @@ def first_of_each(order: IntArray, group: IntArray, count: int) -> IntArray:
 
 
 def initial_pairs(data: PlacementInput, count: int | None = None) -> IntArray:
-    """Each commodity's ``count`` cheapest pairs by :func:`_peak_cost`.
+    """Each commodity's ``count`` cheapest pairs by :func:`_peak_cost`, and under a carbon or water cap its cleanest.
+
+    Under a cap the cheapest pairs are often the ones it limits: without each commodity's pair that uses least of
+    what is capped, the first LPs leave much unserved and pricing brings in most of the model at once (on a 2,000-site
+    world, 90,000 pairs in one round and a minute per LP).
 
     Parameters
     ----------
@@ -174,7 +178,10 @@ def initial_pairs(data: PlacementInput, count: int | None = None) -> IntArray:
     """
     order = np.argsort(_peak_cost(data), kind="stable")
     keep = INITIAL_PAIRS_PER_COMMODITY if count is None else count
-    return np.sort(first_of_each(order, data.pair_commodity, keep))
+    picked = [first_of_each(order, data.pair_commodity, keep)]
+    for use in {id(cap.pair_per_h): cap.pair_per_h for cap in data.caps}.values():  # caps on one resource share it
+        picked.append(first_of_each(np.argsort(use, kind="stable"), data.pair_commodity, 1))
+    return np.unique(np.concatenate(picked)).astype(np.int64)
 
 
 def _round_line(objective: str, step: dict[str, float], rounds: int, best: float) -> str:

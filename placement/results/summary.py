@@ -489,6 +489,9 @@ class ArrangementSummary:
         Cold-cache nodes per open site (one figure when every site's tier holds the same).
     kv_tiers_by_site : dict or None
         Each open site's KV tier, when sites differ.
+    option_values : dict
+        Per option turned on: the plan's $/M and unserved share with that one off (the others on), and what it is
+        worth (``worth_usd_per_million_goodput_tokens``: $/M it saves).
     """
 
     options: dict[str, Any]
@@ -504,6 +507,7 @@ class ArrangementSummary:
     hit_rates_by_site: dict[str, Any]
     cache_warmup_nodes_per_site: int | dict[str, int]
     kv_tiers_by_site: dict[str, str] | None = None
+    option_values: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON block, in field order; ``cross_metro`` and ``kv_tiers_by_site`` only where they apply."""

@@ -149,3 +149,37 @@ def test_compare_shows_the_fixed_arrangement_beside_the_optimum() -> None:
     mine, fixed = rows["optimal"], rows["optimal, fixed arrangement"]
     assert mine["cost_per_million_goodput_tokens_usd"] < fixed["cost_per_million_goodput_tokens_usd"]
     assert mine["tokens_per_s_per_mw"] > fixed["tokens_per_s_per_mw"], "same silicon, more goodput per MW"
+
+
+def test_each_option_is_valued_on_its_own_beside_all_of_them(tmp_path: Path) -> None:
+    # With speculation, disaggregation and 8-node pools on, `placement solve` solves the world once more per option with
+    # that one off (the others on): summary.json's option_values carry each plan's $/M, the same as solving that
+    # scenario on its own, and what the option is worth against the plan with all of them.
+    import json
+
+    from placement.analyses.arrangement import without_option
+    from placement.plan.solve import run
+    from tests.conftest import computed_chat, write_scenario
+
+    serving = {
+        "model": "llama-3.1-70b",
+        "accelerator": "h100-sxm",
+        "speculative": "auto",
+        "disaggregated": "auto",
+        "pool_nodes": 8,
+    }
+    rag = computed_chat(400.0, name="rag", input_tokens=8000, input_tokens_max=12000, output_tokens=100)
+    path = write_scenario(tmp_path, classes=[rag], serving=serving, latency={"model": "great_circle"},
+                          policy={"unreachable": "report"})  # fmt: skip
+    out = tmp_path / "out"
+    assert main(["solve", str(path), "--out", str(out), "--quiet", "--no-maps"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    values = summary["arrangement"]["option_values"]
+    assert sorted(values) == ["disaggregated", "pool_nodes", "speculative"]
+    total = summary["arrangement"]["usd_per_million_goodput_tokens"]
+    alone = run(without_option(load_scenario(path), "disaggregated"))
+    assert values["disaggregated"]["usd_per_million_goodput_tokens_without"] == pytest.approx(
+        alone.summary.cost_per_million_goodput_tokens_usd, rel=1e-9
+    )
+    for v in values.values():
+        assert v["worth_usd_per_million_goodput_tokens"] == pytest.approx(v["usd_per_million_goodput_tokens_without"] - total)
