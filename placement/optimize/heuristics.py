@@ -147,7 +147,8 @@ def greedy_failover_design(
     if start is None:
         return None
     is_open, _, shares = start
-    by_commodity = group_by(data.pair_commodity, data.n_commodities)
+    single = np.flatnonzero(data.pair_remote_site < 0) if data.pair_remote_site is not None else np.arange(len(shares))
+    by_commodity = [single[g] for g in group_by(data.pair_commodity[single], data.n_commodities)]  # no cross-metro backup
     is_open = _second_sites(data, is_open, by_commodity)
     failover = _reroute_greedily(data, is_open, shares, by_commodity)
     if failover is None:
