@@ -161,10 +161,8 @@ def greedy_failover_design(
         after[f] = 0.0
         need = np.maximum(need, after)
     nodes = np.ceil(need - 1e-9).astype(np.int64)
-    if (nodes > data.site_max_nodes).any() or (
-        data.protected
-        & (np.bincount(data.pair_commodity, weights=is_open[data.pair_site].astype(float), minlength=data.n_commodities) < 2)
-    ).any():
+    sites_open = np.bincount(data.pair_commodity[single], weights=is_open[data.pair_site[single]], minlength=data.n_commodities)
+    if (nodes > data.site_max_nodes).any() or (data.protected & (sites_open < 2)).any():
         return None
     return (is_open, np.maximum(nodes, 0), shares), failover
 

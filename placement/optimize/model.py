@@ -124,10 +124,10 @@ def _define_failover(data: PlacementInput, b: PlacementBlocks, failover_rows: Li
     b.site_peak = n_plus_one_rows.site_peak_columns_and_rows(b.model, share_cols, entry_site, entry_load, data.n_sites)
     far = data.pair_remote_site
     if failover_rows == "spare":
+        if data.has_remote:  # a lost pair frees load at its other site, which the relaxation cannot see
+            raise ValueError("the spare-capacity relaxation of N+1 is not written for cross-metro pairs; use the exact rows")
         spare_cols = (b.nodes.cols, b.shares.cols, b.site_peak)
-        n_plus_one_rows.spare_rows(
-            b.model, spare_cols, data.pair_commodity, data.pair_site, load, protected, pair_remote_site=far
-        )
+        n_plus_one_rows.spare_rows(b.model, spare_cols, data.pair_commodity, data.pair_site, load, protected)
         return
     remote = None
     if far is not None and data.pair_remote_nodes_per_tok_s is not None:

@@ -361,16 +361,13 @@ def spare_rows(
     pair_site: IntArray,
     pair_peak_load: FloatArray,
     protected: BoolArray,
-    *,
-    pair_remote_site: IntArray | None = None,
 ) -> RowBlock:
     """A relaxation of the failure scenarios without re-routing columns (a valid lower bound), ``spare_p``.
 
     When site f fails, a protected commodity's share at f must fit in the spare nodes
     (``nodes[j] - site_peak[j]``) of the other sites it reaches: the sum of scenario f's capacity
-    rows over those sites, with the other commodities' re-routes dropped. One row per protected pair. The sites
-    counted are every site the commodity's other pairs load (a cross-metro pair's second site too), less the
-    pair's own sites.
+    rows over those sites, with the other commodities' re-routes dropped. One row per protected pair. Not written
+    for pairs that load a second site (:func:`placement.optimize.model.placement_blocks` refuses them).
 
     Parameters
     ----------
@@ -384,8 +381,6 @@ def spare_rows(
         ``(p,)`` :func:`peak_load`. [nodes]
     protected : numpy.ndarray of bool
         ``(c,)`` commodities held to N+1.
-    pair_remote_site : numpy.ndarray, optional
-        Second site of each pair, -1 for none.
 
     Returns
     -------
@@ -396,11 +391,9 @@ def spare_rows(
     by_commodity = group_by(pair_commodity, len(protected))
     chosen = np.flatnonzero(protected[pair_commodity])
     groups = []
-    remote = np.full(len(pair_site), -1, dtype=np.int64) if pair_remote_site is None else pair_remote_site
     for p in chosen.tolist():
-        reach = by_commodity[int(pair_commodity[p])]
-        sites = np.unique(np.concatenate([pair_site[reach], remote[reach][remote[reach] >= 0]]))
-        others = sites[(sites != pair_site[p]) & (sites != remote[p])]
+        sites = pair_site[by_commodity[int(pair_commodity[p])]]
+        others = sites[sites != pair_site[p]]
         peaks = site_peak[others][site_peak[others] >= 0]
         cols_p = np.concatenate([[share_cols[p]], node_cols[others], peaks])
         groups.append((cols_p, np.concatenate([[pair_peak_load[p]], -np.ones(len(others)), np.ones(len(peaks))])))

@@ -179,3 +179,11 @@ def test_a_fault_domain_holding_the_prefill_site_loses_the_pairs_prefilling_ther
     assert solution.failover_share[domain].tolist() == pytest.approx([1.0, 0.0, 0.0], abs=1e-6)
     unmoved = replace(solution, failover_share={k: v for k, v in solution.failover_share.items() if k != domain})
     assert any("failure of domain 0 leaves demand without a backup" in p for p in verify_solution(data, unmoved))
+
+
+def test_the_spare_capacity_relaxation_refuses_cross_metro_pairs() -> None:
+    from placement.optimize.model import build_model
+
+    with pytest.raises(ValueError, match="not written for cross-metro pairs"):
+        build_model(prefill_world(), failover_rows="spare")
+    assert build_model(prefill_world(), failover_rows="exact").failover  # the exact rows are written
