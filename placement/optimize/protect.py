@@ -17,8 +17,8 @@ single site in reach are served without a backup (the plan's notes name them).
 
 A cross-metro pair (decode at its site, prefill at a second) is lost with either site: when its prefill site
 fails its share moves too, onto pairs whose every site survives, and what moves onto a cross-metro pair loads
-both its sites. Its decode load at the surviving site is still counted there during the loss (a little more
-spare than needed, never less).
+both its sites. During a loss the surviving site a lost pair still touches (its decode site, when its prefill
+site fails) no longer carries its load, and what moves in may use those nodes.
 """
 
 from __future__ import annotations
@@ -327,19 +327,55 @@ def _add_loss(blocks: _Blocks, data: PlacementInput, loss: Loss, position: IntAr
         col=np.concatenate([z.cols[entry], taken.cols]), value=np.concatenate([entry_peak, -np.ones(r)]),
         lower=0.0, upper=0.0, size=r,
     )  # fmt: skip
+    freed = _freed_entries(data, loss, blocks.support, position)
     groups_row, groups_col, groups_value, count = [], [], [], 0
     for i, j in enumerate(receiving.tolist()):
         cols = load[j] if load[j, 0] >= 0 else None
         steps = slices if cols is not None else 1
+        out = np.flatnonzero(freed[1] == j) if cols is not None else np.zeros(0, dtype=np.int64)
         for t in range(steps):
             entries = [taken.cols[i], blocks.nodes.cols[j]] + ([int(cols[t])] if cols is not None else [])
+            values = [1.0, -1.0] + ([1.0] if cols is not None else [])
+            entries += freed[0][out].tolist()  # the load of lost pairs at this surviving site is gone
+            values += (-freed[2][out, t]).tolist()
             groups_row += [count] * len(entries)
             groups_col += entries
-            groups_value += [1.0, -1.0] + ([1.0] if cols is not None else [])
+            groups_value += values
             count += 1
     lm.add_rows(f"spare_{f}", None if count == 1 else [str(i) for i in range(count)], row=groups_row, col=groups_col,
                 value=groups_value, upper=0.0, size=count)  # fmt: skip
     blocks.moves.append(z)
+
+
+def _freed_entries(
+    data: PlacementInput, loss: Loss, support: IntArray, position: IntArray
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """The load the loss takes off surviving sites: each lost pair's entry at a site that survives.
+
+    A cross-metro pair whose prefill site fails no longer loads its decode site (nor the other way round).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    loss : Loss
+        The loss.
+    support : numpy.ndarray
+        The pairs the plan uses.
+    position : numpy.ndarray
+        ``(p,)`` share column of each pair (-1 off the support).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Share column, site and ``(e, T)`` node-equivalents at a share of 1 of each entry. [-, -, nodes]
+    """
+    lost = support[data.pairs_touching(loss.failed_sites)[support]]
+    at, site, nodes = load_entries_of(data, lost)
+    keep = ~np.isin(site, loss.failed_sites)
+    at, site, nodes = at[keep], site[keep], nodes[keep]
+    load = data.slice_demand_tok_s[data.pair_commodity[lost[at]]] * nodes[:, None]
+    return position[lost[at]], site, np.asarray(load, dtype=float)
 
 
 def _run(blocks: _Blocks, options: SolverOptions, *, time_limit_s: float | None) -> tuple[SolverReport, FloatArray]:
@@ -463,7 +499,8 @@ def _scenario_spare(
     lost : numpy.ndarray
         ``(len(loss.commodities),)`` share of each that the failed sites carry.
     spare : tuple
-        ``(busiest, nodes, open)``: each site's busiest-slice load [nodes], its nodes so far, whether it is open.
+        ``(busiest, nodes, open)``: each site's busiest-slice load during the loss (what survives it) [nodes], its
+        nodes so far, whether it is open.
     options : SolverOptions
         Solver settings.
 
@@ -558,33 +595,35 @@ def _spare_one_at_a_time(
     previous re-routes stay feasible in its LP, so no step raises its extra cost, and every loss fits at the end.
     """
     m, count = data.n_sites, len(scenarios)
-    busiest = data.site_slice_load(shares).max(axis=1, initial=0.0)
-    own = np.ceil(busiest - NODE_TOL).clip(min=0).astype(np.int64)
+    own = np.ceil(data.site_slice_load(shares).max(axis=1, initial=0.0) - NODE_TOL).clip(min=0).astype(np.int64)
+    # each site's busiest slice during each loss, on what survives it (a cross-metro pair is lost with either site)
+    kept = [np.where(data.pairs_touching(loss.failed_sites), 0.0, shares) for loss in scenarios]
+    busiest = np.array([data.site_slice_load(k).max(axis=1, initial=0.0) for k in kept]).reshape(count, m)
     entry_pair, entry_site, entry_nodes = data.load_entries()  # a cross-metro pair loads both its sites
     entry_peak = data.peak_demand_tok_s[data.pair_commodity[entry_pair]] * entry_nodes
     lost = [_lost_share(data, loss, blocks.support, shares) for loss in scenarios]
-    taken = np.zeros((count, m))  # node-equivalents each loss moves into each site, at peak
+    need = np.zeros((count, m))  # node-equivalents each loss needs at each site: what it keeps, plus what moves in at peak
     sized = np.zeros(count, dtype=bool)
     moves: list[FloatArray] = [np.zeros(len(loss.backup)) for loss in scenarios]
     order = sorted(range(count), key=lambda i: -float(scenarios[i].lost_share.sum()))
     for _ in range(1 + IMPROVE_ROUNDS):
         for i in order:
-            others = taken[sized & (np.arange(count) != i)].max(axis=0, initial=0.0)
-            nodes = np.maximum(own, np.ceil(busiest + others - NODE_TOL)).astype(np.int64)
+            others = need[sized & (np.arange(count) != i)].max(axis=0, initial=0.0)
+            nodes = np.maximum(own, np.ceil(others - NODE_TOL)).astype(np.int64)
             is_open = (nodes > 0) | data.site_locked
             loss = scenarios[i]
             allowed = loss
             if data.max_sites_open is not None and int(is_open.sum()) >= data.max_sites_open:
                 allowed = replace(loss, backup=loss.backup[is_open[data.pair_site[loss.backup]]])
-            answer = _scenario_spare(data, allowed, lost[i], (busiest, nodes, is_open), options)
+            answer = _scenario_spare(data, allowed, lost[i], (busiest[i], nodes, is_open), options)
             if answer is None:
                 return None
             full = np.zeros(len(data.pair_site))
             full[allowed.backup] = answer[0]
             moves[i] = full[loss.backup]
-            taken[i] = np.bincount(entry_site, weights=full[entry_pair] * entry_peak, minlength=m)
+            need[i] = busiest[i] + np.bincount(entry_site, weights=full[entry_pair] * entry_peak, minlength=m)
             sized[i] = True
-    nodes = np.maximum(own, np.ceil(busiest + taken.max(axis=0, initial=0.0) - NODE_TOL)).astype(np.int64)
+    nodes = np.maximum(own, np.ceil(need.max(axis=0, initial=0.0) - NODE_TOL)).astype(np.int64)
     nodes = np.minimum(nodes, data.site_max_nodes)
     return nodes, (nodes > 0) | data.site_locked, moves
 

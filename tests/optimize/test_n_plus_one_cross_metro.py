@@ -70,6 +70,14 @@ def test_the_loss_of_a_prefill_site_moves_its_decode_sites_traffic_to_the_backup
     assert verify_solution(data, solution) == []
 
 
+def freed_pool_world() -> PlacementInput:
+    """Sites D1, D2, P, B; 20,000 tok/s; pairs whole at D1, D2, B and cross-metro D1 and D2 with prefill at P."""
+    base = make_input([20_000], [(0, 0), (0, 1), (0, 3)], 1e-4, [10] * 4, [10, 10, 10, 40], [0.01] * 4,
+                      [0.01, 0.01, 1.0, 1.0], fault_tolerant=True)  # fmt: skip
+    base = replace(base, pair_cost_usd_per_h=np.array([5.0, 5.0, 5.0]))
+    return with_remote(base, [(0, 0, 2, 0.5e-4, 0.5e-4, 1.0), (0, 1, 2, 0.5e-4, 0.5e-4, 1.0)])
+
+
 def test_a_lost_prefill_pool_frees_its_decode_pool_for_the_moved_share() -> None:
     """By hand: during P's loss the decode pools of the pairs it took are free, and the moved share may use them.
 
@@ -84,10 +92,7 @@ def test_a_lost_prefill_pool_frees_its_decode_pool_for_the_moved_share() -> None
     Were the freed decode pools still counted during P's loss, D1 and D2 could take only half the demand between
     them, and B would be needed.
     """
-    base = make_input([20_000], [(0, 0), (0, 1), (0, 3)], 1e-4, [10] * 4, [10, 10, 10, 40], [0.01] * 4,
-                      [0.01, 0.01, 1.0, 1.0], fault_tolerant=True)  # fmt: skip
-    base = replace(base, pair_cost_usd_per_h=np.array([5.0, 5.0, 5.0]))
-    data = with_remote(base, [(0, 0, 2, 0.5e-4, 0.5e-4, 1.0), (0, 1, 2, 0.5e-4, 0.5e-4, 1.0)])
+    data = freed_pool_world()
     solution = _exact(data)
     assert solution.objective_usd_per_h == pytest.approx(61.0)
     assert solution.open.tolist() == [True, True, True, False]
@@ -187,3 +192,30 @@ def test_the_spare_capacity_relaxation_refuses_cross_metro_pairs() -> None:
     with pytest.raises(ValueError, match="not written for cross-metro pairs"):
         build_model(prefill_world(), failover_rows="spare")
     assert build_model(prefill_world(), failover_rows="exact").failover  # the exact rows are written
+
+
+@pytest.mark.parametrize("one_at_a_time", [False, True])
+def test_protection_moves_a_lost_prefill_share_into_the_decode_pool_it_frees(
+    monkeypatch: pytest.MonkeyPatch, one_at_a_time: bool
+) -> None:
+    """By hand, on :func:`freed_pool_world`: the plan without N+1 serves all on D1 with prefill at P, $41.
+
+    Protected on that pair: P's loss moves half the demand into D1's node served whole (the node its decode pool
+    no longer uses) and half to D2 served whole (one node, $20); D1's loss moves everything to D2 with prefill at P
+    (D2's node, and P's node, which P's own lost share no longer uses). $61, the exact optimum. Were the lost
+    pools still counted, D1 could take nothing during P's loss, and B ($50) would be needed.
+    """
+    data = freed_pool_world()
+    base = _base(data)
+    assert base.objective_usd_per_h == pytest.approx(41.0)  # on D1 or on D2 (the same): D1, as below
+    base = replace(base, open=np.array([True, False, True, False]), nodes=np.array([1, 0, 1, 0]),
+                   pair_share=np.array([0.0, 0.0, 0.0, 1.0, 0.0]))  # fmt: skip
+    if one_at_a_time:
+        monkeypatch.setattr(protect, "MILP_MAX_COLUMNS", 0)
+    solution = protect_plan(data, base, OPTIONS)
+    assert ("one loss at a time" in solution.report.message) is one_at_a_time
+    assert verify_solution(data, solution, optional=True) == []
+    assert solution.objective_usd_per_h == pytest.approx(61.0)
+    assert solution.nodes.tolist() == [1, 1, 1, 0]
+    assert solution.failover_share[2].tolist() == pytest.approx([0.5, 0.5, 0.0, 0.0, 0.0], abs=1e-6)
+    assert solution.failover_share[0].tolist() == pytest.approx([0.0, 0.0, 0.0, 0.0, 1.0], abs=1e-6)
