@@ -5,10 +5,11 @@ Reads ``sites.csv``, ``assignments.csv``, ``failover.csv``, ``failover_sites.csv
 
 - the loss has a row in ``failover_scenarios.csv``;
 - for every protected (population, class, slice) it touches, the goodput served after the loss adds up to what
-  was served before, at sites that did not fail, each inside its TTFT objective;
+  was served before, at sites that did not fail (nor prefilled at one, with cross-metro prefill), each inside its
+  TTFT objective;
 - every surviving site that takes moved load needs at most its nodes in every slice;
-- what ``failover_scenarios.csv`` calls unprotected is the goodput at the failed sites of the population-class
-  pairs that ``failover.csv`` does not re-route.
+- what ``failover_scenarios.csv`` calls unprotected is the goodput at (or prefilled at) the failed sites of the
+  population-class pairs that ``failover.csv`` does not re-route.
 
 Usage: ``python scripts/check_failover.py RESULTS`` (exit 1 and one line per broken rule).
 """
@@ -40,7 +41,11 @@ def check(folder: Path) -> list[str]:
     inside = rows["ttft_p99_ms"] <= rows["ttft_objective_ms"] + 1e-9
     if not inside.all():
         problems.append(f"{int((~inside).sum())} failover rows are outside their TTFT objective")
-    on_failed = [s in failed_sites.get(f, set()) for f, s in zip(rows["failed"], rows["serving_site_id"], strict=True)]
+    prefill = rows["prefill_site_id"] if "prefill_site_id" in rows else pd.Series([""] * len(rows))
+    on_failed = [
+        s in failed_sites.get(f, set()) or p in failed_sites.get(f, set())
+        for f, s, p in zip(rows["failed"], rows["serving_site_id"], prefill, strict=True)
+    ]
     if any(on_failed):
         problems.append(f"{sum(on_failed)} failover rows are served by a site that failed")
     protected = rows[rows["protected"].astype(str).str.lower() == "true"]
@@ -53,7 +58,10 @@ def check(folder: Path) -> list[str]:
     if over.any():
         problems.append(f"{int(over.sum())} (loss, site, slice) need more nodes than the site has")
     for r in scenarios.itertuples():
-        at_failed = assignments[assignments["site_id"].isin(failed_sites[r.failed])]
+        lost = assignments["site_id"].isin(failed_sites[r.failed])
+        if "prefill_site_id" in assignments:  # a cross-metro row is lost with its prefill site too
+            lost |= assignments["prefill_site_id"].isin(failed_sites[r.failed])
+        at_failed = assignments[lost]
         moved = set(zip(*[rows.loc[rows["failed"] == r.failed, c] for c in ("population_id", "class")], strict=True))
         kept = [(p, c) not in moved for p, c in zip(at_failed["population_id"], at_failed["class"], strict=True)]
         left = at_failed[pd.Series(kept, index=at_failed.index, dtype=bool)]  # a list, empty, would select columns

@@ -19,6 +19,7 @@ from placement.instance.pair_mask import PairMask
 from placement.network.latency import LatencyModel
 from placement.optimize.problem import PlacementInput
 from placement.profiles.build import ClassProfile
+from placement.profiles.ttft_budget import COMPONENTS, ttft_components_ms
 from placement.rules.availability import AvailabilityRule, SiteParts
 from placement.rules.faults import FaultDomains
 from placement.rules.residency import FREE, CommoditySplit, Regime
@@ -324,6 +325,41 @@ class Instance:
     def classes(self) -> list[WorkloadClass]:
         """The workload classes."""
         return self.facts.classes
+
+    def cross_metro_ttft_parts_ms(self, pair: IntArray, commodity: IntArray) -> dict[str, FloatArray]:
+        """TTFT parts of commodities served on cross-metro columns, the network part with the two sites' round trip.
+
+        Each row takes its cross-metro profile's parts; the round trip between its decode and prefill sites is added
+        to its network part.
+
+        Parameters
+        ----------
+        pair : numpy.ndarray of int
+            Model pair of each row, every one a cross-metro column.
+        commodity : numpy.ndarray of int
+            Commodity of each row.
+
+        Returns
+        -------
+        dict
+            Each of :data:`~placement.profiles.ttft_budget.COMPONENTS`, one figure per row. [ms]
+        """
+        cross = self.cross_metro
+        assert cross is not None
+        q = pair - cross.pairs.first
+        site = self.inputs.pair_site[pair]
+        rtt = self.rtt_ms[self.commodity_population[commodity], site]
+        klass = self.commodity_class[commodity]
+        parts = {name: np.zeros(len(pair)) for name in COMPONENTS}
+        option = cross.pairs.option[q]
+        for o in np.unique(option).tolist():
+            rows = np.flatnonzero(option == o)
+            extra = self.retrieval_extra_ms[int(klass[rows[0]])][site[rows]]
+            found = ttft_components_ms(rtt[rows], cross.options[o].profile, retrieval_extra_ms=extra)
+            for name in COMPONENTS:
+                parts[name][rows] = found[name]
+        parts["network_ms"] = parts["network_ms"] + cross.pairs.site_rtt_ms[q]
+        return parts
 
     def ttft_ms(
         self,

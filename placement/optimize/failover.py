@@ -31,9 +31,18 @@ The bundled world has ~265,000: its root LP alone outlasts minutes on 2 cores.
 
 
 def failover_variable_count(data: PlacementInput) -> int:
-    """Re-routing variables of the full N+1 model: sum over protected commodities of pairs x (pairs - 1)."""
-    pairs = np.bincount(data.pair_commodity, minlength=data.n_commodities)[data.protected]
-    return int((pairs * (pairs - 1)).sum())
+    """Re-routing variables of the full N+1 model, at most: over protected commodities, sites x (pairs - 1).
+
+    A commodity's pairs are lost with any site they load (a cross-metro pair's prefill site too), each loss
+    re-routing onto at most its other pairs; without cross-metro pairs a commodity loads as many sites as it has
+    pairs, and this is pairs x (pairs - 1).
+    """
+    pairs = np.bincount(data.pair_commodity, minlength=data.n_commodities)
+    entry_pair, entry_site, _ = data.load_entries()
+    touched = np.unique(data.pair_commodity[entry_pair] * data.n_sites + entry_site)
+    sites = np.bincount(touched // max(data.n_sites, 1), minlength=data.n_commodities)
+    protected = data.protected
+    return int((sites[protected] * (pairs[protected] - 1)).sum())
 
 
 SolveWithoutNPlusOne = Callable[..., PlacementSolution]

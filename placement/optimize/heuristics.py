@@ -147,7 +147,8 @@ def greedy_failover_design(
     if start is None:
         return None
     is_open, _, shares = start
-    by_commodity = group_by(data.pair_commodity, data.n_commodities)
+    single = np.flatnonzero(data.pair_remote_site < 0) if data.pair_remote_site is not None else np.arange(len(shares))
+    by_commodity = [single[g] for g in group_by(data.pair_commodity[single], data.n_commodities)]  # no cross-metro backup
     is_open = _second_sites(data, is_open, by_commodity)
     failover = _reroute_greedily(data, is_open, shares, by_commodity)
     if failover is None:
@@ -160,10 +161,8 @@ def greedy_failover_design(
         after[f] = 0.0
         need = np.maximum(need, after)
     nodes = np.ceil(need - 1e-9).astype(np.int64)
-    if (nodes > data.site_max_nodes).any() or (
-        data.protected
-        & (np.bincount(data.pair_commodity, weights=is_open[data.pair_site].astype(float), minlength=data.n_commodities) < 2)
-    ).any():
+    sites_open = np.bincount(data.pair_commodity[single], weights=is_open[data.pair_site[single]], minlength=data.n_commodities)
+    if (nodes > data.site_max_nodes).any() or (data.protected & (sites_open < 2)).any():
         return None
     return (is_open, np.maximum(nodes, 0), shares), failover
 

@@ -111,28 +111,38 @@ def _define_failover(data: PlacementInput, b: PlacementBlocks, failover_rows: Li
     Exact: for each site f and each protected commodity c allowed at f, columns ``z[f, c, j]``
     (j != f, allowed for c) re-route ``share[c, f]``; at every other site j the normal load plus
     the re-routed load at peak demand stays within ``nodes[j]``. Unprotected commodities keep
-    their normal load everywhere and lose what f carried.
+    their normal load everywhere and lose what f carried. A cross-metro pair is lost when its decode
+    or its prefill site fails; a re-route onto one needs both its sites to survive and loads both.
     """
     unserved = None if b.unserved is None else b.unserved.cols
     protected = data.protected
     n_plus_one_rows.coverage_rows(b.model, b.open.cols, data.pair_commodity, data.pair_site, protected, unserved_cols=unserved)
     load = n_plus_one_rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
-    b.site_peak = n_plus_one_rows.site_peak_columns_and_rows(b.model, b.shares.cols, data.pair_site, load, data.n_sites)
+    entry_pair, entry_site, entry_nodes = data.load_entries()  # a cross-metro pair loads its second site too
+    entry_load = n_plus_one_rows.peak_load(data.peak_demand_tok_s, data.pair_commodity[entry_pair], entry_nodes)
+    share_cols = b.shares.cols[entry_pair]
+    b.site_peak = n_plus_one_rows.site_peak_columns_and_rows(b.model, share_cols, entry_site, entry_load, data.n_sites)
+    far = data.pair_remote_site
     if failover_rows == "spare":
+        if data.has_remote:  # a lost pair frees load at its other site, which the relaxation cannot see
+            raise ValueError("the spare-capacity relaxation of N+1 is not written for cross-metro pairs; use the exact rows")
         spare_cols = (b.nodes.cols, b.shares.cols, b.site_peak)
         n_plus_one_rows.spare_rows(b.model, spare_cols, data.pair_commodity, data.pair_site, load, protected)
         return
+    remote = None
+    if far is not None and data.pair_remote_nodes_per_tok_s is not None:
+        remote = (far, n_plus_one_rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_remote_nodes_per_tok_s))
     by_commodity = rows.group_by(data.pair_commodity, data.n_commodities)
-    by_site = rows.group_by(data.pair_site, data.n_sites)
+    by_site = n_plus_one_rows.pairs_by_site(data.pair_site, far, data.n_sites)  # lost with either of their sites
     for f, failed_sites in data.failure_scenarios():
         pairs = n_plus_one_rows.failover_pairs(
-            failed_sites, data.pair_commodity, data.pair_site, protected, by_site, by_commodity
+            failed_sites, data.pair_commodity, data.pair_site, protected, by_site, by_commodity, pair_remote_site=far
         )
         if len(pairs[0]) == 0:
             continue
         cols = (b.open.cols, b.nodes.cols, b.shares.cols, b.site_peak)
         z = n_plus_one_rows.failure_scenario(
-            b.model, f, pairs, cols, data.pair_commodity, data.pair_site, load, data.n_commodities
+            b.model, f, pairs, cols, data.pair_commodity, data.pair_site, load, data.n_commodities, remote=remote
         )
         b.failover[f] = (pairs[1], z)
 
@@ -261,8 +271,9 @@ def set_warm_start(
         left = np.zeros(len(model.unserved)) if unserved is None else unserved
         for var, value in zip(model.unserved, left.tolist(), strict=True):
             var.setInitialValue(value)
-    peak_load = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
-    site_peak = np.bincount(data.pair_site, weights=shares * peak_load, minlength=data.n_sites)
+    entry_pair, entry_site, entry_nodes = data.load_entries()  # a cross-metro pair's second site too
+    entry_peak = data.peak_demand_tok_s[data.pair_commodity[entry_pair]] * entry_nodes
+    site_peak = np.bincount(entry_site, weights=shares[entry_pair] * entry_peak, minlength=data.n_sites)
     for var, value in zip(model.site_peak, site_peak.tolist(), strict=False):
         if var is not None:
             var.setInitialValue(value)

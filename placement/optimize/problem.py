@@ -125,7 +125,8 @@ class PlacementInput:
         ``fault_tolerant`` the plan survives the loss of any one of them as well as of any one site.
     pair_remote_site : numpy.ndarray of int, optional
         ``(p,)`` a second site each pair loads, ``-1`` for none: cross-metro prefill, the decode pool at
-        ``pair_site`` and the prefill pool here. A pair with a second site needs both open (not with N+1).
+        ``pair_site`` and the prefill pool here. A pair with a second site needs both open; with N+1 the loss of
+        either site loses it.
     pair_remote_nodes_per_tok_s : numpy.ndarray, optional
         ``(p,)`` node-equivalents used at the second site per tok/s (0 where there is none). [nodes/(tokens/s)]
     caps : tuple of ResourceCap, optional
@@ -157,8 +158,6 @@ class PlacementInput:
     def __post_init__(self) -> None:
         if (self.pair_remote_site is None) != (self.pair_remote_nodes_per_tok_s is None):
             raise ValueError("pair_remote_site and pair_remote_nodes_per_tok_s are given together")
-        if self.has_remote and self.fault_tolerant:
-            raise ValueError("pairs that load a second site (cross-metro prefill) are not modelled with N+1")
 
     @property
     def has_remote(self) -> bool:
@@ -188,6 +187,15 @@ class PlacementInput:
             assert self.pair_remote_site is not None
             ok[remote] &= is_open[self.pair_remote_site[remote]]
         return ok
+
+    def pairs_touching(self, sites: IntArray) -> BoolArray:
+        """``(p,)`` pairs that load one of ``sites``, as their own site or as their second (lost when it fails)."""
+        touched = np.isin(self.pair_site, sites)
+        remote = self.remote_pairs
+        if len(remote):
+            assert self.pair_remote_site is not None
+            touched[remote] |= np.isin(self.pair_remote_site[remote], sites)
+        return np.asarray(touched, dtype=bool)
 
     @property
     def n_sites(self) -> int:

@@ -14,6 +14,11 @@ the most (:func:`placement.optimize.shortfall.diagnose_shortfall`), on the pairs
 A site's nodes must hold its own load in every slice plus what moves in, each moved commodity at its own peak
 (at least the load moved in any one slice), so the plan survives each loss in every slice. Commodities with a
 single site in reach are served without a backup (the plan's notes name them).
+
+A cross-metro pair (decode at its site, prefill at a second) is lost with either site: when its prefill site
+fails its share moves too, onto pairs whose every site survives, and what moves onto a cross-metro pair loads
+both its sites. During a loss the surviving site a lost pair still touches (its decode site, when its prefill
+site fails) no longer carries its load, and what moves in may use those nodes.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from placement._errors import SolverError
 from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize import n_plus_one_rows, rows
 from placement.optimize.linear import ColumnBlock, LinearModel, new_highs, to_highspy
-from placement.optimize.problem import PlacementInput, PlacementSolution
+from placement.optimize.problem import PlacementInput, PlacementSolution, load_entries_of
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
 from placement.optimize.verify import ABS_TOL, verify_solution
 
@@ -92,13 +97,14 @@ def losses(data: PlacementInput, shares: FloatArray) -> list[Loss]:
     list of Loss
         One per scenario with protected load at its sites.
     """
-    by_site = rows.group_by(data.pair_site, data.n_sites)
+    by_site = n_plus_one_rows.pairs_by_site(data.pair_site, data.pair_remote_site, data.n_sites)  # either site
     by_commodity = rows.group_by(data.pair_commodity, data.n_commodities)
     found = []
     for key, failed_sites in data.failure_scenarios():
         failed, backup = n_plus_one_rows.failover_pairs(
-            failed_sites, data.pair_commodity, data.pair_site, data.protected, by_site, by_commodity
-        )
+            failed_sites, data.pair_commodity, data.pair_site, data.protected, by_site, by_commodity,
+            pair_remote_site=data.pair_remote_site,
+        )  # fmt: skip
         lost = np.bincount(data.pair_commodity[failed], weights=shares[failed], minlength=data.n_commodities)
         commodities = np.flatnonzero(lost > ABS_TOL)
         if len(commodities) == 0:
@@ -120,7 +126,7 @@ def exposed(data: PlacementInput, shares: FloatArray) -> BoolArray:
     out = np.zeros(data.n_commodities, dtype=bool)
     protected = data.protected
     for _, failed_sites in data.failure_scenarios()[data.n_sites :]:
-        inside = np.isin(data.pair_site, failed_sites)
+        inside = data.pairs_touching(failed_sites)
         carried = np.bincount(data.pair_commodity, weights=shares * inside, minlength=data.n_commodities) > ABS_TOL
         outside = np.bincount(data.pair_commodity, weights=(~inside).astype(float), minlength=data.n_commodities) > 0
         out |= carried & ~outside & protected
@@ -213,12 +219,11 @@ def protection_model(
         lm.add_rows("min_served", None, row=np.zeros(len(support)), col=shares.cols, value=served_value, lower=min_served_tok_s)
     if not least_cost:
         _stay_near_plan(lm, base, support, shares, served_value)
-    pair_peak = n_plus_one_rows.peak_load(data.peak_demand_tok_s, data.pair_commodity, data.pair_nodes_per_tok_s)
     blocks = _Blocks(lm, nodes, opens, shares, support, [])
     position = np.full(len(data.pair_site), -1, dtype=np.int64)
     position[support] = shares.cols
     for loss in scenarios:
-        _add_loss(blocks, data, loss, position, load, pair_peak, slices)
+        _add_loss(blocks, data, loss, position, load, slices)
     return blocks
 
 
@@ -275,18 +280,20 @@ def _site_load_columns(
 ) -> IntArray:
     """``load[j, t]`` columns of the sites the plan uses (``-1`` elsewhere), each within the site's nodes."""
     m, slices = data.n_sites, len(data.slice_hours)
-    sites = np.unique(data.pair_site[support])
+    position, entry_site, entry_nodes = load_entries_of(data, support)  # a cross-metro pair loads its second site too
+    sites = np.unique(entry_site)
     block = lm.add_columns("load", [f"{j}_{t}" for j in sites.tolist() for t in range(slices)], size=len(sites) * slices)
     load = np.full((m, slices), -1, dtype=np.int64)
     load[sites] = block.cols.reshape(len(sites), slices)
-    pair_load = data.slice_demand_tok_s[data.pair_commodity[support]] * data.pair_nodes_per_tok_s[support, None]  # (k, T)
-    local = np.searchsorted(sites, data.pair_site[support])
+    entry_load = data.slice_demand_tok_s[data.pair_commodity[support[position]]] * entry_nodes[:, None]  # (e, T)
+    local = np.searchsorted(sites, entry_site)
     row = (local[:, None] * slices + np.arange(slices)[None, :]).ravel()
     n = len(sites) * slices
+    entry_cols = shares.cols[position]
     lm.add_rows(
         "load", None if n == 1 else [str(i) for i in range(n)],
-        row=np.concatenate([row, np.arange(n)]), col=np.concatenate([np.repeat(shares.cols, slices), load[sites].ravel()]),
-        value=np.concatenate([pair_load.ravel(), -np.ones(n)]), lower=0.0, upper=0.0, size=n,
+        row=np.concatenate([row, np.arange(n)]), col=np.concatenate([np.repeat(entry_cols, slices), load[sites].ravel()]),
+        value=np.concatenate([entry_load.ravel(), -np.ones(n)]), lower=0.0, upper=0.0, size=n,
     )  # fmt: skip
     lm.add_rows(
         "capacity", None if n == 1 else [str(i) for i in range(n)], row=np.repeat(np.arange(n), 2),
@@ -296,13 +303,11 @@ def _site_load_columns(
     return load
 
 
-def _add_loss(
-    blocks: _Blocks, data: PlacementInput, loss: Loss, position: IntArray, load: IntArray, pair_peak: FloatArray, slices: int
-) -> None:
+def _add_loss(blocks: _Blocks, data: PlacementInput, loss: Loss, position: IntArray, load: IntArray, slices: int) -> None:
     """One loss's columns and rows: the failed shares moved in full; every receiving site within its nodes."""
     lm, f = blocks.model, loss.key
     z = lm.add_columns(f"move_{f}", [str(p) for p in loss.backup.tolist()], upper=1.0, size=len(loss.backup))
-    failed = blocks.support[np.isin(data.pair_site[blocks.support], loss.failed_sites)]
+    failed = blocks.support[data.pairs_touching(loss.failed_sites)[blocks.support]]  # a lost prefill site too
     failed = failed[np.isin(data.pair_commodity[failed], loss.commodities)]
     n = len(loss.commodities)
     row = np.concatenate([np.searchsorted(loss.commodities, data.pair_commodity[loss.backup]),
@@ -311,29 +316,66 @@ def _add_loss(
     value = np.concatenate([np.ones(len(loss.backup)), -np.ones(len(failed))])
     lm.add_rows(f"moved_{f}", [str(c) for c in loss.commodities.tolist()], row=row, col=col, value=value,
                 lower=0.0, upper=0.0, size=n)  # fmt: skip
-    site = data.pair_site[loss.backup]
+    entry, site, entry_nodes = load_entries_of(data, loss.backup)  # a cross-metro backup loads both its sites
+    entry_peak = data.peak_demand_tok_s[data.pair_commodity[loss.backup[entry]]] * entry_nodes
     receiving = np.unique(site)
     r = len(receiving)
     taken = lm.add_columns(f"taken_{f}", [str(j) for j in receiving.tolist()], size=r)
     local = np.searchsorted(receiving, site)
     lm.add_rows(
         f"taken_{f}", [str(j) for j in receiving.tolist()], row=np.concatenate([local, np.arange(r)]),
-        col=np.concatenate([z.cols, taken.cols]), value=np.concatenate([pair_peak[loss.backup], -np.ones(r)]),
+        col=np.concatenate([z.cols[entry], taken.cols]), value=np.concatenate([entry_peak, -np.ones(r)]),
         lower=0.0, upper=0.0, size=r,
     )  # fmt: skip
+    freed = _freed_entries(data, loss, blocks.support, position)
     groups_row, groups_col, groups_value, count = [], [], [], 0
     for i, j in enumerate(receiving.tolist()):
         cols = load[j] if load[j, 0] >= 0 else None
         steps = slices if cols is not None else 1
+        out = np.flatnonzero(freed[1] == j) if cols is not None else np.zeros(0, dtype=np.int64)
         for t in range(steps):
             entries = [taken.cols[i], blocks.nodes.cols[j]] + ([int(cols[t])] if cols is not None else [])
+            values = [1.0, -1.0] + ([1.0] if cols is not None else [])
+            entries += freed[0][out].tolist()  # the load of lost pairs at this surviving site is gone
+            values += (-freed[2][out, t]).tolist()
             groups_row += [count] * len(entries)
             groups_col += entries
-            groups_value += [1.0, -1.0] + ([1.0] if cols is not None else [])
+            groups_value += values
             count += 1
     lm.add_rows(f"spare_{f}", None if count == 1 else [str(i) for i in range(count)], row=groups_row, col=groups_col,
                 value=groups_value, upper=0.0, size=count)  # fmt: skip
     blocks.moves.append(z)
+
+
+def _freed_entries(
+    data: PlacementInput, loss: Loss, support: IntArray, position: IntArray
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """The load the loss takes off surviving sites: each lost pair's entry at a site that survives.
+
+    A cross-metro pair whose prefill site fails no longer loads its decode site (nor the other way round).
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays.
+    loss : Loss
+        The loss.
+    support : numpy.ndarray
+        The pairs the plan uses.
+    position : numpy.ndarray
+        ``(p,)`` share column of each pair (-1 off the support).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Share column, site and ``(e, T)`` node-equivalents at a share of 1 of each entry. [-, -, nodes]
+    """
+    lost = support[data.pairs_touching(loss.failed_sites)[support]]
+    at, site, nodes = load_entries_of(data, lost)
+    keep = ~np.isin(site, loss.failed_sites)
+    at, site, nodes = at[keep], site[keep], nodes[keep]
+    load = data.slice_demand_tok_s[data.pair_commodity[lost[at]]] * nodes[:, None]
+    return position[lost[at]], site, np.asarray(load, dtype=float)
 
 
 def _run(blocks: _Blocks, options: SolverOptions, *, time_limit_s: float | None) -> tuple[SolverReport, FloatArray]:
@@ -457,7 +499,8 @@ def _scenario_spare(
     lost : numpy.ndarray
         ``(len(loss.commodities),)`` share of each that the failed sites carry.
     spare : tuple
-        ``(busiest, nodes, open)``: each site's busiest-slice load [nodes], its nodes so far, whether it is open.
+        ``(busiest, nodes, open)``: each site's busiest-slice load during the loss (what survives it) [nodes], its
+        nodes so far, whether it is open.
     options : SolverOptions
         Solver settings.
 
@@ -468,7 +511,7 @@ def _scenario_spare(
         site (``np.unique`` of their sites); None when HiGHS reports no optimum.
     """
     busiest, nodes, is_open = spare
-    site = data.pair_site[loss.backup]
+    position, site, entry_nodes = load_entries_of(data, loss.backup)  # a cross-metro backup loads both its sites
     receiving = np.unique(site)
     per_node = data.site_node_usd_per_h[receiving] + np.where(
         is_open[receiving], 0.0, data.site_fixed_usd_per_h[receiving] / np.maximum(data.site_max_nodes[receiving], 1)
@@ -481,11 +524,11 @@ def _scenario_spare(
     row = np.searchsorted(loss.commodities, data.pair_commodity[loss.backup])
     labels = [str(c) for c in loss.commodities.tolist()]
     lm.add_rows("moved", labels, row=row, col=z.cols, value=np.ones(len(z.cols)), lower=lost, upper=lost, size=n)
-    pair_peak = data.peak_demand_tok_s[data.pair_commodity[loss.backup]] * data.pair_nodes_per_tok_s[loss.backup]
+    entry_peak = data.peak_demand_tok_s[data.pair_commodity[loss.backup[position]]] * entry_nodes
     r = len(receiving)
     lm.add_rows(
         "fits", [str(j) for j in receiving.tolist()], row=np.concatenate([np.searchsorted(receiving, site), np.arange(r)]),
-        col=np.concatenate([z.cols, extra.cols]), value=np.concatenate([pair_peak, -np.ones(r)]),
+        col=np.concatenate([z.cols[position], extra.cols]), value=np.concatenate([entry_peak, -np.ones(r)]),
         upper=nodes[receiving] - busiest[receiving], size=r,
     )  # fmt: skip
     h = to_highspy(lm, new_highs(threads=options.threads))
@@ -552,39 +595,42 @@ def _spare_one_at_a_time(
     previous re-routes stay feasible in its LP, so no step raises its extra cost, and every loss fits at the end.
     """
     m, count = data.n_sites, len(scenarios)
-    busiest = data.site_slice_load(shares).max(axis=1, initial=0.0)
-    own = np.ceil(busiest - NODE_TOL).clip(min=0).astype(np.int64)
-    pair_peak = data.peak_demand_tok_s[data.pair_commodity] * data.pair_nodes_per_tok_s
+    own = np.ceil(data.site_slice_load(shares).max(axis=1, initial=0.0) - NODE_TOL).clip(min=0).astype(np.int64)
+    # each site's busiest slice during each loss, on what survives it (a cross-metro pair is lost with either site)
+    kept = [np.where(data.pairs_touching(loss.failed_sites), 0.0, shares) for loss in scenarios]
+    busiest = np.array([data.site_slice_load(k).max(axis=1, initial=0.0) for k in kept]).reshape(count, m)
+    entry_pair, entry_site, entry_nodes = data.load_entries()  # a cross-metro pair loads both its sites
+    entry_peak = data.peak_demand_tok_s[data.pair_commodity[entry_pair]] * entry_nodes
     lost = [_lost_share(data, loss, blocks.support, shares) for loss in scenarios]
-    taken = np.zeros((count, m))  # node-equivalents each loss moves into each site, at peak
+    need = np.zeros((count, m))  # node-equivalents each loss needs at each site: what it keeps, plus what moves in at peak
     sized = np.zeros(count, dtype=bool)
     moves: list[FloatArray] = [np.zeros(len(loss.backup)) for loss in scenarios]
     order = sorted(range(count), key=lambda i: -float(scenarios[i].lost_share.sum()))
     for _ in range(1 + IMPROVE_ROUNDS):
         for i in order:
-            others = taken[sized & (np.arange(count) != i)].max(axis=0, initial=0.0)
-            nodes = np.maximum(own, np.ceil(busiest + others - NODE_TOL)).astype(np.int64)
+            others = need[sized & (np.arange(count) != i)].max(axis=0, initial=0.0)
+            nodes = np.maximum(own, np.ceil(others - NODE_TOL)).astype(np.int64)
             is_open = (nodes > 0) | data.site_locked
             loss = scenarios[i]
             allowed = loss
             if data.max_sites_open is not None and int(is_open.sum()) >= data.max_sites_open:
                 allowed = replace(loss, backup=loss.backup[is_open[data.pair_site[loss.backup]]])
-            answer = _scenario_spare(data, allowed, lost[i], (busiest, nodes, is_open), options)
+            answer = _scenario_spare(data, allowed, lost[i], (busiest[i], nodes, is_open), options)
             if answer is None:
                 return None
             full = np.zeros(len(data.pair_site))
             full[allowed.backup] = answer[0]
             moves[i] = full[loss.backup]
-            taken[i] = np.bincount(data.pair_site, weights=full * pair_peak, minlength=m)
+            need[i] = busiest[i] + np.bincount(entry_site, weights=full[entry_pair] * entry_peak, minlength=m)
             sized[i] = True
-    nodes = np.maximum(own, np.ceil(busiest + taken.max(axis=0, initial=0.0) - NODE_TOL)).astype(np.int64)
+    nodes = np.maximum(own, np.ceil(need.max(axis=0, initial=0.0) - NODE_TOL)).astype(np.int64)
     nodes = np.minimum(nodes, data.site_max_nodes)
     return nodes, (nodes > 0) | data.site_locked, moves
 
 
 def _lost_share(data: PlacementInput, loss: Loss, support: IntArray, shares: FloatArray) -> FloatArray:
-    """``(len(loss.commodities),)`` share of each of the loss's commodities that its failed sites carry."""
-    failed = support[np.isin(data.pair_site[support], loss.failed_sites)]
+    """``(len(loss.commodities),)`` share of each of the loss's commodities on pairs that load a failed site."""
+    failed = support[data.pairs_touching(loss.failed_sites)[support]]
     failed = failed[np.isin(data.pair_commodity[failed], loss.commodities)]
     position = np.searchsorted(loss.commodities, data.pair_commodity[failed])
     return np.asarray(np.bincount(position, weights=shares[failed], minlength=len(loss.commodities)), dtype=float)

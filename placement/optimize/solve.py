@@ -52,6 +52,6 @@ def solve_placement(
         return failover.solve_large_n_plus_one(data, options, solve_without_n_plus_one=solve_placement)
     if not data.fault_tolerant and len(data.pair_site) > PRICING_FROM_PAIRS:
         return solve_priced(data, options, shortfall=False, route_nearest=route_nearest)
-    if data.has_remote:  # cross-metro columns: priced in by the LP, the MILP on the rest and those the LP singles out
+    if data.has_remote and not data.fault_tolerant:  # cross-metro columns: priced in by the LP, the MILP on those it singles out
         return solve_priced(data, options, shortfall=False, route_nearest=route_nearest, all_pairs=True)
     return solve_lazy(data, options, route_nearest=route_nearest, warm_start=warm_start)

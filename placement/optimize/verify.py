@@ -172,12 +172,23 @@ def verify_solution(data: PlacementInput, solution: PlacementSolution, *, option
     return problems
 
 
+def _open_sites_in_reach(data: PlacementInput, is_open: NDArray[np.bool_]) -> FloatArray:
+    """``(c,)`` distinct open sites each commodity is served at (a cross-metro pair's decode site counts once)."""
+    key = np.unique(data.pair_commodity * data.n_sites + data.pair_site)
+    commodity, site = key // data.n_sites, key % data.n_sites
+    return np.asarray(np.bincount(commodity, weights=is_open[site].astype(float), minlength=data.n_commodities))
+
+
 def _verify_failover(data: PlacementInput, solution: PlacementSolution, *, optional: bool) -> list[str]:
-    """Every loss of :meth:`PlacementInput.failure_scenarios` re-routed in full (or declared unprotected), in every slice."""
+    """Every loss of :meth:`PlacementInput.failure_scenarios` re-routed in full (or declared unprotected), in every slice.
+
+    A loss takes every pair that loads a failed site, a cross-metro pair's prefill site too: its share must move onto
+    pairs whose every site is open and survives, and each site must carry what it keeps plus what moves in.
+    """
     problems: list[str] = []
     protected = data.protected
     declared = solution.unprotected_share
-    coverage = np.bincount(data.pair_commodity, weights=solution.open[data.pair_site].astype(float), minlength=data.n_commodities)
+    coverage = _open_sites_in_reach(data, solution.open)
     if declared:
         # Protected after a shortfall: a commodity served and never declared unprotected keeps a second site.
         exposed = np.any([share > ABS_TOL for share in declared.values()], axis=0)
@@ -188,24 +199,22 @@ def _verify_failover(data: PlacementInput, solution: PlacementSolution, *, optio
         thin = (coverage < required - 1e-6) & protected
     if thin.any():
         problems.append(f"{int(thin.sum())} protected commodities have fewer than two open sites inside their budget")
-    slice_load = data.pair_slice_load()
-    normal = data.site_slice_load(solution.pair_share)
     nodes = solution.nodes.astype(float)[:, None]
+    usable = data.pairs_open(solution.open)
     for key, failed_sites in data.failure_scenarios():
         what = f"failure of site {key}" if key < data.n_sites else f"failure of domain {key - data.n_sites}"
-        inside = np.isin(data.pair_site, failed_sites)
+        inside = data.pairs_touching(failed_sites)  # lost with any site they load
         outside = np.bincount(data.pair_commodity, weights=(~inside).astype(float), minlength=data.n_commodities) > 0
         at_failed = inside & (protected & outside)[data.pair_commodity]  # nothing in reach outside: exposed, exempt
         lost = np.bincount(data.pair_commodity[at_failed], weights=solution.pair_share[at_failed], minlength=data.n_commodities)
         if lost.max(initial=0.0) <= ABS_TOL:
             continue
         moved = solution.failover_share.get(key, np.zeros(len(data.pair_site)))
-        to_closed = (moved > ABS_TOL) & (~solution.open[data.pair_site] | np.isin(data.pair_site, failed_sites))
+        to_closed = (moved > ABS_TOL) & (~usable | inside)
         if to_closed.any():
             problems.append(f"{what} re-routes demand to closed or failed sites")
-        extra = np.zeros_like(normal)
-        np.add.at(extra, data.pair_site, slice_load * moved[:, None])
-        after = normal + extra
+        # what the surviving pairs keep, plus what moves in, at every site each loads
+        after = data.site_slice_load(np.where(inside, 0.0, solution.pair_share)) + data.site_slice_load(moved)
         after[failed_sites] = 0.0
         over = (after > nodes + 1e-6 * np.maximum(1.0, nodes)).any(axis=1)
         if over.any():

@@ -3,12 +3,16 @@
 From a plan's re-routes per loss (:attr:`placement.optimize.problem.PlacementSolution.failover_share`) three
 tables, written as ``failover.csv``, ``failover_sites.csv`` and ``failover_scenarios.csv``:
 
-- ``rows``: per (loss, protected population and class it touches, slice, serving site after the loss) the
-  goodput that site serves of it, what moved there, the goodput served before the loss, its p99 TTFT and
-  objective: the goodput of a protected commodity adds up to what it had, at sites inside its objective;
+- ``rows``: per (loss, protected population and class it touches, slice, serving site after the loss and its
+  prefill site when that is another metro's) the goodput that site serves of it, what moved there, the goodput
+  served before the loss, its p99 TTFT and objective: the goodput of a protected commodity adds up to what it had,
+  at sites inside its objective;
 - ``sites``: per (loss, surviving site that takes moved load, slice) the nodes its own load and what moved in
   need, beside its nodes;
 - ``scenarios``: per loss the goodput served at the failed sites, re-routed, left unprotected, and where it went.
+
+A loss takes every pair that loads a failed site: a cross-metro pair (decode at its serving site, prefill at a
+second) is lost with its prefill site too, and what moves onto one loads both its sites.
 
 Plus the figures ``summary.json`` carries: the share of served goodput protected against every loss, the
 share that cannot be, and what protection costs (with and without it, per class).
@@ -21,12 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from placement._types import FloatArray, IntArray
 from placement.economics.cost import cost_per_million_tokens_usd
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.protect import exposed
 from placement.optimize.rows import group_by
+from placement.profiles.ttft_budget import COMPONENTS
 from placement.results.record import ROW_COLUMNS, SCENARIO_COLUMNS, SITE_COLUMNS, FailoverTables
 
 if TYPE_CHECKING:
@@ -53,9 +59,9 @@ def _commodities_of_rows(instance: Instance) -> list[IntArray]:
 
 
 def _after_shares(data: PlacementInput, solution: PlacementSolution, failed_sites: IntArray, moved: FloatArray) -> FloatArray:
-    """``(p,)`` shares after the loss: the failed sites carry nothing, the re-routes are added."""
+    """``(p,)`` shares after the loss: pairs that load a failed site carry nothing, the re-routes are added."""
     after = solution.pair_share.copy()
-    after[np.isin(data.pair_site, failed_sites)] = 0.0
+    after[data.pairs_touching(failed_sites)] = 0.0
     return np.asarray(after + moved)
 
 
@@ -67,7 +73,7 @@ def _loss_rows(
     moved = solution.failover_share.get(key)
     if moved is None:
         return None
-    at_failed = np.isin(data.pair_site, failed_sites) & data.protected[data.pair_commodity]
+    at_failed = data.pairs_touching(failed_sites) & data.protected[data.pair_commodity]
     lost = np.bincount(data.pair_commodity[at_failed], weights=solution.pair_share[at_failed], minlength=data.n_commodities)
     touched = lost > SHARE_TOL
     after = _after_shares(data, solution, failed_sites, moved)
@@ -86,6 +92,7 @@ def _loss_rows(
     row = data.pair_commodity[pair_rep]
     served_before = np.bincount(data.pair_commodity, weights=solution.pair_share, minlength=data.n_commodities)[row]
     site = data.pair_site[pair_rep]
+    prefill, ttft = _prefill_and_ttft(instance, pair_rep, commodity)
     population = instance.commodity_population[commodity]
     klass = instance.commodity_class[commodity]
     table = instance.populations.table
@@ -100,15 +107,32 @@ def _loss_rows(
             "class": np.asarray([c.name for c in instance.classes], dtype=object)[klass],
             "slice": t,
             "serving_site_id": instance.sites["id"].to_numpy()[site],
+            "prefill_site_id": prefill,
             "goodput_tok_s": demand * after[pair_rep],
             "moved_tok_s": demand * moved[pair_rep],
             "demand_tok_s": demand * served_before,
             "protected": left[row] <= SHARE_TOL,
-            "ttft_p99_ms": instance.ttft_ms(commodity, site),
+            "ttft_p99_ms": ttft,
             "ttft_objective_ms": np.asarray([p.ttft_objective_ms for p in instance.profiles])[klass],
         },
         columns=ROW_COLUMNS,
     )
+
+
+def _prefill_and_ttft(instance: Instance, pair: IntArray, commodity: IntArray) -> tuple[NDArray[np.object_], FloatArray]:
+    """Each row's prefill site id (``""`` when served whole at its serving site) and its p99 TTFT. [-, ms]"""
+    data = instance.inputs
+    ids = instance.sites["id"].to_numpy()
+    prefill = np.full(len(pair), "", dtype=object)
+    ttft = instance.ttft_ms(commodity, data.pair_site[pair])
+    remote = data.pair_remote_site
+    far = np.flatnonzero(remote[pair] >= 0) if remote is not None else np.zeros(0, dtype=np.int64)
+    if len(far):
+        assert remote is not None
+        prefill[far] = ids[remote[pair[far]]]
+        parts = instance.cross_metro_ttft_parts_ms(pair[far], commodity[far])
+        ttft[far] = sum(parts[name] for name in COMPONENTS)
+    return prefill, ttft
 
 
 def _loss_sites(instance: Instance, solution: PlacementSolution, key: int, failed_sites: IntArray) -> pd.DataFrame | None:
@@ -119,9 +143,10 @@ def _loss_sites(instance: Instance, solution: PlacementSolution, key: int, faile
         return None
     after = _after_shares(data, solution, failed_sites, moved)
     load = data.site_slice_load(after)  # (m, T) node-equivalents after the loss
-    moved_in = np.zeros_like(load)
-    np.add.at(moved_in, data.pair_site, data.slice_demand_tok_s[data.pair_commodity] * moved[:, None])
-    receiving = np.flatnonzero(np.bincount(data.pair_site, weights=moved, minlength=data.n_sites) > SHARE_TOL)
+    moved_in = np.zeros_like(load)  # at each site a moved pair loads (a cross-metro pair's prefill site too)
+    entry_pair, entry_site, _ = data.load_entries()
+    np.add.at(moved_in, entry_site, data.slice_demand_tok_s[data.pair_commodity[entry_pair]] * moved[entry_pair, None])
+    receiving = np.flatnonzero(np.bincount(entry_site, weights=moved[entry_pair], minlength=data.n_sites) > SHARE_TOL)
     slices = len(data.slice_hours)
     site, t = np.repeat(receiving, slices), np.tile(np.arange(slices), len(receiving))
     failed, kind = loss_label(key, list(instance.sites["id"]), instance.failure_domain_names)
@@ -142,7 +167,7 @@ def _loss_sites(instance: Instance, solution: PlacementSolution, key: int, faile
 def _loss_summary(instance: Instance, solution: PlacementSolution, key: int, failed_sites: IntArray) -> dict[str, Any] | None:
     """``failover_scenarios.csv`` row of one loss (None when its sites serve nothing)."""
     data = instance.inputs
-    at_failed = np.isin(data.pair_site, failed_sites)
+    at_failed = data.pairs_touching(failed_sites)  # served at, or prefilled at, the failed sites
     flow = solution.pair_mean_flow_tok_s(data)
     served = float(flow[at_failed].sum())
     if served <= 0.0:

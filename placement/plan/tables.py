@@ -306,7 +306,7 @@ def assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Data
     if instance.varies_by_pair:
         frame["goodput_tok_s_per_node"] = np.array([p.goodput_tok_s_per_node for p in instance.options])[option]
     if instance.cross_metro is not None:
-        _cross_metro_columns(instance, frame, pair, commodity, rtt)
+        _cross_metro_columns(instance, frame, pair, commodity)
     frame["pop_lat"] = table["lat"].to_numpy()[pop]
     frame["pop_lon"] = table["lon"].to_numpy()[pop]
     frame["site_lat"] = instance.sites["lat"].to_numpy()[site]
@@ -315,11 +315,11 @@ def assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Data
     return frame.sort_values(order, ascending=[True, True, False]).reset_index(drop=True)
 
 
-def _cross_metro_columns(instance: Instance, frame: pd.DataFrame, pair: IntArray, commodity: IntArray, rtt: FloatArray) -> None:
+def _cross_metro_columns(instance: Instance, frame: pd.DataFrame, pair: IntArray, commodity: IntArray) -> None:
     """Each assignment's ``serving_mode``, ``prefill_site_id``, ``cross_metro_rtt_ms`` and ``kv_wan_gb_per_h``.
 
     A row served with its prefill in another metro takes the cross-metro profile's TTFT parts, and its network part
-    carries the round trip between the two sites.
+    carries the round trip between the two sites (:meth:`Instance.cross_metro_ttft_parts_ms`).
     """
     cross = instance.cross_metro
     assert cross is not None
@@ -335,17 +335,14 @@ def _cross_metro_columns(instance: Instance, frame: pd.DataFrame, pair: IntArray
     q = pair[far] - cross.pairs.first
     frame.loc[far, "prefill_site_id"] = instance.sites["id"].to_numpy()[cross.pairs.prefill_site[q]]
     frame.loc[far, "cross_metro_rtt_ms"] = cross.pairs.site_rtt_ms[q]
+    parts = instance.cross_metro_ttft_parts_ms(pair[far], commodity[far])
+    for name in COMPONENTS:
+        frame.loc[far, name] = parts[name]
+    frame.loc[far, "ttft_p99_ms"] = sum(parts[name] for name in COMPONENTS)
     option = cross.pairs.option[q]
     for o in np.unique(option).tolist():
         xm = cross.options[o]
         rows = far[option == o]
-        k = int(klass[rows[0]])
-        extra = instance.retrieval_extra_ms[k][instance.inputs.pair_site[pair[rows]]]
-        parts = ttft_components_ms(rtt[rows], xm.profile, retrieval_extra_ms=extra)
-        parts["network_ms"] = parts["network_ms"] + frame.loc[rows, "cross_metro_rtt_ms"].to_numpy(float)
-        for name in COMPONENTS:
-            frame.loc[rows, name] = parts[name]
-        frame.loc[rows, "ttft_p99_ms"] = sum(parts[name] for name in COMPONENTS)
         label = f"cross-metro+{xm.profile.speculative}" if xm.profile.speculative else "cross-metro"
         frame.loc[rows, "serving_mode"] = label
         frame.loc[rows, "kv_wan_gb_per_h"] = frame.loc[rows, "goodput_tok_s"].to_numpy() * xm.kv_gb_per_tok * 3600.0

@@ -21,7 +21,7 @@ ROW_DIGITS = 7
 
 ROW_COLUMNS = [
     "failed", "failed_kind", "population_id", "population", "country_code", "class", "slice", "serving_site_id",
-    "goodput_tok_s", "moved_tok_s", "demand_tok_s", "protected", "ttft_p99_ms", "ttft_objective_ms",
+    "prefill_site_id", "goodput_tok_s", "moved_tok_s", "demand_tok_s", "protected", "ttft_p99_ms", "ttft_objective_ms",
 ]  # fmt: skip
 SITE_COLUMNS = ["failed", "failed_kind", "site_id", "slice", "moved_in_tok_s", "nodes_needed", "nodes"]
 SCENARIO_COLUMNS = [

@@ -82,7 +82,7 @@ class Scenario(Section):
         return self
 
     @model_validator(mode="after")
-    def _cross_metro_is_single_year_without_n_plus_one(self) -> Scenario:
+    def _cross_metro_is_single_year(self) -> Scenario:
         if self.serving.cross_metro_prefill is None:
             return self
         if self.is_buildout:
@@ -90,12 +90,7 @@ class Scenario(Section):
                 "serving.cross_metro_prefill is modelled in a single-year plan only; remove it or the horizon / "
                 "serving.accelerators"
             )
-        if self.fault_tolerance.n_plus_one:
-            raise ValueError(
-                "serving.cross_metro_prefill is not modelled with N+1 yet (the loss of a prefill site would have to move "
-                "its decode sites' traffic too); remove serving.cross_metro_prefill or set fault_tolerance.n_plus_one: false"
-            )
-        return self
+        return self  # with N+1 the loss of a prefill site loses the pairs that prefill there, which then move
 
     @model_validator(mode="after")
     def _horizon_names_classes(self) -> Scenario:
