@@ -23,7 +23,6 @@ _N_PLUS_ONE = ("N+1", "fault domains")
 _MULTI_YEAR = ("fleet mix", "build-out")
 GAPS: dict[frozenset[str], str] = {
     **{frozenset((a, b)): "N+1 is not applied by the build-out yet" for a in _N_PLUS_ONE for b in _MULTI_YEAR},
-    **{frozenset((a, "cross-metro prefill")): "cross-metro prefill is not modelled with N+1 yet" for a in _N_PLUS_ONE},
     **{
         frozenset((a, b)): f"{a} is modelled in a single-year plan only"
         for a in ("cross-metro prefill", "node TTFT ladder", "KV tiers")
