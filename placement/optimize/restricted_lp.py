@@ -125,6 +125,17 @@ class RestrictedLP:
         self.cap_row, self.cap_rhs = block.start, cap
         self.sync.sync()
 
+    def hold_caps_at(self, data: PlacementInput) -> None:
+        """Hold each carbon or water cap row at ``data``'s limit (its caps' margins), ``data`` the LP's arrays from now.
+
+        ``data`` is the LP's with other margins only. The bound found so far was of the other limits: it is dropped.
+        """
+        self.data = data
+        for row, cap in zip(self.caps, data.caps, strict=True):
+            row.upper = np.full(row.size, cap.lp_limit_per_h)
+            self.h.changeRowBounds(row.start, -np.inf, cap.lp_limit_per_h)
+        self.best_bound = None
+
     def set_objective(self, kind: Literal["cost", "unserved"]) -> None:
         """Least cost, or least unserved mean goodput: the costs of every column, in the model and in HiGHS."""
         data, m, c = self.data, self.m, self.c
