@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from placement._errors import InfeasibleError, SolverError
+from placement._process import Background
 from placement.economics.cost import HOURS_PER_YEAR
 from placement.instance.build import build_instance
 from placement.instance.record import Instance
@@ -127,7 +128,8 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         Receives one line per step.
     price_caps : bool, optional
         With carbon or water caps, solve the model without them too and say what they cost (``summary.json``'s
-        ``cap_cost``); the frontier, which solves that plan itself, does not.
+        ``cap_cost``), in a forked second process beside the capped solve where the machine allows; the frontier,
+        which solves that plan itself, does not.
 
     Returns
     -------
@@ -140,12 +142,14 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
         When populations cannot be served inside their objective and the scenario's policy is
         ``stop``; the message names them and says why.
     """
-    plan = _solve_instance(instance, msg=msg, progress=progress)
     if not price_caps or not instance.inputs.caps:
-        return plan
-    progress("what the caps cost: the same model without them")
-    uncapped = _solve_instance(replace(instance, inputs=replace(instance.inputs, caps=())), msg=msg, progress=progress)
-    return plan.with_results(summary=replace(plan.summary, cap_cost=cap_cost(plan.summary, uncapped.summary)))
+        return _solve_instance(instance, msg=msg, progress=progress)
+    free = replace(instance, inputs=replace(instance.inputs, caps=()))
+    uncapped = Background(lambda: _solve_instance(free, msg=False, progress=quiet).summary)
+    where = "in a second process, beside the capped one" if uncapped.forked else "first"
+    progress(f"what the caps cost: the same model without them, solved {where}")
+    plan = _solve_instance(instance, msg=msg, progress=progress)
+    return plan.with_results(summary=replace(plan.summary, cap_cost=cap_cost(plan.summary, uncapped.result())))
 
 
 def _solve_optional(instance: Instance, options: SolverOptions, notes: list[str]) -> Plan:
