@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from tests.conftest import CATALOG_HEADER, REPO, computed_chat, scenario_dict
+from tests.conftest import CATALOG_HEADER, REPO, computed_chat, merge_sections, scenario_dict
 
 CATALOG = CATALOG_HEADER.replace(",locked\n", ",locked,carbon_intensity_g_per_kwh,climate,grid_region,kv_tier\n") + (
     "ashburn,Ashburn,US,North America,39.04,-77.49,60,80,1.3,10000000,false,380,cool,US-PJM,hbm\n"
@@ -188,11 +188,7 @@ def merged(*overlays: dict[str, Any]) -> dict[str, Any]:
     """The base world with overlays merged section by section (a section's keys merge, lists and values replace)."""
     scenario = base_world()
     for overlay in overlays:
-        for key, value in overlay.items():
-            if isinstance(value, dict) and isinstance(scenario.get(key), dict):
-                scenario[key] = {**scenario[key], **value}
-            else:
-                scenario[key] = value
+        scenario = merge_sections(scenario, overlay)
     return scenario
 
 

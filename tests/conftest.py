@@ -78,12 +78,17 @@ def scenario_dict(**overrides: Any) -> dict[str, Any]:
         "solver": {"name": "highs", "time_limit_s": 30, "gap": 1e-6},
         "policy": {"unreachable": "stop"},
     }
+    return merge_sections(base, overrides)
+
+
+def merge_sections(scenario: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``scenario`` with ``overrides`` merged in, section by section (a section's keys merge, values replace)."""
     for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            base[key] = {**base[key], **value}
+        if isinstance(value, dict) and isinstance(scenario.get(key), dict):
+            scenario[key] = {**scenario[key], **value}
         else:
-            base[key] = value
-    return base
+            scenario[key] = value
+    return scenario
 
 
 def write_scenario(folder: Path, *, catalog: str = SMALL_CATALOG, cities: str = SMALL_CITIES, **overrides: Any) -> Path:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from placement.optimize.restrict import lift, restrict_to_pairs
 from placement.optimize.restricted_lp import RestrictedLP
 from placement.optimize.slope import slope_scaled
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
-from placement.optimize.verify import verify_solution
+from placement.optimize.verify import cap_excess_per_h, verify_solution
 
 PRICING_FROM_PAIRS = 30_000
 """Models (without N+1) with more pairs than this are solved by :func:`solve_priced`.
@@ -70,19 +70,22 @@ rounding added 0.39 t/h, then 0.75), twice as much the second. A margin costs wh
 
 
 class _OverCapError(Exception):
-    """A large model's rounded LP broke a carbon or water cap: by how much, per cap [unit/h], and the LP's pairs."""
+    """A large model's rounded LP broke a carbon or water cap: by how much, per cap. [unit/h]"""
 
-    def __init__(self, excess_per_h: FloatArray, pairs: IntArray) -> None:
+    def __init__(self, excess_per_h: FloatArray) -> None:
         super().__init__("over a cap")
         self.excess_per_h = excess_per_h
-        self.pairs = pairs
 
 
-def cap_excess_per_h(data: PlacementInput, solution: PlacementSolution) -> FloatArray:
-    """``(k,)`` how far a design is over each carbon or water cap, beyond the checks' tolerance (0: within it). [unit/h]"""
-    used = np.array([c.used_per_h(solution.open, solution.nodes, solution.pair_share, data.pair_site) for c in data.caps])
-    limit = np.array([c.limit_per_h for c in data.caps])
-    return np.where(used > limit * (1 + 1e-9) + 1e-9, used - limit, 0.0)
+@dataclass(frozen=True)
+class _LastLP:
+    """What an attempt's least-cost LP leaves the certification: its pairs, and its bound at the caps themselves.
+
+    ``bound_at_caps`` is None when the LPs were not held below the caps (or the time limit came first).
+    """
+
+    pairs: IntArray
+    bound_at_caps: float | None = None
 
 
 def round_up(data: PlacementInput, relaxation: Relaxation) -> tuple[BoolArray, IntArray, FloatArray, FloatArray]:
@@ -181,9 +184,7 @@ def _least_unserved_whole(data: PlacementInput, least: Relaxation, options: Solv
     when the least-cost MILP after it finds nothing in time.
     """
     pairs = _milp_pairs(data, least)
-    small = restrict_to_pairs(data, pairs)
-    zeros_m = np.zeros(data.n_sites)
-    free = replace(small, site_fixed_usd_per_h=zeros_m, site_node_usd_per_h=zeros_m, pair_cost_usd_per_h=np.zeros(len(pairs)))
+    free = restrict_to_pairs(data, pairs).free_of_cost()
     model = build_model(free, served_value_usd_per_tok_s=1.0)
     report = solve_problem(model.problem, replace(options, gap=min(options.gap, 1e-6)))
     if not report.status.has_solution:
@@ -336,10 +337,9 @@ def _scaled_candidates(
     start = time.perf_counter()
     rounded, _ = _rounded(data, cost, options)
     valid = [rounded] if _valid(data, rounded, cap) else []
-    excess = cap_excess_per_h(data, rounded)
+    excess = cap_excess_per_h(data, rounded.open, rounded.nodes, rounded.pair_share)
     if not valid and excess.any():
-        # slope scaling's designs, rounded alike, would break it too: the LPs again, held below it, from these pairs
-        raise _OverCapError(excess, np.flatnonzero(cost.in_model).astype(np.int64))
+        raise _OverCapError(excess)  # slope scaling's designs, rounded alike, would break it too: the LPs held below it
 
     def short(bound: float) -> bool:
         return not valid or relative_gap(min(c.objective_usd_per_h for c in valid), bound) > options.gap
@@ -661,17 +661,13 @@ def solve_priced(
     start = time.perf_counter()
     options = options.with_deadline(start)
     margins = np.zeros(len(data.caps))
-    seen: list[IntArray] = []  # the pairs of the last least-cost LP: where the next LP (and the bound's) starts
-    at_caps: list[float] = []  # the bound at the caps themselves, from the last attempt's warm LP
     for attempt in range(CAP_MARGIN_ROUNDS + 1):
         backed = replace(data, caps=tuple(replace(c, lp_margin_per_h=m) for c, m in zip(data.caps, margins, strict=True)))
         try:
-            solution = _solve_priced(
-                backed, options, start, shortfall=shortfall, route_nearest=route_nearest, all_pairs=all_pairs,
-                seen=seen, at_caps=at_caps,
-            )  # fmt: skip
+            solution, last = _solve_priced(
+                backed, options, start, shortfall=shortfall, route_nearest=route_nearest, all_pairs=all_pairs
+            )
         except _OverCapError as over:
-            seen.append(over.pairs)
             if attempt == CAP_MARGIN_ROUNDS or options.past_deadline():
                 over_by = ", ".join(f"{e:,.6g} {c.unit}/h" for c, e in zip(data.caps, over.excess_per_h, strict=True))
                 raise SolverError(
@@ -686,9 +682,7 @@ def solve_priced(
                 )
             continue
         if margins.any():
-            solution = _certified(
-                data, solution, margins, options, start, shortfall=shortfall, links=all_pairs, seen=seen, warm_bounds=at_caps
-            )
+            solution = _certified(data, solution, margins, options, start, shortfall=shortfall, links=all_pairs, last=last)
         return replace(solution, report=replace(solution.report, runtime_s=time.perf_counter() - start))
     raise AssertionError("unreachable")
 
@@ -702,8 +696,7 @@ def _certified(
     *,
     shortfall: bool,
     links: bool,
-    seen: list[IntArray],
-    warm_bounds: list[float],
+    last: _LastLP | None,
 ) -> PlacementSolution:
     """A design found with the LPs held below the caps, its bound and gap those of the LP at the caps themselves.
 
@@ -712,18 +705,19 @@ def _certified(
     the design leaves unserved: the bound is of plans serving as much), bounds the model; its Lagrangian bound
     is the answer's bound. When the time limit stops it first, the answer has no bound (gap 100 %).
 
-    ``warm_bounds`` holds the bound the design's own least-cost LP reached with its cap rows moved up to the caps
+    ``last.bound_at_caps`` is the bound the design's own least-cost LP reached with its cap rows moved up to the caps
     (:func:`_bound_at_caps`, at the LP's unserved cap, which the design meets): when it proves the design, that is
-    the answer's bound, with no LP built afresh.
+    the answer's bound, with no LP built afresh; else the fresh LP starts from ``last.pairs``.
     """
-    if warm_bounds and relative_gap(solution.objective_usd_per_h, warm_bounds[-1]) <= options.gap:
-        return _certified_report(data, solution, margins_per_h, options, start, warm_bounds[-1], "")
+    warm = None if last is None else last.bound_at_caps
+    if warm is not None and relative_gap(solution.objective_usd_per_h, warm) <= options.gap:
+        return _certified_report(data, solution, margins_per_h, options, start, warm, "")
     total = float(data.mean_demand_tok_s.sum())
     left = float((solution.unserved_share * data.mean_demand_tok_s).sum())
     cap = left * (1 + 1e-9) + SHORTFALL_TOL * max(total, 1.0) if shortfall else None
     if options.progress is not None:
         options.progress("the LP at the caps themselves: the bound of the design found below them")
-    pairs = np.union1d(np.flatnonzero(solution.pair_share > 0), seen[-1] if seen else []).astype(np.int64)
+    pairs = np.union1d(np.flatnonzero(solution.pair_share > 0), [] if last is None else last.pairs).astype(np.int64)
     try:
         at_caps, _ = relax(
             data, objective="cost", unserved_cap_tok_s=cap, pairs=pairs, target=options.gap * PRICING_TARGET_SHARE,
@@ -777,7 +771,7 @@ def _certified_report(
 
 def _bound_at_caps(
     data: PlacementInput, lp: RestrictedLP, unserved_cap: float | None, best: float, options: SolverOptions, *, links: bool
-) -> float:
+) -> float | None:
     """The least-cost LP's bound with its cap rows at the caps themselves, priced on from the LP held below them.
 
     Pricing goes on until the bound proves ``best`` (the design's cost) within the gap, or the LP converges.
@@ -792,7 +786,7 @@ def _bound_at_caps(
             deadline=options.deadline, links=links, target=CONVERGED, bound_goal=best - options.gap * abs(best),
         )  # fmt: skip
     except TimeoutError:
-        return 0.0
+        return None
     return at_caps.bound
 
 
@@ -804,14 +798,11 @@ def _solve_priced(
     shortfall: bool,
     route_nearest: bool,
     all_pairs: bool,
-    seen: list[IntArray],
-    at_caps: list[float],
-) -> PlacementSolution:
+) -> tuple[PlacementSolution, _LastLP | None]:
     """:func:`solve_priced` with the LPs held below each cap by its ``lp_margin_per_h``.
 
-    The pairs of its last least-cost LP are appended to ``seen`` (where the LP at the caps starts). With margins,
-    ``at_caps`` receives the bound of the least-cost LP at the caps themselves (its warm LP priced on with the cap
-    rows moved up).
+    Returns the answer and its last least-cost LP's pairs and, with margins, that LP's bound at the caps themselves
+    (its warm LP priced on with the cap rows moved up); None when no least-cost LP led to the answer.
 
     Raises
     ------
@@ -823,7 +814,7 @@ def _solve_priced(
     # (an earlier attempt's pairs are no better a start: half a million columns make each cold LP slower than pricing)
     found = _least_unserved(data, options, first_pairs, start, shortfall=shortfall, links=links)
     if isinstance(found, PlacementSolution):
-        return found
+        return found, None
     least, lp, cap = found
     # A small model's least-unserved design in whole nodes (a MILP); a large one's LPs are held below the caps instead
     whole, cap, whole_nodes = _whole_node_cap(data, least, cap, options) if all_pairs else (None, cap, False)
@@ -837,7 +828,7 @@ def _solve_priced(
     if not valid and not all_pairs:
         # Neither works (a site-count bound the LP's rounding breaks, and too few pairs for the MILP to meet it):
         # the MILP on every pair, slow on large models but an answer of the full model.
-        return solve_priced(data, options, shortfall=shortfall, route_nearest=route_nearest, all_pairs=True)
+        return solve_priced(data, options, shortfall=shortfall, route_nearest=route_nearest, all_pairs=True), None
     if not valid:
         raise SolverError("neither the MILP nor the rounded LP gave a design that passes every check")
     best = min(valid, key=lambda c: c.objective_usd_per_h)
@@ -846,11 +837,10 @@ def _solve_priced(
         bound = max(bound, report.best_bound)  # the MILP holds every pair: its bound is the full model's
     bound, cost, more = _tightened(data, best, bound, cost, cap, lp, options, weak=not links)
     rounds += more
-    seen.append(np.flatnonzero(cost.in_model).astype(np.int64))
-    if any(c.lp_margin_per_h for c in data.caps) and not options.past_deadline():
-        at_caps[:] = [
-            _bound_at_caps(data, lp, cap, best.objective_usd_per_h, options, links=links)
-        ]  # the warm LP, its cap rows moved up to the limits
+    warm = None
+    if any(c.lp_margin_per_h for c in data.caps) and not options.past_deadline():  # the warm LP, cap rows moved up
+        warm = _bound_at_caps(data, lp, cap, best.objective_usd_per_h, options, links=links)
+    last = _LastLP(np.flatnonzero(cost.in_model).astype(np.int64), warm)
     del lp  # the restricted LP is done with: routing and the plan's tables need the room
     short = relative_gap(best.objective_usd_per_h, bound) > options.gap
     if not options.past_deadline() and all_pairs and len(pairs) < len(data.pair_site) and short:
@@ -863,4 +853,4 @@ def _solve_priced(
     solution = replace(best, report=total, unserved_share=unserved)
     if route_nearest:
         solution = route_on_open_sites(data, solution, options)
-    return verified(data, solution, optional=optional)
+    return verified(data, solution, optional=optional), last

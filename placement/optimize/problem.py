@@ -7,7 +7,7 @@ for the formulation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -268,6 +268,13 @@ class PlacementInput:
         pair, site, entry_load = self.used_entry_load(shares)
         np.add.at(load, site, entry_load * shares[pair, None])
         return load
+
+    def free_of_cost(self) -> PlacementInput:
+        """These arrays with every cost at 0: the model whose objective is what else it is given (goodput served)."""
+        zeros = np.zeros(self.n_sites)
+        return replace(
+            self, site_fixed_usd_per_h=zeros, site_node_usd_per_h=zeros, pair_cost_usd_per_h=np.zeros(len(self.pair_site))
+        )
 
     def cost_usd_per_h(self, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> float:
         """Total cost of a design. [USD/h]"""

@@ -35,7 +35,7 @@ from placement.optimize import n_plus_one_rows, rows
 from placement.optimize.linear import ColumnBlock, LinearModel, new_highs, to_highspy
 from placement.optimize.problem import PlacementInput, PlacementSolution, load_entries_of
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
-from placement.optimize.verify import ABS_TOL, verify_solution
+from placement.optimize.verify import ABS_TOL, cap_excess_per_h, verify_solution
 
 MILP_MAX_COLUMNS = 50_000
 """Protection models up to this many columns are solved as a MILP; larger ones by rounding their LP (HiGHS
@@ -559,7 +559,7 @@ def _sequential(
         attempts.insert(0, base.pair_share)  # protection serves as much as the plan without it: try its routing
     for shares in attempts:
         answer = _spare_one_at_a_time(data, scenarios, blocks, shares, options)
-        if answer is not None and not _within_caps(data, answer[1], answer[0], shares):
+        if answer is not None and cap_excess_per_h(data, answer[1], answer[0], shares).any():
             answer = None  # the spare, sized without the caps, draws past one of them: the next routing, or none
         if answer is not None:
             nodes, is_open, moves = answer
@@ -575,13 +575,6 @@ def _sequential(
             runtime = time.perf_counter() - start
             return SolverReport("highs", SolveStatus.FEASIBLE, cost, math.nan, math.nan, runtime, message, StopReason.OTHER), out
     return None
-
-
-def _within_caps(data: PlacementInput, is_open: BoolArray, nodes: IntArray, shares: FloatArray) -> bool:
-    """Whether a protected design meets every carbon and water cap (within the checks' tolerance)."""
-    return all(
-        c.used_per_h(is_open, nodes, shares, data.pair_site) <= c.limit_per_h * (1 + 1e-9) + float(ABS_TOL) for c in data.caps
-    )
 
 
 def _spare_one_at_a_time(

@@ -13,8 +13,6 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.heuristics import greedy_design
 from placement.optimize.milp import empty, extract, finish, unserved_shares
@@ -23,7 +21,7 @@ from placement.optimize.priced import SHORTFALL_TOL, round_up
 from placement.optimize.pricing import relax
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
-from placement.optimize.verify import verify_solution
+from placement.optimize.verify import cap_excess_per_h, verify_solution
 
 RATIO_ABS_GAP_SHARE = 0.25
 """Each Dinkelbach MILP stops within this share of the ratio gap, as an absolute gap on ``cost - lambda x goodput``."""
@@ -43,23 +41,16 @@ def _ratio_start(
     them (:func:`_most_served_within_caps`).
     """
     start = _uncapped_start(data, min_served, options.gap)
-    if data.caps and (start is None or not _within_caps(data, start)):
+    if data.caps and (start is None or cap_excess_per_h(data, *start).any()):
         return _most_served_within_caps(data, min_served, options)
     return start
-
-
-def _within_caps(data: PlacementInput, design: tuple[BoolArray, IntArray, FloatArray]) -> bool:
-    """Whether a design meets every carbon and water cap (within the checks' tolerance)."""
-    is_open, nodes, shares = design
-    return all(c.used_per_h(is_open, nodes, shares, data.pair_site) <= c.limit_per_h * (1 + 1e-9) + 1e-9 for c in data.caps)
 
 
 def _most_served_within_caps(
     data: PlacementInput, min_served: float, options: SolverOptions
 ) -> tuple[BoolArray, IntArray, FloatArray] | None:
     """The design that serves the most within the caps: the MILP with no cost and a value on every token served."""
-    zeros = np.zeros(data.n_sites)
-    free = replace(data, site_fixed_usd_per_h=zeros, site_node_usd_per_h=zeros, pair_cost_usd_per_h=np.zeros(len(data.pair_site)))
+    free = data.free_of_cost()
     model = build_model(free, served_value_usd_per_tok_s=1.0, min_served_tok_s=min_served)
     report = solve_problem(model.problem, replace(options, gap=min(options.gap, 1e-4)))
     if not report.status.has_solution:

@@ -10,10 +10,8 @@ by the exact N+1 MILP and by the large-model path (the plan without N+1, its spa
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 import pytest
@@ -22,8 +20,7 @@ from placement.cli import main
 from placement.optimize import failover, protect
 from tests.conftest import CATALOG_HEADER, write_scenario
 from tests.instance.test_cross_metro import CITIES, CROSS
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.plan.test_failover import _checker
 
 CATALOG = CATALOG_HEADER + (
     "frankfurt,Frankfurt,DE,Europe,50.11,8.68,50,900,1.3,90000000,false\n"
@@ -36,14 +33,6 @@ RAG = {
     "serving_ttft_budget_ms": 600, "retrieval_ms": 0, "safety_tokenization_ms": 0, "input_tokens": 8000,
     "output_tokens": 100,
 }  # fmt: skip
-
-
-def _checker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_failover", ROOT / "scripts" / "check_failover.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _solve(folder: Path) -> Path:
