@@ -86,6 +86,19 @@ def node_budget_shares(plan: Plan) -> dict[str, dict[str, float]]:
     return out
 
 
+def mode_shares(plan: Plan) -> dict[str, dict[str, float]]:
+    """Class -> serving mode -> share of the class's served goodput run in it (each pair's mode, cross-metro apart)."""
+    if "serving_mode" not in plan.assignments.columns:
+        return {}
+    served = plan.assignments[plan.assignments["goodput_tok_s"] > 0]
+    out: dict[str, dict[str, float]] = {}
+    for name, rows in served.groupby("class"):
+        by_mode = rows.groupby("serving_mode")["goodput_tok_s"].sum().sort_values(ascending=False)
+        total = float(by_mode.sum())
+        out[str(name)] = {str(m): float(g) / total for m, g in by_mode.items()} if total > 0 else {}
+    return out
+
+
 def cache_value_usd_per_m(profile: ClassProfile, usd_per_m: float | None) -> float | None:
     """What the prefix cache saves a class per million goodput tokens, at the plan's cost per node of the class.
 
@@ -215,12 +228,13 @@ def waterfall_moves(plan: Plan, theirs: dict[str, dict[str, float]], waterfall: 
 def _class_headlines(plan: Plan, fixed: FixedArrangement) -> dict[str, dict[str, Any]]:
     """Per class: its serving mode, and its $/M goodput, goodput per node and prefix hit rate both ways."""
     mine, theirs = _class_figures(plan), fixed.classes
-    modes = class_modes(plan)
+    modes, shares = class_modes(plan), mode_shares(plan)
     hits = class_hit_rates(plan.instance.profiles, plan.assignments, by_site=plan.instance.profiles_by_site)
     fixed_hits = fixed.hit_rates
     return {
         name: {
             "serving_mode": modes.get(name, ""),
+            "serving_mode_shares": shares.get(name, {}),
             "usd_per_million_goodput_tokens": mine[name]["usd_per_m"],
             "usd_per_million_goodput_tokens_fixed_arrangement": theirs.get(name, {}).get("usd_per_m"),
             "goodput_tok_s_per_node": mine[name]["goodput_tok_s_per_node"],

@@ -1,11 +1,13 @@
 """How each open site serves each class, and why: the serving mode chosen per (site, class) and cross-metro prefill.
 
-Two kinds of choice make a site's mode. Within a site, the serving model compares aggregated serving (chunked
-prefill) with disaggregated pools, each with and without speculative decoding where the scenario allows, and keeps
-the one with the most goodput per node: at one site every option costs the same per node, so the most goodput is
-the cheapest, and a column per mode in the MILP would choose the same (``ClassProfile.mode_goodput`` keeps what was
-compared). Across sites, cross-metro prefill (:mod:`placement.instance.cross_metro`) is a column of the MILP beside the pair
-served whole: the plan says where it was taken, with which prefill site, and why.
+Two kinds of choice make a site's mode. Within a site, the serving model runs the class in each mode the scenario
+leaves open (aggregated serving with chunked prefill, disaggregated pools, each with and without speculative
+decoding) and at each node TTFT budget of the ladder; each pair runs the one with the most goodput per node that
+fits its TTFT objective (:func:`placement.profiles.build.class_rungs`): at one site every option costs the same per
+node, so the most goodput that fits is the cheapest, and the MILP given every option as a column would choose the
+same. A site far from some of its users may so serve a class in two modes. Across sites, cross-metro prefill
+(:mod:`placement.instance.cross_metro`) is a column of the MILP beside the pair served whole: the plan says where it
+was taken, with which prefill site, and why.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pandas as pd
 
 from placement.instance.cross_metro import CrossMetro
 from placement.plan.record import Plan
-from placement.profiles.build import ClassProfile, CrossMetroProfile
+from placement.profiles.build import ClassProfile, CrossMetroProfile, mode_name
 from placement.results.textfmt import mw_text
 
 
@@ -35,11 +37,12 @@ def _served_modes(plan: Plan) -> pd.DataFrame:
     served = plan.assignments[plan.assignments["goodput_tok_s"] > 0]
     if "serving_mode" in served.columns:
         rows = served[["site_id", "class", "serving_mode", "goodput_tok_s"]].rename(columns={"serving_mode": "mode"})
-        far = served[served["prefill_site_id"] != ""]
-        pools = pd.DataFrame(
-            {"site_id": far["prefill_site_id"], "class": far["class"], "mode": "prefill-pool", "goodput_tok_s": 0.0}
-        )
-        rows = pd.concat([rows, pools], ignore_index=True)
+        if "prefill_site_id" in served.columns:
+            far = served[served["prefill_site_id"] != ""]
+            pools = pd.DataFrame(
+                {"site_id": far["prefill_site_id"], "class": far["class"], "mode": "prefill-pool", "goodput_tok_s": 0.0}
+            )
+            rows = pd.concat([rows, pools], ignore_index=True)
     else:
         modes = class_modes(plan)
         rows = served[["site_id", "class", "goodput_tok_s"]].assign(mode=served["class"].map(modes))
@@ -207,12 +210,22 @@ def mode_reasons(plan: Plan) -> dict[str, dict[str, str]]:
             elif mode == "prefill-pool":
                 fed = links[(links["prefill_site_id"] == site_id) & (links["class"] == klass)]["decode_site_id"]
                 text = f"prefills {klass} for the decode pools of {', '.join(sorted(set(fed.astype(str))))}"
+            elif mode != mode_name(instance.profiles[k]) and instance.profiles[k].source != "scenario":
+                text = _farther_why(instance.profiles[k], mode)
             else:
                 text = _whole_why(instance.profiles[k])
                 if cross is not None and cross.why_none(k):
                     text += f"; no cross-metro prefill: {cross.why_none(k)}"
             reasons.setdefault(site_id, {})[klass] = text
     return reasons
+
+
+def _farther_why(profile: ClassProfile, mode: str) -> str:
+    """Why most of a class runs at a site in another mode than the class's own: its users are too far for that one."""
+    return (
+        f"{mode}: most of its users here are too far for {mode_name(profile)} (the most goodput per node, "
+        f"{profile.goodput_tok_s_per_node:,.0f} tok/s, but {profile.node_ttft_ms:,.0f} ms of node TTFT)"
+    )
 
 
 def _whole_why(profile: ClassProfile) -> str:

@@ -56,7 +56,7 @@ from placement.instance.rows import (
 from placement.network.latency import LatencyModel
 from placement.network.paths import Quantile, RoundTripQuantiles
 from placement.optimize.problem import PlacementInput, ResourceCap
-from placement.profiles.build import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw
+from placement.profiles.build import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw, runs_options
 from placement.profiles.tiers import ProfileSets, cheapest_part, profile_sets
 from placement.progress import Progress, quiet
 from placement.rules.availability import AvailabilityRule, SiteParts, availability_rules, site_parts
@@ -167,7 +167,7 @@ def _commodities(
     split = split_commodities(population_country, commodity_population, commodity_class, regimes)
     parts = _site_parts(scenario, sites, rules, source)
     sets = profile_sets(classes, scenario.serving, sites, source=source, parts=parts.part if parts.moved else None)
-    rungs = sets.sets[0] if scenario.serving.node_ttft_ladder else []
+    rungs = sets.sets[0] if runs_options(scenario.serving) else []
     retrieval_extra = retrieval_extra_ms(classes, sites, world.latency, source=source, quantile=quantile)
     # a pair is inside its objective if some rung fits (at its site's KV tier): the one with the least fixed TTFT
     reach = [min(r, key=lambda p: p.fixed_ttft_ms) for r in rungs] if rungs else sets.profiles

@@ -16,6 +16,7 @@ from placement.instance.prices import energy_demand_tok_s, site_energy_price
 from placement.instance.record import Instance
 from placement.optimize.problem import PlacementSolution
 from placement.optimize.rows import group_by
+from placement.profiles.build import mode_name
 from placement.profiles.ttft_budget import COMPONENTS, ttft_components_ms
 from placement.rules.resources import embodied_kgco2e_per_node, site_water_stress
 
@@ -305,6 +306,7 @@ def assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Data
         frame["node_ttft_budget_ms"] = budget[klass] * share[option]
     if instance.varies_by_pair:
         frame["goodput_tok_s_per_node"] = np.array([p.goodput_tok_s_per_node for p in instance.options])[option]
+        frame["serving_mode"] = np.array([mode_name(p) for p in instance.options], dtype=object)[option]
     if instance.cross_metro is not None:
         _cross_metro_columns(instance, frame, pair, commodity)
     frame["pop_lat"] = table["lat"].to_numpy()[pop]
@@ -323,9 +325,9 @@ def _cross_metro_columns(instance: Instance, frame: pd.DataFrame, pair: IntArray
     """
     cross = instance.cross_metro
     assert cross is not None
-    klass = instance.commodity_class[commodity]
-    modes = np.array([f"{p.serving_mode}+{p.speculative}" if p.speculative else p.serving_mode for p in instance.profiles])
-    frame["serving_mode"] = modes[klass] if len(klass) else []
+    if "serving_mode" not in frame.columns:  # each pair's own mode where it has options, else its class's
+        modes = np.array([mode_name(p) for p in instance.profiles], dtype=object)
+        frame["serving_mode"] = modes[instance.commodity_class[commodity]] if len(commodity) else []
     frame["prefill_site_id"] = ""
     frame["cross_metro_rtt_ms"] = 0.0
     frame["kv_wan_gb_per_h"] = 0.0

@@ -33,7 +33,7 @@ from placement.serving.prefix_cache import (
     tier_stack,
 )
 from placement.serving.request import ServingRequest, ServingResult, serve
-from placement.serving.speculative import speculation_for
+from placement.serving.speculative import AUTO, speculation_for
 
 
 @dataclass(frozen=True)
@@ -391,6 +391,11 @@ def _computed(serving: ServingSection, k: int, workload: WorkloadClass, *, sourc
     )
 
 
+def mode_name(profile: ClassProfile) -> str:
+    """A profile's serving mode as the plan's tables name it: ``aggregated`` or ``disaggregated``, ``+method``."""
+    return f"{profile.serving_mode}+{profile.speculative}" if profile.speculative else profile.serving_mode
+
+
 def mode_label(result: ServingResult) -> str:
     """``aggregated`` or ``disaggregated``, ``+method`` with speculative decoding."""
     mode = "disaggregated" if result.disaggregated else "aggregated"
@@ -510,22 +515,63 @@ def _outcome(serving: ServingSection, k: int, workload: WorkloadClass, source: s
     return _given(workload, serving.headroom) if workload.given else _computed(serving, k, workload, source=source)
 
 
+def mode_choices(serving: ServingSection) -> list[tuple[bool, str | None]]:
+    """Each concrete serving mode the node may run a class in: (disaggregated pools, speculation method or None).
+
+    More than one where ``serving.disaggregated`` or ``serving.speculative`` is ``auto``: the modes are then options of
+    each pair (:func:`class_rungs`), not one choice per class.
+    """
+    pools = [False, True] if serving.disaggregated == "auto" else [serving.disaggregated is True]
+    methods: list[str | None] = [serving.speculative]
+    if serving.speculative == AUTO:
+        method = speculation_for(serving.model, AUTO)
+        methods = [None] + ([method.method] if method is not None else [])
+    return [(pooled, method) for pooled in pools for method in methods]
+
+
+def runs_options(serving: ServingSection) -> bool:
+    """Whether a class may run more than one (mode, node TTFT budget) at a site: a ladder, or a mode left to the plan."""
+    return bool(serving.node_ttft_ladder) or len(mode_choices(serving)) > 1
+
+
+def _is_mode(profile: ClassProfile, pooled: bool, method: str | None) -> bool:
+    return (profile.serving_mode == "disaggregated") == pooled and profile.speculative == (method or "")
+
+
+def frontier_rungs(own: ClassProfile, options: list[ClassProfile]) -> list[ClassProfile]:
+    """The class's own profile, then each option that reaches farther than every one kept before it, by goodput.
+
+    An option is worth a column only where it fits a pair the ones with more goodput per node do not: with less
+    node-side TTFT (``fixed_ttft_ms``). So the kept rungs fall in goodput and in TTFT together, and each pair's first
+    rung that fits its objective is its cheapest of every option (:func:`placement.instance.record.rung_index`): at one
+    site every option costs the same per node, so the MILP given every option as a column would choose the same.
+    """
+    kept = [own]
+    for option in sorted(options, key=lambda p: (-p.goodput_tok_s_per_node * p.utilisation_cap, p.fixed_ttft_ms)):
+        if option.fixed_ttft_ms < kept[-1].fixed_ttft_ms - 1e-9:
+            kept.append(option)
+    return kept
+
+
 def class_rungs(
     classes: list[WorkloadClass], serving: ServingSection, profiles: list[ClassProfile], *, source: str
 ) -> list[list[ClassProfile]]:
-    """Each class's profiles at the node TTFT budgets of ``serving.node_ttft_ladder``, loosest first.
+    """Each class's options: every serving mode the scenario leaves open, at each node TTFT budget of the ladder.
 
-    Rung 0 is the class's own profile. A computed, interactive class also runs at each share of its
-    ``serving_ttft_budget_ms`` in the ladder, in the arrangement its own profile chose (the same speculation and
-    pools), where the node still delivers goodput there. A looser budget never gives less goodput (the node search
-    at a tighter one is a subset), so each pair's loosest rung that fits its objective is its cheapest.
+    Rung 0 is the class's own profile (the mode with the most goodput per node, at its whole
+    ``serving_ttft_budget_ms``). A computed, interactive class also runs in each other mode of
+    :func:`mode_choices` and at each share of its budget in ``serving.node_ttft_ladder``, where the node still
+    delivers goodput there; of those, the rungs are the ones on the frontier of goodput against node TTFT
+    (:func:`frontier_rungs`), most goodput first. A pair far from its site then runs the mode and budget with the most
+    goodput that still fits its TTFT objective: disaggregated pools near the users and aggregated nodes, which add no
+    KV transfer, farther away, or speculation only where its longer first step fits.
 
     Parameters
     ----------
     classes : list of WorkloadClass
         The scenario's classes.
     serving : ServingSection
-        The node (``node_ttft_ladder`` gives the shares).
+        The node (``node_ttft_ladder`` gives the shares; ``disaggregated`` and ``speculative`` the modes).
     profiles : list of ClassProfile
         Each class's own profile (:func:`class_profiles`).
     source : str
@@ -534,22 +580,24 @@ def class_rungs(
     Returns
     -------
     list of list of ClassProfile
-        Per class, its rungs from the loosest (its own profile) to the tightest.
+        Per class, its rungs from the loosest (its own profile, the most goodput) to the tightest.
     """
-    ladder = sorted(serving.node_ttft_ladder or [], reverse=True)
+    shares = [1.0, *sorted(serving.node_ttft_ladder or [], reverse=True)]
+    choices = mode_choices(serving)
     out = []
     for k, (workload, profile) in enumerate(zip(classes, profiles, strict=True)):
-        rungs = [profile]
+        options: list[ClassProfile] = []
         if not workload.given and not workload.time_shiftable and workload.serving_ttft_budget_ms is not None:
-            pinned = serving.model_copy(
-                update={"disaggregated": profile.serving_mode == "disaggregated", "speculative": profile.speculative or None}
-            )
-            for share in ladder:
-                tighter = workload.model_copy(update={"serving_ttft_budget_ms": workload.serving_ttft_budget_ms * share})
-                rung = _computed(pinned, k, tighter, source=source)
-                if isinstance(rung, ClassProfile):
-                    rungs.append(replace(rung, node_ttft_share=share))
-        out.append(rungs)
+            for pooled, method in choices:
+                pinned = serving.model_copy(update={"disaggregated": pooled, "speculative": method})
+                for share in shares:
+                    if share == 1.0 and _is_mode(profile, pooled, method):
+                        continue  # the class's own profile
+                    budget = workload.serving_ttft_budget_ms * share
+                    rung = _computed(pinned, k, workload.model_copy(update={"serving_ttft_budget_ms": budget}), source=source)
+                    if isinstance(rung, ClassProfile):
+                        options.append(replace(rung, node_ttft_share=share))
+        out.append(frontier_rungs(profile, options))
     return out
 
 

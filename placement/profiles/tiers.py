@@ -26,6 +26,7 @@ from placement.profiles.build import (
     class_rungs,
     node_kw,
     part_node,
+    runs_options,
     served_class_profiles,
 )
 from placement.scenario.classes import WorkloadClass
@@ -168,7 +169,7 @@ def profile_sets(
         set(keys),
         key=lambda k: (k[1] != serving.accelerator, k[0] != scenario_tier, TIER_ORDER.index(k[0]) if k[0] else -1, k[1]),
     )
-    ladder = bool(serving.node_ttft_ladder)
+    ladder = runs_options(serving)
     sets, node_kws, capexes, serves = [], [], [], []
     own: dict[str, list[list[ClassProfile]]] = {}  # the scenario's part at each tier: stand-ins for classes a part cannot serve
     for tier, part in used:

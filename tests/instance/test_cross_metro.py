@@ -4,7 +4,8 @@ Frankfurt's users reach a Frankfurt site (dear: $300/MWh, $40 M per MW of facili
 (cheap: $30/MWh, $8 M per MW). Their connections are cold (three round trips before the first token), so Amsterdam
 is out of their TTFT objective served whole, but one round trip Frankfurt -> Amsterdam for the prompt and its KV
 fits: the decode pool in Frankfurt, the prefill pool in Amsterdam. The class is long prompts (8,000 tokens) under a
-30 ms ITL, which the serving model serves as prefill and decode pools: nearly all of a node's work is the prefill.
+30 ms ITL, served as prefill and decode pools: nearly all of a node's work is the prefill. (Left to the plan,
+``disaggregated: auto``, aggregated nodes reach Amsterdam whole at a quarter of the goodput: the last test.)
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ def _catalog(partner: tuple[str, float, float] = ("amsterdam", 52.37, 4.90)) -> 
     )
 
 
-def _scenario(folder: Path, *, cross_metro: dict[str, Any] | None, catalog: str | None = None, ttft_ms: float = 640) -> Path:
+def _scenario(
+    folder: Path,
+    *,
+    cross_metro: dict[str, Any] | None,
+    catalog: str | None = None,
+    ttft_ms: float = 640,
+    disaggregated: bool | str = True,
+) -> Path:
     rag = {
         "name": "rag",
         "share": 1.0,
@@ -55,7 +63,7 @@ def _scenario(folder: Path, *, cross_metro: dict[str, Any] | None, catalog: str 
         "input_tokens": 8000,
         "output_tokens": 100,
     }
-    serving = {"model": "llama-3.1-70b", "accelerator": "h100-sxm", "disaggregated": "auto", "pool_nodes": 8}
+    serving = {"model": "llama-3.1-70b", "accelerator": "h100-sxm", "disaggregated": disaggregated, "pool_nodes": 8}
     if cross_metro is not None:
         serving["cross_metro_prefill"] = cross_metro
     folder.mkdir(parents=True, exist_ok=True)
@@ -262,3 +270,33 @@ def test_a_decode_pool_no_lighter_than_the_whole_node_makes_no_column(tmp_path: 
     )
     assert len(again.pairs) == 0 and again.reach[0].dominated == again.reach[0].local_pairs == 1
     assert again.why_none(0).startswith("dominated: its decode pool alone needs")
+
+
+def test_the_mode_is_each_pairs_own_where_the_scenario_leaves_it_open(tmp_path: Path) -> None:
+    """``disaggregated: auto``: pools where they fit, aggregated nodes (a quarter of the goodput, no KV transfer, less
+    node TTFT) where the pools do not. Frankfurt has power for half the demand: with pools alone the rest is unserved
+    (Amsterdam is out of reach served whole); left to the plan, Amsterdam serves it on aggregated nodes."""
+    small = _catalog().replace("50.11,8.68,50,300", "50.11,8.68,0.05,300")
+    fixed = build_instance(load_scenario(_scenario(tmp_path / "pools", cross_metro=None, catalog=small)))
+    auto = build_instance(load_scenario(_scenario(tmp_path / "auto", cross_metro=None, catalog=small, disaggregated="auto")))
+    pools, *others = auto.rungs[0]
+    assert pools.goodput_tok_s_per_node == fixed.profiles[0].goodput_tok_s_per_node
+    assert [p.serving_mode for p in others] == ["aggregated"]
+    aggregated = others[0]
+    assert aggregated.goodput_tok_s_per_node < pools.goodput_tok_s_per_node
+    rtt = auto.rtt_ms[0]
+    assert 3 * rtt[1] + pools.fixed_ttft_ms > 640 >= 3 * rtt[1] + aggregated.fixed_ttft_ms, "the geometry of the test"
+    assert fixed.allowed.row(0).tolist() == [True, False] and auto.allowed.row(0).tolist() == [True, True]
+    # each pair runs its own mode: Frankfurt's the pools, Amsterdam's the aggregated node, at its goodput
+    first = auto.inputs.pair_site.tolist().index(1)
+    assert auto.inputs.pair_nodes_per_tok_s[first] == pytest.approx(aggregated.nodes_per_tok_s)
+    plan_fixed, plan_auto = solve_instance(fixed), solve_instance(auto)
+    unserved = [float(p.populations["unserved_tok_s"].sum()) for p in (plan_fixed, plan_auto)]
+    assert unserved[0] > 0 and unserved[1] == pytest.approx(0.0, abs=1e-6)
+    served = plan_auto.assignments[plan_auto.assignments["goodput_tok_s"] > 0]
+    assert dict(zip(served["site_id"], served["serving_mode"], strict=True)) == {
+        "frankfurt": "disaggregated",
+        "amsterdam": "aggregated",
+    }
+    assert modes_by_site(plan_auto) == {"frankfurt": {"rag": "disaggregated"}, "amsterdam": {"rag": "aggregated"}}
+    assert mode_reasons(plan_auto)["amsterdam"]["rag"].startswith("aggregated: most of its users here are too far")

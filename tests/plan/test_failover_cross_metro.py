@@ -37,7 +37,7 @@ RAG = {
 
 def _solve(folder: Path) -> Path:
     serving = {
-        "model": "llama-3.1-70b", "accelerator": "h100-sxm", "disaggregated": "auto", "pool_nodes": 8,
+        "model": "llama-3.1-70b", "accelerator": "h100-sxm", "disaggregated": True, "pool_nodes": 8,
         "cross_metro_prefill": {**CROSS, "partners": 2},
     }  # fmt: skip
     scenario = write_scenario(
