@@ -25,6 +25,7 @@ from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.profiles.build import ClassProfile
 from placement.profiles.cache_hits import class_hit_rates, site_hit_rates
+from placement.profiles.tiers import cache_warmup_nodes
 from placement.results.summary import ArrangementSummary
 from placement.scenario.load import LoadedScenario
 from placement.serving.prefix_cache import CacheFigures
@@ -346,8 +347,12 @@ def compare_arrangement(
 
 
 def _warmup_nodes(plan: Plan) -> int | dict[str, int]:
-    """Cold-cache nodes per open site: one figure where every site's tier holds the same, else by open site."""
-    nodes = plan.instance.cache_warmup_nodes
+    """The most a site's cache misses take, in whole nodes: one figure where every site's tier holds the same.
+
+    Else by open site. It is what the first round of the solve charges each open site (:mod:`placement.plan.cache_rounds`).
+    """
+    m = len(plan.sites)
+    nodes = np.array([cache_warmup_nodes(plan.instance.profiles_at(j)) for j in range(m)], dtype=np.int64)
     if len(set(nodes.tolist())) <= 1:
         return int(nodes[0]) if len(nodes) else 0
     opened = plan.sites["open"].to_numpy(bool)

@@ -24,6 +24,7 @@ from placement.optimize.ratio import solve_ratio
 from placement.optimize.shortfall import diagnose_shortfall
 from placement.optimize.solve import solve_placement
 from placement.optimize.solver import SolverOptions, SolveStatus
+from placement.plan.cache_rounds import Solved, cache_rounds, has_miss_work, round_figures
 from placement.plan.failover import failover_tables
 from placement.plan.notes import (
     n_plus_one_dropped_note,
@@ -152,7 +153,7 @@ def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress 
     return plan.with_results(summary=replace(plan.summary, cap_cost=cap_cost(plan.summary, uncapped.result())))
 
 
-def _solve_optional(instance: Instance, options: SolverOptions, notes: list[str]) -> Plan:
+def _solve_optional(instance: Instance, options: SolverOptions, notes: list[str]) -> Solved:
     """``policy.serving: optional``: the least $/M goodput by Dinkelbach's ratio steps.
 
     With N+1 on a model too large to protect exactly, the best ratio without N+1, then protected.
@@ -176,11 +177,21 @@ def _solve_optional(instance: Instance, options: SolverOptions, notes: list[str]
         f"(last MILP value {last.get('value_usd_per_h', float('nan')):.3g} $/h); proven at least "
         f"{'n/a' if bound is None else f'${usd_per_m_text(bound)}'} per million goodput tokens, gap {solution.report.gap:.2%}"
     )
-    return _assemble(instance, solution, solution.report.status.value, notes)
+    return Solved(solution, solution.report.status.value, notes)
 
 
 def _solve_instance(instance: Instance, *, msg: bool, progress: Progress) -> Plan:
-    """:func:`solve_instance` of the model as it stands (its caps, if any, as rows)."""
+    """:func:`solve_instance` of the model as it stands (its caps, if any, as rows), to the cache's fixed point."""
+    if not has_miss_work(instance):
+        solved = _solved(instance, msg=msg, progress=progress)
+        return _assemble(instance, solved.solution, solved.status, solved.notes)
+    kept, rounds = cache_rounds(instance, lambda inst: _solved(inst, msg=msg, progress=progress), progress=progress)
+    plan = _assemble(kept.instance, kept.solved.solution, kept.solved.status, kept.solved.notes)
+    return plan.with_results(summary=replace(plan.summary, cache_rounds=round_figures(kept, rounds)))
+
+
+def _solved(instance: Instance, *, msg: bool, progress: Progress) -> Solved:
+    """The model as it stands solved and verified: its solution, status label and notes."""
     facts = instance.facts
     policy = facts.policy
     options = facts.solver.options(msg=msg)
@@ -238,7 +249,7 @@ def _solve_instance(instance: Instance, *, msg: bool, progress: Progress) -> Pla
         notes += [f"  - {line}" for line in lines]
         if elastic.n_plus_one_dropped:
             notes = [n_plus_one_dropped_note(instance), *(n for n in notes if n not in unprotectable)]
-        return _assemble(instance, elastic, "partial", notes)
+        return Solved(elastic, "partial", notes)
     if not status.has_solution:
         raise InfeasibleError(f"the solver found no placement ({solution.report.message}); raise solver.time_limit_s")
     if instance.inputs.fault_tolerant and solution.without_n_plus_one is None:
@@ -252,7 +263,7 @@ def _solve_instance(instance: Instance, *, msg: bool, progress: Progress) -> Pla
     if solution.n_plus_one_dropped:
         notes = [n_plus_one_dropped_note(instance), *(n for n in notes if n not in unprotectable)]
     label = status.value if not len(unreachable) else "partial"
-    return _assemble(instance, solution, label, notes)
+    return Solved(solution, label, notes)
 
 
 def run(loaded: LoadedScenario, *, msg: bool = False, progress: Progress = quiet, like: Instance | None = None) -> Plan:

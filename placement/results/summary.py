@@ -214,6 +214,9 @@ class PlanSummary:
     cap_cost : dict or None
         With carbon or water caps: the same model solved without them (``uncapped_*``: $/M, $/h, goodput, tCO2e, m3)
         and ``usd_per_t_avoided``, ``usd_per_m3_avoided`` (:func:`placement.plan.solve.cap_cost`); None without caps.
+    cache_rounds : dict or None
+        With ``serving.kv_cache`` miss work: the rounds of the solve to the cache's fixed point
+        (:mod:`placement.plan.cache_rounds`): each round's $/h and nodes added, the round kept and the tolerance.
     """
 
     scenario: str
@@ -270,6 +273,7 @@ class PlanSummary:
     water_l_per_million_goodput_tokens: float | None = None
     water_charge_usd_per_h: float | None = None
     cap_cost: dict[str, Any] | None = None
+    cache_rounds: dict[str, Any] | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -364,6 +368,7 @@ class PlanSummary:
             water_l_per_million_goodput_tokens=optional_float(data.get("water_l_per_million_goodput_tokens")),
             water_charge_usd_per_h=optional_float(data.get("water_charge_usd_per_h")),
             cap_cost=optional_dict(data.get("cap_cost")),
+            cache_rounds=optional_dict(data.get("cache_rounds")),
         )
 
 
@@ -387,6 +392,7 @@ JSON_ORDER = (
     "water_l_per_million_goodput_tokens",
     "water_charge_usd_per_h",
     "cap_cost",
+    "cache_rounds",
     "sites_open",
     "sites_candidate",
     "nodes",

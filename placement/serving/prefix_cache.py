@@ -170,6 +170,28 @@ class CacheFigures:
     requests_per_tok: float
     goodput_no_cache_tok_s_per_node: float = 0.0
 
+    def miss_nodes(self, tok_s: FloatArray | float) -> FloatArray:
+        """Node-equivalents a site serving ``tok_s`` of the class spends prefilling the shared prefixes it misses.
+
+        ``lam sum_i p_i exp(-lam p_i T)`` misses a second at ``lam = tok_s x requests_per_tok``, each taking
+        ``warmup_nodes T / G`` node-seconds: nothing at no load, ``warmup_nodes`` where the misses peak, less again
+        as a busier site keeps its prefixes hot. [nodes]
+        """
+        rate = np.atleast_1d(np.asarray(tok_s, dtype=float)) * self.requests_per_tok
+        if self.warmup_nodes <= 0 or not np.isfinite(self.retention_s):
+            return np.zeros(rate.shape)
+        misses = misses_per_retention(self.reuse.popularity, rate * self.retention_s)
+        return np.asarray(self.warmup_nodes * misses / miss_peak(self.reuse))
+
+    def miss_nodes_per_tok_s(self, tok_s: FloatArray | float) -> FloatArray:
+        """:meth:`miss_nodes` per tok/s served; at no load, its figure where the misses peak. [nodes/(tokens/s)]"""
+        load = np.atleast_1d(np.asarray(tok_s, dtype=float))
+        if self.warmup_nodes <= 0 or not np.isfinite(self.retention_s):
+            return np.zeros(load.shape)
+        peak_tok_s = miss_peak_load(self.reuse) / self.retention_s / self.requests_per_tok
+        at = np.where(load > 0, load, peak_tok_s)
+        return np.asarray(self.miss_nodes(at) / at)
+
     def hit_rate(self, requests_per_s: FloatArray | float) -> FloatArray:
         """Hit rate of a site serving ``requests_per_s`` of the class (0 where it serves none)."""
         rate = np.atleast_1d(np.asarray(requests_per_s, dtype=float))
@@ -212,18 +234,32 @@ def miss_peak(reuse: PrefixReuse) -> float:
     return _miss_peak(reuse.shared_prefixes, reuse.zipf_exponent)
 
 
-@lru_cache(maxsize=16)
+def miss_peak_load(reuse: PrefixReuse) -> float:
+    """The ``x = lam T`` at which a site's shared-prefix misses peak (:func:`miss_peak` is their value there)."""
+    return _miss_peak_at(reuse.shared_prefixes, reuse.zipf_exponent)[0]
+
+
 def _miss_peak(n: int, exponent: float) -> float:
+    return _miss_peak_at(n, exponent)[1]
+
+
+def misses_per_retention(popularity: FloatArray, x: FloatArray) -> FloatArray:
+    """``x sum_i p_i exp(-x p_i)`` for each ``x = lam T``: shared-prefix misses per retention time."""
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    return np.asarray([float(v * (popularity @ np.exp(-v * popularity))) for v in x.tolist()])
+
+
+@lru_cache(maxsize=16)
+def _miss_peak_at(n: int, exponent: float) -> tuple[float, float]:
     p = _zipf(n, exponent)
-
-    def misses(x: FloatArray) -> FloatArray:
-        return np.asarray([float(v * (p @ np.exp(-v * p))) for v in x.tolist()])
-
     grid = np.geomspace(1e-3, 1e3 * n, 241)
-    values = misses(grid)
+    values = misses_per_retention(p, grid)
     best = int(np.argmax(values))
     fine = np.geomspace(grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)], 81)
-    return float(max(values.max(), misses(fine).max()))
+    near = misses_per_retention(p, fine)
+    if near.max() >= values[best]:
+        return float(fine[int(np.argmax(near))]), float(near.max())
+    return float(grid[best]), float(values[best])
 
 
 def retention_s(cache_bytes_per_node: float, write_bytes_per_s_per_node: float) -> float:

@@ -1,0 +1,270 @@
+"""The prefix cache's miss work at each site as a function of what the site serves: rounds of the solve to a fixed point.
+
+With ``serving.kv_cache`` a class with a ``prefix_reuse`` profile is served at the goodput of a hot cache (its hit
+rate's limit), and a site pays besides for the shared prefixes it misses:
+:meth:`~placement.serving.prefix_cache.CacheFigures.miss_nodes` of the load it serves, nothing at no load, the
+most (``warmup_nodes``) where the misses peak, less again as a busier site keeps its prefixes hot. The first solve
+charges every open site that peak for every class (the model of :func:`placement.instance.rows.with_cache_warmup`):
+never too little, so its plan is always valid, but the same for a site that serves a class as for one that does
+not, and the same at any load.
+
+Each further round charges instead each (site, class) its miss work per tok/s at the load the round before served
+there (:meth:`~placement.serving.prefix_cache.CacheFigures.miss_nodes_per_tok_s`; where it served none, the figure
+where the misses peak) on the nodes, energy and caps of every pair that loads the site with the class, and nothing
+fixed. A site that consolidates a class so pays less per token than one that serves a little of it, inside the
+solve. The round's plan is then checked against the miss work of its own loads, slice by slice, and a site short of
+nodes gets the nodes it lacks. Rounds stop when the plan's cost moves less than :data:`TOLERANCE` or after
+:data:`ROUNDS`; the cheapest valid plan (within its sites' power and the caps, nodes added) is the answer, the first
+round's when none is cheaper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from placement._types import FloatArray, IntArray
+from placement.instance.record import Instance
+from placement.optimize.problem import PlacementInput, PlacementSolution
+from placement.optimize.verify import cap_excess_per_h
+from placement.progress import Progress
+from placement.serving.prefix_cache import CacheFigures
+
+TOLERANCE = 0.002
+"""Rounds stop when the plan's cost moves by less than this share from the round before."""
+
+ROUNDS = 4
+"""Most rounds after the first (each a whole solve)."""
+
+NODE_TOLERANCE = 0.01
+"""A site short of its own loads' miss work by less than this many nodes is taken as covered: the rounds approach
+the fixed point from one side, and the solver fills a site's nodes to the last token."""
+
+
+@dataclass(frozen=True)
+class Solved:
+    """An instance's answer before it is tabulated: the solution, the plan's status label and its notes."""
+
+    solution: PlacementSolution
+    status: str
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class CacheRound:
+    """One round: the instance it solved, its answer with the nodes its own miss work needs, the nodes added.
+
+    Parameters
+    ----------
+    instance : Instance
+        The instance solved (the first round's is the plan's own; later ones charge miss work per pair).
+    solved : Solved
+        Its answer, with any nodes its loads' miss work needs added (``objective_usd_per_h`` with their cost).
+    added_nodes : int
+        Nodes added where the round's loads miss more than the round charged.
+    valid : bool
+        Whether the added nodes keep every site within its power and every cap.
+    """
+
+    instance: Instance
+    solved: Solved
+    added_nodes: int
+    valid: bool
+
+    @property
+    def usd_per_h(self) -> float:
+        """The round's cost, nodes added included. [USD/h]"""
+        return self.solved.solution.objective_usd_per_h
+
+
+def caches(instance: Instance) -> list[list[CacheFigures | None]]:
+    """``[site][class]`` the cache model of each class on each site's node (None: a class without one)."""
+    return [[p.cache for p in instance.profiles_at(j)] for j in range(len(instance.sites))]
+
+
+def has_miss_work(instance: Instance) -> bool:
+    """Whether some class's cache misses cost a site work (``serving.kv_cache`` and a ``prefix_reuse`` profile)."""
+    return bool(np.any(instance.cache_warmup_nodes > 0))
+
+
+def pair_cache_site(data: PlacementInput) -> IntArray:
+    """The site whose cache each pair's prompts use: its own, or with cross-metro prefill its prefill site."""
+    if data.pair_remote_site is None:
+        return data.pair_site
+    return np.where(data.pair_remote_site >= 0, data.pair_remote_site, data.pair_site)
+
+
+def site_class_slice_load(instance: Instance, data: PlacementInput, shares: FloatArray) -> FloatArray:
+    """``(m, k, T)`` tok/s of each class whose prompts each site prefills, in each slice."""
+    m, k, t = len(instance.sites), len(instance.classes), len(data.slice_hours)
+    row_class = instance.commodity_class[instance.modelled]
+    used = np.flatnonzero(shares > 1e-12)
+    load = np.zeros((m * k, t))
+    key = pair_cache_site(data)[used] * k + row_class[data.pair_commodity[used]]
+    np.add.at(load, key, shares[used, None] * data.slice_demand_tok_s[data.pair_commodity[used]])
+    return load.reshape(m, k, t)
+
+
+def miss_nodes(figures: list[list[CacheFigures | None]], load_tok_s: FloatArray) -> FloatArray:
+    """``(m, T)`` node-equivalents each site spends on the shared prefixes it misses, at ``(m, k, T)`` loads."""
+    out = np.zeros((load_tok_s.shape[0], load_tok_s.shape[2]))
+    for j, by_class in enumerate(figures):
+        for c, cache in enumerate(by_class):
+            if cache is not None and load_tok_s[j, c].any():
+                out[j] += cache.miss_nodes(load_tok_s[j, c])
+    return out
+
+
+def per_token_charge(figures: list[list[CacheFigures | None]], load_tok_s: FloatArray) -> FloatArray:
+    """``(m, k)`` miss work per tok/s of each (site, class) at its busiest slice's load (at no load: the peak's)."""
+    peak = load_tok_s.max(axis=2)
+    out = np.zeros(peak.shape)
+    for j, by_class in enumerate(figures):
+        for c, cache in enumerate(by_class):
+            if cache is not None:
+                out[j, c] = float(cache.miss_nodes_per_tok_s(peak[j, c])[0])
+    return out
+
+
+def charged_inputs(instance: Instance, charge: FloatArray) -> PlacementInput:
+    """The instance's arrays with ``(m, k)`` miss work per tok/s on each pair instead of the fixed warm-up nodes.
+
+    A pair's nodes per tok/s at the site that prefills it grow by its (site, class) charge; its energy and its caps'
+    load grow in proportion to the nodes it loads there (the energy of a cross-metro pair's prefill site is left as
+    it was: its miss work is a small share of a long prompt's prefill).
+    """
+    data = without_warmup(instance)
+    row_class = instance.commodity_class[instance.modelled]
+    klass = row_class[data.pair_commodity]
+    nodes = data.pair_nodes_per_tok_s.copy()
+    remote = None if data.pair_remote_nodes_per_tok_s is None else data.pair_remote_nodes_per_tok_s.copy()
+    far = np.zeros(len(nodes), dtype=bool) if data.pair_remote_site is None else data.pair_remote_site >= 0
+    local = np.flatnonzero(~far)
+    nodes[local] += charge[data.pair_site[local], klass[local]]
+    if remote is not None and data.pair_remote_site is not None and far.any():
+        f = np.flatnonzero(far)
+        remote[f] += charge[data.pair_remote_site[f], klass[f]]
+    scale = np.ones(len(nodes))
+    scale[local] = nodes[local] / data.pair_nodes_per_tok_s[local]
+    caps = tuple(replace(cap, pair_per_h=cap.pair_per_h * scale) for cap in data.caps)
+    return replace(
+        data,
+        pair_nodes_per_tok_s=nodes,
+        pair_remote_nodes_per_tok_s=remote,
+        pair_cost_usd_per_h=data.pair_cost_usd_per_h * scale,
+        caps=caps,
+    )
+
+
+def without_warmup(instance: Instance) -> PlacementInput:
+    """The instance's arrays without the warm-up nodes of :func:`~placement.instance.rows.with_cache_warmup`."""
+    data, nodes = instance.inputs, instance.cache_warmup_nodes
+    raw_mw = instance.sites["mw_available"].to_numpy(float)
+    return replace(
+        data,
+        site_fixed_usd_per_h=data.site_fixed_usd_per_h - nodes * instance.node_cost.total_usd_per_h,
+        site_mw_available=np.minimum(data.site_mw_available + nodes * data.site_node_mw, raw_mw),
+        caps=tuple(replace(cap, site_fixed_per_h=cap.site_fixed_per_h - nodes * cap.site_node_per_h) for cap in data.caps),
+    )
+
+
+def with_own_miss_work(
+    instance: Instance, solution: PlacementSolution, charge: FloatArray
+) -> tuple[PlacementSolution, int, bool]:
+    """A round's solution with the nodes its own loads' miss work needs beyond what the round charged.
+
+    Returns the solution (nodes and cost updated), the nodes added, and whether every site stays within its power
+    and every cap holds with them.
+    """
+    data = instance.inputs
+    load = site_class_slice_load(instance, data, solution.pair_share)
+    figures = caches(instance)
+    true = miss_nodes(figures, load)
+    charged = np.einsum("jkt,jk->jt", load, charge)
+    used = data.site_slice_load(solution.pair_share)
+    need = np.ceil(np.max(used + np.maximum(true - charged - NODE_TOLERANCE, 0.0), axis=1) - 1e-6).astype(np.int64)
+    added = np.where(solution.open, np.maximum(need - solution.nodes, 0), 0)
+    if not added.any():
+        return solution, 0, True
+    nodes = solution.nodes + added
+    cost = solution.objective_usd_per_h + float(added @ data.site_node_usd_per_h)
+    power = bool(np.all(nodes * data.site_node_mw <= data.site_mw_available * solution.open + 1e-9))
+    caps = bool(np.all(cap_excess_per_h(data, solution.open, nodes, solution.pair_share) <= 0))
+    return replace(solution, nodes=nodes, objective_usd_per_h=cost), int(added.sum()), power and caps
+
+
+def cache_rounds(
+    instance: Instance, solve: Callable[[Instance], Solved], *, progress: Progress
+) -> tuple[CacheRound, list[CacheRound]]:
+    """Solve the instance, then again with each (site, class) charged the miss work of its load, to a fixed point.
+
+    Parameters
+    ----------
+    instance : Instance
+        With cache miss work (:func:`has_miss_work`).
+    solve : callable
+        Solves an instance (its inputs as they stand): the verified solution, status and notes.
+    progress : callable
+        Receives one line per round.
+
+    Returns
+    -------
+    tuple
+        The round kept (the cheapest valid one) and every round in order.
+    """
+    first = solve(instance)
+    rounds = [CacheRound(instance, first, 0, True)]
+    if not first.solution.report.status.has_solution:
+        return rounds[0], rounds
+    progress(f"prefix cache, round 1 (each open site charged the peak of its misses): ${rounds[0].usd_per_h:,.0f}/h")
+    seen = [first.solution]  # each round's answer as solved, before nodes were added
+    zeros = np.zeros_like(instance.cache_warmup_nodes)
+    for r in range(2, ROUNDS + 2):
+        load = site_class_slice_load(instance, instance.inputs, seen[-1].pair_share)
+        charge = per_token_charge(caches(instance), load)
+        again = replace(instance, inputs=charged_inputs(instance, charge), cache_warmup_nodes=zeros)
+        solved = solve(again)
+        if not solved.solution.report.status.has_solution:
+            progress(f"prefix cache, round {r}: no solution ({solved.solution.report.message}); the rounds before stand")
+            break
+        fixed, added, valid = with_own_miss_work(again, solved.solution, charge)
+        rounds.append(CacheRound(again, replace(solved, solution=fixed), added, valid))
+        progress(
+            f"prefix cache, round {r} (miss work per (site, class) at the loads of the round before): "
+            f"${fixed.objective_usd_per_h:,.0f}/h, {added} nodes added for its own loads' misses"
+            + ("" if valid else " (over a site's power or a cap: not kept)")
+        )
+        moved = abs(rounds[-1].usd_per_h - rounds[-2].usd_per_h) / max(rounds[-2].usd_per_h, 1e-9)
+        repeats = any(_same_routing(solved.solution, earlier) for earlier in seen[1:])
+        seen.append(solved.solution)
+        if (moved < TOLERANCE and added == 0) or repeats:
+            break  # a fixed point, or a cycle between designs (the cheapest of them is kept)
+    return min((r for r in rounds if r.valid), key=lambda r: r.usd_per_h), rounds
+
+
+def _same_routing(a: PlacementSolution, b: PlacementSolution) -> bool:
+    """Whether two answers open the same sites and route the same shares."""
+    return bool(np.array_equal(a.open, b.open) and np.allclose(a.pair_share, b.pair_share, atol=1e-6))
+
+
+def round_figures(kept: CacheRound, rounds: list[CacheRound]) -> dict[str, object]:
+    """``summary.json`` ``cache_rounds``: each round's cost and nodes added, which was kept, the stopping rule.
+
+    And the node-equivalents each open site of the kept plan spends on its misses in its busiest slice.
+    """
+    instance, solution = kept.instance, kept.solved.solution
+    load = site_class_slice_load(instance, instance.inputs, solution.pair_share)
+    misses = miss_nodes(caches(instance), load).max(axis=1)
+    ids = instance.sites["id"].astype(str).tolist()
+    return {
+        "miss_nodes_by_site": {ids[j]: round(float(misses[j]), 3) for j in np.flatnonzero(solution.open).tolist()},
+        "rounds": [
+            {"usd_per_h": r.usd_per_h, "nodes_added": r.added_nodes, "valid": r.valid, "per_pair_miss_work": k > 0}
+            for k, r in enumerate(rounds)
+        ],
+        "kept": next(k for k, r in enumerate(rounds) if r is kept) + 1,
+        "tolerance": TOLERANCE,
+        "most_rounds": ROUNDS + 1,
+    }
