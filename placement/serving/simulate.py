@@ -187,7 +187,7 @@ class _Replica:
 
 
 @dataclass
-class _Trace:
+class Trace:
     """Everything recorded while running: per request and per step."""
 
     first_token_ms: NDArray[np.float64]
@@ -219,9 +219,9 @@ class _Engine:
         self.per_step = (output - 1) / np.maximum(decode_steps, 1)
         self.replicas = [_Replica() for _ in range(node.replicas)]
         self.ends: list[tuple[float, int]] = []
-        self.trace = _Trace(np.full(len(arrival_ms), np.nan), np.full(len(arrival_ms), np.nan))
+        self.trace = Trace(np.full(len(arrival_ms), np.nan), np.full(len(arrival_ms), np.nan))
 
-    def run(self) -> _Trace:
+    def run(self) -> Trace:
         n, a = len(self.arrival_ms), 0
         while a < n or self.ends:
             if a < n and (not self.ends or self.arrival_ms[a] <= self.ends[0][0]):
@@ -312,7 +312,7 @@ def run_node(
     prefix_cache_hit_rate: float = 0.0,
     reserve_output_tokens: int | None = None,
     decode_steps: NDArray[np.int64] | None = None,
-) -> _Trace:
+) -> Trace:
     """Run the node on given requests until every one has finished (the engine behind :func:`simulate`).
 
     Parameters
@@ -332,7 +332,7 @@ def run_node(
 
     Returns
     -------
-    _Trace
+    Trace
         First-token time of each request and every step's start, duration, decoding batch and tokens.
 
     Raises
@@ -407,7 +407,7 @@ def weighted_quantile(values: NDArray[np.float64], weights: NDArray[np.float64],
     return float(np.asarray(values)[order][np.searchsorted(cumulative, q * cumulative[-1], side="left")])
 
 
-def _warmup(trace: _Trace, arrival_ms: NDArray[np.float64], share: float) -> int:
+def warmup_requests(trace: Trace, arrival_ms: NDArray[np.float64], share: float) -> int:
     """First request measured: after ``share`` of them and two lifetimes of the first (the batch fills), at most half."""
     n = len(arrival_ms)
     fill_ms = arrival_ms[0] + 2.0 * (trace.last_token_ms[0] - arrival_ms[0])
@@ -415,8 +415,8 @@ def _warmup(trace: _Trace, arrival_ms: NDArray[np.float64], share: float) -> int
     return min(first, n // 2)
 
 
-def _summarise(
-    trace: _Trace, arrival_ms: NDArray[np.float64], output: NDArray[np.int64], warmup: int, replicas: int
+def summarise_trace(
+    trace: Trace, arrival_ms: NDArray[np.float64], output: NDArray[np.int64], warmup: int, replicas: int
 ) -> SimResult:
     """Statistics of the requests after the warm-up and the steps between the first measured and the last arrival."""
     t0, t1 = float(arrival_ms[warmup]), float(arrival_ms[-1])
@@ -489,7 +489,7 @@ def simulate(
         reserve_output_tokens=workload.reserve_output_tokens,
         decode_steps=decode_steps_of(node.speculation, output, rng),
     )
-    return _summarise(trace, arrival_ms, output, _warmup(trace, arrival_ms, warmup_share), node.replicas)
+    return summarise_trace(trace, arrival_ms, output, warmup_requests(trace, arrival_ms, warmup_share), node.replicas)
 
 
 def decode_steps_of(speculation: Speculation | None, output: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.int64]:
