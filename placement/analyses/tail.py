@@ -283,6 +283,7 @@ class _Simulated:
     arrival_rate_per_node_per_s: float
     simulated: SimResult
     tok_s_per_node: float
+    analytic_itl_ms: float
 
 
 class _Simulator:
@@ -315,6 +316,7 @@ class _Simulator:
                     check.arrival_rate_per_s / nodes,
                     check.simulated,
                     check.simulated.throughput_tok_s / nodes,
+                    result.itl_ms,
                 )
             )
         return self.cache[key]
@@ -419,7 +421,7 @@ def _row(
         profile.node_ttft_ms + rtt_ms,
         sim.ttft_p99_ms,
         allowed_ms,
-        profile.itl_ms,
+        node.analytic_itl_ms,
         sim_itl,
         workload.itl_p99_ms,
         workload.itl_metric,

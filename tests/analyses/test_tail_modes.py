@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from placement.analyses.tail import COLUMNS, check_tail
+from placement.outputs.console import tail_check_lines
 from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.scenario.load import load_scenario
@@ -61,9 +62,13 @@ def test_cross_metro_rows_break_when_the_round_trip_eats_the_slack(
         return real(request, network_rtt_ms=network_rtt_ms + 150.0 if network_rtt_ms > 0 else 0.0, **kw)
 
     monkeypatch.setattr(tail, "simulate_serving", far)
-    table = check_tail(cross_metro_plan, requests=800).set_index("mode")
+    found = check_tail(cross_metro_plan, requests=800)
+    table = found.set_index("mode")
     assert "ttft" in table.loc["cross-metro", "exceeds"], "150 ms more between the metros breaks the TTFT"
     assert table.loc["disaggregated", "exceeds"] == "", "a pool in one hall has no round trip"
+    lines = tail_check_lines(found, seconds=1.0)
+    assert lines[0].endswith("1 exceed an objective (tail_check.csv)")
+    assert lines[1].startswith("  Frankfurt (frankfurt), rag (cross-metro from amsterdam): p99 TTFT")
 
 
 def test_a_speculative_class_is_simulated_speculatively(tmp_path: Path) -> None:
