@@ -117,18 +117,6 @@ def site_load(plan: Plan) -> SiteLoad:
     return SiteLoad(peak, equiv, by_class_load[sites, :, peak], by_class_equiv[sites, :, peak])
 
 
-def site_class_peak(plan: Plan) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
-    """Each site's busiest slice, and each class's load and node-equivalents served whole there.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(m,)`` busiest slice; ``(m, K)`` load of each class in it [tokens/s]; ``(m, K)`` its node-equivalents.
-    """
-    found = site_load(plan)
-    return found.peak, found.class_load, found.class_equiv
-
-
 def _remote_site(data: PlacementInput) -> NDArray[np.int64]:
     """``(p,)`` each pair's prefill site in another metro, -1 for the pairs served whole at one site."""
     if data.pair_remote_site is None:
@@ -295,6 +283,7 @@ class _Simulator:
         self.cache: dict[tuple[ServingRequest, float, float], _Simulated | None] = {}
 
     def result(self, request: ServingRequest) -> ServingResult:
+        """:func:`placement.serving.request.serve` of the request, once."""
         if request not in self.analytic:
             self.analytic[request] = serve(request)
         return self.analytic[request]

@@ -184,3 +184,13 @@ def test_goodput_simulate_runs_the_pools_per_node(capsys: pytest.CaptureFixture[
     assert simulated["throughput_tok_s"] == pytest.approx(0.5 * report["goodput_tok_s"], rel=0.08)
     assert main(args) == 0
     assert "3 prefill + 1 decode replicas" in capsys.readouterr().out
+
+
+def test_a_speculative_decode_pool_emits_the_expected_tokens_per_step() -> None:
+    request = replace(MIXED, speculative="eagle3")
+    analytic = serve(request)
+    assert analytic.disaggregated and analytic.speculative == "eagle3"
+    check = simulate_disaggregated_request(request, load_factor=0.6, requests=1000, analytic=analytic)
+    assert check is not None and check.pools.speculation is not None
+    assert check.simulated.tokens_per_step == pytest.approx(analytic.tokens_per_step, rel=0.03)
+    assert check.simulated.throughput_tok_s == pytest.approx(0.6 * analytic.goodput_tok_s, rel=0.06)
