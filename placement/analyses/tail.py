@@ -1,4 +1,4 @@
-"""Check a plan's tail by simulation: every open site's busiest hour, one simulated node per class and serving mode.
+"""Check a plan's tail by simulation: every open site's busiest hour, one simulated node per class, rung and mode.
 
 The plan sizes each site so that, in every hour, the node-equivalents its classes use (class load ÷ per-node
 goodput, and with cross-metro prefill each pool's share at its own site) fit in its nodes. In the site's busiest hour
@@ -14,10 +14,13 @@ goodput. That node is simulated as the plan serves the class (``mode``):
   crossing the WAN and the round trip between the two sites added; its node-equivalents are the decode pool's share of
   the site's nodes and the prefill pool's share of the prefill site's, in the decode site's busiest hour.
 
+With ``serving.node_ttft_ladder`` (or KV tiers by site) each rung a site's pairs run is its own node, searched and
+simulated inside its share of the class's node TTFT budget (``node_ttft_share``), with its own share of the nodes.
+
 Its p99 TTFT (node part; cross-metro with the sites' round trip) and p99 inter-token time (the class's
 ``itl_metric``: each request's TPOT, or every gap) are compared with what the objective leaves it: the ITL objective,
-and for TTFT the node part the plan assumed (cross-metro: plus the sites' round trip) plus the smallest TTFT slack of
-the populations the site serves that way in that class.
+and for TTFT the node part the plan assumed (its rung's; cross-metro: plus the sites' round trip) plus the smallest
+TTFT slack of the populations the site serves that way in that class.
 
 Classes with a given goodput (no serving model) are not simulated.
 """
@@ -43,6 +46,7 @@ COLUMNS = [
     "class",
     "mode",
     "prefill_site_id",
+    "node_ttft_share",
     "nodes",
     "peak_slice",
     "class_tok_s",
@@ -72,9 +76,10 @@ class SiteLoad:
     equiv : numpy.ndarray
         ``(m, T)`` node-equivalents of each site in each slice.
     class_load : numpy.ndarray
-        ``(m, K)`` load of each class served whole at each site in its busiest slice. [tokens/s]
+        ``(m, O)`` load of each option (a class's profile: with ``serving.node_ttft_ladder`` or KV tiers by site, each
+        rung at each tier; else one per class) served whole at each site in its busiest slice. [tokens/s]
     class_equiv : numpy.ndarray
-        ``(m, K)`` node-equivalents of those loads.
+        ``(m, O)`` node-equivalents of those loads.
     """
 
     peak: NDArray[np.int64]
@@ -97,9 +102,9 @@ def site_load(plan: Plan) -> SiteLoad:
         The busiest slices and the loads in them.
     """
     instance, data = plan.instance, plan.instance.inputs
-    pair_class = instance.commodity_class[instance.modelled][data.pair_commodity]
+    pair_option = pair_options(plan)
     load = data.slice_demand_tok_s[data.pair_commodity] * plan.solution.pair_share[:, None]  # (p, T) tok/s
-    m, n_classes, n_slices = data.n_sites, len(instance.profiles), len(data.slice_hours)
+    m, n_options, n_slices = data.n_sites, len(instance.options), len(data.slice_hours)
     equiv = np.zeros((m, n_slices))
     np.add.at(equiv, data.pair_site, load * data.pair_nodes_per_tok_s[:, None])
     remote = _remote_site(data)
@@ -109,12 +114,23 @@ def site_load(plan: Plan) -> SiteLoad:
         np.add.at(equiv, remote[far], load[far] * data.pair_remote_nodes_per_tok_s[far, None])
     peak = equiv.argmax(axis=1)
     whole = np.where(far[:, None], 0.0, load)
-    by_class_load = np.zeros((m, n_classes, n_slices))
-    by_class_equiv = np.zeros((m, n_classes, n_slices))
-    np.add.at(by_class_load, (data.pair_site, pair_class), whole)
-    np.add.at(by_class_equiv, (data.pair_site, pair_class), whole * data.pair_nodes_per_tok_s[:, None])
+    by_class_load = np.zeros((m, n_options, n_slices))
+    by_class_equiv = np.zeros((m, n_options, n_slices))
+    np.add.at(by_class_load, (data.pair_site, pair_option), whole)
+    np.add.at(by_class_equiv, (data.pair_site, pair_option), whole * data.pair_nodes_per_tok_s[:, None])
     sites = np.arange(m)
     return SiteLoad(peak, equiv, by_class_load[sites, :, peak], by_class_equiv[sites, :, peak])
+
+
+def pair_options(plan: Plan) -> NDArray[np.int64]:
+    """``(p,)`` the option (index into ``Instance.options``) each model pair runs: its class's rung at its site's tier.
+
+    Without a ladder or KV tiers by site the options are the classes.
+    """
+    instance, data = plan.instance, plan.instance.inputs
+    if not instance.varies_by_pair:
+        return np.asarray(instance.commodity_class[instance.modelled][data.pair_commodity], dtype=np.int64)
+    return np.asarray(instance.option_at(instance.modelled[data.pair_commodity], data.pair_site), dtype=np.int64)
 
 
 def _remote_site(data: PlacementInput) -> NDArray[np.int64]:
@@ -197,31 +213,34 @@ def _served(plan: Plan) -> pd.DataFrame:
 
 
 def _min_slack_ms(plan: Plan) -> pd.Series:
-    """Smallest TTFT slack of the populations each (site, class, prefill site) serves. [ms]"""
-    return _served(plan).groupby(["site_id", "class", "prefill_site_id"])["ttft_slack_ms"].min()
+    """Smallest TTFT slack of the populations each (site, class, prefill site, node TTFT budget) serves. [ms]
 
-
-def _node_allowance_ms(plan: Plan) -> pd.Series:
-    """With ``serving.node_ttft_ladder``: the least node-side TTFT any pair of each (site, class) may spend. [ms]
-
-    A pair on a tighter rung has a smaller node part; the check holds the simulated node to the strictest pair.
+    The budget (``node_ttft_budget_ms``, rounded to the µs) tells a ladder's rungs apart; 0 without a ladder.
     """
     served = _served(plan)
-    served = served[served["prefill_site_id"] == ""]
-    node = served["queue_ms"] + served["slot_wait_ms"] + served["prefill_ms"] + served["first_decode_ms"]
-    return served.assign(allowed=node + served["ttft_slack_ms"]).groupby(["site_id", "class"])["allowed"].min()
+    budget = served["node_ttft_budget_ms"].round(3) if "node_ttft_budget_ms" in served.columns else 0.0
+    keys = ["site_id", "class", "prefill_site_id", "budget"]
+    return served.assign(budget=budget).groupby(keys)["ttft_slack_ms"].min()
+
+
+def _budget_key(plan: Plan, k: int, profile: ClassProfile) -> float:
+    """The ``budget`` key of :func:`_min_slack_ms` for a rung of class ``k`` (0 without a ladder). [ms]"""
+    if not plan.instance.laddered:
+        return 0.0
+    return round((plan.classes[k].serving_ttft_budget_ms or 0.0) * profile.node_ttft_share, 3)
 
 
 def class_request(plan: Plan, part: str, k: int, profile: ClassProfile) -> ServingRequest:
     """The serving request of class ``k`` on a node of ``part``, in the mode its profile runs.
 
     The pools (disaggregated) span ``serving.pool_nodes`` nodes, as the profile was sized; speculation is the method
-    the profile kept.
+    the profile kept; a rung of ``serving.node_ttft_ladder`` runs its share of the class's node TTFT budget.
     """
     request = serving_request(part_node(plan.serving, part), plan.classes[k])
     pooled = profile.serving_mode == "disaggregated"
     return replace(
         request,
+        ttft_p99_ms=request.ttft_p99_ms * profile.node_ttft_share,
         disaggregated=pooled,
         speculative=profile.speculative or None,
         gpus=request.gpus * (plan.serving.pool_nodes if pooled else 1),
@@ -333,33 +352,36 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
     instance = plan.instance
     found = site_load(plan)
     slack = _min_slack_ms(plan)
-    allowance = _node_allowance_ms(plan) if instance.laddered else None
     nodes = plan.sites["nodes"].to_numpy(float)
     site_ids = plan.sites["site_id"].astype(str).tolist()
-    simulated = [k for k, w in enumerate(plan.classes) if not w.given and w.serving_ttft_budget_ms is not None]
+    computed = [not w.given and w.serving_ttft_budget_ms is not None for w in plan.classes]
+    option_class = instance.option_class.tolist()
     own = plan.serving.accelerator
     parts = instance.site_accelerator()  # a site the availability rules moved runs its own part's node
     pool = plan.serving.pool_nodes
     sim = _Simulator(requests, seed)
     rows = []
     for j in np.flatnonzero(plan.sites["open"].to_numpy(bool) & (nodes > 0)).tolist():
-        total = found.class_equiv[j].sum()
-        for k in simulated:
-            if found.class_load[j, k] <= 0 or total <= 0:
+        for o in np.flatnonzero(found.class_load[j] > 0).tolist():
+            k = int(option_class[o])
+            if not computed[k]:
                 continue
-            profile = instance.profiles[k] if parts[j] == own else instance.profiles_at(j)[k]
+            if instance.varies_by_pair:  # the rung (at the site's tier) its pairs run
+                profile = instance.options[o]
+            else:
+                profile = instance.profiles[k] if parts[j] == own else instance.profiles_at(j)[k]
             request = class_request(plan, parts[j], k, profile)
             per = pool if request.disaggregated else 1
-            class_nodes = nodes[j] * found.class_equiv[j, k] / found.equiv[j, found.peak[j]]
-            factor = round(float(found.class_load[j, k] / class_nodes / (sim.result(request).goodput_tok_s / per)), 2)
+            class_nodes = nodes[j] * found.class_equiv[j, o] / found.equiv[j, found.peak[j]]
+            factor = round(float(found.class_load[j, o] / class_nodes / (sim.result(request).goodput_tok_s / per)), 2)
             node = sim.run(request, factor, nodes=per)
             if node is None:
                 continue
-            allowed = profile.node_ttft_ms + float(slack.get((site_ids[j], plan.classes[k].name, ""), 0.0))
-            if allowance is not None:  # the strictest pair's rung
-                allowed = float(allowance.get((site_ids[j], plan.classes[k].name), allowed))
-            figures = (float(found.class_load[j, k]), class_nodes, int(found.peak[j]))
+            key = (site_ids[j], plan.classes[k].name, "", _budget_key(plan, k, profile))
+            allowed = profile.node_ttft_ms + float(slack.get(key, 0.0))
+            figures = (float(found.class_load[j, o]), class_nodes, int(found.peak[j]))
             rows.append(_row(plan, j, k, "", node, figures, profile, allowed))
+    far_slack = slack.groupby(level=[0, 1, 2]).min()  # cross-metro rows: whatever budget the table says
     for load in cross_metro_loads(plan, found):
         cross = instance.cross_metro
         assert cross is not None
@@ -369,13 +391,13 @@ def check_tail(plan: Plan, *, requests: int = 3000, seed: int = 0) -> pd.DataFra
         node = sim.run(request, factor, rtt_ms=load.rtt_ms, nodes=pool)
         if node is None:
             continue
-        key = (site_ids[load.decode_site], plan.classes[load.klass].name, site_ids[load.prefill_site])
-        allowed = profile.node_ttft_ms + load.rtt_ms + float(slack.get(key, 0.0))
+        names = (site_ids[load.decode_site], plan.classes[load.klass].name, site_ids[load.prefill_site])
+        allowed = profile.node_ttft_ms + load.rtt_ms + float(far_slack.get(names, 0.0))
         figures = (load.load_tok_s, load.class_nodes, int(found.peak[load.decode_site]))
-        rows.append(_row(plan, load.decode_site, load.klass, key[2], node, figures, profile, allowed, rtt_ms=load.rtt_ms))
+        rows.append(_row(plan, load.decode_site, load.klass, names[2], node, figures, profile, allowed, rtt_ms=load.rtt_ms))
     table = pd.DataFrame(rows, columns=COLUMNS)
-    order = ["exceeds", "site_id", "class", "mode", "prefill_site_id"]
-    return table.sort_values(order, ascending=[False, True, True, True, True]).reset_index(drop=True)
+    order = ["exceeds", "site_id", "class", "mode", "prefill_site_id", "node_ttft_share"]
+    return table.sort_values(order, ascending=[False, True, True, True, True, False]).reset_index(drop=True)
 
 
 def _row(
@@ -401,6 +423,7 @@ def _row(
         workload.name,
         node.mode,
         prefill_site_id,
+        profile.node_ttft_share,
         int(plan.sites["nodes"].to_numpy(float)[j]),
         load[2],
         load[0],

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from placement.analyses.tail import COLUMNS, check_tail
+from placement.instance.build import build_instance
 from placement.outputs.console import tail_check_lines
 from placement.plan.record import Plan
 from placement.plan.solve import run
@@ -19,6 +20,7 @@ from placement.scenario.load import load_scenario
 from placement.serving.request import ServingRequest
 from tests.conftest import write_scenario
 from tests.instance.test_cross_metro import CROSS, _scenario
+from tests.profiles.test_node_ttft_ladder import _scenario as _ladder_scenario
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +91,27 @@ def test_a_speculative_class_is_simulated_speculatively(tmp_path: Path) -> None:
     assert len(table) >= 1 and set(table["mode"]) == {"speculative"}
     assert (table["exceeds"] == "").all()
     assert (table["simulated_itl_p99_ms"] <= 20.0).all()
+
+
+def test_each_rung_of_a_ladder_is_simulated_at_its_own_budget(tmp_path: Path) -> None:
+    """Chicago serves Chicago at the full node budget and Denver at 80 % of it (tests/profiles/test_node_ttft_ladder.py).
+
+    Each rung is its own node: the tighter one searched and simulated inside 136 ms, held to its own node part plus
+    Denver's slack, not the loose node held to the strictest pair's allowance.
+    """
+    probe = build_instance(load_scenario(_ladder_scenario(tmp_path / "probe", ttft_ms=2000, ladder=[0.8])))
+    loose, tight = probe.rungs[0]
+    names = probe.populations.table["name"].tolist()
+    chicago, denver = names.index("Chicago"), names.index("Denver")
+    network = {c: loose.round_trips * float(probe.rtt_ms[c, 0]) for c in (chicago, denver)}
+    objective = network[denver] + (loose.fixed_ttft_ms + tight.fixed_ttft_ms) / 2
+    plan = run(load_scenario(_ladder_scenario(tmp_path / "on", ttft_ms=objective, ladder=[0.8])))
+    table = check_tail(plan, requests=600).set_index("node_ttft_share")
+    assert sorted(table.index.tolist()) == [0.8, 1.0]
+    slack = plan.assignments.set_index("population")["ttft_slack_ms"]
+    for share, profile, city in ((1.0, loose, "Chicago"), (0.8, tight, "Denver")):
+        row = table.loc[share]
+        assert row["analytic_node_ttft_ms"] == pytest.approx(profile.node_ttft_ms)
+        assert row["node_ttft_allowed_ms"] == pytest.approx(profile.node_ttft_ms + slack[city])
+        assert row["simulated_ttft_p99_ms"] <= row["node_ttft_allowed_ms"] and row["exceeds"] == ""
+    assert table.loc[0.8, "simulated_ttft_p99_ms"] < table.loc[1.0, "simulated_ttft_p99_ms"], "the tighter rung's node"
