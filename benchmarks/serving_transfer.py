@@ -116,7 +116,9 @@ def main() -> None:
             )
             for p, found in zip(logged, pool.map(_at_measured_load, logged), strict=True):
                 if found is None:
-                    print(f"{p.model:15s} {p.accelerator:12s} {p.scenario:11s}   nothing to simulate (disaggregated or no goodput)")
+                    print(
+                        f"{p.model:15s} {p.accelerator:12s} {p.scenario:11s}   nothing to simulate (disaggregated or no goodput)"
+                    )
                     continue
                 load, tpot, ttft = found
                 print(
