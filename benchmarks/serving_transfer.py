@@ -58,7 +58,7 @@ def _run(job: tuple[MeasuredPoint, str, list[MeasuredPoint]]) -> tuple[float, in
 def _at_measured_load(point: MeasuredPoint) -> tuple[float, float, float] | None:
     """The node the calibration in force plans, simulated at the run's own throughput: (load factor, p99 TPOT, p99
     TTFT), to set beside the run's logged p99s (not fitted: the fit sees throughput only); None when there is nothing
-    to simulate (no goodput, disaggregated or speculative) or the run logged no latencies."""
+    to simulate (no goodput, or disaggregated) or the run logged no latencies."""
     if point.tpot_p99_measured_ms is None:
         return None
     request = point.request()
@@ -116,7 +116,9 @@ def main() -> None:
             )
             for p, found in zip(logged, pool.map(_at_measured_load, logged), strict=True):
                 if found is None:
-                    print(f"{p.model:15s} {p.accelerator:12s} {p.scenario:11s}   nothing to simulate (speculative or no goodput)")
+                    print(
+                        f"{p.model:15s} {p.accelerator:12s} {p.scenario:11s}   nothing to simulate (disaggregated or no goodput)"
+                    )
                     continue
                 load, tpot, ttft = found
                 print(

@@ -287,10 +287,19 @@ def _per_node(report: dict[str, Any], pool: int) -> dict[str, Any]:
 
 
 def _simulated(request: ServingRequest, args: argparse.Namespace) -> dict[str, Any] | None:
-    from placement.serving.simulate import simulate_request, simulation_report
+    """``--simulate``: the node (colocated, speculative or not) or its pools, per node of ``--pool-nodes``."""
+    from placement.serving.simulate import TailCheck, simulation_report
+    from placement.serving.simulate_disaggregated import pools_report, simulate_serving
 
-    check = simulate_request(request, load_factor=args.load_factor, requests=args.sim_requests, seed=args.seed)
-    return None if check is None else simulation_report(check)
+    check = simulate_serving(request, load_factor=args.load_factor, requests=args.sim_requests, seed=args.seed)
+    if check is None:
+        return None
+    if isinstance(check, TailCheck):
+        return simulation_report(check)
+    report = pools_report(check)  # the pools of --pool-nodes nodes: tokens/s and requests/s per node
+    for key in ("throughput_tok_s", "offered_tok_s", "arrival_rate_per_s"):
+        report[key] = report[key] / args.pool_nodes if report[key] is not None else None
+    return report
 
 
 def _plot_path(text: str) -> Path:

@@ -114,7 +114,8 @@ def tail_check_lines(table: pd.DataFrame, *, seconds: float) -> list[str]:
     Returns
     -------
     list of str
-        A count line, then at most :data:`TAIL_SITES_NAMED` flagged sites and how many more.
+        A count line, then at most :data:`TAIL_SITES_NAMED` flagged sites (with the serving mode when not colocated,
+        and a cross-metro row's prefill site) and how many more.
     """
     flagged = table[table["exceeds"] != ""]
     lines = [
@@ -122,8 +123,11 @@ def tail_check_lines(table: pd.DataFrame, *, seconds: float) -> list[str]:
         f"{len(flagged)} exceed an objective (tail_check.csv)"
     ]
     for row in flagged.head(TAIL_SITES_NAMED).to_dict("records"):
+        mode, prefill = str(row.get("mode", "colocated")), row.get("prefill_site_id")
+        how = "" if mode == "colocated" else f" ({mode}" + (f" from {prefill})" if prefill else ")")
         lines.append(
-            f"  {row['name']} ({row['site_id']}), {row['class']}: p99 TTFT {row['simulated_ttft_p99_ms']:.1f} ms at the node "
+            f"  {row['name']} ({row['site_id']}), {row['class']}{how}: "
+            f"p99 TTFT {row['simulated_ttft_p99_ms']:.1f} ms at the node "
             f"(allowed {row['node_ttft_allowed_ms']:.1f}), p99 ITL {row['simulated_itl_p99_ms']:.1f} ms "
             f"(objective {row['itl_objective_ms']:g}) at {row['load_factor']:.2f} x planned goodput per node"
         )

@@ -129,25 +129,32 @@ def simulated_lines(report: dict[str, Any], simulated: dict[str, Any] | None, me
     report : dict
         The analytic per-node figures.
     simulated : dict, optional
-        :func:`placement.serving.simulate.simulation_report`'s figures; None when there was nothing to simulate.
+        :func:`placement.serving.simulate.simulation_report`'s figures, or for pools
+        :func:`~placement.serving.simulate_disaggregated.pools_report`'s; None when there was nothing to simulate.
     metric : {"tpot", "step"}
         The objective's ITL metric: the analytic ITL is shown in its row only.
 
     Returns
     -------
     list of str
-        A heading and a table of analytic and simulated p99 TTFT, TPOT, ITL, tokens/s and batch.
+        A heading and a table of analytic and simulated p99 TTFT, TPOT, ITL, tokens/s and batch (a decode replica's
+        for pools).
     """
     if simulated is None:
-        return ["  simulated: nothing to simulate (no goodput, or disaggregated pools)"]
+        return ["  simulated: nothing to simulate (no goodput)"]
 
     def line(label: str, analytic: float | None, sim: float | None, fmt: str = ".1f") -> str:
         shown = "-" if analytic is None else format(analytic, fmt)
         return f"    {label:30}{shown:>10}{'-' if sim is None else format(sim, fmt):>11}"
 
+    how = (
+        f"{simulated['prefill_replicas']} prefill + {simulated['decode_replicas']} decode replicas"
+        if "prefill_replicas" in simulated
+        else f"chunk {simulated['chunk_tokens']} tokens/step"
+    )
     return [
         f"  simulated at {simulated['load_factor']:g} x goodput ({simulated['arrival_rate_per_s']:.1f} requests/s, "
-        f"{simulated['requests']:,} measured, chunk {simulated['chunk_tokens']} tokens/step):",
+        f"{simulated['requests']:,} measured, {how}):",
         f"    {'':30}{'analytic':>10}{'simulated':>11}",
         line("p99 TTFT at the node [ms]", report["ttft_ms"], simulated["ttft_p99_ms"]),
         # the analytic ITL is the objective's metric: each request's mean (tpot) or every gap (step)

@@ -16,6 +16,12 @@ running the node:
   arrival: queue + chunked prefill; no network and no other component. Every later token comes out at
   the end of one step, so each step of duration ``d`` carrying ``B`` decoding sequences contributes
   ``B`` inter-token gaps of ``d``: p99 ITL is the ``B``-weighted 99th percentile of step durations.
+- **Speculative decoding** (:mod:`placement.serving.speculative`): each decode step verifies ``k`` draft tokens of
+  every sequence and emits ``1 +`` a truncated-geometric number of accepted ones (acceptance ``a``, at most ``k``;
+  mean ``(1 - a^(k+1)) / (1 - a)``), so a request takes as many verify steps as its draws need to reach its answer
+  (drawn per request, seeded). The step time is the analytic model's (:func:`physics_step_model` with the
+  speculation: ``k + 1`` tokens per sequence through the GEMMs plus the draft passes). A step's gap per token is its
+  duration over the tokens it emits per sequence, weighted by the tokens.
 - **Arrivals** are Poisson; lengths are drawn from :class:`LengthDistribution` (clipped lognormal
   from a mean and a maximum, or an empirical sample).
 
@@ -37,10 +43,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from placement.serving.efficiency import CALIBRATED, ServingEfficiency
-from placement.serving.hardware import ModelSpec, get_accelerator, get_model, kv_bytes_per_token
-from placement.serving.kernels import kv_capacity_bytes, kv_copies, mixed_step_ms
+from placement.serving.hardware import AcceleratorSpec, ModelSpec, get_accelerator, get_model, kv_bytes_per_token
+from placement.serving.kernels import (
+    chunk_attention_flops,
+    kv_capacity_bytes,
+    kv_copies,
+    mixed_step_ms,
+    step_floor_ms,
+    step_parts_ms,
+)
 from placement.serving.lengths import LengthDistribution
 from placement.serving.request import ServingRequest, ServingResult, serve
+from placement.serving.speculative import Speculation, speculation_for
 
 #: ``step_ms(decode_batch, decode_context_tokens, prefill_chunk_tokens) -> ms``: one step of a replica;
 #: ``decode_context_tokens`` is the KV the decoding sequences read, summed over the batch (as ``mixed_step_ms``). [ms]
@@ -67,7 +81,9 @@ class NodeConfig:
     kv_capacity_tokens : int
         KV cache of one replica. [tokens]
     step_ms : StepModel
-        Duration of one step. [ms]
+        Duration of one step (with speculation: the draft passes and the verify step). [ms]
+    speculation : Speculation, optional
+        Speculative decoding: each decode step emits a random number of tokens per sequence; None: one.
     """
 
     replicas: int
@@ -75,6 +91,7 @@ class NodeConfig:
     chunk_tokens: int
     kv_capacity_tokens: int
     step_ms: StepModel
+    speculation: Speculation | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,8 @@ class SimResult:
         over the requests with more than one token: MLPerf's and serving benchmarks' TPOT. [ms]
     throughput_tok_s : float
         Output tokens per second of the node. [tokens/s]
+    tokens_per_step : float
+        Tokens a decode step emitted per decoding sequence, on average (1 without speculative decoding).
     offered_tok_s : float
         Output tokens per second of the requests that arrived in the same window. [tokens/s]
     mean_batch : float
@@ -140,6 +159,7 @@ class SimResult:
     mean_batch: float
     max_running: int
     simulated_s: float
+    tokens_per_step: float = 1.0
 
     def itl_p99_as(self, metric: str) -> float:
         """The p99 the inter-token objective reads: ``"tpot"`` each request's mean, ``"step"`` every gap. [ms]"""
@@ -156,6 +176,8 @@ class _Replica:
     kv_used: int = 0
     decoding: int = 0
     context_sum: float = 0.0
+    rate: float = 0.0  # tokens a step emits over the decoding sequences (their mean per step, summed)
+    rate_now: float = 0.0
     prefilling: deque[list[int]] = field(default_factory=deque)  # [request, prefill tokens left]
     finishing: dict[int, list[int]] = field(default_factory=dict)  # step -> requests whose last token it makes
     completing: list[int] = field(default_factory=list)  # requests whose prefill the current step completes
@@ -165,7 +187,7 @@ class _Replica:
 
 
 @dataclass
-class _Trace:
+class Trace:
     """Everything recorded while running: per request and per step."""
 
     first_token_ms: NDArray[np.float64]
@@ -173,7 +195,8 @@ class _Trace:
     step_start_ms: list[float] = field(default_factory=list)
     step_ms: list[float] = field(default_factory=list)
     step_decoding: list[int] = field(default_factory=list)
-    step_tokens: list[int] = field(default_factory=list)
+    step_tokens: list[float] = field(default_factory=list)
+    step_decode_tokens: list[float] = field(default_factory=list)
     max_running: int = 0
 
 
@@ -188,14 +211,17 @@ class _Engine:
         output: NDArray[np.int64],
         new_tokens: NDArray[np.int64],
         reserve: NDArray[np.int64],
+        decode_steps: NDArray[np.int64],
     ) -> None:
         self.node, self.arrival_ms, self.prompt, self.output = node, arrival_ms, prompt, output
-        self.new_tokens, self.reserve = new_tokens, reserve
+        self.new_tokens, self.reserve, self.decode_steps = new_tokens, reserve, decode_steps
+        # each request's tokens per step after its first: 1 without speculation, exact over its life with it
+        self.per_step = (output - 1) / np.maximum(decode_steps, 1)
         self.replicas = [_Replica() for _ in range(node.replicas)]
         self.ends: list[tuple[float, int]] = []
-        self.trace = _Trace(np.full(len(arrival_ms), np.nan), np.full(len(arrival_ms), np.nan))
+        self.trace = Trace(np.full(len(arrival_ms), np.nan), np.full(len(arrival_ms), np.nan))
 
-    def run(self) -> _Trace:
+    def run(self) -> Trace:
         n, a = len(self.arrival_ms), 0
         while a < n or self.ends:
             if a < n and (not self.ends or self.arrival_ms[a] <= self.ends[0][0]):
@@ -243,7 +269,7 @@ class _Engine:
             rep.busy = False
             return
         duration = float(self.node.step_ms(rep.decoding, rep.context_sum, chunk))
-        rep.busy, rep.started_ms, rep.batch_now = True, now, rep.decoding
+        rep.busy, rep.started_ms, rep.batch_now, rep.rate_now = True, now, rep.decoding, rep.rate
         heapq.heappush(self.ends, (now + duration, r))
 
     def _finish(self, r: int, now: float) -> None:
@@ -251,11 +277,13 @@ class _Engine:
         trace.step_start_ms.append(rep.started_ms)
         trace.step_ms.append(now - rep.started_ms)
         trace.step_decoding.append(rep.batch_now)
-        trace.step_tokens.append(rep.batch_now + len(rep.completing))
-        rep.context_sum += rep.batch_now
+        trace.step_tokens.append(rep.rate_now + len(rep.completing))
+        trace.step_decode_tokens.append(rep.rate_now)
+        rep.context_sum += rep.rate_now
         for q in rep.finishing.pop(rep.step, []):
             self._release(rep, q, now)
             rep.decoding -= 1
+            rep.rate -= float(self.per_step[q])
             rep.context_sum -= float(self.prompt[q] + self.output[q])
         for q in rep.completing:
             trace.first_token_ms[q] = now
@@ -263,8 +291,9 @@ class _Engine:
                 self._release(rep, q, now)
                 continue
             rep.decoding += 1
+            rep.rate += float(self.per_step[q])
             rep.context_sum += float(self.prompt[q] + 1)
-            rep.finishing.setdefault(rep.step + int(self.output[q]) - 1, []).append(q)
+            rep.finishing.setdefault(rep.step + int(self.decode_steps[q]), []).append(q)
         rep.completing = []
         rep.step += 1
 
@@ -282,7 +311,8 @@ def run_node(
     *,
     prefix_cache_hit_rate: float = 0.0,
     reserve_output_tokens: int | None = None,
-) -> _Trace:
+    decode_steps: NDArray[np.int64] | None = None,
+) -> Trace:
     """Run the node on given requests until every one has finished (the engine behind :func:`simulate`).
 
     Parameters
@@ -297,10 +327,12 @@ def run_node(
         Share of each prompt not prefilled.
     reserve_output_tokens : int, optional
         KV reserved for each answer (default: its own length). [tokens]
+    decode_steps : numpy.ndarray of int, optional
+        Decode steps each request takes after its first token (:func:`speculative_steps`); default one per token.
 
     Returns
     -------
-    _Trace
+    Trace
         First-token time of each request and every step's start, duration, decoding batch and tokens.
 
     Raises
@@ -320,7 +352,50 @@ def run_node(
     if node.chunk_tokens < 1 or node.max_batch < 1 or node.replicas < 1:
         raise ValueError("chunk_tokens, max_batch and replicas must each be at least 1")
     new = np.maximum(np.rint(prompt * (1.0 - prefix_cache_hit_rate)).astype(np.int64), 1)
-    return _Engine(node, np.asarray(arrival_ms, dtype=float), prompt, output, new, reserve).run()
+    steps = output - 1 if decode_steps is None else np.asarray(decode_steps, dtype=np.int64)
+    return _Engine(node, np.asarray(arrival_ms, dtype=float), prompt, output, new, reserve, steps).run()
+
+
+def speculative_steps(
+    tokens: NDArray[np.int64], draft_tokens: int, acceptance_rate: float, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """Verify steps each request takes to emit ``tokens`` tokens when a step emits 1 + the accepted drafts.
+
+    A step accepts each of its ``k`` draft tokens with probability ``a`` given the ones before it, and stops at the
+    first rejection: ``min(Geometric, k)`` accepted, plus the target's own token, so ``(1 - a^(k+1)) / (1 - a)`` on
+    average (:attr:`~placement.serving.speculative.Speculation.tokens_per_step`). The last step may emit more than
+    the answer needs.
+
+    Parameters
+    ----------
+    tokens : numpy.ndarray of int
+        Tokens each request still has to emit (its answer after the first token). [tokens]
+    draft_tokens : int
+        Drafts verified per step (``k``).
+    acceptance_rate : float
+        Per-token acceptance ``a`` (0 <= a < 1).
+    rng : numpy.random.Generator
+        Random draws.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Steps of each request (0 for nothing to emit). [steps]
+    """
+    left = np.asarray(tokens, dtype=np.int64).copy()
+    steps = np.zeros_like(left)
+    active = np.flatnonzero(left > 0)
+    while len(active):
+        uniform = rng.random(len(active))
+        accepted = (
+            np.minimum(np.floor(np.log1p(-uniform) / math.log(acceptance_rate)), draft_tokens)
+            if acceptance_rate > 0
+            else np.zeros(len(active))
+        )
+        left[active] -= 1 + accepted.astype(np.int64)
+        steps[active] += 1
+        active = active[left[active] > 0]
+    return steps
 
 
 def weighted_quantile(values: NDArray[np.float64], weights: NDArray[np.float64], q: float) -> float:
@@ -332,7 +407,7 @@ def weighted_quantile(values: NDArray[np.float64], weights: NDArray[np.float64],
     return float(np.asarray(values)[order][np.searchsorted(cumulative, q * cumulative[-1], side="left")])
 
 
-def _warmup(trace: _Trace, arrival_ms: NDArray[np.float64], share: float) -> int:
+def warmup_requests(trace: Trace, arrival_ms: NDArray[np.float64], share: float) -> int:
     """First request measured: after ``share`` of them and two lifetimes of the first (the batch fills), at most half."""
     n = len(arrival_ms)
     fill_ms = arrival_ms[0] + 2.0 * (trace.last_token_ms[0] - arrival_ms[0])
@@ -340,8 +415,8 @@ def _warmup(trace: _Trace, arrival_ms: NDArray[np.float64], share: float) -> int
     return min(first, n // 2)
 
 
-def _summarise(
-    trace: _Trace, arrival_ms: NDArray[np.float64], output: NDArray[np.int64], warmup: int, replicas: int
+def summarise_trace(
+    trace: Trace, arrival_ms: NDArray[np.float64], output: NDArray[np.int64], warmup: int, replicas: int
 ) -> SimResult:
     """Statistics of the requests after the warm-up and the steps between the first measured and the last arrival."""
     t0, t1 = float(arrival_ms[warmup]), float(arrival_ms[-1])
@@ -350,6 +425,9 @@ def _summarise(
     dur = np.asarray(trace.step_ms)
     batch = np.asarray(trace.step_decoding, dtype=float)
     tokens = np.asarray(trace.step_tokens, dtype=float)
+    emitted = np.asarray(trace.step_decode_tokens, dtype=float)  # decode tokens of each step
+    # a step's gap per token: its duration over the tokens it emits per sequence (the duration without speculation)
+    per_token_ms = np.where(emitted > 0, dur * (batch / np.where(emitted > 0, emitted, 1.0)), dur)
     window = (start >= t0) & (start < t1)
     span_ms = max(t1 - t0, 1e-9)
     answers = output[warmup:]
@@ -359,8 +437,8 @@ def _summarise(
         requests=len(ttft),
         ttft_p50_ms=float(np.percentile(ttft, 50)),
         ttft_p99_ms=float(np.percentile(ttft, 99)),
-        itl_p50_ms=weighted_quantile(dur[window], batch[window], 0.50),
-        itl_p99_ms=weighted_quantile(dur[window], batch[window], 0.99),
+        itl_p50_ms=weighted_quantile(per_token_ms[window], emitted[window], 0.50),
+        itl_p99_ms=weighted_quantile(per_token_ms[window], emitted[window], 0.99),
         tpot_p50_ms=float(np.percentile(tpot, 50)) if len(tpot) else math.nan,
         tpot_p99_ms=float(np.percentile(tpot, 99)) if len(tpot) else math.nan,
         throughput_tok_s=float(tokens[window].sum()) / span_ms * 1e3,
@@ -368,6 +446,7 @@ def _summarise(
         mean_batch=float((batch[window] * dur[window]).sum()) / span_ms / replicas,
         max_running=trace.max_running,
         simulated_s=float(start[-1] + dur[-1]) / 1e3 if len(start) else 0.0,
+        tokens_per_step=float(emitted[window].sum() / batch[window].sum()) if batch[window].sum() > 0 else math.nan,
     )
 
 
@@ -408,8 +487,17 @@ def simulate(
         output,
         prefix_cache_hit_rate=workload.prefix_cache_hit_rate,
         reserve_output_tokens=workload.reserve_output_tokens,
+        decode_steps=decode_steps_of(node.speculation, output, rng),
     )
-    return _summarise(trace, arrival_ms, output, _warmup(trace, arrival_ms, warmup_share), node.replicas)
+    return summarise_trace(trace, arrival_ms, output, warmup_requests(trace, arrival_ms, warmup_share), node.replicas)
+
+
+def decode_steps_of(speculation: Speculation | None, output: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.int64]:
+    """Decode steps of each answer after its first token: one per token, or the verify steps speculation draws. [steps]"""
+    after_first = np.maximum(np.asarray(output, dtype=np.int64), 1) - 1
+    if speculation is None:
+        return after_first
+    return speculative_steps(after_first, speculation.draft_tokens, speculation.acceptance_rate, rng)
 
 
 # --- the adapter to the step-time kernels ----------------------------------------------------------
@@ -423,6 +511,7 @@ def physics_step_model(
     tp: int,
     prefill_prefix_tokens: float,
     efficiency: ServingEfficiency = CALIBRATED,
+    speculation: Speculation | None = None,
 ) -> StepModel:
     """A step time from :func:`placement.serving.kernels.mixed_step_ms`, the analytic model's own step.
 
@@ -439,6 +528,9 @@ def physics_step_model(
         half the new tokens); the chunk's attention reads them. [tokens]
     efficiency : ServingEfficiency
         Achieved efficiencies.
+    speculation : Speculation, optional
+        Speculative decoding: the step as :func:`placement.serving.steps.speculative_step_ms` charges it
+        (:func:`speculative_mixed_step_ms`); None: the plain step.
 
     Returns
     -------
@@ -453,20 +545,82 @@ def physics_step_model(
         mean_context = decode_context_tokens / decode_batch if decode_batch else 0.0
         key = (decode_batch, int(mean_context) >> 4, prefill_chunk_tokens)
         if key not in cache:
-            cache[key] = mixed_step_ms(
-                model,
-                accel,
-                precision,
-                tp,
-                decode_batch=decode_batch,
-                decode_context_tokens=decode_batch * ((key[1] << 4) + 8),
-                prefill_chunk_tokens=prefill_chunk_tokens,
-                prefill_prefix_tokens=prefill_prefix_tokens if prefill_chunk_tokens else 0.0,
-                efficiency=efficiency,
+            context = decode_batch * ((key[1] << 4) + 8)
+            prefix = prefill_prefix_tokens if prefill_chunk_tokens else 0.0
+            cache[key] = (
+                mixed_step_ms(
+                    model,
+                    accel,
+                    precision,
+                    tp,
+                    decode_batch=decode_batch,
+                    decode_context_tokens=context,
+                    prefill_chunk_tokens=prefill_chunk_tokens,
+                    prefill_prefix_tokens=prefix,
+                    efficiency=efficiency,
+                )
+                if speculation is None
+                else speculative_mixed_step_ms(
+                    model, accel, precision, tp, (decode_batch, context, prefill_chunk_tokens, prefix), efficiency, speculation
+                )
             )
         return cache[key]
 
     return step_ms
+
+
+def speculative_mixed_step_ms(
+    model: ModelSpec,
+    accel: AcceleratorSpec,
+    precision: str,
+    tp: int,
+    step: tuple[float, float, float, float],
+    efficiency: ServingEfficiency,
+    speculation: Speculation,
+) -> float:
+    """One step of a speculative replica, as :func:`placement.serving.steps.speculative_step_ms` charges it. [ms]
+
+    Every decoding sequence carries its ``k`` drafts and the next token through the GEMMs (weights and KV read once),
+    the chunk's prompt tokens go through once, and the draft passes add ``k x draft_cost_share`` of the plain decode
+    step of the same batch.
+
+    Parameters
+    ----------
+    model, accel, precision, tp
+        As in :func:`placement.serving.kernels.mixed_step_ms`.
+    step : tuple of float
+        ``(decode batch, decode context summed over the batch [tokens], prefill chunk [tokens], tokens of the chunk's
+        prompt before it [tokens])``.
+    efficiency : ServingEfficiency
+        Achieved efficiencies.
+    speculation : Speculation
+        The method (drafts, acceptance, draft cost).
+
+    Returns
+    -------
+    float
+        Step time. [ms]
+    """
+    batch, context, chunk, prefix = step
+    floor = float(step_floor_ms(model, accel, tp, float(batch), efficiency))
+
+    def plain_ms(chunk_tokens: float, attention_flop: float, verify: float) -> float:
+        memory, compute, attention, comm = step_parts_ms(
+            model,
+            accel,
+            precision,
+            tp,
+            batch=np.array([float(batch)]),
+            context_total=np.array([float(context)]),
+            chunk_tokens=np.array([float(chunk_tokens)]),
+            chunk_attention_flop=np.array([attention_flop]),
+            eff=efficiency,
+            verify_tokens=verify,
+        )
+        return float(max(memory[0], compute[0]) + attention[0] + comm[0]) + floor
+
+    verify = plain_ms(chunk, chunk_attention_flops(model, chunk, prefix), float(speculation.verify_tokens))
+    return verify + (speculation.step_factor - 1.0) * plain_ms(0.0, 0.0, 1.0)
 
 
 def request_lengths(request: ServingRequest) -> tuple[LengthDistribution, LengthDistribution]:
@@ -527,6 +681,7 @@ def node_config(
     accel = get_accelerator(request.accelerator)
     prompt, output = request_lengths(request)
     new = prompt.mean * (1.0 - request.prefix_cache_hit_rate)
+    speculation = result_speculation(request, result)
     step = physics_step_model(
         model,
         request.accelerator,
@@ -534,12 +689,18 @@ def node_config(
         tp=result.tp,
         prefill_prefix_tokens=prompt.mean - new / 2.0,
         efficiency=efficiency,
+        speculation=speculation,
     )
     if not isinstance(chunk, int):
         chunk = _chunk_tokens(step, request, result, new, prompt.mean + output.mean / 2.0, analytic=chunk == "analytic")
     per_token = kv_bytes_per_token(model, request.precision) * kv_copies(model, result.tp)
     kv_tokens = int(kv_capacity_bytes(model, accel, request.precision, result.tp, efficiency) // per_token)
-    return NodeConfig(result.replicas, max(1, result.batch), chunk, kv_tokens, step)
+    return NodeConfig(result.replicas, max(1, result.batch), chunk, kv_tokens, step, speculation)
+
+
+def result_speculation(request: ServingRequest, result: ServingResult) -> Speculation | None:
+    """The speculation the analytic result runs (``auto`` resolved to the method it kept), or None."""
+    return speculation_for(request.model, result.speculative) if result.speculative else None
 
 
 @dataclass(frozen=True)
@@ -599,11 +760,12 @@ def simulate_request(
     Returns
     -------
     TailCheck or None
-        None when the analytic model finds no goodput, or serves disaggregated or speculatively (nothing to simulate).
+        None when the analytic model finds no goodput, or serves disaggregated (its pools:
+        :func:`placement.serving.simulate_disaggregated.simulate_serving`).
     """
     result = analytic if analytic is not None else serve(request, efficiency=efficiency)
-    if result.goodput_tok_s <= 0 or result.disaggregated or result.speculative:
-        return None  # the event simulation runs one token per step on one colocated node
+    if result.goodput_tok_s <= 0 or result.disaggregated:
+        return None  # one colocated node; the pools are placement.serving.simulate_disaggregated's
     node = node_config(request, result, efficiency=efficiency, chunk=chunk)
     prompt, output = request_lengths(request)
     rate = load_factor * result.goodput_tok_s / output.mean

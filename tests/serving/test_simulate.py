@@ -28,6 +28,7 @@ from placement.serving.simulate import (
     simulate_request,
     weighted_quantile,
 )
+from placement.serving.simulate_disaggregated import simulate_serving
 from tests.conftest import write_scenario
 
 
@@ -283,9 +284,9 @@ def _overloaded(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
     import placement.analyses.tail
 
     def heavier(request: ServingRequest, *, load_factor: float = 1.0, **kw: Any) -> Any:
-        return simulate_request(request, load_factor=load_factor * factor, **kw)
+        return simulate_serving(request, load_factor=load_factor * factor, **kw)
 
-    monkeypatch.setattr(placement.analyses.tail, "simulate_request", heavier)
+    monkeypatch.setattr(placement.analyses.tail, "simulate_serving", heavier)
 
 
 def test_check_tail_flags_the_sites_whose_node_breaks_the_objective(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
