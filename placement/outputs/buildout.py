@@ -39,6 +39,7 @@ from placement.buildout.tables import (
     year_table,
 )
 from placement.outputs import geojson as geo
+from placement.outputs.buildout_failover import write_year_failover
 from placement.outputs.webmap import countries_geojson, leaflet_assets
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, add_polygons, geographic_aspect, load_basemap
 from placement.outputs.writer import write_folder
@@ -363,6 +364,7 @@ def _write_years(result: StochasticResult, folder: Path) -> None:
         write_json(year_summary(result, y, base), target / "summary.json")
         write_csv(year_sites(result, y, base), target / "sites.csv")
         write_csv(year_assignments(result, y, base), target / "assignments.csv")
+        write_year_failover(result, y, base, target)
 
 
 def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s: float) -> None:

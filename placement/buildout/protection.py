@@ -1,0 +1,62 @@
+"""What N+1 added to a build-out: spare nodes, MW and cost, year by year (``summary.json``'s ``n_plus_one``).
+
+The plan with its spares (:mod:`placement.optimize.buildout.spares`) is priced against the same plan before them,
+with the build-out's own cost terms (:func:`placement.buildout.evaluate.plan_costs`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from placement.buildout.evaluate import plan_costs
+from placement.buildout.solve import StochasticResult
+from placement.optimize.buildout.spares import spare_nodes_bought, without_spares
+
+
+def n_plus_one_summary(result: StochasticResult) -> dict[str, Any] | None:
+    """Per year of the base scenario: spare nodes bought and in service, their MW, what they cost; and the NPV added.
+
+    Parameters
+    ----------
+    result : StochasticResult
+        The solved build-out.
+
+    Returns
+    -------
+    dict or None
+        None for a plan without N+1. ``years``: ``year, spare_nodes_bought, spare_nodes_in_service, spare_mw,
+        added_usd_per_h, usd_per_h_without, usd_per_h_with``; ``expected_npv_added_usd`` over every scenario; the
+        fault domains guarded against. [nodes, MW, USD/h, USD]
+    """
+    plan, b = result.plan, result.buildout
+    protection = plan.protection
+    if protection is None:
+        return None
+    data, base = b.data, b.base_index
+    spare = spare_nodes_bought(plan)  # (M, A, Y, S)
+    in_service = np.asarray(plan.nodes - protection.base_nodes)
+    spare_mw = np.einsum("mays,ma->ys", in_service, data.node_mw)
+    without, with_spares = plan_costs(data, without_spares(plan)), result.costs
+    years = [
+        {
+            "year": year,
+            "spare_nodes_bought": round(float(spare[:, :, y, base].sum())),
+            "spare_nodes_in_service": round(float(in_service[:, :, y, base].sum())),
+            "spare_mw": float(spare_mw[y, base]),
+            "added_usd_per_h": float(with_spares.year_usd_per_h[y, base] - without.year_usd_per_h[y, base]),
+            "usd_per_h_without": float(without.year_usd_per_h[y, base]),
+            "usd_per_h_with": float(with_spares.year_usd_per_h[y, base]),
+        }
+        for y, year in enumerate(b.years)
+    ]
+    domains = list(data.n_plus_one.domain_names) if data.n_plus_one is not None else []
+    return {
+        "losses": "any one site" + (f" or fault domain ({', '.join(domains)})" if domains else ""),
+        "years_scenario": b.scenario_names[base],
+        "years": years,
+        "expected_npv_without_usd": without.expected_npv_usd,
+        "expected_npv_added_usd": with_spares.expected_npv_usd - without.expected_npv_usd,
+        "spare_part_rule": "spares are bought in one part per site; a site's other parts count at their least goodput ratio",
+    }
