@@ -47,6 +47,15 @@ def test_spares_are_bought_year_by_year_and_carried_until_they_retire() -> None:
     assert plan_costs(data, plan).expected_npv_usd - plan_costs(data, plain).expected_npv_usd == pytest.approx(75.0 * H)
 
 
+def test_a_site_opened_for_a_spare_keeps_a_node_after_the_spare_retires() -> None:
+    # Nodes serve one year. The first year's spare opens site 1; the second year has no demand, so no loss to cover,
+    # but a site once open stays open and runs a node: one is bought there.
+    data = protected(replace(instance([100, 0], mw=[[5, 5], [5, 5]], fixed=[10, 20]), life_years=1))
+    plan = solve_buildout(data, EXACT)
+    assert violations(data, plan) == []
+    assert site_nodes(plan.nodes) == [[1, 1], [1, 1]]
+
+
 def test_each_year_re_routes_the_whole_loss_onto_the_spare() -> None:
     data = protected(instance([100, 200], mw=[[5, 5], [5, 5]], fixed=[10, 20]))
     plan = solve_buildout(data, EXACT)

@@ -235,6 +235,41 @@ def follow_nodes(data: BuildoutInput, first: FirstStage, nodes: FloatArray) -> F
     return FirstStage(opened, reserved)
 
 
+def keep_lit(data: BuildoutInput, opened: BoolArray, buy: FloatArray, part: IntArray) -> FloatArray:
+    """Purchases with one node added where a site a spare opened would stand dark once that spare retires.
+
+    Sites never close and an open site runs at least one node (the build-out's rule): a site opened for spares keeps
+    one node of its spare part in the years after its spares' life, when nothing else runs there.
+
+    Parameters
+    ----------
+    data : BuildoutInput
+        The arrays.
+    opened : numpy.ndarray of bool
+        ``(M, Y)`` sites the plan opened before the spares (they run nodes of their own).
+    buy : numpy.ndarray
+        ``(M, A, Y, S)`` purchases with the spares. [nodes]
+    part : numpy.ndarray of int
+        ``(M, Y, S)`` spare part per site.
+
+    Returns
+    -------
+    numpy.ndarray
+        The purchases, a node added in each year a spare-opened site would first stand dark. [nodes]
+    """
+    out = buy.copy()
+    _, _, _, n_years, n_scen, _ = data.shape
+    buyable = data.buyable_at_site
+    for s in range(n_scen):
+        for y in range(n_years):
+            running = nodes_in_service(data, out)[:, :, :, s].sum(axis=1) > NODE_TOL  # (M, Y)
+            ever = np.logical_or.accumulate(running | opened, axis=1)
+            for j in np.flatnonzero(ever[:, y] & ~running[:, y] & ~opened[:, y]).tolist():
+                h = int(part[j, y, s]) if buyable[j, part[j, y, s], y] else int(np.argmax(buyable[j, :, y]))
+                out[j, h, y, s] += 1.0  # none buyable there that year: the plan's check names the dark site
+    return out
+
+
 def with_spares(data: BuildoutInput, solution: BuildoutSolution, options: SolverOptions) -> BuildoutSolution:
     """The plan with N+1 spares in every year and scenario (the plan itself when ``data.n_plus_one`` is None).
 
@@ -270,6 +305,7 @@ def with_spares(data: BuildoutInput, solution: BuildoutSolution, options: Solver
         for s in range(n_scen):
             part[:, y, s], extra, years[(y, s)] = _protect_year(data, solution, buy, y, s, options)
             buy[np.arange(len(extra)), part[:, y, s], y, s] += extra  # one part per site: no repeated index
+    buy = keep_lit(data, solution.first.open, buy, part)
     nodes = nodes_in_service(data, buy)
     first = follow_nodes(data, solution.first, nodes)
     record = Protection(solution.first.open, solution.first.mw_reserved, solution.buy, solution.nodes, part, years)
