@@ -28,7 +28,7 @@ def n_plus_one_summary(result: StochasticResult) -> dict[str, Any] | None:
     dict or None
         None for a plan without N+1. ``years``: ``year, spare_nodes_bought, spare_nodes_in_service, spare_mw,
         added_usd_per_h, usd_per_h_without, usd_per_h_with``; ``expected_npv_added_usd`` over every scenario; the
-        fault domains guarded against. [nodes, MW, USD/h, USD]
+        fault domains guarded against (those with a site some demand may reach). [nodes, MW, USD/h, USD]
     """
     plan, b = result.plan, result.buildout
     protection = plan.protection
@@ -51,9 +51,17 @@ def n_plus_one_summary(result: StochasticResult) -> dict[str, Any] | None:
         }
         for y, year in enumerate(b.years)
     ]
-    domains = list(data.n_plus_one.domain_names) if data.n_plus_one is not None else []
+    in_reach = np.zeros(data.site_mw_available.shape[0], dtype=bool)
+    in_reach[data.pair_site] = True  # pairs are at sites with power in some year
+    guarded = data.n_plus_one
+    domains = (
+        [name for name, sites in zip(guarded.domain_names, guarded.domains, strict=True) if in_reach[sites].any()]
+        if guarded is not None
+        else []
+    )
     return {
-        "losses": "any one site" + (f" or fault domain ({', '.join(domains)})" if domains else ""),
+        "losses": "any one site, or any one fault domain" if domains else "any one site",
+        "fault_domains": domains,
         "years_scenario": b.scenario_names[base],
         "years": years,
         "expected_npv_without_usd": without.expected_npv_usd,

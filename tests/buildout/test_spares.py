@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+import runpy
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import yaml
 
 from placement._errors import SolverError
 from placement.buildout.evaluate import plan_costs, violations
 from placement.buildout.solve import checked
+from placement.cli import main
 from placement.optimize.buildout.caps import cap_use_per_year
 from placement.optimize.buildout.input import BuildoutInput, NPlusOne, YearCap
 from placement.optimize.buildout.solve import solve_buildout
 from placement.optimize.buildout.spares import capacity_in_part, part_ratio, spare_nodes_bought, with_spares, without_spares
+from tests.buildout.test_cli import ROOT, _write
 from tests.buildout.test_model import EXACT, H, instance
 
 
@@ -144,3 +152,32 @@ def test_a_site_running_two_parts_counts_the_other_at_its_least_goodput_ratio() 
     nodes = np.array([[4.0, 2.0]])
     assert capacity_in_part(data, nodes, np.array([0]), 0, 0).tolist() == [5.0]
     assert capacity_in_part(data, nodes, np.array([1]), 0, 0).tolist() == [4.0]
+
+
+@pytest.mark.slow
+def test_a_written_buildout_with_fault_domains_passes_the_failover_check_in_every_year(tmp_path: Path) -> None:
+    # The small European build-out (two futures, H100 in 2027 then B200, an installed fleet) with N+1 against any
+    # site and any grid region: each year's folder carries the single-year failover files and passes their check.
+    path = _write(tmp_path, {"regret": False})
+    raw = yaml.safe_load(path.read_text())
+    raw["fault_tolerance"] = {"n_plus_one": True, "domains": "grid_region"}
+    path.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "out"
+    assert main(["solve", str(path), "--out", str(out), "--no-maps", "--quiet"]) == 0
+    check = runpy.run_path(str(ROOT / "scripts" / "check_failover.py"))["check"]
+    years = sorted(p for p in (out / "years").iterdir())
+    assert [p.name for p in years] == ["2027", "2028", "2029"]
+    for year in years:
+        assert check(year) == [], year.name
+        scenarios = pd.read_csv(year / "failover_scenarios.csv")
+        assert {"site", "domain"} <= set(scenarios["failed_kind"])
+    summary = json.loads((out / "summary.json").read_text())
+    added = summary["n_plus_one"]
+    regions = set(pd.read_csv(ROOT / "data" / "sites" / "world_metros.csv")["grid_region"].dropna())
+    assert "DE-national" in added["fault_domains"] and set(added["fault_domains"]) <= regions  # batch reaches every site
+    bought = [y["spare_nodes_bought"] for y in added["years"]]
+    # Nodes serve four years: over a three-year horizon every spare bought is still in service.
+    assert [y["spare_nodes_in_service"] for y in added["years"]] == list(itertools.accumulate(bought))
+    assert bought[0] > 0 and all(y["added_usd_per_h"] > 0 for y in added["years"])
+    assert added["expected_npv_added_usd"] > 0
+    assert any("N+1" in note for note in summary["notes"])
