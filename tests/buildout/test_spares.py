@@ -138,6 +138,34 @@ def test_the_spares_idle_draw_counts_against_a_cap() -> None:
         checked(over, solve_buildout(over, EXACT), "N+1 under a cap")
 
 
+def test_when_the_spares_break_a_cap_the_buildout_is_solved_again_below_it() -> None:
+    # Both sites count at 0.001 t/MWh. Serving the 100 tok/s takes a node at site 0 (0.5 MW idle + 0.5 MW load) and
+    # its spare a node at site 1 (0.5 MW idle): 1.5 MW * 8760 h * 0.001 = 13.14 t a year. Under a cap of 20 t that is
+    # the plan; under 12 t the spares' idle draw breaks it, and the build-out is solved again with the cap held lower
+    # (continuous nodes, rounded up): less is served, every node it keeps is still protected, and the cap holds.
+    base = replace(
+        instance([100], mw=[[5], [5]], fixed=[10, 20]),
+        integer_nodes=False,
+        power_margin_mw=np.ones(2),
+        node_idle_mw=np.full((2, 1), 0.5),
+        node_load_mw=np.full((2, 1), 0.5),
+    )
+
+    def capped(limit_t: float) -> BuildoutInput:
+        return protected(replace(base, caps=(YearCap("carbon", "tCO2e", np.array([0.001, 0.001]), limit_t),)))
+
+    loose = capped(20.0)
+    plan = checked(loose, solve_buildout(loose, EXACT), "N+1 under a loose cap")
+    assert cap_use_per_year(loose, plan, loose.caps[0])[0, 0] == pytest.approx(13.14)
+    assert plan.unserved_share.max() == pytest.approx(0.0, abs=1e-9)
+    tight = capped(12.0)
+    plan = checked(tight, solve_buildout(tight, EXACT), "N+1 under a tight cap")
+    assert cap_use_per_year(tight, plan, tight.caps[0])[0, 0] <= 12.0
+    assert 0.0 < 1.0 - plan.unserved_share[0, 0, 0] < 1.0
+    assert site_nodes(plan.nodes) == [[1], [1]]
+    assert plan.protection is not None and sorted(plan.protection.years[(0, 0)].failover_share) == [0]
+
+
 def test_a_site_running_two_parts_counts_the_other_at_its_least_goodput_ratio() -> None:
     # Part 1 serves class 0 twice as fast as part 0 but class 1 at half the speed: a node of part 1 is worth at least
     # half a node of part 0 whatever the mix, and a node of part 0 at least half a node of part 1.
