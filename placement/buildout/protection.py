@@ -13,6 +13,7 @@ import numpy as np
 from placement.buildout.evaluate import plan_costs
 from placement.buildout.solve import StochasticResult
 from placement.optimize.buildout.spares import spare_nodes_bought, without_spares
+from placement.optimize.protect import exposed
 
 
 def n_plus_one_summary(result: StochasticResult) -> dict[str, Any] | None:
@@ -67,4 +68,44 @@ def n_plus_one_summary(result: StochasticResult) -> dict[str, Any] | None:
         "expected_npv_without_usd": without.expected_npv_usd,
         "expected_npv_added_usd": with_spares.expected_npv_usd - without.expected_npv_usd,
         "spare_part_rule": "spares are bought in one part per site; a site's other parts count at their least goodput ratio",
+    }
+
+
+def year_protection(result: StochasticResult, y: int, scenario: int) -> dict[str, Any]:
+    """A year's N+1 keys of a single-year ``summary.json``, and the spare nodes in service that year.
+
+    ``n_plus_one_protected_share`` is the share of the goodput served that every loss re-routes in full (each year's
+    spares cover every loss of what they protect); ``unprotectable_share`` the rest: rows with one site in reach, or
+    every site in reach in one fault domain.
+
+    Parameters
+    ----------
+    result : StochasticResult
+        The solved build-out.
+    y, scenario : int
+        Year index and demand scenario.
+
+    Returns
+    -------
+    dict
+        ``n_plus_one`` (False alone for a plan without N+1), ``n_plus_one_applied``, the shares and ``spare_nodes``.
+    """
+    plan = result.plan
+    protection = plan.protection
+    if protection is None:
+        return {"n_plus_one": False}
+    view = protection.years[(y, scenario)].view
+    shares = plan.pair_share[:, y, scenario]
+    served = np.bincount(view.pair_commodity, weights=shares, minlength=view.n_commodities) * view.mean_demand_tok_s
+    total = float(served.sum())
+    covered = view.protected & ~exposed(view, shares)
+    protected = float(served[covered].sum()) / total if total > 0 else 0.0
+    spares = plan.nodes[:, :, y, scenario] - protection.base_nodes[:, :, y, scenario]
+    return {
+        "n_plus_one": True,
+        "n_plus_one_applied": True,
+        "n_plus_one_protected_share": protected,
+        "unprotectable_share": 1.0 - protected if total > 0 else 0.0,
+        "n_plus_one_unprotected_share": 0.0,
+        "spare_nodes": round(float(spares.sum())),
     }

@@ -15,7 +15,7 @@ from placement._errors import SolverError
 from placement._types import FloatArray
 from placement.buildout.arrays import day_mean_intensity, part_groups
 from placement.buildout.evaluate import accelerator_goodput_tok_s
-from placement.buildout.protection import n_plus_one_summary
+from placement.buildout.protection import n_plus_one_summary, year_protection
 from placement.buildout.solve import StochasticResult
 from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.optimize.buildout.caps import cap_use_per_year, site_energy_mwh_per_year
@@ -314,6 +314,7 @@ def year_summary(result: StochasticResult, y: int, scenario: int) -> dict[str, A
         "tco2e_per_year": finite_or_none(float(row["tco2e_per_year"])),
         "gco2e_per_million_goodput_tokens": finite_or_none(float(row["gco2e_per_million_goodput_tokens"])),
         "water_m3_per_year": finite_or_none(float(row["water_m3_per_year"])),
+        **year_protection(result, y, scenario),
     }
 
 
