@@ -39,7 +39,7 @@ from placement.buildout.tables import (
     year_table,
 )
 from placement.outputs import geojson as geo
-from placement.outputs.buildout_failover import write_year_failover
+from placement.outputs.buildout_failover import n_plus_one_lines, write_year_failover
 from placement.outputs.webmap import countries_geojson, leaflet_assets
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, add_polygons, geographic_aspect, load_basemap
 from placement.outputs.writer import write_folder
@@ -338,6 +338,7 @@ def render_report(result: StochasticResult, summary: dict[str, Any]) -> str:
             f"{r['demand_tok_s_last_year']:,.0f} | {r['unserved_share_last_year']:.1%} | "
             f"{r['cost_per_million_goodput_tokens_usd_last_year']:.3f} |"
         )
+    lines += n_plus_one_lines(summary)
     lines += _rules_lines(summary)
     agg = summary["aggregation"]
     lines += [

@@ -209,6 +209,8 @@ def test_a_written_buildout_with_fault_domains_passes_the_failover_check_in_ever
     assert bought[0] > 0 and all(y["added_usd_per_h"] > 0 for y in added["years"])
     assert added["expected_npv_added_usd"] > 0
     assert any("N+1" in note for note in summary["notes"])
+    report = (out / "report.md").read_text()
+    assert "## N+1 (low demand)" in report and f"| 2027 | {bought[0]:,} |" in report
     for year, figures in zip(years, added["years"], strict=True):  # each year's summary.json has the single-year keys
         own = json.loads((year / "summary.json").read_text())
         assert own["n_plus_one"] and own["spare_nodes"] == figures["spare_nodes_in_service"]
