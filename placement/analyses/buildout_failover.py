@@ -49,7 +49,7 @@ def year_solution(result: StochasticResult, y: int, scenario: int) -> PlacementS
     return PlacementSolution(
         open=plan.first.open[:, y],
         nodes=year.nodes,
-        pair_share=plan.pair_share[:, y, scenario],
+        pair_share=plan.pair_share[year.pairs, y, scenario],
         unserved_share=plan.unserved_share[:, y, scenario],
         objective_usd_per_h=0.0,
         report=plan.report,

@@ -94,8 +94,9 @@ def year_protection(result: StochasticResult, y: int, scenario: int) -> dict[str
     protection = plan.protection
     if protection is None:
         return {"n_plus_one": False}
-    view = protection.years[(y, scenario)].view
-    shares = plan.pair_share[:, y, scenario]
+    year = protection.years[(y, scenario)]
+    view = year.view
+    shares = plan.pair_share[year.pairs, y, scenario]
     served = np.bincount(view.pair_commodity, weights=shares, minlength=view.n_commodities) * view.mean_demand_tok_s
     total = float(served.sum())
     covered = view.protected & ~exposed(view, shares)

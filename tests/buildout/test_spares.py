@@ -72,7 +72,7 @@ def test_each_year_re_routes_the_whole_loss_onto_the_spare() -> None:
         year = plan.protection.years[(y, 0)]
         assert sorted(year.failover_share) == [0]  # site 0 serves; site 1 serves nothing to lose
         moved = year.failover_share[0]
-        assert moved[data.pair_site == 1].sum() == pytest.approx(1.0)  # the whole row moves to site 1
+        assert moved[data.pair_site[year.pairs] == 1].sum() == pytest.approx(1.0)  # the whole row moves to site 1
         assert year.nodes.tolist() == [y + 1, y + 1]
 
 
@@ -88,6 +88,20 @@ def test_a_fault_domain_moves_the_spare_out_of_the_domain() -> None:
     assert domain.protection is not None
     assert sorted(domain.protection.years[(0, 0)].failover_share) == [0, 3]  # site 0, and domain 0 (key 3 = M + 0)
     assert violations(data, domain) == []
+
+
+def test_a_spare_goes_only_where_a_part_that_serves_the_class_may_be_bought() -> None:
+    # Two parts: part 0 serves the class (100 tok/s a node), part 1 cannot. Site 1 (15 $/h) is the cheaper standby, but
+    # there part 0 is barred: its capacity cannot take the lost load, so the spare goes to site 2 (20 $/h).
+    data = protected(instance([100, 100], mw=[[5, 5], [5, 5], [5, 5]], fixed=[10, 15, 20], goodput=[100.0, 0.0]))
+    free = solve_buildout(data, EXACT)
+    assert site_nodes(free.nodes) == [[1, 1], [1, 1], [0, 0]]
+    barred = np.zeros((3, 2, 2), dtype=bool)
+    barred[1, 0] = True
+    plan = solve_buildout(replace(data, barred=barred), EXACT)
+    assert violations(replace(data, barred=barred), plan) == []
+    assert site_nodes(plan.nodes) == [[1, 1], [0, 0], [1, 1]]
+    assert np.rint(spare_nodes_bought(plan)[2, 0, 0, 0]) == 1
 
 
 def test_without_n_plus_one_the_plan_is_unchanged() -> None:

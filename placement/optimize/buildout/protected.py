@@ -16,14 +16,18 @@ class YearProtection:
     ----------
     view : PlacementInput
         The year as a single-year plan's arrays (:func:`placement.optimize.buildout.spares.year_view`).
+    pairs : numpy.ndarray of int
+        The build-out's pair of each of the view's pairs (those whose class the site's spare part serves).
     nodes : numpy.ndarray of int
         ``(M,)`` each site's nodes counted in its spare part, spares included
         (:func:`placement.optimize.buildout.spares.capacity_in_part`). [nodes]
     failover_share : dict
-        Per loss key (:meth:`PlacementInput.failure_scenarios`), ``(P,)`` share of each row re-routed over each pair.
+        Per loss key (:meth:`PlacementInput.failure_scenarios`), share of each row re-routed over each of the view's
+        pairs.
     """
 
     view: PlacementInput
+    pairs: IntArray
     nodes: IntArray
     failover_share: dict[int, FloatArray]
 

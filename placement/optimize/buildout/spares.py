@@ -123,10 +123,13 @@ def room_nodes(data: BuildoutInput, buy: FloatArray, part: IntArray, y: int, s: 
     return np.asarray(np.where(buyable, room, 0.0), dtype=np.int64)
 
 
-def protectable_rows(data: BuildoutInput, y: int) -> BoolArray:
-    """``(R,)`` demand rows with two or more sites in reach that have power in year ``y`` (N+1 needs a second site)."""
+def protectable_rows(data: BuildoutInput, y: int, pairs: IntArray) -> BoolArray:
+    """``(R,)`` demand rows with two or more sites in reach (of ``pairs``) that have power in year ``y``.
+
+    N+1 needs a second site: a row with one alone is served without a backup (unprotectable).
+    """
     powered = data.site_mw_available[:, y] > 0
-    pairs = np.flatnonzero(powered[data.pair_site])
+    pairs = pairs[powered[data.pair_site[pairs]]]
     distinct = np.unique(np.column_stack([data.pair_row[pairs], data.pair_site[pairs]]), axis=0)
     return (
         np.asarray(np.bincount(distinct[:, 0], minlength=data.row_class.size) >= 2)
@@ -143,11 +146,13 @@ def year_view(
     s: int,
     part: IntArray,
     max_nodes: IntArray,
+    pairs: IntArray,
 ) -> PlacementInput:
     """Year ``y`` of scenario ``s`` as a single-year plan's arrays, nodes counted in each site's spare part.
 
-    The demand rows are the commodities, the build-out's pairs the pairs (their load in spare-part nodes per token/s),
-    a node of the spare part costs its capex annuity and running cost of that year, and ``max_nodes`` bounds each site.
+    The demand rows are the commodities, the build-out's ``pairs`` the pairs (their load in spare-part nodes per
+    token/s), a node of the spare part costs its capex annuity and running cost of that year, and ``max_nodes`` bounds
+    each site.
 
     Parameters
     ----------
@@ -163,6 +168,8 @@ def year_view(
         ``(M,)`` spare part per site.
     max_nodes : numpy.ndarray of int
         ``(M,)`` most spare-part nodes (those counted in and those that may be added).
+    pairs : numpy.ndarray of int
+        The build-out's pairs kept (:func:`servable_pairs`), ascending.
 
     Returns
     -------
@@ -171,16 +178,17 @@ def year_view(
     """
     m = data.node_mw.shape[0]
     goodput = data.goodput_kays[:, :, y, s]  # (K, A)
-    per_tok = 1.0 / np.maximum(goodput[data.row_class[data.pair_row], part[data.pair_site]], 1e-300)
+    row, site = data.pair_row[pairs], data.pair_site[pairs]
+    per_tok = 1.0 / goodput[data.row_class[row], part[site]]
     site_mw = data.node_mw[np.arange(m), part]
     return PlacementInput(
         slice_demand_tok_s=data.row_demand_tok_s[:, :, y, s],
         slice_hours=data.slice_weight * HOURS_PER_DAY,
-        pair_commodity=data.pair_row,
-        pair_site=data.pair_site,
+        pair_commodity=row,
+        pair_site=site,
         pair_nodes_per_tok_s=np.asarray(per_tok),
-        pair_rtt_ms=np.zeros(data.pair_row.size),
-        pair_cost_usd_per_h=np.zeros(data.pair_row.size),
+        pair_rtt_ms=np.zeros(len(pairs)),
+        pair_cost_usd_per_h=np.zeros(len(pairs)),
         site_fixed_usd_per_h=data.site_fixed_usd_per_h,
         site_node_usd_per_h=data.node_annuity_usd_per_h[part, y] + data.running_may[np.arange(m), part, y],
         site_node_mw=site_mw,
@@ -188,9 +196,32 @@ def year_view(
         site_locked=first.open[:, y],
         fault_tolerant=True,
         daily_mean_tok_s=data.daily_demand_tok_s[:, y, s],
-        protect=protectable_rows(data, y),
+        protect=protectable_rows(data, y, pairs),
         failure_domains=n_plus_one.domains,
     )
+
+
+def servable_pairs(data: BuildoutInput, solution: BuildoutSolution, part: IntArray, y: int, s: int) -> IntArray:
+    """The pairs whose class the site's spare part serves (a lost load moves only onto capacity that can serve it).
+
+    Raises
+    ------
+    SolverError
+        When the plan serves a class at a site on a part other than the spare part and the spare part cannot serve it
+        (its load cannot be counted in spare-part nodes).
+    """
+    goodput = data.goodput_kays[:, :, y, s]
+    servable = goodput[data.row_class[data.pair_row], part[data.pair_site]] > 0
+    used = (solution.pair_share[:, y, s] > ABS_TOL) & ~servable
+    if used.any():
+        p = int(np.flatnonzero(used)[0])
+        raise SolverError(
+            f"N+1 in year {y + 1} of the horizon: site index {int(data.pair_site[p])} serves class index "
+            f"{int(data.row_class[data.pair_row[p]])} on a part, and the part its spares are bought in cannot serve that "
+            "class, so its capacity cannot be counted in one part. Fix: offer there a part that serves every class, or "
+            "set fault_tolerance.n_plus_one: false"
+        )
+    return np.flatnonzero(servable).astype(np.int64)
 
 
 def _protect_year(
@@ -202,11 +233,12 @@ def _protect_year(
     part = spare_parts(data, nodes, y, s)
     installed = np.floor(capacity_in_part(data, nodes, part, y, s) + NODE_TOL).astype(np.int64)
     max_nodes = installed + room_nodes(data, buy, part, y, s)
-    view = year_view(data, data.n_plus_one, solution.first, y, s, part, max_nodes)
-    shares = solution.pair_share[:, y, s]
+    pairs = servable_pairs(data, solution, part, y, s)
+    view = year_view(data, data.n_plus_one, solution.first, y, s, part, max_nodes, pairs)
+    shares = solution.pair_share[pairs, y, s]
     found = losses(view, shares)
     if not found:
-        return part, np.zeros_like(installed), YearProtection(view, installed, {})
+        return part, np.zeros_like(installed), YearProtection(view, pairs, installed, {})
     support = np.flatnonzero(shares > ABS_TOL)
     answer = spare_one_at_a_time(view, found, support, shares, options, installed=installed)
     if answer is None:
@@ -218,11 +250,11 @@ def _protect_year(
     spare_nodes, _, moves = answer
     moved: dict[int, FloatArray] = {}
     for loss, z in zip(found, moves, strict=True):
-        share = np.zeros(data.pair_row.size)
+        share = np.zeros(len(pairs))
         share[loss.backup] = z
         moved[loss.key] = share
     extra = np.maximum(spare_nodes - installed, 0)
-    return part, extra, YearProtection(view, np.maximum(spare_nodes, installed), moved)
+    return part, extra, YearProtection(view, pairs, np.maximum(spare_nodes, installed), moved)
 
 
 def follow_nodes(data: BuildoutInput, first: FirstStage, nodes: FloatArray) -> FirstStage:
