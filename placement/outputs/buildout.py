@@ -5,7 +5,8 @@
 caps' emissions and water among them), ``scenarios.csv``, ``sites_by_year.geojson`` (per-year properties),
 ``timeline.png`` (MW by site and year, stacked by accelerator), ``maps_by_year.png`` (small multiples),
 ``map.html`` (a year selector), ``report.md``, and ``years/<year>/`` holding each year of the base scenario
-as a plain results folder (``summary.json``, ``sites.csv``, ``assignments.csv``).
+as a plain results folder (``summary.json``, ``sites.csv``, ``assignments.csv``; with N+1 also ``failover.csv``,
+``failover_sites.csv`` and ``failover_scenarios.csv``, as a single-year N+1 plan writes them).
 """
 
 from __future__ import annotations

@@ -35,6 +35,8 @@ from placement.optimize.solver import SolverOptions
 from placement.optimize.verify import ABS_TOL
 
 HOURS_PER_DAY = 24.0
+"""A single-year plan's slices are hours of the day; the build-out's are shares of it."""
+
 NODE_TOL = 1e-6
 """Node counts within this of a whole number round to it."""
 
@@ -61,15 +63,16 @@ def spare_parts(data: BuildoutInput, nodes: FloatArray, y: int, s: int) -> IntAr
         Accelerator index per site.
     """
     goodput = data.goodput_kays[:, :, y, s]  # (K, A)
-    serves_all = (goodput > 0).all(axis=0)  # (A,)
+    serves_all = np.asarray((goodput > 0).all(axis=0))  # (A,)
     mean_goodput = np.where(goodput > 0, goodput, 0.0).mean(axis=0)
     usd_per_h = data.node_annuity_usd_per_h[:, y][None, :] + data.running_may[:, :, y]  # (M, A)
     per_tok = usd_per_h / np.maximum(mean_goodput, 1e-300)[None, :]
     buyable = data.buyable_at_site[:, :, y]
-    score = np.lexsort((-per_tok, nodes, np.broadcast_to(serves_all, nodes.shape).astype(float)), axis=-1)[:, ::-1]
-    best_buyable = np.array([next((h for h in order if buyable[j, h]), -1) for j, order in enumerate(score.tolist())])
-    most_run = np.argmax(nodes, axis=1)
-    return np.asarray(np.where(best_buyable >= 0, best_buyable, most_run), dtype=np.int64)
+    out = np.argmax(nodes, axis=1)  # where none may be bought: the part run most
+    for j in np.flatnonzero(buyable.any(axis=1)).tolist():
+        candidates = np.flatnonzero(buyable[j]).tolist()
+        out[j] = max(candidates, key=lambda h: (bool(serves_all[h]), float(nodes[j, h]), -float(per_tok[j, h])))
+    return np.asarray(out, dtype=np.int64)
 
 
 def part_ratio(goodput: FloatArray, part: int) -> FloatArray:
