@@ -19,10 +19,8 @@ PAIRS = list(itertools.combinations([f.name for f in FEATURES], 2))
 REFUSED: dict[frozenset[str], str] = {}
 """Pairs the tool refuses for a physical reason, and the words of its reason (none today)."""
 
-_N_PLUS_ONE = ("N+1", "fault domains")
 _MULTI_YEAR = ("fleet mix", "build-out")
 GAPS: dict[frozenset[str], str] = {
-    **{frozenset((a, b)): "N+1 is not applied by the build-out yet" for a in _N_PLUS_ONE for b in _MULTI_YEAR},
     **{
         frozenset((a, b)): f"{a} is modelled in a single-year plan only"
         for a in ("cross-metro prefill", "node TTFT ladder", "KV tiers")

@@ -23,7 +23,7 @@ from placement.instance.build import build_instance
 from placement.instance.commodities import commodity_permitted, commodity_within_budget, merge_commodities
 from placement.instance.pair_mask import PairMask
 from placement.instance.record import Instance
-from placement.optimize.buildout.input import BuildoutInput, YearCap
+from placement.optimize.buildout.input import BuildoutInput, NPlusOne, YearCap
 from placement.progress import Progress, quiet
 from placement.rules.availability import AvailabilityRule, barred_mask
 from placement.rules.resources import SiteWater, cap_specs
@@ -581,6 +581,9 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         node_idle_mw=node_mw * scenario.serving.idle_power_share,
         node_load_mw=node_mw * (1.0 - scenario.serving.idle_power_share),
         caps=year_caps(loaded, instance),
+        n_plus_one=NPlusOne(instance.inputs.failure_domains, instance.failure_domain_names)
+        if scenario.fault_tolerance.n_plus_one
+        else None,
     )
     progress(
         f"build-out: {len(years)} years x {len(scenarios)} scenarios, {len(modelled)} demand rows, {len(pair_row)} pairs, "

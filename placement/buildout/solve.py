@@ -23,6 +23,7 @@ from placement.buildout.evaluate import PlanCosts, plan_costs, violations
 from placement.optimize.buildout.caps import HOURS_PER_YEAR, installed_use_per_year
 from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage, YearCap
 from placement.optimize.buildout.solve import backed_off, round_up, sites_of_relaxation, solve_buildout, solve_regret
+from placement.optimize.buildout.spares import with_spares
 from placement.optimize.solver import SolverOptions, StopReason
 from placement.progress import Progress, quiet
 
@@ -194,14 +195,14 @@ def min_max_regret(
         alone.append(plan_costs(single, checked(single, solve_buildout(single, options), "wait-and-see")).expected_npv_usd)
         progress(f"wait-and-see {names[s]}: ${alone[-1] / 1e9:,.3f} B")
     if data.integer_nodes:
-        solution = solve_regret(data, alone, options)
+        solution = with_spares(data, solve_regret(data, alone, options), options)
     else:  # as the RP: the LP relaxation, its sites fixed open, the LP again; then whole nodes, within the caps
 
         def rounded(held: BuildoutInput) -> BuildoutSolution:
             relaxed = solve_regret(held, alone, options, relax=True)
             if relaxed.report.status.has_solution:
                 relaxed = solve_regret(held, alone, options, opened=sites_of_relaxation(held, relaxed))
-            return round_up(held, relaxed) if relaxed.report.status.has_solution else relaxed
+            return with_spares(held, round_up(held, relaxed), options) if relaxed.report.status.has_solution else relaxed
 
         solution = backed_off(data, rounded)
     solution = checked(data, solution, "min-max regret")
@@ -271,6 +272,11 @@ def solve_plans(data: BuildoutInput, options: SolverOptions, *, progress: Progre
         )
     if plan.rounded:
         notes.append("node purchases were solved as continuous and rounded up; the costs are of the rounded plan")
+    if plan.protection is not None:
+        notes.append(
+            "N+1: each year's spare nodes were sized after the solve, years in order, and are in the costs; the bound "
+            "is the plan's without N+1 (summary.json n_plus_one says what the spares add)"
+        )
     return StochasticPlans(
         plan,
         costs,

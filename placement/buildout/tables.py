@@ -15,6 +15,7 @@ from placement._errors import SolverError
 from placement._types import FloatArray
 from placement.buildout.arrays import day_mean_intensity, part_groups
 from placement.buildout.evaluate import accelerator_goodput_tok_s
+from placement.buildout.protection import n_plus_one_summary, year_protection
 from placement.buildout.solve import StochasticResult
 from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.optimize.buildout.caps import cap_use_per_year, site_energy_mwh_per_year
@@ -313,6 +314,7 @@ def year_summary(result: StochasticResult, y: int, scenario: int) -> dict[str, A
         "tco2e_per_year": finite_or_none(float(row["tco2e_per_year"])),
         "gco2e_per_million_goodput_tokens": finite_or_none(float(row["gco2e_per_million_goodput_tokens"])),
         "water_m3_per_year": finite_or_none(float(row["water_m3_per_year"])),
+        **year_protection(result, y, scenario),
     }
 
 
@@ -358,6 +360,7 @@ def summary_dict(result: StochasticResult, *, runtime_s: float) -> dict[str, Any
         "adopted_plan": result.adopted,
         "min_max_regret": result.regret,
         "caps": caps_summary(result),
+        "n_plus_one": n_plus_one_summary(result),
         "accelerators_offered": b.fleet.ids,
         "accelerators_used": accelerators_used,
         "availability_rules": rules_summary(result),

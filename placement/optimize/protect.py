@@ -558,7 +558,7 @@ def _sequential(
     if base.served_mean_tok_s(data) >= float(most @ data.mean_demand_tok_s[data.pair_commodity]) - 1e-6:
         attempts.insert(0, base.pair_share)  # protection serves as much as the plan without it: try its routing
     for shares in attempts:
-        answer = _spare_one_at_a_time(data, scenarios, blocks, shares, options)
+        answer = spare_one_at_a_time(data, scenarios, blocks.support, shares, options)
         if answer is not None and cap_excess_per_h(data, answer[1], answer[0], shares).any():
             answer = None  # the spare, sized without the caps, draws past one of them: the next routing, or none
         if answer is not None:
@@ -577,10 +577,19 @@ def _sequential(
     return None
 
 
-def _spare_one_at_a_time(
-    data: PlacementInput, scenarios: list[Loss], blocks: _Blocks, shares: FloatArray, options: SolverOptions
+def spare_one_at_a_time(
+    data: PlacementInput,
+    scenarios: list[Loss],
+    support: IntArray,
+    shares: FloatArray,
+    options: SolverOptions,
+    *,
+    installed: IntArray | None = None,
 ) -> tuple[IntArray, BoolArray, list[FloatArray]] | None:
     """Nodes, open sites and each loss's re-routes (in its backup order) on these shares; None if a loss cannot fit.
+
+    ``support`` holds the pairs the plan uses; ``installed``, ``(m,)`` nodes already in service at each site (a
+    build-out's earlier spares among them), is a floor on every site's nodes and their spare is used first.
 
     A first pass sizes the losses largest first, each on the spare the earlier ones bought. Then, for
     :data:`IMPROVE_ROUNDS` rounds, each loss is sized again on the spare every *other* loss needs: it can move
@@ -589,12 +598,14 @@ def _spare_one_at_a_time(
     """
     m, count = data.n_sites, len(scenarios)
     own = np.ceil(data.site_slice_load(shares).max(axis=1, initial=0.0) - NODE_TOL).clip(min=0).astype(np.int64)
+    if installed is not None:
+        own = np.maximum(own, installed)
     # each site's busiest slice during each loss, on what survives it (a cross-metro pair is lost with either site)
     kept = [np.where(data.pairs_touching(loss.failed_sites), 0.0, shares) for loss in scenarios]
     busiest = np.array([data.site_slice_load(k).max(axis=1, initial=0.0) for k in kept]).reshape(count, m)
     entry_pair, entry_site, entry_nodes = data.load_entries()  # a cross-metro pair loads both its sites
     entry_peak = data.peak_demand_tok_s[data.pair_commodity[entry_pair]] * entry_nodes
-    lost = [_lost_share(data, loss, blocks.support, shares) for loss in scenarios]
+    lost = [_lost_share(data, loss, support, shares) for loss in scenarios]
     need = np.zeros((count, m))  # node-equivalents each loss needs at each site: what it keeps, plus what moves in at peak
     sized = np.zeros(count, dtype=bool)
     moves: list[FloatArray] = [np.zeros(len(loss.backup)) for loss in scenarios]

@@ -5,7 +5,8 @@
 caps' emissions and water among them), ``scenarios.csv``, ``sites_by_year.geojson`` (per-year properties),
 ``timeline.png`` (MW by site and year, stacked by accelerator), ``maps_by_year.png`` (small multiples),
 ``map.html`` (a year selector), ``report.md``, and ``years/<year>/`` holding each year of the base scenario
-as a plain results folder (``summary.json``, ``sites.csv``, ``assignments.csv``).
+as a plain results folder (``summary.json``, ``sites.csv``, ``assignments.csv``; with N+1 also ``failover.csv``,
+``failover_sites.csv`` and ``failover_scenarios.csv``, as a single-year N+1 plan writes them).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from placement.buildout.tables import (
     year_table,
 )
 from placement.outputs import geojson as geo
+from placement.outputs.buildout_failover import n_plus_one_lines, write_year_failover
 from placement.outputs.webmap import countries_geojson, leaflet_assets
 from placement.outputs.world_map import WORLD_LAT_DEG, WORLD_LON_DEG, add_polygons, geographic_aspect, load_basemap
 from placement.outputs.writer import write_folder
@@ -337,6 +339,7 @@ def render_report(result: StochasticResult, summary: dict[str, Any]) -> str:
             f"{r['demand_tok_s_last_year']:,.0f} | {r['unserved_share_last_year']:.1%} | "
             f"{r['cost_per_million_goodput_tokens_usd_last_year']:.3f} |"
         )
+    lines += n_plus_one_lines(summary)
     lines += _rules_lines(summary)
     agg = summary["aggregation"]
     lines += [
@@ -363,6 +366,7 @@ def _write_years(result: StochasticResult, folder: Path) -> None:
         write_json(year_summary(result, y, base), target / "summary.json")
         write_csv(year_sites(result, y, base), target / "sites.csv")
         write_csv(year_assignments(result, y, base), target / "assignments.csv")
+        write_year_failover(result, y, base, target)
 
 
 def _write_all(result: StochasticResult, folder: Path, *, maps: bool, runtime_s: float) -> None:

@@ -51,16 +51,6 @@ class Scenario(Section):
         return self.horizon is not None or self.serving.accelerators is not None
 
     @model_validator(mode="after")
-    def _n_plus_one_is_single_year(self) -> Scenario:
-        if self.fault_tolerance.n_plus_one and self.is_buildout:
-            raise ValueError(
-                "fault_tolerance.n_plus_one is not applied by the build-out (horizon or serving.accelerators) yet: its "
-                "plans would carry no spare for a lost site; plan 24x7 one year without a horizon, or set "
-                "fault_tolerance.n_plus_one: false"
-            )
-        return self
-
-    @model_validator(mode="after")
     def _ladder_is_single_year(self) -> Scenario:
         ladder = self.serving.node_ttft_ladder
         if ladder is not None and not all(0 < share < 1 for share in ladder):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from placement._types import BoolArray, FloatArray, IntArray
+from placement.optimize.buildout.protected import Protection
 from placement.optimize.solver import SolverReport
 
 SECONDS_PER_HOUR = 3600.0
@@ -47,6 +48,22 @@ class YearCap:
         """``(Y, S)`` the limit the model's rows hold: the cap less what is held back. [unit]"""
         back = np.zeros((n_years, n_scen)) if self.held_back is None else self.held_back
         return np.asarray(self.limit_per_year - back)
+
+
+@dataclass(frozen=True)
+class NPlusOne:
+    """N+1 in a build-out: every year survives the loss of any one site, or of any one of these fault domains.
+
+    Parameters
+    ----------
+    domains : tuple of numpy.ndarray of int
+        Sites that fail together (``fault_tolerance.domains``), each as site indices; empty: single sites only.
+    domain_names : tuple of str
+        Name of each domain.
+    """
+
+    domains: tuple[IntArray, ...] = ()
+    domain_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +135,9 @@ class BuildoutInput:
         ``(M, A)`` load-following power of a node at full load (PUE included), on top of its idle draw. [MW]
     caps : tuple of YearCap
         Carbon and water caps held in every year and scenario (:mod:`placement.optimize.buildout.caps` writes their rows).
+    n_plus_one : NPlusOne or None
+        Spare capacity for the loss of any one site or fault domain, in every year and scenario
+        (:mod:`placement.optimize.buildout.spares`); None: none.
     """
 
     year_weight_h: FloatArray
@@ -148,6 +168,7 @@ class BuildoutInput:
     node_idle_mw: FloatArray | None = None
     node_load_mw: FloatArray | None = None
     caps: tuple[YearCap, ...] = ()
+    n_plus_one: NPlusOne | None = None
 
     @property
     def buyable_at_site(self) -> BoolArray:
@@ -290,6 +311,8 @@ class BuildoutSolution:
         What the solver proved (for a rounded solution: the solve before rounding).
     rounded : bool
         Whether continuous purchases were rounded up after the solve.
+    protection : Protection or None
+        The N+1 spares the plan carries (:mod:`placement.optimize.buildout.spares`); None: a plan without N+1.
     """
 
     first: FirstStage
@@ -300,6 +323,7 @@ class BuildoutSolution:
     served_tok_s: FloatArray
     report: SolverReport
     rounded: bool = False
+    protection: Protection | None = None
 
 
 def nodes_in_service(data: BuildoutInput, buy: FloatArray) -> FloatArray:

@@ -17,6 +17,7 @@ from placement._types import BoolArray, FloatArray
 from placement.optimize.buildout.caps import cap_excess, held_back
 from placement.optimize.buildout.input import BuildoutInput, BuildoutSolution, FirstStage, nodes_in_service
 from placement.optimize.buildout.model import BuildoutModel, create_model, regret_model
+from placement.optimize.buildout.spares import with_spares
 from placement.optimize.linear import PulpModel, pulp_values
 from placement.optimize.solver import SolverOptions, SolverReport, solve_problem
 
@@ -105,7 +106,9 @@ def solve_buildout(data: BuildoutInput, options: SolverOptions, *, fixed: FirstS
 
     Rounding purchases up adds nodes, whose idle draw can take a year over a carbon or water cap. The model is
     then solved again with the caps held lower (:func:`backed_off`); the plan returned may still break a cap, so
-    check it (:func:`placement.optimize.buildout.caps.cap_breaches`).
+    check it (:func:`placement.optimize.buildout.caps.cap_breaches`). With ``data.n_plus_one`` each rounded plan gets
+    its spares (:func:`~placement.optimize.buildout.spares.with_spares`) before the caps are checked, so their idle
+    draw is held within the caps too.
 
     Parameters
     ----------
@@ -121,7 +124,7 @@ def solve_buildout(data: BuildoutInput, options: SolverOptions, *, fixed: FirstS
     BuildoutSolution
         The plan (see :func:`_solve_rounded`).
     """
-    return backed_off(data, lambda held: _solve_rounded(held, options, fixed=fixed))
+    return backed_off(data, lambda held: with_spares(held, _solve_rounded(held, options, fixed=fixed), options))
 
 
 def backed_off(data: BuildoutInput, solve: Callable[[BuildoutInput], BuildoutSolution]) -> BuildoutSolution:
