@@ -25,7 +25,7 @@ GAPS: dict[frozenset[str], str] = {
     **{frozenset((a, b)): "N+1 is not applied by the build-out yet" for a in _N_PLUS_ONE for b in _MULTI_YEAR},
     **{
         frozenset((a, b)): f"{a} is modelled in a single-year plan only"
-        for a in ("cross-metro prefill", "node TTFT ladder", "KV tiers")
+        for a in ("cross-metro prefill", "node TTFT ladder")
         for b in _MULTI_YEAR
     },
 }

@@ -18,6 +18,7 @@ from placement._errors import InputError, Problem, problems_of
 from placement._types import FloatArray, IntArray
 from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
+from placement.buildout.tiers import SiteTiers, build_site_tiers, with_site_tiers
 from placement.economics.cost import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.instance.build import build_instance
 from placement.instance.commodities import commodity_permitted, commodity_within_budget, merge_commodities
@@ -68,6 +69,8 @@ class Buildout:
         ``(M, Y)`` what a MWh drawn costs at each site in each year: the power price and the carbon and water charges.
     carbon_usd_per_t : list of float
         The carbon price in each year (``horizon.carbon_usd_per_t``, else ``objective.carbon_usd_per_t``).
+    tiers : SiteTiers or None
+        Each site's KV tier and the fleet on it (:mod:`placement.buildout.tiers`); None: ``fleet`` everywhere.
     """
 
     loaded: LoadedScenario
@@ -84,6 +87,12 @@ class Buildout:
     site_parts: NDArray[np.bool_]
     energy_price_usd_per_mwh: FloatArray
     carbon_usd_per_t: list[float]
+    tiers: SiteTiers | None = None
+
+    def site_groups(self) -> list[tuple[IntArray, NDArray[np.bool_], Fleet]]:
+        """Sites on one KV tier that may run the same parts, with those parts and the tier's fleet."""
+        tiers = self.tiers or SiteTiers(("",), (self.fleet,), np.zeros(len(self.sites), dtype=np.int64))
+        return tiers.groups(self.site_parts)
 
     @property
     def sites(self) -> pd.DataFrame:
@@ -284,10 +293,10 @@ def part_groups(parts: NDArray[np.bool_]) -> list[tuple[IntArray, NDArray[np.boo
     return [(np.flatnonzero((parts == key).all(axis=1)), key) for key in np.unique(parts, axis=0) if key.any()]
 
 
-def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """Pairs inside the objective on every part the site may run, permitted by residency, at a site with power some year."""
+def _allowed(instance: Instance, tiers: SiteTiers, mw: FloatArray, parts: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Pairs inside the objective on every part the site may run (at its KV tier), permitted by residency, with power."""
     within = np.zeros((len(instance.commodity_class), parts.shape[0]), dtype=bool)
-    for columns, key in part_groups(parts):
+    for columns, key, fleet in tiers.groups(parts):
         within[:, columns] = commodity_within_budget(
             instance.rtt_ms[:, columns],
             fleet.worst_profiles(key),
@@ -499,6 +508,9 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     years = list(horizon.years)
     instance = build_instance(aggregated(loaded, horizon), progress=progress)
     fleet = build_fleet(scenario.classes, scenario.serving, scenario.horizon, years, source=str(loaded.path))
+    tiers = build_site_tiers(
+        scenario.classes, scenario.serving, scenario.horizon, instance.sites, years, fleet, source=str(loaded.path)
+    )
     progress(f"fleet: {', '.join(fleet.ids)}; goodput per node by class: {np.round(fleet.goodput_tok_s).astype(int).tolist()}")
     for line in fleet.cannot_serve:
         progress(f"fleet: {line}")
@@ -509,7 +521,7 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     rules = list(instance.facts.availability)  # read once, by build_instance
     barred = barred_mask(rules, sites["country_code"].fillna("").astype(str).tolist(), fleet.ids, years)
     parts = site_parts(fleet, barred, existing)
-    allowed = _allowed(instance, fleet, mw, parts)
+    allowed = _allowed(instance, tiers, mw, parts)
     scenarios = horizon.demand_scenarios
     country = instance.populations.table["country_code"].to_numpy(str)[instance.commodity_population]
     growth = growth_multipliers(scenarios, country, years)  # (c, Y, S)
@@ -582,6 +594,10 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         node_load_mw=node_mw * (1.0 - scenario.serving.idle_power_share),
         caps=year_caps(loaded, instance),
     )
+    site_price = sites["power_price_usd_per_mwh"].to_numpy(float)[:, None] + charge
+    data = with_site_tiers(data, tiers, site_price)
+    if tiers.cached:
+        progress(f"KV tiers: {', '.join(tiers.names)}; cold-cache nodes per open site {tiers.warmup_nodes().tolist()}")
     progress(
         f"build-out: {len(years)} years x {len(scenarios)} scenarios, {len(modelled)} demand rows, {len(pair_row)} pairs, "
         f"{int((mw.max(axis=1) > 0).sum())} sites with power, {len(fleet.ids)} accelerators"
@@ -599,6 +615,7 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         commodity_demand,
         rules,
         parts,
-        sites["power_price_usd_per_mwh"].to_numpy(float)[:, None] + charge,
+        site_price,
         carbon_path,
+        tiers,
     )

@@ -186,11 +186,11 @@ def violations(data: BuildoutInput, solution: BuildoutSolution, *, tol: float = 
     out += _count(np.abs(total + solution.unserved_share - 1.0) > 1e-5, "row-year-scenarios whose shares do not sum to 1")
     closed = ~first.open[data.pair_site]
     out += _count((solution.pair_share > tol) & closed[:, :, None], "pair-years routed to a closed site")
-    goodput = data.goodput_kays
+    goodput = data.goodput_mkays
     per_node = np.where(goodput > 0, 1 / np.maximum(goodput, 1e-300), 0)
-    load = np.einsum("mkayst,kays->mayst", solution.served_tok_s, per_node)
+    load = np.einsum("mkayst,mkays->mayst", solution.served_tok_s, per_node)
     out += _count(load > nodes[..., None] * (1 + tol) + tol, "site-accelerator-slices loaded beyond their nodes")
-    cannot = (solution.served_tok_s > tol) & (goodput <= 0)[None, :, :, :, :, None]
+    cannot = (solution.served_tok_s > tol) & (goodput <= 0)[..., None]
     out += _count(cannot, "class loads on accelerators that cannot serve them")
     m, k_count = data.node_mw.shape[0], data.goodput_tok_s.shape[0]
     routed = np.zeros((m, k_count, *solution.pair_share.shape[1:], data.slice_weight.size))

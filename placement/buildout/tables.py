@@ -13,9 +13,10 @@ import pandas as pd
 
 from placement._errors import SolverError
 from placement._types import FloatArray
-from placement.buildout.arrays import day_mean_intensity, part_groups
+from placement.buildout.arrays import day_mean_intensity
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.solve import StochasticResult
+from placement.buildout.tiers import tier_site_columns
 from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.optimize.buildout.caps import cap_use_per_year, site_energy_mwh_per_year
 from placement.results.jsonio import finite_or_none
@@ -234,6 +235,8 @@ def year_sites(result: StochasticResult, y: int, scenario: int) -> pd.DataFrame:
     )
     for h, name in enumerate(b.fleet.ids):
         table[f"nodes_{name}"] = np.round(nodes[:, h]).astype(int)
+    for name, values in tier_site_columns(b.tiers, plan.first.open[:, y], data.node_mw[:, 0]).items():
+        table[name] = values
     return table
 
 
@@ -253,10 +256,10 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
     pop, site = instance.commodity_population[c], data.pair_site[p_idx]
     table, sites = instance.populations.table, b.sites
     ttft = np.zeros(len(c))
-    for columns, key in part_groups(b.site_parts):  # the slowest node the site may run, as the pairs were allowed
+    for columns, key, fleet in b.site_groups():  # the slowest node the site may run (at its KV tier), as the pairs were allowed
         here = np.flatnonzero(np.isin(site, columns))
         if len(here):
-            ttft[here] = instance.ttft_ms(c[here], site[here], profiles=b.fleet.worst_profiles(key))
+            ttft[here] = instance.ttft_ms(c[here], site[here], profiles=fleet.worst_profiles(key))
     objective = np.array([k.ttft_p99_ms for k in instance.classes])[instance.commodity_class]
     if (ttft > objective[c] + 1e-9).any():  # the model only routes allowed pairs: a breach is a bug
         raise SolverError(f"{b.years[y]}: an assignment breaks its TTFT objective")

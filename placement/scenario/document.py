@@ -72,16 +72,6 @@ class Scenario(Section):
         return self
 
     @model_validator(mode="after")
-    def _cache_model_is_single_year(self) -> Scenario:
-        if self.serving.kv_cache is not None and self.is_buildout:
-            raise ValueError(
-                "serving.kv_cache is modelled in a single-year plan only: the build-out does not charge a site's cold "
-                "cache yet; remove serving.kv_cache (each class's prefix_cache_hit_rate is then used) or the "
-                "horizon / serving.accelerators"
-            )
-        return self
-
-    @model_validator(mode="after")
     def _cross_metro_is_single_year(self) -> Scenario:
         if self.serving.cross_metro_prefill is None:
             return self

@@ -111,9 +111,9 @@ def _power_arrays(data: BuildoutInput) -> tuple[FloatArray, FloatArray]:
 
 def _load_mw_per_tok_s(data: BuildoutInput, load_mw: FloatArray) -> FloatArray:
     """``(M, K, A, Y, S)`` load-following MW of 1 token/s served (0 where a node cannot serve the class). [MW]"""
-    goodput = data.goodput_kays
-    per_tok = np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0)  # (K, A, Y, S)
-    return np.asarray(load_mw[:, None, :, None, None] * per_tok[None])
+    goodput = data.goodput_mkays
+    per_tok = np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0)  # (M, K, A, Y, S)
+    return np.asarray(load_mw[:, None, :, None, None] * per_tok)
 
 
 def define_caps(

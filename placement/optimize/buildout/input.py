@@ -118,6 +118,9 @@ class BuildoutInput:
         ``(M, A)`` load-following power of a node at full load (PUE included), on top of its idle draw. [MW]
     caps : tuple of YearCap
         Carbon and water caps held in every year and scenario (:mod:`placement.optimize.buildout.caps` writes their rows).
+    site_goodput_factor : numpy.ndarray or None
+        ``(M, K, A)`` each site's goodput per node relative to ``goodput_tok_s`` (its KV tier's cache,
+        :mod:`placement.buildout.tiers`; 0: the site's node cannot serve the class); None: 1 everywhere.
     """
 
     year_weight_h: FloatArray
@@ -148,6 +151,7 @@ class BuildoutInput:
     node_idle_mw: FloatArray | None = None
     node_load_mw: FloatArray | None = None
     caps: tuple[YearCap, ...] = ()
+    site_goodput_factor: FloatArray | None = None
 
     @property
     def buyable_at_site(self) -> BoolArray:
@@ -170,6 +174,15 @@ class BuildoutInput:
         _, _, y, s = self.row_demand_tok_s.shape
         table = self.goodput_tok_s if self.goodput_tok_s.ndim == 4 else self.goodput_tok_s[:, :, None, None]
         return np.asarray(np.broadcast_to(table, (k, a, y, s)))
+
+    @property
+    def goodput_mkays(self) -> FloatArray:
+        """``(M, K, A, Y, S)`` goodput of one node at each site (its KV tier's). [tokens/s]"""
+        m = self.node_mw.shape[0]
+        table = self.goodput_kays[None]
+        if self.site_goodput_factor is not None:
+            table = table * self.site_goodput_factor[:, :, :, None, None]
+        return np.asarray(np.broadcast_to(table, (m, *self.goodput_kays.shape)))
 
     @property
     def energy_mkays(self) -> FloatArray:

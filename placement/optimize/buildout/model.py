@@ -313,7 +313,7 @@ def _serving_layout(data: BuildoutInput, share_col: IntArray, usable: BoolArray)
     m, k_count, a, n_years, n_scen, n_slices = data.shape
     classes = data.row_class[data.pair_row]
     groups = group_by(data.pair_site * k_count + classes, m * k_count)
-    goodput = data.goodput_kays
+    goodput = data.goodput_mkays
     out = _Serving()
     for y in range(n_years):
         for s in range(n_scen):
@@ -330,11 +330,11 @@ def _serving_layout(data: BuildoutInput, share_col: IntArray, usable: BoolArray)
                         demand = data.row_demand_tok_s[data.pair_row[pairs], t, y, s]
                         zs = []
                         for h in hs:
-                            if goodput[k, h, y, s] > 0:
+                            if goodput[j, k, h, y, s] > 0:
                                 zs.append(len(out.z_key))
                                 load[h].append(len(out.z_key))
                                 out.z_key.append((j, k, h, y, s, t))
-                                out.z_weight.append(1.0 / float(goodput[k, h, y, s]))
+                                out.z_weight.append(1.0 / float(goodput[j, k, h, y, s]))
                                 out.z_row.append(-1)
                         out.balance.append((share_col[pairs, y, s].tolist(), demand.tolist(), zs))
                         out.balance_key.append((3, y, s, j, t, 0, k))
