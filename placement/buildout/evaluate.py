@@ -195,7 +195,7 @@ def violations(data: BuildoutInput, solution: BuildoutSolution, *, tol: float = 
     m, k_count = data.node_mw.shape[0], data.goodput_tok_s.shape[0]
     routed = np.zeros((m, k_count, *solution.pair_share.shape[1:], data.slice_weight.size))
     demand = data.row_demand_tok_s[data.pair_row]  # (P, T, Y, S)
-    contrib = np.einsum("pys,ptys->pyst", solution.pair_share, demand)
+    contrib = np.einsum("pys,ptys,p->pyst", solution.pair_share, demand, data.pair_load_factor)
     np.add.at(routed, (data.pair_site, data.row_class[data.pair_row]), contrib)
     served = solution.served_tok_s.sum(axis=2)
     scale = np.maximum(routed.max(initial=0.0), 1.0)

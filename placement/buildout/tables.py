@@ -15,6 +15,7 @@ from placement._errors import SolverError
 from placement._types import FloatArray
 from placement.buildout.arrays import day_mean_intensity
 from placement.buildout.evaluate import accelerator_goodput_tok_s
+from placement.buildout.ladder import assignment_ttft_ms
 from placement.buildout.solve import StochasticResult
 from placement.buildout.tiers import tier_site_columns
 from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
@@ -255,11 +256,8 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
     c, p_idx = np.array(commodity, dtype=np.int64), np.array(pair, dtype=np.int64)
     pop, site = instance.commodity_population[c], data.pair_site[p_idx]
     table, sites = instance.populations.table, b.sites
-    ttft = np.zeros(len(c))
-    for columns, key, fleet in b.site_groups():  # the slowest node the site may run (at its KV tier), as the pairs were allowed
-        here = np.flatnonzero(np.isin(site, columns))
-        if len(here):
-            ttft[here] = instance.ttft_ms(c[here], site[here], profiles=fleet.worst_profiles(key))
+    # the slowest node the site may run (at its KV tier and the pair's rung), as the pairs were allowed
+    ttft = assignment_ttft_ms(instance, b.rung_groups, c, site)
     objective = np.array([k.ttft_p99_ms for k in instance.classes])[instance.commodity_class]
     if (ttft > objective[c] + 1e-9).any():  # the model only routes allowed pairs: a breach is a bug
         raise SolverError(f"{b.years[y]}: an assignment breaks its TTFT objective")

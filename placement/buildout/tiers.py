@@ -96,9 +96,9 @@ class SiteTiers:
         return np.asarray(per_tier[self.site_tier], dtype=float)
 
 
-def _on_tier(serving: ServingSection, tier: str) -> ServingSection:
-    """The node keeping its prefixes in ``tier``."""
-    return serving.model_copy(update={"kv_cache": KvCacheSection(tier=tier)})
+def node_on_tier(serving: ServingSection, tier: str) -> ServingSection:
+    """The node keeping its prefixes in ``tier`` (``serving`` itself for '', no cache model)."""
+    return serving.model_copy(update={"kv_cache": KvCacheSection(tier=tier)}) if tier else serving
 
 
 def build_site_tiers(
@@ -145,7 +145,7 @@ def build_site_tiers(
         return SiteTiers(("",), (base,), np.zeros(len(sites), dtype=np.int64))
     own = serving.kv_cache.tier
     used = sorted(set(tiers) | {own}, key=lambda t: (t != own, TIER_ORDER.index(t)))
-    fleets = [base if t == own else build_fleet(classes, _on_tier(serving, t), horizon, years, source=source) for t in used]
+    fleets = [base if t == own else build_fleet(classes, node_on_tier(serving, t), horizon, years, source=source) for t in used]
     return SiteTiers(tuple(used), tuple(fleets), np.array([used.index(t) for t in tiers], dtype=np.int64))
 
 

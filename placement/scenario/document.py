@@ -61,14 +61,10 @@ class Scenario(Section):
         return self
 
     @model_validator(mode="after")
-    def _ladder_is_single_year(self) -> Scenario:
+    def _ladder_shares(self) -> Scenario:
         ladder = self.serving.node_ttft_ladder
         if ladder is not None and not all(0 < share < 1 for share in ladder):
             raise ValueError(f"serving.node_ttft_ladder: every share must be between 0 and 1 (exclusive), got {ladder}")
-        if ladder is not None and self.is_buildout:
-            raise ValueError(
-                "serving.node_ttft_ladder is modelled in a single-year plan only; remove it or the horizon / serving.accelerators"
-            )
         return self
 
     @model_validator(mode="after")

@@ -121,6 +121,9 @@ class BuildoutInput:
     site_goodput_factor : numpy.ndarray or None
         ``(M, K, A)`` each site's goodput per node relative to ``goodput_tok_s`` (its KV tier's cache,
         :mod:`placement.buildout.tiers`; 0: the site's node cannot serve the class); None: 1 everywhere.
+    pair_load : numpy.ndarray or None
+        ``(P,)`` node-equivalents of a token/s over each pair per token/s at the site's loosest rung (its rung of
+        ``serving.node_ttft_ladder``, :mod:`placement.buildout.ladder`; at least 1); None: 1 everywhere.
     """
 
     year_weight_h: FloatArray
@@ -152,6 +155,12 @@ class BuildoutInput:
     node_load_mw: FloatArray | None = None
     caps: tuple[YearCap, ...] = ()
     site_goodput_factor: FloatArray | None = None
+    pair_load: FloatArray | None = None
+
+    @property
+    def pair_load_factor(self) -> FloatArray:
+        """``(P,)`` :attr:`pair_load`, 1 where not given."""
+        return np.ones(self.pair_row.size) if self.pair_load is None else self.pair_load
 
     @property
     def buyable_at_site(self) -> BoolArray:

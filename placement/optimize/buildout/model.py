@@ -313,7 +313,7 @@ def _serving_layout(data: BuildoutInput, share_col: IntArray, usable: BoolArray)
     m, k_count, a, n_years, n_scen, n_slices = data.shape
     classes = data.row_class[data.pair_row]
     groups = group_by(data.pair_site * k_count + classes, m * k_count)
-    goodput = data.goodput_mkays
+    goodput, pair_load = data.goodput_mkays, data.pair_load_factor
     out = _Serving()
     for y in range(n_years):
         for s in range(n_scen):
@@ -327,7 +327,7 @@ def _serving_layout(data: BuildoutInput, share_col: IntArray, usable: BoolArray)
                         pairs = [q for q in groups[j * k_count + k].tolist() if share_col[q, y, s] >= 0]
                         if not pairs:
                             continue
-                        demand = data.row_demand_tok_s[data.pair_row[pairs], t, y, s]
+                        demand = data.row_demand_tok_s[data.pair_row[pairs], t, y, s] * pair_load[pairs]
                         zs = []
                         for h in hs:
                             if goodput[j, k, h, y, s] > 0:
