@@ -23,7 +23,6 @@ _N_PLUS_ONE = ("N+1", "fault domains")
 _MULTI_YEAR = ("fleet mix", "build-out")
 GAPS: dict[frozenset[str], str] = {
     **{frozenset((a, b)): "N+1 is not applied by the build-out yet" for a in _N_PLUS_ONE for b in _MULTI_YEAR},
-    **{frozenset((a, b)): f"{a} is modelled in a single-year plan only" for a in ("cross-metro prefill",) for b in _MULTI_YEAR},
 }
 """Pairs refused because the tool does not model them together yet (issue 48's remaining work): expected to fail, and
 a pair that starts to pass fails the run until it leaves this list (``strict``)."""

@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from placement._errors import InputError, Problem, problems_of
 from placement._types import FloatArray, IntArray
 from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
+from placement.buildout.cross_metro import BuildoutCrossMetro, with_cross_metro
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
 from placement.buildout.ladder import GroupRungs, groups_of, pair_load, pair_rungs
 from placement.buildout.tiers import SiteTiers, build_site_tiers, with_site_tiers
@@ -75,6 +76,8 @@ class Buildout:
     rung_groups : tuple of GroupRungs
         Each group of sites (one KV tier, the same parts) with its classes' node TTFT rungs (one without
         ``serving.node_ttft_ladder``, :mod:`placement.buildout.ladder`): the pairs' TTFT; empty: ``fleet`` everywhere.
+    cross_metro : BuildoutCrossMetro or None
+        The cross-metro prefill columns among the pairs (:mod:`placement.buildout.cross_metro`); None: none.
     """
 
     loaded: LoadedScenario
@@ -93,6 +96,7 @@ class Buildout:
     carbon_usd_per_t: list[float]
     tiers: SiteTiers | None = None
     rung_groups: tuple[GroupRungs, ...] = ()
+    cross_metro: BuildoutCrossMetro | None = None
 
     @property
     def sites(self) -> pd.DataFrame:
@@ -602,6 +606,10 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     )
     site_price = sites["power_price_usd_per_mwh"].to_numpy(float)[:, None] + charge
     data = with_site_tiers(data, tiers, site_price)
+    cross = None
+    if scenario.serving.cross_metro_prefill is not None:
+        data, cross = with_cross_metro(data, instance, row_of_commodity, scenario.serving.cross_metro_prefill)
+        progress(f"cross-metro prefill: {0 if cross is None else len(cross)} columns (decode here, prefill at a partner)")
     if tiers.cached:
         progress(f"KV tiers: {', '.join(tiers.names)}; cold-cache nodes per open site {tiers.warmup_nodes().tolist()}")
     progress(
@@ -625,4 +633,5 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         carbon_path,
         tiers,
         groups,
+        cross,
     )

@@ -14,6 +14,7 @@ import pandas as pd
 from placement._errors import SolverError
 from placement._types import FloatArray
 from placement.buildout.arrays import day_mean_intensity
+from placement.buildout.cross_metro import cross_metro_ttft_ms
 from placement.buildout.evaluate import accelerator_goodput_tok_s
 from placement.buildout.ladder import assignment_ttft_ms
 from placement.buildout.solve import StochasticResult
@@ -258,6 +259,10 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
     table, sites = instance.populations.table, b.sites
     # the slowest node the site may run (at its KV tier and the pair's rung), as the pairs were allowed
     ttft = assignment_ttft_ms(instance, b.rung_groups, c, site)
+    cross = b.cross_metro
+    far = np.zeros(len(c), dtype=bool) if cross is None else p_idx >= cross.first
+    if cross is not None and far.any():  # a cross-metro column: its profile and the round trip to its prefill site
+        ttft[far] = cross_metro_ttft_ms(instance, cross, c[far], p_idx[far])
     objective = np.array([k.ttft_p99_ms for k in instance.classes])[instance.commodity_class]
     if (ttft > objective[c] + 1e-9).any():  # the model only routes allowed pairs: a breach is a bug
         raise SolverError(f"{b.years[y]}: an assignment breaks its TTFT objective")
@@ -283,6 +288,11 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
             "site_lon": sites["lon"].to_numpy()[site],
         }
     )
+    if cross is not None:  # the prefill site of a row served over a cross-metro column ('' for the rest)
+        prefill = np.full(len(c), "", dtype=object)
+        prefill[far] = sites["id"].to_numpy()[cross.prefill_site[p_idx[far] - cross.first]]
+        frame["prefill_site_id"] = prefill
+        frame["cross_metro_rtt_ms"] = np.where(far, cross.cross.site_rtt_ms[site, np.maximum(data.remote_site[p_idx], 0)], 0.0)
     if instance.regimes:  # which regime's in-bloc part a row serves ('' for the rest), as a single-year plan says
         frame.insert(4, "regime", instance.regime_of(c))
     return frame[frame["goodput_tok_s"] > 0].sort_values(

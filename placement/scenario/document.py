@@ -68,17 +68,6 @@ class Scenario(Section):
         return self
 
     @model_validator(mode="after")
-    def _cross_metro_is_single_year(self) -> Scenario:
-        if self.serving.cross_metro_prefill is None:
-            return self
-        if self.is_buildout:
-            raise ValueError(
-                "serving.cross_metro_prefill is modelled in a single-year plan only; remove it or the horizon / "
-                "serving.accelerators"
-            )
-        return self  # with N+1 the loss of a prefill site loses the pairs that prefill there, which then move
-
-    @model_validator(mode="after")
     def _horizon_names_classes(self) -> Scenario:
         if self.horizon is None:
             return self

@@ -124,6 +124,14 @@ class BuildoutInput:
     pair_load : numpy.ndarray or None
         ``(P,)`` node-equivalents of a token/s over each pair per token/s at the site's loosest rung (its rung of
         ``serving.node_ttft_ladder``, :mod:`placement.buildout.ladder`; at least 1); None: 1 everywhere.
+    pair_remote_site : numpy.ndarray of int or None
+        ``(P,)`` a second site each pair loads (the prefill site of a cross-metro column,
+        :mod:`placement.buildout.cross_metro`; -1: none); None: none anywhere.
+    pair_remote_load : numpy.ndarray or None
+        ``(P,)`` node-equivalents at the second site per token/s over the pair, per token/s served whole there.
+    pair_usd_per_h_per_tok_s : numpy.ndarray or None
+        ``(P,)`` cost of 1 token/s over each pair for an hour besides its nodes (the WAN transport of a cross-metro
+        column's KV). [USD/h per token/s]
     """
 
     year_weight_h: FloatArray
@@ -156,6 +164,25 @@ class BuildoutInput:
     caps: tuple[YearCap, ...] = ()
     site_goodput_factor: FloatArray | None = None
     pair_load: FloatArray | None = None
+    pair_remote_site: IntArray | None = None
+    pair_remote_load: FloatArray | None = None
+    pair_usd_per_h_per_tok_s: FloatArray | None = None
+
+    @property
+    def remote_site(self) -> IntArray:
+        """``(P,)`` :attr:`pair_remote_site`, -1 where not given."""
+        none = np.full(self.pair_row.size, -1, dtype=np.int64)
+        return none if self.pair_remote_site is None else self.pair_remote_site
+
+    @property
+    def remote_load(self) -> FloatArray:
+        """``(P,)`` :attr:`pair_remote_load`, 0 where not given."""
+        return np.zeros(self.pair_row.size) if self.pair_remote_load is None else self.pair_remote_load
+
+    @property
+    def pair_usd_per_tok_s(self) -> FloatArray:
+        """``(P,)`` :attr:`pair_usd_per_h_per_tok_s`, 0 where not given. [USD/h per token/s]"""
+        return np.zeros(self.pair_row.size) if self.pair_usd_per_h_per_tok_s is None else self.pair_usd_per_h_per_tok_s
 
     @property
     def pair_load_factor(self) -> FloatArray:
