@@ -155,7 +155,8 @@ def with_site_tiers(data: BuildoutInput, tiers: SiteTiers, energy_price_usd_per_
     As the single-year plan (:func:`placement.instance.rows.with_cache_warmup`), an open site holds its warm-up
     nodes whatever it serves: their MW come off the site's energized power, and their hourly cost (a node of the
     first accelerator on offer bought in its first year on offer: capex annuity, running cost and full power, the
-    facility's MW, the tier's cost) joins the site's fixed cost, paid every year the site is open.
+    facility's MW, the tier's cost) joins the site's fixed cost, paid every year the site is open; their full power
+    counts in the site's energy and the caps (``site_open_mw``).
 
     Parameters
     ----------
@@ -201,6 +202,7 @@ def with_site_tiers(data: BuildoutInput, tiers: SiteTiers, energy_price_usd_per_
         data,
         site_fixed_usd_per_h=np.asarray(data.site_fixed_usd_per_h + warm * node_usd_per_h),
         site_mw_available=np.asarray(np.maximum(data.site_mw_available - (warm * data.node_mw[:, 0])[:, None], 0.0)),
+        site_open_mw=np.asarray(warm * data.node_mw[:, 0]),
     )
 
 

@@ -17,6 +17,7 @@ import yaml
 from placement.buildout.arrays import build_buildout
 from placement.buildout.evaluate import plan_costs, violations
 from placement.instance.build import build_instance
+from placement.optimize.buildout.caps import site_energy_mwh_per_year
 from placement.optimize.buildout.solve import solve_buildout
 from placement.scenario.load import load_scenario
 from tests.buildout.test_model import EXACT, H, instance
@@ -118,3 +119,7 @@ def test_the_cold_cache_is_charged_to_each_open_site_every_year(tmp_path: Path) 
     expected = np.where(opened, d.site_fixed_usd_per_h, 0.0) + plan.first.mw_reserved[:, 0] * d.site_usd_per_h_per_mw
     assert costs.site_usd_per_h[:, 0] == pytest.approx(expected)
     assert (costs.site_usd_per_h[opened, 0] >= (warm * node_usd_per_h)[opened]).all()
+    # their power: drawn all year at every open site, in its energy (the tables' and the caps' figure)
+    energy = site_energy_mwh_per_year(d, plan)[:, 0, 0]
+    without = site_energy_mwh_per_year(replace(d, site_open_mw=None), plan)[:, 0, 0]
+    assert energy - without == pytest.approx(np.where(opened, warm * d.node_mw[:, 0] * 8760.0, 0.0))

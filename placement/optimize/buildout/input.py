@@ -132,6 +132,9 @@ class BuildoutInput:
     pair_usd_per_h_per_tok_s : numpy.ndarray or None
         ``(P,)`` cost of 1 token/s over each pair for an hour besides its nodes (the WAN transport of a cross-metro
         column's KV). [USD/h per token/s]
+    site_open_mw : numpy.ndarray or None
+        ``(M,)`` power an open site draws whatever it serves, all year (its cold cache's warm-up nodes at full power,
+        PUE included): in its energy and the caps; None: none. [MW]
     """
 
     year_weight_h: FloatArray
@@ -167,6 +170,7 @@ class BuildoutInput:
     pair_remote_site: IntArray | None = None
     pair_remote_load: FloatArray | None = None
     pair_usd_per_h_per_tok_s: FloatArray | None = None
+    site_open_mw: FloatArray | None = None
 
     @property
     def remote_site(self) -> IntArray:

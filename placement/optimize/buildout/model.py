@@ -3,7 +3,10 @@
 The columns: ``open_j_y`` and ``mw_j_y`` (stage one: sites open and MW reserved per year),
 ``buy_j_h_y_s`` (nodes bought per site, accelerator, year and scenario), ``u_r_y_s`` (a demand
 row's unserved share), ``x_p_y_s`` (its share served over an allowed pair) and ``z_j_k_h_y_s_t``
-(tokens/s of class ``k`` served on accelerator ``h``).
+(tokens/s of class ``k`` served on accelerator ``h``, counted as tokens served whole at the site's loosest node TTFT
+rung: a pair's load there is its tokens times :attr:`~placement.optimize.buildout.input.BuildoutInput.pair_load_factor`,
+and a cross-metro column also loads its prefill site, :attr:`~placement.optimize.buildout.input.BuildoutInput.remote_site`;
+``x`` is priced only by a cross-metro column's WAN transport).
 
 The rows shared with the placement model come from :mod:`placement.optimize.rows`:
 
@@ -456,7 +459,7 @@ def build_model(
     define_power(lm, order, data, (open_block, mw), service)
     define_routing(lm, order, data, (unserved, share), (unserved_key, share_key))
     served, served_key = define_serving(lm, order, data, (share, share_key), service)
-    for block, c, y, s in define_caps(lm, data, service, (served, served_key)):
+    for block, c, y, s in define_caps(lm, data, service, (served, served_key), open_block):
         order.place(block, 5, c, y, s)
     lm.objective_constant = float(np.einsum("may,may,y->", data.existing_nodes, data.running_may, data.year_weight_h))
     return BuildoutModel(lm, open_block, mw, buy, unserved, share, served, buy_key, unserved_key, share_key, served_key, order)
