@@ -608,7 +608,7 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     data = with_site_tiers(data, tiers, site_price)
     cross = None
     if scenario.serving.cross_metro_prefill is not None:
-        data, cross = with_cross_metro(data, instance, row_of_commodity, scenario.serving.cross_metro_prefill)
+        data, cross = with_cross_metro(data, instance, row_of_commodity, scenario.serving.cross_metro_prefill, groups)
         progress(f"cross-metro prefill: {0 if cross is None else len(cross)} columns (decode here, prefill at a partner)")
     if tiers.cached:
         progress(f"KV tiers: {', '.join(tiers.names)}; cold-cache nodes per open site {tiers.warmup_nodes().tolist()}")

@@ -8,7 +8,9 @@ has it (the same D and P) in the single-year plan. Each is a pair of the build-o
 the decode pool's node-equivalents per token/s at D and the prefill pool's at P, each over the class served whole at
 that site (the build-out's capacity counts a site's load in tokens served whole there), and the WAN transport of its
 KV (``serving.cross_metro_prefill.wan_usd_per_gb``) per token. The pools are the scenario's first accelerator's (the
-one the instance is built on): with a fleet mix they stand for every part.
+one the instance is built on): with a fleet mix their node-equivalents stand for every part, and their TTFT takes the
+slowest part either site may run (the extra node time of its whole-node profile), a column missing an objective then
+left out.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from placement._types import FloatArray, IntArray
+from placement._types import BoolArray, FloatArray, IntArray
+from placement.buildout.ladder import GroupRungs
 from placement.instance.cross_metro import CrossMetro
 from placement.instance.record import Instance
 from placement.optimize.buildout.input import BuildoutInput
@@ -39,6 +42,9 @@ class BuildoutCrossMetro:
         of ``cross.options``).
     cross : CrossMetro
         The instance's cross-metro columns and profiles.
+    slower_ms : numpy.ndarray or None
+        ``(q,)`` how much longer the slowest part either site may run takes at the node than the scenario's part the
+        pools were sized on (0 with one part), added to each column's TTFT; None: 0. [ms]
     """
 
     first: int
@@ -48,6 +54,12 @@ class BuildoutCrossMetro:
     klass: IntArray
     option: IntArray
     cross: CrossMetro
+    slower_ms: FloatArray | None = None
+
+    @property
+    def slower(self) -> FloatArray:
+        """``(q,)`` :attr:`slower_ms`, 0 where not given. [ms]"""
+        return np.zeros(len(self.row)) if self.slower_ms is None else self.slower_ms
 
     def __len__(self) -> int:
         return len(self.row)
@@ -99,8 +111,40 @@ def buildout_columns(instance: Instance, row_of_commodity: IntArray, n_rows: int
     return row, pairs.decode_site[column], pairs.prefill_site[column], pairs.klass[column], pairs.option[column]
 
 
+def slower_parts_ms(instance: Instance, groups: tuple[GroupRungs, ...]) -> FloatArray:
+    """``(M, K)`` how much longer the slowest part a site may run takes at the node than the instance's part. [ms]
+
+    The groups' loosest rungs are the slowest node of the parts each site may run (:mod:`placement.buildout.ladder`);
+    the instance's profiles are the scenario's first accelerator's, on which the cross-metro pools were sized.
+    """
+    m, k = len(instance.sites), len(instance.classes)
+    out = np.zeros((m, k))
+    for group in groups:
+        for j in group.columns.tolist():
+            own = instance.profiles_at(j)
+            out[j] = [max(rungs[0].fixed_ttft_ms - p.fixed_ttft_ms, 0.0) for rungs, p in zip(group.rungs, own, strict=True)]
+    return out
+
+
+def _inside_objective(instance: Instance, columns: BuildoutCrossMetro, row_of_commodity: IntArray) -> BoolArray:
+    """``(q,)`` columns whose every commodity meets its TTFT objective (the slowest part's extra node time included)."""
+    members = np.flatnonzero(row_of_commodity >= 0)
+    by_row = {r: members[row_of_commodity[members] == r] for r in np.unique(columns.row).tolist()}
+    objective = np.array([w.ttft_p99_ms for w in instance.classes])
+    inside = np.ones(len(columns), dtype=bool)
+    for q, r in enumerate(columns.row.tolist()):
+        c = by_row[r]
+        ttft = cross_metro_ttft_ms(instance, columns, c, np.full(len(c), columns.first + q, dtype=np.int64))
+        inside[q] = bool((ttft <= objective[instance.commodity_class[c]] + 1e-9).all())
+    return inside
+
+
 def with_cross_metro(
-    data: BuildoutInput, instance: Instance, row_of_commodity: IntArray, spec: CrossMetroSection
+    data: BuildoutInput,
+    instance: Instance,
+    row_of_commodity: IntArray,
+    spec: CrossMetroSection,
+    groups: tuple[GroupRungs, ...] = (),
 ) -> tuple[BuildoutInput, BuildoutCrossMetro | None]:
     """The build-out's arrays with the cross-metro columns appended as pairs at their decode site loading their prefill site.
 
@@ -114,6 +158,9 @@ def with_cross_metro(
         ``(c,)`` the build-out row of each commodity.
     spec : CrossMetroSection
         ``serving.cross_metro_prefill`` (the WAN price).
+    groups : tuple of GroupRungs, optional
+        The build-out's site groups (:func:`placement.buildout.ladder.groups_of`): with a fleet mix a column's TTFT
+        takes the slowest part either site may run, and a column that then misses an objective is left out.
 
     Returns
     -------
@@ -130,7 +177,16 @@ def with_cross_metro(
     prefill_nodes = np.array([o.prefill_nodes_per_tok_s for o in options])[option]
     wan = np.array([o.kv_gb_per_tok for o in options])[option] * spec.wan_usd_per_gb * SECONDS_PER_HOUR
     n = data.pair_row.size
-    columns = BuildoutCrossMetro(n, row, decode, prefill, klass, option, cross)
+    slower = slower_parts_ms(instance, groups)
+    columns = BuildoutCrossMetro(
+        n, row, decode, prefill, klass, option, cross, np.maximum(slower[decode, klass], slower[prefill, klass])
+    )
+    keep = _inside_objective(instance, columns, row_of_commodity)
+    if not keep.any():
+        return data, None
+    row, decode, prefill, klass, option = (a[keep] for a in (row, decode, prefill, klass, option))
+    columns = BuildoutCrossMetro(n, row, decode, prefill, klass, option, cross, columns.slower[keep])
+    decode_nodes, prefill_nodes, wan = decode_nodes[keep], prefill_nodes[keep], wan[keep]
     return (
         replace(
             data,
@@ -167,4 +223,4 @@ def cross_metro_ttft_ms(instance: Instance, columns: BuildoutCrossMetro, commodi
     round_trips = np.array([p.round_trips for p in profiles])
     fixed = np.array([p.fixed_ttft_ms for p in profiles])
     extra = instance.retrieval_extra_ms[klass, site]
-    return np.asarray(round_trips * rtt + fixed + columns.site_rtt_ms[q] + extra, dtype=float)
+    return np.asarray(round_trips * rtt + fixed + columns.site_rtt_ms[q] + extra + columns.slower[q], dtype=float)
