@@ -19,16 +19,9 @@ PAIRS = list(itertools.combinations([f.name for f in FEATURES], 2))
 REFUSED: dict[frozenset[str], str] = {}
 """Pairs the tool refuses for a physical reason, and the words of its reason (none today)."""
 
-_MULTI_YEAR = ("fleet mix", "build-out")
-GAPS: dict[frozenset[str], str] = {
-    **{
-        frozenset((a, b)): f"{a} is modelled in a single-year plan only"
-        for a in ("cross-metro prefill", "node TTFT ladder", "KV tiers")
-        for b in _MULTI_YEAR
-    },
-}
-"""Pairs refused because the tool does not model them together yet (issue 48's remaining work): expected to fail, and
-a pair that starts to pass fails the run until it leaves this list (``strict``)."""
+GAPS: dict[frozenset[str], str] = {}
+"""Pairs refused because the tool does not model them together yet (none today): expected to fail, and a pair that
+starts to pass fails the run until it leaves this list (``strict``)."""
 
 
 def _marks(pair: tuple[str, str]) -> list[pytest.MarkDecorator]:

@@ -17,7 +17,10 @@ from numpy.typing import NDArray
 from placement._errors import InputError, Problem, problems_of
 from placement._types import FloatArray, IntArray
 from placement._validate import Column, Table, known, missing_columns, numbers, raise_if, read_table
+from placement.buildout.cross_metro import BuildoutCrossMetro, with_cross_metro
 from placement.buildout.fleet import Fleet, build_fleet, model_goodput_tok_s, offers, with_accelerator
+from placement.buildout.ladder import GroupRungs, groups_of, pair_load, pair_rungs
+from placement.buildout.tiers import SiteTiers, build_site_tiers, with_site_tiers
 from placement.economics.cost import HOURS_PER_YEAR, amortised_usd_per_h
 from placement.instance.build import build_instance
 from placement.instance.commodities import commodity_permitted, commodity_within_budget, merge_commodities
@@ -68,6 +71,13 @@ class Buildout:
         ``(M, Y)`` what a MWh drawn costs at each site in each year: the power price and the carbon and water charges.
     carbon_usd_per_t : list of float
         The carbon price in each year (``horizon.carbon_usd_per_t``, else ``objective.carbon_usd_per_t``).
+    tiers : SiteTiers or None
+        Each site's KV tier and the fleet on it (:mod:`placement.buildout.tiers`); None: ``fleet`` everywhere.
+    rung_groups : tuple of GroupRungs
+        Each group of sites (one KV tier, the same parts) with its classes' node TTFT rungs (one without
+        ``serving.node_ttft_ladder``, :mod:`placement.buildout.ladder`): the pairs' TTFT; empty: ``fleet`` everywhere.
+    cross_metro : BuildoutCrossMetro or None
+        The cross-metro prefill columns among the pairs (:mod:`placement.buildout.cross_metro`); None: none.
     """
 
     loaded: LoadedScenario
@@ -84,6 +94,9 @@ class Buildout:
     site_parts: NDArray[np.bool_]
     energy_price_usd_per_mwh: FloatArray
     carbon_usd_per_t: list[float]
+    tiers: SiteTiers | None = None
+    rung_groups: tuple[GroupRungs, ...] = ()
+    cross_metro: BuildoutCrossMetro | None = None
 
     @property
     def sites(self) -> pd.DataFrame:
@@ -284,13 +297,14 @@ def part_groups(parts: NDArray[np.bool_]) -> list[tuple[IntArray, NDArray[np.boo
     return [(np.flatnonzero((parts == key).all(axis=1)), key) for key in np.unique(parts, axis=0) if key.any()]
 
 
-def _allowed(instance: Instance, fleet: Fleet, mw: FloatArray, parts: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """Pairs inside the objective on every part the site may run, permitted by residency, at a site with power some year."""
+def _allowed(instance: Instance, groups: tuple[GroupRungs, ...], mw: FloatArray, parts: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """Pairs inside the objective at some rung on every part the site may run (at its KV tier), permitted, with power."""
     within = np.zeros((len(instance.commodity_class), parts.shape[0]), dtype=bool)
-    for columns, key in part_groups(parts):
+    for group in groups:
+        columns = group.columns
         within[:, columns] = commodity_within_budget(
             instance.rtt_ms[:, columns],
-            fleet.worst_profiles(key),
+            group.reach,
             instance.retrieval_extra_ms[:, columns],
             instance.commodity_class,
             instance.commodity_population,
@@ -499,6 +513,9 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     years = list(horizon.years)
     instance = build_instance(aggregated(loaded, horizon), progress=progress)
     fleet = build_fleet(scenario.classes, scenario.serving, scenario.horizon, years, source=str(loaded.path))
+    tiers = build_site_tiers(
+        scenario.classes, scenario.serving, scenario.horizon, instance.sites, years, fleet, source=str(loaded.path)
+    )
     progress(f"fleet: {', '.join(fleet.ids)}; goodput per node by class: {np.round(fleet.goodput_tok_s).astype(int).tolist()}")
     for line in fleet.cannot_serve:
         progress(f"fleet: {line}")
@@ -509,7 +526,11 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     rules = list(instance.facts.availability)  # read once, by build_instance
     barred = barred_mask(rules, sites["country_code"].fillna("").astype(str).tolist(), fleet.ids, years)
     parts = site_parts(fleet, barred, existing)
-    allowed = _allowed(instance, fleet, mw, parts)
+    offered = offers(scenario.horizon, scenario.serving)
+    groups = groups_of(tiers, parts, scenario.classes, scenario.serving, offered, source=str(loaded.path))
+    allowed = _allowed(instance, groups, mw, parts)
+    laddered = bool(scenario.serving.node_ttft_ladder)
+    rungs = pair_rungs(instance, groups) if laddered else None
     scenarios = horizon.demand_scenarios
     country = instance.populations.table["country_code"].to_numpy(str)[instance.commodity_population]
     growth = growth_multipliers(scenarios, country, years)  # (c, Y, S)
@@ -517,7 +538,8 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     trajectory = instance.commodity_slice_demand_tok_s[:, :, None, None] * (growth * mix[:, :, None])[:, None, :, :]
     c_count, n_slices = instance.commodity_slice_demand_tok_s.shape
     shapes = trajectory.reshape(c_count, -1)
-    row_of_commodity, modelled = merge_commodities(PairMask.of(allowed), instance.commodity_class, shapes)
+    codes = None if rungs is None else np.where(allowed, rungs, 0).astype(np.int16)  # merged: one rung at each site
+    row_of_commodity, modelled = merge_commodities(PairMask.of(allowed), instance.commodity_class, shapes, codes)
     members = row_of_commodity >= 0
     row_demand = np.zeros((len(modelled), n_slices, len(years), len(scenarios)))
     np.add.at(row_demand, row_of_commodity[members], trajectory[members])
@@ -528,7 +550,6 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     carbon_path = horizon.carbon_price_path(scenario.objective.carbon_usd_per_t)
     charge = site_charges_usd_per_mwh(instance, carbon_path, scenario.objective.water_usd_per_m3)
     fixed, per_mw, node_mw, running, node_energy = _site_costs(scenario.economics, scenario.serving, sites, fleet, charge)
-    offered = offers(scenario.horizon, scenario.serving)
     goodput = scenario_goodput(scenario.classes, scenario.serving, offered, horizon, fleet, years, source=str(loaded.path))
     by_year = node_energy.ndim == 3  # a charge that changes by year: (M, A, Y)
     if any(s.model_change is not None for s in scenarios):
@@ -584,7 +605,16 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         n_plus_one=NPlusOne(instance.inputs.failure_domains, instance.failure_domain_names)
         if scenario.fault_tolerance.n_plus_one
         else None,
+        pair_load=None if rungs is None else pair_load(groups, instance.commodity_class, rungs)[modelled[pair_row], pair_site],
     )
+    site_price = sites["power_price_usd_per_mwh"].to_numpy(float)[:, None] + charge
+    data = with_site_tiers(data, tiers, site_price)
+    cross = None
+    if scenario.serving.cross_metro_prefill is not None:
+        data, cross = with_cross_metro(data, instance, row_of_commodity, scenario.serving.cross_metro_prefill, groups)
+        progress(f"cross-metro prefill: {0 if cross is None else len(cross)} columns (decode here, prefill at a partner)")
+    if tiers.cached:
+        progress(f"KV tiers: {', '.join(tiers.names)}; cold-cache nodes per open site {tiers.warmup_nodes().tolist()}")
     progress(
         f"build-out: {len(years)} years x {len(scenarios)} scenarios, {len(modelled)} demand rows, {len(pair_row)} pairs, "
         f"{int((mw.max(axis=1) > 0).sum())} sites with power, {len(fleet.ids)} accelerators"
@@ -602,6 +632,9 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
         commodity_demand,
         rules,
         parts,
-        sites["power_price_usd_per_mwh"].to_numpy(float)[:, None] + charge,
+        site_price,
         carbon_path,
+        tiers,
+        groups,
+        cross,
     )

@@ -44,6 +44,8 @@ class PlanCosts:
         ``(Y,)`` discounted hours per year. [h]
     probability : numpy.ndarray
         ``(S,)`` scenario probabilities.
+    transport_usd_per_h : numpy.ndarray or None
+        ``(Y, S)`` WAN transport of the KV of cross-metro prefill (None: none). [USD/h]
     """
 
     site_usd_per_h: FloatArray
@@ -56,6 +58,7 @@ class PlanCosts:
     demand_tok_s: FloatArray
     year_weight_h: FloatArray
     probability: FloatArray
+    transport_usd_per_h: FloatArray | None = None
 
     @property
     def site_accelerator_usd_per_h(self) -> FloatArray:
@@ -65,7 +68,8 @@ class PlanCosts:
     @property
     def year_usd_per_h(self) -> FloatArray:
         """``(Y, S)`` all-in cost of serving in each year (the unserved penalty excluded). [USD/h]"""
-        return np.asarray(self.site_usd_per_h.sum(axis=0)[:, None] + self.site_accelerator_usd_per_h.sum(axis=(0, 1)))
+        total = self.site_usd_per_h.sum(axis=0)[:, None] + self.site_accelerator_usd_per_h.sum(axis=(0, 1))
+        return np.asarray(total if self.transport_usd_per_h is None else total + self.transport_usd_per_h)
 
     @property
     def scenario_npv_usd(self) -> FloatArray:
@@ -126,7 +130,16 @@ def plan_costs(data: BuildoutInput, solution: BuildoutSolution) -> PlanCosts:
         demand_tok_s=daily_demand.sum(axis=0),
         year_weight_h=data.year_weight_h,
         probability=data.probability,
+        transport_usd_per_h=_transport_usd_per_h(data, solution),
     )
+
+
+def _transport_usd_per_h(data: BuildoutInput, solution: BuildoutSolution) -> FloatArray | None:
+    """``(Y, S)`` the pairs' cost besides their nodes (a cross-metro column's WAN), None where no pair has any."""
+    if not np.any(data.pair_usd_per_tok_s):
+        return None
+    served = solution.pair_share * data.daily_demand_tok_s[data.pair_row]
+    return np.asarray(np.einsum("pys,p->ys", served, data.pair_usd_per_tok_s))
 
 
 def site_goodput_tok_s(data: BuildoutInput, solution: BuildoutSolution) -> FloatArray:
@@ -184,19 +197,22 @@ def violations(data: BuildoutInput, solution: BuildoutSolution, *, tol: float = 
     total = np.zeros_like(solution.unserved_share)
     np.add.at(total, data.pair_row, solution.pair_share)
     out += _count(np.abs(total + solution.unserved_share - 1.0) > 1e-5, "row-year-scenarios whose shares do not sum to 1")
-    closed = ~first.open[data.pair_site]
+    closed = ~first.open[data.pair_site] | ((data.remote_site >= 0)[:, None] & ~first.open[np.maximum(data.remote_site, 0)])
     out += _count((solution.pair_share > tol) & closed[:, :, None], "pair-years routed to a closed site")
-    goodput = data.goodput_kays
+    goodput = data.goodput_mkays
     per_node = np.where(goodput > 0, 1 / np.maximum(goodput, 1e-300), 0)
-    load = np.einsum("mkayst,kays->mayst", solution.served_tok_s, per_node)
+    load = np.einsum("mkayst,mkays->mayst", solution.served_tok_s, per_node)
     out += _count(load > nodes[..., None] * (1 + tol) + tol, "site-accelerator-slices loaded beyond their nodes")
-    cannot = (solution.served_tok_s > tol) & (goodput <= 0)[None, :, :, :, :, None]
+    cannot = (solution.served_tok_s > tol) & (goodput <= 0)[..., None]
     out += _count(cannot, "class loads on accelerators that cannot serve them")
     m, k_count = data.node_mw.shape[0], data.goodput_tok_s.shape[0]
     routed = np.zeros((m, k_count, *solution.pair_share.shape[1:], data.slice_weight.size))
     demand = data.row_demand_tok_s[data.pair_row]  # (P, T, Y, S)
-    contrib = np.einsum("pys,ptys->pyst", solution.pair_share, demand)
+    contrib = np.einsum("pys,ptys,p->pyst", solution.pair_share, demand, data.pair_load_factor)
     np.add.at(routed, (data.pair_site, data.row_class[data.pair_row]), contrib)
+    second = np.flatnonzero(data.remote_site >= 0)  # a cross-metro column's prefill load at its second site
+    remote = np.einsum("pys,ptys,p->pyst", solution.pair_share[second], demand[second], data.remote_load[second])
+    np.add.at(routed, (data.remote_site[second], data.row_class[data.pair_row[second]]), remote)
     served = solution.served_tok_s.sum(axis=2)
     scale = np.maximum(routed.max(initial=0.0), 1.0)
     out += _count(np.abs(routed - served) > 1e-5 * scale, "site-class-slices whose routed load differs from the load served")

@@ -13,10 +13,13 @@ import pandas as pd
 
 from placement._errors import SolverError
 from placement._types import FloatArray
-from placement.buildout.arrays import day_mean_intensity, part_groups
+from placement.buildout.arrays import day_mean_intensity
+from placement.buildout.cross_metro import cross_metro_ttft_ms
 from placement.buildout.evaluate import accelerator_goodput_tok_s
+from placement.buildout.ladder import assignment_ttft_ms
 from placement.buildout.protection import n_plus_one_summary, year_protection
 from placement.buildout.solve import StochasticResult
+from placement.buildout.tiers import tier_site_columns
 from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
 from placement.optimize.buildout.caps import cap_use_per_year, site_energy_mwh_per_year
 from placement.results.jsonio import finite_or_none
@@ -235,6 +238,8 @@ def year_sites(result: StochasticResult, y: int, scenario: int) -> pd.DataFrame:
     )
     for h, name in enumerate(b.fleet.ids):
         table[f"nodes_{name}"] = np.round(nodes[:, h]).astype(int)
+    for name, values in tier_site_columns(b.tiers, plan.first.open[:, y], data.node_mw[:, 0]).items():
+        table[name] = values
     return table
 
 
@@ -253,11 +258,12 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
     c, p_idx = np.array(commodity, dtype=np.int64), np.array(pair, dtype=np.int64)
     pop, site = instance.commodity_population[c], data.pair_site[p_idx]
     table, sites = instance.populations.table, b.sites
-    ttft = np.zeros(len(c))
-    for columns, key in part_groups(b.site_parts):  # the slowest node the site may run, as the pairs were allowed
-        here = np.flatnonzero(np.isin(site, columns))
-        if len(here):
-            ttft[here] = instance.ttft_ms(c[here], site[here], profiles=b.fleet.worst_profiles(key))
+    # the slowest node the site may run (at its KV tier and the pair's rung), as the pairs were allowed
+    ttft = assignment_ttft_ms(instance, b.rung_groups, c, site)
+    cross = b.cross_metro
+    far = np.zeros(len(c), dtype=bool) if cross is None else p_idx >= cross.first
+    if cross is not None and far.any():  # a cross-metro column: its profile and the round trip to its prefill site
+        ttft[far] = cross_metro_ttft_ms(instance, cross, c[far], p_idx[far])
     objective = np.array([k.ttft_p99_ms for k in instance.classes])[instance.commodity_class]
     if (ttft > objective[c] + 1e-9).any():  # the model only routes allowed pairs: a breach is a bug
         raise SolverError(f"{b.years[y]}: an assignment breaks its TTFT objective")
@@ -283,6 +289,11 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
             "site_lon": sites["lon"].to_numpy()[site],
         }
     )
+    if cross is not None:  # the prefill site of a row served over a cross-metro column ('' for the rest)
+        prefill = np.full(len(c), "", dtype=object)
+        prefill[far] = sites["id"].to_numpy()[cross.prefill_site[p_idx[far] - cross.first]]
+        frame["prefill_site_id"] = prefill
+        frame["cross_metro_rtt_ms"] = np.where(far, cross.cross.site_rtt_ms[site, np.maximum(data.remote_site[p_idx], 0)], 0.0)
     if instance.regimes:  # which regime's in-bloc part a row serves ('' for the rest), as a single-year plan says
         frame.insert(4, "regime", instance.regime_of(c))
     return frame[frame["goodput_tok_s"] > 0].sort_values(

@@ -51,36 +51,11 @@ class Scenario(Section):
         return self.horizon is not None or self.serving.accelerators is not None
 
     @model_validator(mode="after")
-    def _ladder_is_single_year(self) -> Scenario:
+    def _ladder_shares(self) -> Scenario:
         ladder = self.serving.node_ttft_ladder
         if ladder is not None and not all(0 < share < 1 for share in ladder):
             raise ValueError(f"serving.node_ttft_ladder: every share must be between 0 and 1 (exclusive), got {ladder}")
-        if ladder is not None and self.is_buildout:
-            raise ValueError(
-                "serving.node_ttft_ladder is modelled in a single-year plan only; remove it or the horizon / serving.accelerators"
-            )
         return self
-
-    @model_validator(mode="after")
-    def _cache_model_is_single_year(self) -> Scenario:
-        if self.serving.kv_cache is not None and self.is_buildout:
-            raise ValueError(
-                "serving.kv_cache is modelled in a single-year plan only: the build-out does not charge a site's cold "
-                "cache yet; remove serving.kv_cache (each class's prefix_cache_hit_rate is then used) or the "
-                "horizon / serving.accelerators"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _cross_metro_is_single_year(self) -> Scenario:
-        if self.serving.cross_metro_prefill is None:
-            return self
-        if self.is_buildout:
-            raise ValueError(
-                "serving.cross_metro_prefill is modelled in a single-year plan only; remove it or the horizon / "
-                "serving.accelerators"
-            )
-        return self  # with N+1 the loss of a prefill site loses the pairs that prefill there, which then move
 
     @model_validator(mode="after")
     def _horizon_names_classes(self) -> Scenario:

@@ -82,5 +82,6 @@ def test_without_a_ladder_nothing_changes_and_bad_ladders_are_refused(tmp_path: 
     assert np.array_equal(instance.option_class, np.arange(len(instance.profiles))) and not instance.varies_by_pair
     with pytest.raises(InputError, match="between 0 and 1"):
         load_scenario(_scenario(tmp_path / "bad", ttft_ms=400, ladder=[0.8, 1.2]))
-    with pytest.raises(InputError, match="single-year plan only"):
-        load_scenario(_scenario(tmp_path / "fleet", ttft_ms=400, ladder=[0.8], accelerators=["h100-sxm", "h200"]))
+    # a fleet mix takes the ladder (the build-out models it: tests/buildout/test_ladder.py)
+    fleet = load_scenario(_scenario(tmp_path / "fleet", ttft_ms=400, ladder=[0.8], accelerators=["h100-sxm", "h200"]))
+    assert fleet.scenario.serving.node_ttft_ladder == [0.8]

@@ -40,6 +40,8 @@ def site_energy_mwh_per_year(data: BuildoutInput, solution: BuildoutSolution) ->
     idle = np.einsum("mays,ma->mys", solution.nodes, idle_mw)
     per_tok = _load_mw_per_tok_s(data, load_mw)  # (M, K, A, Y, S)
     load = np.einsum("mkayst,mkays,yst->mys", solution.served_tok_s, per_tok, data.energy_weight)
+    if data.site_open_mw is not None:  # an open site's warm-up nodes
+        idle = idle + (solution.first.open * data.site_open_mw[:, None])[:, :, None]
     return np.asarray((idle + load) * HOURS_PER_YEAR)
 
 
@@ -111,9 +113,9 @@ def _power_arrays(data: BuildoutInput) -> tuple[FloatArray, FloatArray]:
 
 def _load_mw_per_tok_s(data: BuildoutInput, load_mw: FloatArray) -> FloatArray:
     """``(M, K, A, Y, S)`` load-following MW of 1 token/s served (0 where a node cannot serve the class). [MW]"""
-    goodput = data.goodput_kays
-    per_tok = np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0)  # (K, A, Y, S)
-    return np.asarray(load_mw[:, None, :, None, None] * per_tok[None])
+    goodput = data.goodput_mkays
+    per_tok = np.where(goodput > 0, 1.0 / np.maximum(goodput, 1e-300), 0.0)  # (M, K, A, Y, S)
+    return np.asarray(load_mw[:, None, :, None, None] * per_tok)
 
 
 def define_caps(
@@ -121,6 +123,7 @@ def define_caps(
     data: BuildoutInput,
     service: tuple[IntArray, IntArray],
     served: tuple[ColumnBlock, IntArray],
+    open_block: ColumnBlock | None = None,
 ) -> list[tuple[RowBlock, int, IntArray, IntArray]]:
     """One row per cap, year and scenario: the plan's yearly use within the cap's (held) limit.
 
@@ -137,6 +140,8 @@ def define_caps(
         ``(unit, column)`` of the purchases in service (unit numbers ``(j, h, y, s)`` in C order).
     served : tuple
         The ``z`` columns and their ``(n, 6)`` keys (site, class, accelerator, year, scenario, slice).
+    open_block : ColumnBlock, optional
+        The ``open_j_y`` columns, ``(M, Y)`` in C order: an open site draws :attr:`BuildoutInput.site_open_mw`.
 
     Returns
     -------
@@ -157,6 +162,12 @@ def define_caps(
     cols = np.concatenate([buy_cols, block.cols])
     mw = np.concatenate([idle_mw[bj, bh], z_mw])
     site = np.concatenate([bj, zj])
+    if open_block is not None and data.site_open_mw is not None:  # each open site's warm-up nodes, in every scenario
+        oj, oy, os_ = (axis.ravel() for axis in np.indices((data.node_mw.shape[0], n_years, n_scen)))
+        row = np.concatenate([row, oy * n_scen + os_])
+        cols = np.concatenate([cols, open_block.cols[oj * n_years + oy]])
+        mw = np.concatenate([mw, data.site_open_mw[oj]])
+        site = np.concatenate([site, oj])
     out = []
     for c, cap in enumerate(data.caps):
         value = mw * cap.per_mwh[site] * HOURS_PER_YEAR

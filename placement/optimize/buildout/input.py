@@ -138,6 +138,23 @@ class BuildoutInput:
     n_plus_one : NPlusOne or None
         Spare capacity for the loss of any one site or fault domain, in every year and scenario
         (:mod:`placement.optimize.buildout.spares`); None: none.
+    site_goodput_factor : numpy.ndarray or None
+        ``(M, K, A)`` each site's goodput per node relative to ``goodput_tok_s`` (its KV tier's cache,
+        :mod:`placement.buildout.tiers`; 0: the site's node cannot serve the class); None: 1 everywhere.
+    pair_load : numpy.ndarray or None
+        ``(P,)`` node-equivalents of a token/s over each pair per token/s at the site's loosest rung (its rung of
+        ``serving.node_ttft_ladder``, :mod:`placement.buildout.ladder`; at least 1); None: 1 everywhere.
+    pair_remote_site : numpy.ndarray of int or None
+        ``(P,)`` a second site each pair loads (the prefill site of a cross-metro column,
+        :mod:`placement.buildout.cross_metro`; -1: none); None: none anywhere.
+    pair_remote_load : numpy.ndarray or None
+        ``(P,)`` node-equivalents at the second site per token/s over the pair, per token/s served whole there.
+    pair_usd_per_h_per_tok_s : numpy.ndarray or None
+        ``(P,)`` cost of 1 token/s over each pair for an hour besides its nodes (the WAN transport of a cross-metro
+        column's KV). [USD/h per token/s]
+    site_open_mw : numpy.ndarray or None
+        ``(M,)`` power an open site draws whatever it serves, all year (its cold cache's warm-up nodes at full power,
+        PUE included): in its energy and the caps; None: none. [MW]
     """
 
     year_weight_h: FloatArray
@@ -169,6 +186,33 @@ class BuildoutInput:
     node_load_mw: FloatArray | None = None
     caps: tuple[YearCap, ...] = ()
     n_plus_one: NPlusOne | None = None
+    site_goodput_factor: FloatArray | None = None
+    pair_load: FloatArray | None = None
+    pair_remote_site: IntArray | None = None
+    pair_remote_load: FloatArray | None = None
+    pair_usd_per_h_per_tok_s: FloatArray | None = None
+    site_open_mw: FloatArray | None = None
+
+    @property
+    def remote_site(self) -> IntArray:
+        """``(P,)`` :attr:`pair_remote_site`, -1 where not given."""
+        none = np.full(self.pair_row.size, -1, dtype=np.int64)
+        return none if self.pair_remote_site is None else self.pair_remote_site
+
+    @property
+    def remote_load(self) -> FloatArray:
+        """``(P,)`` :attr:`pair_remote_load`, 0 where not given."""
+        return np.zeros(self.pair_row.size) if self.pair_remote_load is None else self.pair_remote_load
+
+    @property
+    def pair_usd_per_tok_s(self) -> FloatArray:
+        """``(P,)`` :attr:`pair_usd_per_h_per_tok_s`, 0 where not given. [USD/h per token/s]"""
+        return np.zeros(self.pair_row.size) if self.pair_usd_per_h_per_tok_s is None else self.pair_usd_per_h_per_tok_s
+
+    @property
+    def pair_load_factor(self) -> FloatArray:
+        """``(P,)`` :attr:`pair_load`, 1 where not given."""
+        return np.ones(self.pair_row.size) if self.pair_load is None else self.pair_load
 
     @property
     def buyable_at_site(self) -> BoolArray:
@@ -191,6 +235,15 @@ class BuildoutInput:
         _, _, y, s = self.row_demand_tok_s.shape
         table = self.goodput_tok_s if self.goodput_tok_s.ndim == 4 else self.goodput_tok_s[:, :, None, None]
         return np.asarray(np.broadcast_to(table, (k, a, y, s)))
+
+    @property
+    def goodput_mkays(self) -> FloatArray:
+        """``(M, K, A, Y, S)`` goodput of one node at each site (its KV tier's). [tokens/s]"""
+        m = self.node_mw.shape[0]
+        table = self.goodput_kays[None]
+        if self.site_goodput_factor is not None:
+            table = table * self.site_goodput_factor[:, :, :, None, None]
+        return np.asarray(np.broadcast_to(table, (m, *self.goodput_kays.shape)))
 
     @property
     def energy_mkays(self) -> FloatArray:

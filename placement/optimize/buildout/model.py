@@ -3,7 +3,10 @@
 The columns: ``open_j_y`` and ``mw_j_y`` (stage one: sites open and MW reserved per year),
 ``buy_j_h_y_s`` (nodes bought per site, accelerator, year and scenario), ``u_r_y_s`` (a demand
 row's unserved share), ``x_p_y_s`` (its share served over an allowed pair) and ``z_j_k_h_y_s_t``
-(tokens/s of class ``k`` served on accelerator ``h``).
+(tokens/s of class ``k`` served on accelerator ``h``, counted as tokens served whole at the site's loosest node TTFT
+rung: a pair's load there is its tokens times :attr:`~placement.optimize.buildout.input.BuildoutInput.pair_load_factor`,
+and a cross-metro column also loads its prefill site, :attr:`~placement.optimize.buildout.input.BuildoutInput.remote_site`;
+``x`` is priced only by a cross-metro column's WAN transport).
 
 The rows shared with the placement model come from :mod:`placement.optimize.rows`:
 
@@ -104,8 +107,9 @@ class BuildoutModel:
 
     @property
     def cost_blocks(self) -> list[ColumnBlock]:
-        """The blocks of the objective (every column but the shares, zero costs included)."""
-        return [self.open, self.mw, self.buy, self.served, self.unserved]
+        """The blocks of the objective (zero costs included; the shares cost only a cross-metro column's WAN)."""
+        priced = [self.share] if np.any(self.share.cost) else []
+        return [self.open, self.mw, self.buy, self.served, self.unserved, *priced]
 
 
 def _labels(*parts: IntArray) -> list[str]:
@@ -181,15 +185,18 @@ def _routing_columns(lm: LinearModel, data: BuildoutInput) -> tuple[ColumnBlock,
     unserved = lm.add_columns("u", _labels(r, y, s), lower=0.0, upper=1.0, cost=cost)
     by_row = np.concatenate(group_by(data.pair_row, n_rows)) if data.pair_row.size else np.zeros(0, dtype=np.int64)
     keys = []
+    remote = data.remote_site
     for yy in range(n_years):
         powered = data.site_mw_available[:, yy] > 0
+        reached = powered[data.pair_site] & ((remote < 0) | powered[np.maximum(remote, 0)])  # both sites of a pair
         for ss in range(n_scen):
             wanted = data.row_demand_tok_s[:, :, yy, ss].max(axis=1) > 0
-            kept = by_row[powered[data.pair_site[by_row]] & wanted[data.pair_row[by_row]]]
+            kept = by_row[reached[by_row] & wanted[data.pair_row[by_row]]]
             keys.append(np.column_stack([kept, np.full(len(kept), yy), np.full(len(kept), ss)]))
     share_key = np.concatenate(keys).astype(np.int64) if keys else np.zeros((0, 3), dtype=np.int64)
     p, py, ps = share_key.T
-    share = lm.add_columns("x", _labels(p, py, ps), lower=0.0, upper=1.0, size=len(p))
+    share_cost = data.probability[ps] * data.year_weight_h[py] * daily[data.pair_row[p], py, ps] * data.pair_usd_per_tok_s[p]
+    share = lm.add_columns("x", _labels(p, py, ps), lower=0.0, upper=1.0, cost=share_cost, size=len(p))
     return unserved, share, np.column_stack([r, y, s]).astype(np.int64), share_key
 
 
@@ -308,12 +315,28 @@ class _Serving:
     z_weight: list[float] = field(default_factory=list)  # node-equivalents per token/s of each z
 
 
+def _site_class_entries(data: BuildoutInput) -> list[tuple[IntArray, FloatArray]]:
+    """Per (site, class) in C order: the pairs loading the site (at it, or as their second site) and their loads.
+
+    A pair's load is its node-equivalents per token/s served whole there (:attr:`BuildoutInput.pair_load_factor` at
+    its site, :attr:`BuildoutInput.remote_load` at its second site).
+    """
+    m, k_count = data.node_mw.shape[0], data.goodput_tok_s.shape[0]
+    classes = data.row_class[data.pair_row]
+    remote = data.remote_site
+    second = np.flatnonzero(remote >= 0)
+    site = np.concatenate([data.pair_site, remote[second]])
+    pair = np.concatenate([np.arange(data.pair_row.size), second])
+    load = np.concatenate([data.pair_load_factor, data.remote_load[second]])
+    groups = group_by(site * k_count + classes[pair], m * k_count)
+    return [(pair[g].astype(np.int64), load[g]) for g in groups]
+
+
 def _serving_layout(data: BuildoutInput, share_col: IntArray, usable: BoolArray) -> _Serving:
     """Walk years, scenarios, sites, slices and classes in the model's order: which ``z`` columns and rows exist."""
     m, k_count, a, n_years, n_scen, n_slices = data.shape
-    classes = data.row_class[data.pair_row]
-    groups = group_by(data.pair_site * k_count + classes, m * k_count)
-    goodput = data.goodput_kays
+    entries = _site_class_entries(data)
+    goodput = data.goodput_mkays
     out = _Serving()
     for y in range(n_years):
         for s in range(n_scen):
@@ -324,17 +347,19 @@ def _serving_layout(data: BuildoutInput, share_col: IntArray, usable: BoolArray)
                 for t in range(n_slices):
                     load: dict[int, list[int]] = {h: [] for h in hs}
                     for k in range(k_count):
-                        pairs = [q for q in groups[j * k_count + k].tolist() if share_col[q, y, s] >= 0]
-                        if not pairs:
+                        every, loads = entries[j * k_count + k]
+                        kept = share_col[every, y, s] >= 0
+                        pairs = every[kept]
+                        if not len(pairs):
                             continue
-                        demand = data.row_demand_tok_s[data.pair_row[pairs], t, y, s]
+                        demand = data.row_demand_tok_s[data.pair_row[pairs], t, y, s] * loads[kept]
                         zs = []
                         for h in hs:
-                            if goodput[k, h, y, s] > 0:
+                            if goodput[j, k, h, y, s] > 0:
                                 zs.append(len(out.z_key))
                                 load[h].append(len(out.z_key))
                                 out.z_key.append((j, k, h, y, s, t))
-                                out.z_weight.append(1.0 / float(goodput[k, h, y, s]))
+                                out.z_weight.append(1.0 / float(goodput[j, k, h, y, s]))
                                 out.z_row.append(-1)
                         out.balance.append((share_col[pairs, y, s].tolist(), demand.tolist(), zs))
                         out.balance_key.append((3, y, s, j, t, 0, k))
@@ -434,7 +459,7 @@ def build_model(
     define_power(lm, order, data, (open_block, mw), service)
     define_routing(lm, order, data, (unserved, share), (unserved_key, share_key))
     served, served_key = define_serving(lm, order, data, (share, share_key), service)
-    for block, c, y, s in define_caps(lm, data, service, (served, served_key)):
+    for block, c, y, s in define_caps(lm, data, service, (served, served_key), open_block):
         order.place(block, 5, c, y, s)
     lm.objective_constant = float(np.einsum("may,may,y->", data.existing_nodes, data.running_may, data.year_weight_h))
     return BuildoutModel(lm, open_block, mw, buy, unserved, share, served, buy_key, unserved_key, share_key, served_key, order)
@@ -467,10 +492,12 @@ def scenario_costs(data: BuildoutInput, bm: BuildoutModel) -> list[tuple[IntArra
     served = weight[zy] * data.energy_weight[zy, zs, zt] * data.energy_mkays[zj, zk, zh, zy, zs]
     ur, uy, us = bm.unserved_key.T
     unserved = weight[uy] * data.unserved_usd_per_h_per_tok_s * data.daily_demand_tok_s[ur, uy, us]
+    xp, xy, xs = bm.share_key.T
+    routed = weight[xy] * data.daily_demand_tok_s[data.pair_row[xp], xy, xs] * data.pair_usd_per_tok_s[xp]
     out = []
     for s in range(data.probability.size):
-        cols = [shared_cols, bm.buy.cols[bs == s], bm.served.cols[zs == s], bm.unserved.cols[us == s]]
-        values = [shared, buy[bs == s], served[zs == s], unserved[us == s]]
+        cols = [shared_cols, bm.buy.cols[bs == s], bm.served.cols[zs == s], bm.unserved.cols[us == s], bm.share.cols[xs == s]]
+        values = [shared, buy[bs == s], served[zs == s], unserved[us == s], routed[xs == s]]
         out.append((np.concatenate(cols), np.concatenate(values)))
     return out
 

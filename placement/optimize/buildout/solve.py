@@ -98,6 +98,8 @@ def sites_of_relaxation(data: BuildoutInput, relaxed: BuildoutSolution) -> BoolA
     used = relaxed.first.mw_reserved > 1e-9
     routed = np.zeros(used.shape, dtype=bool)
     np.logical_or.at(routed, data.pair_site, (relaxed.pair_share > 1e-9).any(axis=2))
+    second = np.flatnonzero(data.remote_site >= 0)  # a cross-metro column's prefill site
+    np.logical_or.at(routed, data.remote_site[second], (relaxed.pair_share[second] > 1e-9).any(axis=2))
     return np.asarray(np.logical_or.accumulate(used | routed | data.site_locked[:, None], axis=1))
 
 
