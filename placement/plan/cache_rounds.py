@@ -79,9 +79,26 @@ class CacheRound:
         return self.solved.solution.objective_usd_per_h
 
 
-def caches(instance: Instance) -> list[list[CacheFigures | None]]:
-    """``[site][class]`` the cache model of each class on each site's node (None: a class without one)."""
-    return [[p.cache for p in instance.profiles_at(j)] for j in range(len(instance.sites))]
+@dataclass(frozen=True)
+class CachePools:
+    """The caches the pairs fill: one per (site, class, KV tier), and the pool of each pair.
+
+    Parameters
+    ----------
+    site : numpy.ndarray of int
+        ``(n,)`` the site of each pool (the prefill site of a cross-metro pair's prompts).
+    figures : list of CacheFigures
+        Each pool's cache model (of its members' options, the one whose misses peak highest).
+    pair_pool : numpy.ndarray of int
+        ``(pairs,)`` each pair's pool; -1: a class without a cache model.
+    """
+
+    site: IntArray
+    figures: list[CacheFigures]
+    pair_pool: IntArray
+
+    def __len__(self) -> int:
+        return len(self.figures)
 
 
 def has_miss_work(instance: Instance) -> bool:
@@ -89,63 +106,80 @@ def has_miss_work(instance: Instance) -> bool:
     return bool(np.any(instance.cache_warmup_nodes > 0))
 
 
-def pair_cache_site(data: PlacementInput) -> IntArray:
-    """The site whose cache each pair's prompts use: its own, or with cross-metro prefill its prefill site."""
-    if data.pair_remote_site is None:
-        return data.pair_site
-    return np.where(data.pair_remote_site >= 0, data.pair_remote_site, data.pair_site)
+def cache_pools(instance: Instance) -> CachePools:
+    """Each pair's cache: its option's, at the site that prefills its prompts.
 
-
-def site_class_slice_load(instance: Instance, data: PlacementInput, shares: FloatArray) -> FloatArray:
-    """``(m, k, T)`` tok/s of each class whose prompts each site prefills, in each slice."""
-    m, k, t = len(instance.sites), len(instance.classes), len(data.slice_hours)
-    row_class = instance.commodity_class[instance.modelled]
-    used = np.flatnonzero(shares > 1e-12)
-    load = np.zeros((m * k, t))
-    key = pair_cache_site(data)[used] * k + row_class[data.pair_commodity[used]]
-    np.add.at(load, key, shares[used, None] * data.slice_demand_tok_s[data.pair_commodity[used]])
-    return load.reshape(m, k, t)
-
-
-def miss_nodes(figures: list[list[CacheFigures | None]], load_tok_s: FloatArray) -> FloatArray:
-    """``(m, T)`` node-equivalents each site spends on the shared prefixes it misses, at ``(m, k, T)`` loads."""
-    out = np.zeros((load_tok_s.shape[0], load_tok_s.shape[2]))
-    for j, by_class in enumerate(figures):
-        for c, cache in enumerate(by_class):
-            if cache is not None and load_tok_s[j, c].any():
-                out[j] += cache.miss_nodes(load_tok_s[j, c])
-    return out
-
-
-def per_token_charge(figures: list[list[CacheFigures | None]], load_tok_s: FloatArray) -> FloatArray:
-    """``(m, k)`` miss work per tok/s of each (site, class) at its busiest slice's load (at no load: the peak's)."""
-    peak = load_tok_s.max(axis=2)
-    out = np.zeros(peak.shape)
-    for j, by_class in enumerate(figures):
-        for c, cache in enumerate(by_class):
-            if cache is not None:
-                out[j, c] = float(cache.miss_nodes_per_tok_s(peak[j, c])[0])
-    return out
-
-
-def charged_inputs(instance: Instance, charge: FloatArray) -> PlacementInput:
-    """The instance's arrays with ``(m, k)`` miss work per tok/s on each pair instead of the fixed warm-up nodes.
-
-    A pair's nodes per tok/s at the site that prefills it grow by its (site, class) charge; its energy and its caps'
-    load grow in proportion to the nodes it loads there (the energy of a cross-metro pair's prefill site is left as
-    it was: its miss work is a small share of a long prompt's prefill).
+    A pool is a (site, class, KV tier): the option's tier is its site's; a cross-metro pair's prompts are prefilled
+    at its prefill site, on that site's node.
     """
-    data = without_warmup(instance)
+    data = instance.inputs
     row_class = instance.commodity_class[instance.modelled]
     klass = row_class[data.pair_commodity]
+    options = instance.options
+    option = instance.option_at(instance.modelled[data.pair_commodity], data.pair_site)
+    pair_cache: list[CacheFigures | None] = [options[o].cache for o in option.tolist()]
+    site = data.pair_site.copy()
+    if data.pair_remote_site is not None:
+        for p in np.flatnonzero(data.pair_remote_site >= 0).tolist():
+            site[p] = data.pair_remote_site[p]
+            pair_cache[p] = instance.profiles_at(int(site[p]))[int(klass[p])].cache
+    keys: dict[tuple[int, int, str], int] = {}
+    figures: list[CacheFigures] = []
+    pool_site: list[int] = []
+    pair_pool = np.full(len(site), -1, dtype=np.int64)
+    for p, cache in enumerate(pair_cache):
+        if cache is None:
+            continue
+        key = (int(site[p]), int(klass[p]), cache.tier)
+        if key not in keys:
+            keys[key] = len(figures)
+            figures.append(cache)
+            pool_site.append(key[0])
+        elif cache.warmup_nodes > figures[keys[key]].warmup_nodes:
+            figures[keys[key]] = cache
+        pair_pool[p] = keys[key]
+    return CachePools(np.array(pool_site, dtype=np.int64), figures, pair_pool)
+
+
+def pool_slice_load(pools: CachePools, data: PlacementInput, shares: FloatArray) -> FloatArray:
+    """``(pools, T)`` tok/s whose prompts each cache pool sees, in each slice."""
+    used = np.flatnonzero((shares > 1e-12) & (pools.pair_pool >= 0))
+    load = np.zeros((len(pools), len(data.slice_hours)))
+    np.add.at(load, pools.pair_pool[used], shares[used, None] * data.slice_demand_tok_s[data.pair_commodity[used]])
+    return load
+
+
+def miss_nodes(pools: CachePools, load_tok_s: FloatArray, n_sites: int) -> FloatArray:
+    """``(m, T)`` node-equivalents each site spends on the shared prefixes its pools miss, at ``(pools, T)`` loads."""
+    out = np.zeros((n_sites, load_tok_s.shape[1]))
+    for q, cache in enumerate(pools.figures):
+        if load_tok_s[q].any():
+            out[pools.site[q]] += cache.miss_nodes(load_tok_s[q])
+    return out
+
+
+def per_token_charge(pools: CachePools, load_tok_s: FloatArray) -> FloatArray:
+    """``(pools,)`` each pool's miss work per tok/s at its busiest slice's load (at no load: where misses peak)."""
+    peak = load_tok_s.max(axis=1)
+    return np.array([float(cache.miss_nodes_per_tok_s(peak[q])[0]) for q, cache in enumerate(pools.figures)])
+
+
+def charged_inputs(instance: Instance, pools: CachePools, charge: FloatArray) -> PlacementInput:
+    """The instance's arrays with each pool's miss work per tok/s on its pairs instead of the fixed warm-up nodes.
+
+    A pair's nodes per tok/s at the site that prefills it grow by its pool's charge; its energy and its caps' load
+    grow in proportion to the nodes it loads there (the energy of a cross-metro pair's prefill site is left as it
+    was: its miss work is a small share of a long prompt's prefill).
+    """
+    data = without_warmup(instance)
+    added = np.where(pools.pair_pool >= 0, np.append(charge, 0.0)[pools.pair_pool], 0.0)
     nodes = data.pair_nodes_per_tok_s.copy()
     remote = None if data.pair_remote_nodes_per_tok_s is None else data.pair_remote_nodes_per_tok_s.copy()
     far = np.zeros(len(nodes), dtype=bool) if data.pair_remote_site is None else data.pair_remote_site >= 0
     local = np.flatnonzero(~far)
-    nodes[local] += charge[data.pair_site[local], klass[local]]
-    if remote is not None and data.pair_remote_site is not None and far.any():
-        f = np.flatnonzero(far)
-        remote[f] += charge[data.pair_remote_site[f], klass[f]]
+    nodes[local] += added[local]
+    if remote is not None and far.any():
+        remote[far] += added[far]
     scale = np.ones(len(nodes))
     scale[local] = nodes[local] / data.pair_nodes_per_tok_s[local]
     caps = tuple(replace(cap, pair_per_h=cap.pair_per_h * scale) for cap in data.caps)
@@ -171,7 +205,7 @@ def without_warmup(instance: Instance) -> PlacementInput:
 
 
 def with_own_miss_work(
-    instance: Instance, solution: PlacementSolution, charge: FloatArray
+    instance: Instance, pools: CachePools, solution: PlacementSolution, charge: FloatArray
 ) -> tuple[PlacementSolution, int, bool]:
     """A round's solution with the nodes its own loads' miss work needs beyond what the round charged.
 
@@ -179,10 +213,10 @@ def with_own_miss_work(
     and every cap holds with them.
     """
     data = instance.inputs
-    load = site_class_slice_load(instance, data, solution.pair_share)
-    figures = caches(instance)
-    true = miss_nodes(figures, load)
-    charged = np.einsum("jkt,jk->jt", load, charge)
+    load = pool_slice_load(pools, data, solution.pair_share)
+    true = miss_nodes(pools, load, data.n_sites)
+    charged = np.zeros_like(true)
+    np.add.at(charged, pools.site, load * charge[:, None])
     used = data.site_slice_load(solution.pair_share)
     need = np.ceil(np.max(used + np.maximum(true - charged - NODE_TOLERANCE, 0.0), axis=1) - 1e-6).astype(np.int64)
     added = np.where(solution.open, np.maximum(need - solution.nodes, 0), 0)
@@ -221,15 +255,15 @@ def cache_rounds(
     progress(f"prefix cache, round 1 (each open site charged the peak of its misses): ${rounds[0].usd_per_h:,.0f}/h")
     seen = [first.solution]  # each round's answer as solved, before nodes were added
     zeros = np.zeros_like(instance.cache_warmup_nodes)
+    pools = cache_pools(instance)
     for r in range(2, ROUNDS + 2):
-        load = site_class_slice_load(instance, instance.inputs, seen[-1].pair_share)
-        charge = per_token_charge(caches(instance), load)
-        again = replace(instance, inputs=charged_inputs(instance, charge), cache_warmup_nodes=zeros)
+        charge = per_token_charge(pools, pool_slice_load(pools, instance.inputs, seen[-1].pair_share))
+        again = replace(instance, inputs=charged_inputs(instance, pools, charge), cache_warmup_nodes=zeros)
         solved = solve(again)
         if not solved.solution.report.status.has_solution:
             progress(f"prefix cache, round {r}: no solution ({solved.solution.report.message}); the rounds before stand")
             break
-        fixed, added, valid = with_own_miss_work(again, solved.solution, charge)
+        fixed, added, valid = with_own_miss_work(again, pools, solved.solution, charge)
         rounds.append(CacheRound(again, replace(solved, solution=fixed), added, valid))
         progress(
             f"prefix cache, round {r} (miss work per (site, class) at the loads of the round before): "
@@ -255,8 +289,9 @@ def round_figures(kept: CacheRound, rounds: list[CacheRound]) -> dict[str, objec
     And the node-equivalents each open site of the kept plan spends on its misses in its busiest slice.
     """
     instance, solution = kept.instance, kept.solved.solution
-    load = site_class_slice_load(instance, instance.inputs, solution.pair_share)
-    misses = miss_nodes(caches(instance), load).max(axis=1)
+    pools = cache_pools(instance)
+    misses = miss_nodes(pools, pool_slice_load(pools, instance.inputs, solution.pair_share), instance.inputs.n_sites)
+    misses = misses.max(axis=1)
     ids = instance.sites["id"].astype(str).tolist()
     return {
         "miss_nodes_by_site": {ids[j]: round(float(misses[j]), 3) for j in np.flatnonzero(solution.open).tolist()},

@@ -101,7 +101,7 @@ class ProfileSets:
 
     def warmup_nodes(self, m: int) -> IntArray:
         """``(m,)`` whole nodes each open site holds for the shared prefixes its tier's cache misses."""
-        per_set = np.array([cache_warmup_nodes([rungs[0] for rungs in s]) for s in self.sets], dtype=np.int64)
+        per_set = np.array([cache_warmup_nodes(_most_missed(s)) for s in self.sets], dtype=np.int64)
         return per_set[self._group(m)]
 
     def tier_usd_per_node_h(self, m: int) -> FloatArray:
@@ -111,6 +111,11 @@ class ProfileSets:
         tiers = load_tiers()
         per_set = np.array([sum(t.usd_per_node_h for t in tier_stack(name, tiers)) for name in self.names])
         return np.asarray(per_set[self._group(m)], dtype=float)
+
+
+def _most_missed(rungs_by_class: list[list[ClassProfile]]) -> list[ClassProfile]:
+    """Per class, the option whose cache misses most at their peak: what an open site may need, whichever it runs."""
+    return [max(rungs, key=lambda p: p.warmup_nodes) for rungs in rungs_by_class]
 
 
 def cache_warmup_nodes(profiles: list[ClassProfile]) -> int:
