@@ -81,11 +81,59 @@ class _OverCapError(Exception):
 class _LastLP:
     """What an attempt's least-cost LP leaves the certification: its pairs, and its bound at the caps themselves.
 
-    ``bound_at_caps`` is None when the LPs were not held below the caps (or the time limit came first).
+    ``bound_at_caps`` is None when the LPs were not held below the caps (or the time limit came first);
+    ``margins_per_h`` how far below each cap they were held, at the last.
     """
 
     pairs: IntArray
     bound_at_caps: float | None = None
+    margins_per_h: FloatArray | None = None
+
+
+def _margins(data: PlacementInput) -> FloatArray:
+    """How far below each cap the LPs of these arrays are held. [unit/h]"""
+    return np.array([c.lp_margin_per_h for c in data.caps])
+
+
+def _held(data: PlacementInput, margins_per_h: FloatArray) -> PlacementInput:
+    """The arrays with the LPs held below each cap by ``margins_per_h``."""
+    return replace(data, caps=tuple(replace(c, lp_margin_per_h=m) for c, m in zip(data.caps, margins_per_h, strict=True)))
+
+
+def _hold_below(
+    data: PlacementInput, lp: RestrictedLP, cap: float | None, options: SolverOptions, excess_per_h: FloatArray
+) -> tuple[PlacementInput, Relaxation, RestrictedLP, PlacementSolution] | None:
+    """The warm least-cost LP held below the caps its rounded design broke, priced on and rounded again.
+
+    Each time the cap rows move down by :data:`CAP_MARGIN_GROWTH` times what the rounding broke them by, and the LP
+    prices on from its basis, until its design rounded up keeps every cap: the held arrays, the LP and that design.
+    None when it does not within :data:`CAP_MARGIN_ROUNDS`, or the LP cannot serve as much below them with its pairs
+    (the caller then starts the LPs afresh, held as far below).
+    """
+    margins = _margins(data)
+    for _ in range(CAP_MARGIN_ROUNDS):
+        margins = margins + CAP_MARGIN_GROWTH * excess_per_h
+        data = _held(data, margins)
+        if options.progress is not None:
+            options.progress(
+                "the rounded LP broke a carbon or water cap: the LP priced on from where it was, held below it by "
+                + ", ".join(f"{m:,.6g} {c.unit}/h" for c, m in zip(data.caps, margins, strict=True))
+            )
+        lp.hold_caps_at(data)
+        try:
+            cost, lp = relax(
+                data, objective="cost", unserved_cap_tok_s=cap, lp=lp, progress=options.progress,
+                deadline=options.deadline, links=False, target=options.gap * PRICING_TARGET_SHARE,
+            )  # fmt: skip
+        except (TimeoutError, RuntimeError):  # the time limit, or the restricted LP infeasible below the caps
+            return None
+        rounded, _ = _rounded(data, cost, options)
+        if _valid(data, rounded, cap):
+            return data, cost, lp, rounded
+        excess_per_h = cap_excess_per_h(data, rounded.open, rounded.nodes, rounded.pair_share)
+        if not excess_per_h.any():
+            return None
+    return None
 
 
 def round_up(data: PlacementInput, relaxation: Relaxation) -> tuple[BoolArray, IntArray, FloatArray, FloatArray]:
@@ -321,7 +369,7 @@ def _candidates(
 
 def _scaled_candidates(
     data: PlacementInput, cost: Relaxation, lp: RestrictedLP, cap: float | None, options: SolverOptions
-) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution], Relaxation, int]:
+) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution], Relaxation, int, PlacementInput]:
     """Designs of a large model without a MILP: the LP rounded up, slope scaling, and pricing on to prove them.
 
     1. The least-cost LP rounded up.
@@ -331,15 +379,22 @@ def _scaled_candidates(
        each rounded up, until one is.
     4. Still none: the weak formulation priced to its optimum (the caller goes on with the strong one).
 
-    Returns the LP rounded up, a report of the heuristic, the valid designs, the last relaxation and the extra
-    pricing rounds.
+    When the LP rounded up breaks a carbon or water cap, the warm LP is held below it and priced on
+    (:func:`_hold_below`); the arrays from then on hold their LPs that far below the caps.
+
+    Returns the LP rounded up, a report of the heuristic, the valid designs, the last relaxation, the extra
+    pricing rounds, and the arrays the LPs were held below the caps with.
     """
     start = time.perf_counter()
     rounded, _ = _rounded(data, cost, options)
     valid = [rounded] if _valid(data, rounded, cap) else []
     excess = cap_excess_per_h(data, rounded.open, rounded.nodes, rounded.pair_share)
-    if not valid and excess.any():
-        raise _OverCapError(excess)  # slope scaling's designs, rounded alike, would break it too: the LPs held below it
+    if not valid and excess.any():  # slope scaling's designs, rounded alike, would break it too: the LP held below it
+        held = _hold_below(data, lp, cap, options, excess)
+        if held is None:
+            raise _OverCapError(excess)  # the LPs afresh, held below the caps
+        data, cost, lp, rounded = held
+        valid = [rounded]
 
     def short(bound: float) -> bool:
         return not valid or relative_gap(min(c.objective_usd_per_h for c in valid), bound) > options.gap
@@ -388,7 +443,7 @@ def _scaled_candidates(
     kept = min(valid, key=lambda c: c.objective_usd_per_h) if valid else rounded
     report = SolverReport(options.name, SolveStatus.FEASIBLE, kept.objective_usd_per_h, math.nan, math.nan,
                           time.perf_counter() - start, message, StopReason.OTHER)  # fmt: skip
-    return rounded, report, valid, cost, more
+    return rounded, report, valid, cost, more, data
 
 
 def _least_unserved(
@@ -533,7 +588,7 @@ def _designs(
     *,
     first_pairs: IntArray | None,
     all_pairs: bool,
-) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution], Relaxation, IntArray, int]:
+) -> tuple[PlacementSolution, SolverReport, list[PlacementSolution], Relaxation, IntArray, int, PlacementInput]:
     """Step 3, designs: the LP rounded up and the MILP on every pair (small models), else slope scaling, then the MILP.
 
     Parameters
@@ -557,20 +612,21 @@ def _designs(
     -------
     tuple
         The LP rounded up, the last report, the valid designs, the last least-cost relaxation, the pairs the MILP
-        had (none without one) and the extra pricing rounds.
+        had (none without one), the extra pricing rounds, and the arrays (their LPs held below the caps as far as
+        slope scaling's rounding needed).
     """
     least, cost = relaxations
     if all_pairs:
         every = np.arange(len(data.pair_site), dtype=np.int64)
         pairs = every if not data.has_remote else _milp_pairs(data, least, cost, always=first_pairs)
         rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=all_pairs)
-        return rounded, report, valid, cost, pairs, 0
-    rounded, report, valid, cost, more = _scaled_candidates(data, cost, lp, cap, options)
+        return rounded, report, valid, cost, pairs, 0, data
+    rounded, report, valid, cost, more, data = _scaled_candidates(data, cost, lp, cap, options)
     pairs = np.zeros(0, dtype=np.int64)
     if not valid:  # a site-count bound the roundings break: the MILP on the pairs the LPs single out
         pairs = _milp_pairs(data, least, cost)
         rounded, report, valid = _candidates(data, cost, pairs, cap, options, all_pairs=False)
-    return rounded, report, valid, cost, pairs, more
+    return rounded, report, valid, cost, pairs, more, data
 
 
 def _total_report(
@@ -662,7 +718,7 @@ def solve_priced(
     options = options.with_deadline(start)
     margins = np.zeros(len(data.caps))
     for attempt in range(CAP_MARGIN_ROUNDS + 1):
-        backed = replace(data, caps=tuple(replace(c, lp_margin_per_h=m) for c, m in zip(data.caps, margins, strict=True)))
+        backed = _held(data, margins)
         try:
             solution, last = _solve_priced(
                 backed, options, start, shortfall=shortfall, route_nearest=route_nearest, all_pairs=all_pairs
@@ -681,6 +737,8 @@ def solve_priced(
                     + ", ".join(f"{m:,.6g} {c.unit}/h" for c, m in zip(data.caps, margins, strict=True))
                 )
             continue
+        if last is not None and last.margins_per_h is not None:
+            margins = last.margins_per_h  # as far below as the warm LP was held at the last
         if margins.any():
             solution = _certified(data, solution, margins, options, start, shortfall=shortfall, links=all_pairs, last=last)
         return replace(solution, report=replace(solution.report, runtime_s=time.perf_counter() - start))
@@ -821,7 +879,7 @@ def _solve_priced(
     cost, lp = _least_cost(data, least, lp, cap, options, fresh=whole_nodes, links=links)
     rounds = least.rounds + cost.rounds
     designs = _designs(data, (least, cost), lp, cap, options, first_pairs=first_pairs, all_pairs=all_pairs)
-    rounded, report, valid, cost, pairs, more = designs
+    rounded, report, valid, cost, pairs, more, data = designs
     rounds += more
     if whole is not None and _valid(data, whole, cap):  # under an emissions cap: a design in hand, whatever the MILP does
         valid = [*valid, whole]
@@ -840,7 +898,7 @@ def _solve_priced(
     warm = None
     if any(c.lp_margin_per_h for c in data.caps) and not options.past_deadline():  # the warm LP, cap rows moved up
         warm = _bound_at_caps(data, lp, cap, best.objective_usd_per_h, options, links=links)
-    last = _LastLP(np.flatnonzero(cost.in_model).astype(np.int64), warm)
+    last = _LastLP(np.flatnonzero(cost.in_model).astype(np.int64), warm, _margins(data))
     del lp  # the restricted LP is done with: routing and the plan's tables need the room
     short = relative_gap(best.objective_usd_per_h, bound) > options.gap
     if not options.past_deadline() and all_pairs and len(pairs) < len(data.pair_site) and short:

@@ -337,3 +337,30 @@ def test_a_bad_intensity_profile_names_every_problem(tmp_path: Path) -> None:
         run(load_scenario(write_scenario(tmp_path, catalog=CARBON_CATALOG, serving=DYNAMIC_POWER, time=time)))
     text = str(caught.value)
     assert "'atlantis' is no site id" in text and "gco2e_per_kwh" in text and "must be a number >= 0" in text
+
+
+def test_a_cap_the_rounding_breaks_holds_the_warm_lp_below_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The priced solve (every model above its pair threshold): the LP at a cap rounded up to whole nodes draws their
+    # idle power and breaks it; the warm LP is then held below it and priced on, not solved again from the start.
+    # The plan keeps the cap (from sites.csv), its bound is the LP's at the cap itself, and the MILP on the small
+    # model agrees within the gaps.
+    import placement.optimize.solve as solve_module
+
+    free_folder, small_folder, priced_folder = (tmp_path / n for n in ("free", "small", "priced"))
+    free_folder.mkdir()
+    free = run(load_scenario(write_scenario(free_folder, catalog=SHIFT_CATALOG, serving=DYNAMIC_POWER)))
+    assert free.summary.tco2e_per_year is not None
+    objective = {"carbon_cap_t_per_year": 0.97 * free.summary.tco2e_per_year}
+    small_folder.mkdir()
+    small = run(load_scenario(write_scenario(small_folder, catalog=SHIFT_CATALOG, serving=DYNAMIC_POWER, objective=objective)))
+    monkeypatch.setattr(solve_module, "PRICING_FROM_PAIRS", 0)
+    priced_folder.mkdir()
+    lines: list[str] = []
+    path = write_scenario(priced_folder, catalog=SHIFT_CATALOG, serving=DYNAMIC_POWER, objective=objective)
+    priced = run(load_scenario(path), progress=lines.append)
+    assert any("priced on from where it was, held below it" in line for line in lines), "the rounding broke the cap"
+    assert not any("the LPs again" in line for line in lines), "the LPs were not solved again from the start"
+    assert float(priced.sites["tco2e_per_year"].sum()) <= objective["carbon_cap_t_per_year"] * (1 + 1e-7)
+    gap = priced.solution.report.gap
+    assert gap <= priced.instance.facts.solver.gap + 1e-9
+    assert priced.solution.objective_usd_per_h == pytest.approx(small.solution.objective_usd_per_h, rel=gap + 1e-3)
