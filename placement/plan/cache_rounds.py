@@ -8,14 +8,15 @@ charges every open site that peak for every class (the model of :func:`placement
 never too little, so its plan is always valid, but the same for a site that serves a class as for one that does
 not, and the same at any load.
 
-Each further round charges instead each (site, class) its miss work per tok/s at the load the round before served
-there (:meth:`~placement.serving.prefix_cache.CacheFigures.miss_nodes_per_tok_s`; where it served none, the figure
-where the misses peak) on the nodes, energy and caps of every pair that loads the site with the class, and nothing
-fixed. A site that consolidates a class so pays less per token than one that serves a little of it, inside the
-solve. The round's plan is then checked against the miss work of its own loads, slice by slice, and a site short of
-nodes gets the nodes it lacks. Rounds stop when the plan's cost moves less than :data:`TOLERANCE` or after
-:data:`ROUNDS`; the cheapest valid plan (within its sites' power and the caps, nodes added) is the answer, the first
-round's when none is cheaper.
+Each further round charges instead each cache pool (a site, a class and the KV tier its pairs run there) its miss
+work per tok/s at the load the round before sent it (:meth:`~placement.serving.prefix_cache.CacheFigures.miss_nodes_per_tok_s`;
+where it served none, the figure where the misses peak) on the nodes, energy and caps of every pair that loads the
+site with the class, and nothing fixed. A site that consolidates a class so pays less per token than one that
+serves a little of it, inside the solve. The round's plan is then checked against the miss work of its own loads,
+slice by slice, and a site short of nodes gets the nodes it lacks. Rounds stop when the plan's cost moves less
+than :data:`TOLERANCE` with no node added, when a design comes back (a cycle), or after :data:`ROUNDS`; the cheapest
+valid plan (within its sites' power and the caps, nodes added) is the answer, the first round's when none is
+cheaper.
 """
 
 from __future__ import annotations
