@@ -45,6 +45,7 @@ SUMMARY_JSON_KEYS = {
     "water_l_per_million_goodput_tokens",
     "water_charge_usd_per_h",
     "cap_cost",
+    "cache_rounds",
     "sites_open",
     "sites_candidate",
     "nodes",
