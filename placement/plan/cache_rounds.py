@@ -267,7 +267,7 @@ def cache_rounds(
         fixed, added, valid = with_own_miss_work(again, pools, solved.solution, charge)
         rounds.append(CacheRound(again, replace(solved, solution=fixed), added, valid))
         progress(
-            f"prefix cache, round {r} (miss work per (site, class) at the loads of the round before): "
+            f"prefix cache, round {r} (miss work per (site, class, tier) at the loads of the round before): "
             f"${fixed.objective_usd_per_h:,.0f}/h, {added} nodes added for its own loads' misses"
             + ("" if valid else " (over a site's power or a cap: not kept)")
         )
