@@ -37,6 +37,7 @@ from placement.optimize.problem import PlacementInput
 from placement.optimize.ranging import Resolve
 from placement.optimize.solver import SolverOptions
 from placement.optimize.whatif import WhatIfs, fixed_design_lp
+from placement.plan.cache_rounds import with_charges
 from placement.results.folder import ResultsFolder, read_results_folder, read_summary
 from placement.scenario.load import load_scenario
 
@@ -560,7 +561,8 @@ def rebuild_instance(results: ResultsFolder, *, progress: Callable[[str], None] 
     instance = build_instance(load_scenario(scenario_path), progress=progress)
     if list(results.sites["site_id"]) != list(instance.sites["id"]):
         raise PlacementError(f"{results.folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
-    return RebuiltPlan(results, instance)
+    rounds = results.summary.get("cache_rounds") or {}
+    return RebuiltPlan(results, with_charges(instance, rounds.get("charges_nodes_per_tok_s") or {}))
 
 
 def explain_folder(

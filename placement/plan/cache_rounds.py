@@ -67,12 +67,15 @@ class CacheRound:
         Nodes added where the round's loads miss more than the round charged.
     valid : bool
         Whether the added nodes keep every site within its power and every cap.
+    charge : numpy.ndarray or None, optional
+        ``(pools,)`` the miss work per tok/s the round charged each pool (None: the first round's warm-up nodes).
     """
 
     instance: Instance
     solved: Solved
     added_nodes: int
     valid: bool
+    charge: FloatArray | None = None
 
     @property
     def usd_per_h(self) -> float:
@@ -88,6 +91,8 @@ class CachePools:
     ----------
     site : numpy.ndarray of int
         ``(n,)`` the site of each pool (the prefill site of a cross-metro pair's prompts).
+    pool_class : numpy.ndarray of int
+        ``(n,)`` the class of each pool.
     figures : list of CacheFigures
         Each pool's cache model (of its members' options, the one whose misses peak highest).
     pair_pool : numpy.ndarray of int
@@ -95,6 +100,7 @@ class CachePools:
     """
 
     site: IntArray
+    pool_class: IntArray
     figures: list[CacheFigures]
     pair_pool: IntArray
 
@@ -127,6 +133,7 @@ def cache_pools(instance: Instance) -> CachePools:
     keys: dict[tuple[int, int, str], int] = {}
     figures: list[CacheFigures] = []
     pool_site: list[int] = []
+    pool_class: list[int] = []
     pair_pool = np.full(len(site), -1, dtype=np.int64)
     for p, cache in enumerate(pair_cache):
         if cache is None:
@@ -136,10 +143,11 @@ def cache_pools(instance: Instance) -> CachePools:
             keys[key] = len(figures)
             figures.append(cache)
             pool_site.append(key[0])
+            pool_class.append(key[1])
         elif cache.warmup_nodes > figures[keys[key]].warmup_nodes:
             figures[keys[key]] = cache
         pair_pool[p] = keys[key]
-    return CachePools(np.array(pool_site, dtype=np.int64), figures, pair_pool)
+    return CachePools(np.array(pool_site, dtype=np.int64), np.array(pool_class, dtype=np.int64), figures, pair_pool)
 
 
 def pool_slice_load(pools: CachePools, data: PlacementInput, shares: FloatArray) -> FloatArray:
@@ -265,7 +273,7 @@ def cache_rounds(
             progress(f"prefix cache, round {r}: no solution ({solved.solution.report.message}); the rounds before stand")
             break
         fixed, added, valid = with_own_miss_work(again, pools, solved.solution, charge)
-        rounds.append(CacheRound(again, replace(solved, solution=fixed), added, valid))
+        rounds.append(CacheRound(again, replace(solved, solution=fixed), added, valid, charge))
         progress(
             f"prefix cache, round {r} (miss work per (site, class, tier) at the loads of the round before): "
             f"${fixed.objective_usd_per_h:,.0f}/h, {added} nodes added for its own loads' misses"
@@ -291,10 +299,17 @@ def round_figures(kept: CacheRound, rounds: list[CacheRound]) -> dict[str, objec
     """
     instance, solution = kept.instance, kept.solved.solution
     pools = cache_pools(instance)
+    ids = instance.sites["id"].astype(str).tolist()
+    charges: dict[str, dict[str, dict[str, float]]] = {}
+    if kept.charge is not None:  # what rebuilding the plan's model applies again (:func:`with_charges`)
+        names = [w.name for w in instance.classes]
+        for q, (j, cache) in enumerate(zip(pools.site.tolist(), pools.figures, strict=True)):
+            klass = names[int(pools.pool_class[q])]
+            charges.setdefault(ids[j], {}).setdefault(klass, {})[cache.tier] = float(kept.charge[q])
     misses = miss_nodes(pools, pool_slice_load(pools, instance.inputs, solution.pair_share), instance.inputs.n_sites)
     misses = misses.max(axis=1)
-    ids = instance.sites["id"].astype(str).tolist()
     return {
+        "charges_nodes_per_tok_s": charges,
         "miss_nodes_by_site": {ids[j]: round(float(misses[j]), 3) for j in np.flatnonzero(solution.open).tolist()},
         "rounds": [
             {"usd_per_h": r.usd_per_h, "nodes_added": r.added_nodes, "valid": r.valid, "per_pair_miss_work": k > 0}
@@ -304,3 +319,24 @@ def round_figures(kept: CacheRound, rounds: list[CacheRound]) -> dict[str, objec
         "tolerance": TOLERANCE,
         "most_rounds": ROUNDS + 1,
     }
+
+
+def with_charges(instance: Instance, charges: dict[str, dict[str, dict[str, float]]]) -> Instance:
+    """The model a plan's kept round solved, from the charges its ``summary.json`` ``cache_rounds`` wrote.
+
+    Rebuilding a plan from its folder (``explain``, ``failover``) gives the first round's arrays; the kept round charged
+    each pool (site id, class, tier) its miss work per tok/s instead of the warm-up nodes. No charges: ``instance``.
+    """
+    if not charges:
+        return instance
+    pools = cache_pools(instance)
+    ids = instance.sites["id"].astype(str).tolist()
+    names = [w.name for w in instance.classes]
+    charge = np.array(
+        [
+            float(charges.get(ids[j], {}).get(names[k], {}).get(cache.tier, 0.0))
+            for j, k, cache in zip(pools.site.tolist(), pools.pool_class.tolist(), pools.figures, strict=True)
+        ]
+    )
+    zeros = np.zeros_like(instance.cache_warmup_nodes)
+    return replace(instance, inputs=charged_inputs(instance, pools, charge), cache_warmup_nodes=zeros)

@@ -166,3 +166,22 @@ def test_the_first_rounds_arrays_hold_the_cold_cache(tmp_path: Path) -> None:
     bare = without_warmup(instance)
     assert bare.site_fixed_usd_per_h == pytest.approx(plain.inputs.site_fixed_usd_per_h)
     assert bare.site_mw_available == pytest.approx(plain.inputs.site_mw_available)
+
+
+def test_a_plan_read_back_is_the_model_its_kept_round_solved(tmp_path: Path, ttft: dict[tuple[str, str], float]) -> None:
+    """``explain`` and ``failover`` rebuild a plan's model from its folder: the kept round's charges, not the first's."""
+    from placement.analyses.explain import rebuild_plan
+    from placement.cli import main
+
+    reach_both = max(ttft[("Nashville", "chicago")], ttft[("Chicago", "chicago")], ttft[("Nashville", "atlanta")])
+    objective = (reach_both + ttft[("Chicago", "atlanta")]) / 2
+    scenario, out = _scenario(tmp_path / "cli", ttft_ms=objective, cache=True), tmp_path / "out"
+    assert main(["solve", str(scenario), "--out", str(out), "--quiet", "--no-maps"]) == 0
+    kept = solve_instance(build_instance(load_scenario(scenario)))
+    assert kept.summary.cache_rounds is not None and kept.summary.cache_rounds["kept"] > 1
+    rebuilt = rebuild_plan(out).instance
+    assert rebuilt.cache_warmup_nodes.tolist() == [0, 0]
+    assert rebuilt.inputs.pair_nodes_per_tok_s == pytest.approx(kept.instance.inputs.pair_nodes_per_tok_s)
+    assert rebuilt.inputs.site_fixed_usd_per_h == pytest.approx(kept.instance.inputs.site_fixed_usd_per_h)
+    assert rebuilt.inputs.pair_cost_usd_per_h == pytest.approx(kept.instance.inputs.pair_cost_usd_per_h)
+    assert main(["explain", str(out), "--quiet"]) == 0
