@@ -558,7 +558,11 @@ def rebuild_instance(results: ResultsFolder, *, progress: Callable[[str], None] 
         Its ``sites.csv`` does not match the scenario's catalog.
     """
     scenario_path = results.scenario_path
-    instance = build_instance(load_scenario(scenario_path), progress=progress)
+    loaded = load_scenario(scenario_path)
+    chosen = None  # kv_cache.tier auto: the tiers the plan chose at its free sites, from its sites.csv
+    if loaded.scenario.serving.kv_cache is not None and "kv_tier" in results.sites.columns:
+        chosen = dict(zip(results.sites["site_id"].astype(str), results.sites["kv_tier"].fillna("").astype(str), strict=True))
+    instance = build_instance(loaded, progress=progress, site_kv_tiers=chosen)
     if list(results.sites["site_id"]) != list(instance.sites["id"]):
         raise PlacementError(f"{results.folder}/sites.csv does not match the catalog of {scenario_path}: solve again")
     rounds = results.summary.get("cache_rounds") or {}

@@ -27,6 +27,7 @@ from placement.instance.commodities import commodity_permitted, commodity_within
 from placement.instance.pair_mask import PairMask
 from placement.instance.record import Instance
 from placement.optimize.buildout.input import BuildoutInput, NPlusOne, YearCap
+from placement.profiles.tiers import with_start_tier
 from placement.progress import Progress, quiet
 from placement.rules.availability import AvailabilityRule, barred_mask
 from placement.rules.resources import SiteWater, cap_specs
@@ -509,6 +510,9 @@ def build_buildout(loaded: LoadedScenario, *, progress: Progress = quiet) -> Bui
     InputError
         Bad power schedule, unknown sites or accelerators, gathered per file.
     """
+    serving = with_start_tier(loaded.scenario.classes, loaded.scenario.serving, source=str(loaded.path))
+    if serving is not loaded.scenario.serving:  # kv_cache.tier auto: a fleet per site, each free site on the best tier
+        loaded = LoadedScenario(scenario=loaded.scenario.model_copy(update={"serving": serving}), path=loaded.path)
     scenario, horizon = loaded.scenario, horizon_of(loaded)
     years = list(horizon.years)
     instance = build_instance(aggregated(loaded, horizon), progress=progress)

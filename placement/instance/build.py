@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -42,7 +42,7 @@ from placement.instance.prices import (
     water_charge,
     with_tier_cost,
 )
-from placement.instance.record import Instance, ScenarioFacts, flatten_sets
+from placement.instance.record import Instance, ScenarioFacts, TierChoice, flatten_sets
 from placement.instance.rows import (
     ModelRows,
     ModelSections,
@@ -57,7 +57,14 @@ from placement.network.latency import LatencyModel
 from placement.network.paths import Quantile, RoundTripQuantiles
 from placement.optimize.problem import PlacementInput, ResourceCap
 from placement.profiles.build import ClassProfile, catalog_node_capex_usd, cross_metro_profiles, node_kw, runs_options
-from placement.profiles.tiers import ProfileSets, cheapest_part, profile_sets
+from placement.profiles.tiers import (
+    ProfileSets,
+    cheapest_part,
+    free_tier_sites,
+    profile_sets,
+    with_site_tiers,
+    with_start_tier,
+)
 from placement.progress import Progress, quiet
 from placement.rules.availability import AvailabilityRule, SiteParts, availability_rules, site_parts
 from placement.rules.faults import fault_domains
@@ -153,6 +160,15 @@ def _site_parts(scenario: Scenario, sites: pd.DataFrame, rules: Sequence[Availab
     return site_parts(rules, serving.accelerator, sites["country_code"].fillna("").astype(str).tolist(), choose=choose)
 
 
+def _on_start_tier(loaded: LoadedScenario) -> LoadedScenario:
+    """The scenario with ``kv_cache.tier: auto`` made its start tier (the scenario itself otherwise)."""
+    scenario = loaded.scenario
+    serving = with_start_tier(scenario.classes, scenario.serving, source=str(loaded.path))
+    if serving is scenario.serving:
+        return loaded
+    return LoadedScenario(scenario=scenario.model_copy(update={"serving": serving}), path=loaded.path)
+
+
 def _commodities(
     loaded: LoadedScenario, world: _World, pop_slices: FloatArray, rules: Sequence[AvailabilityRule]
 ) -> _Commodities:
@@ -233,7 +249,13 @@ def _node_cost(scenario: Scenario, sites: pd.DataFrame, energy: _Energy, sets: P
     return with_tier_cost(node_cost, sets.tier_usd_per_node_h(len(sites)))
 
 
-def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: Instance | None = None) -> Instance:
+def build_instance(
+    loaded: LoadedScenario,
+    *,
+    progress: Progress = quiet,
+    like: Instance | None = None,
+    site_kv_tiers: Mapping[str, str] | None = None,
+) -> Instance:
     """Turn a scenario into model arrays: the one place that hands the scenario's sections out.
 
     ``sites, populations -> demand per slice -> latency model -> round trips -> TTFT ->
@@ -248,6 +270,9 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
     like : Instance, optional
         An instance of the same scenario file with the same sites, demand and latency sections (the same world
         under another arrangement): its catalog, populations, latency model and round trips are reused.
+    site_kv_tiers : mapping, optional
+        With ``serving.kv_cache.tier: auto``: the tiers a plan chose at some of the free sites (site id -> tier); the
+        other free sites run the start tier (:func:`placement.profiles.tiers.best_tier`).
 
     Returns
     -------
@@ -255,9 +280,18 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         Arrays ready for :func:`placement.plan.solve.solve_instance`.
     """
     start = time.perf_counter()
+    written = loaded
+    loaded = _on_start_tier(loaded)
     scenario = loaded.scenario
     facts = scenario_facts(loaded)
     world = _world(loaded, facts, like, progress)
+    choice = None
+    if loaded is not written:  # kv_cache.tier: auto
+        free = like.tier_choice.free if like is not None and like.tier_choice is not None else None
+        free = free_tier_sites(world.sites, written.scenario.serving) if free is None else free
+        chosen = {str(s): t for s, t in (site_kv_tiers or {}).items()}
+        choice = TierChoice(written, free, chosen)
+        world = replace(world, sites=with_site_tiers(world.sites, chosen))
     sites = world.sites
     pop_slices, slice_hours = slice_demand(scenario.time, world.populations, loaded.resolve, peak_factor=facts.peak_factor)
     cm = _commodities(loaded, world, pop_slices, facts.availability)
@@ -294,6 +328,7 @@ def build_instance(loaded: LoadedScenario, *, progress: Progress = quiet, like: 
         retrieval_extra_ms=cm.retrieval_extra_ms,
         node_kw=node_kw(scenario.serving),
         site_parts=cm.parts if cm.parts.moved else None,
+        tier_choice=choice,
         part_serves=cm.part_serves,
         row_of_commodity=rows.row_of_commodity,
         commodity_slice_demand_tok_s=cm.slice_demand_tok_s,

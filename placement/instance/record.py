@@ -25,6 +25,7 @@ from placement.rules.faults import FaultDomains
 from placement.rules.residency import FREE, CommoditySplit, Regime
 from placement.rules.resources import SiteWater
 from placement.scenario.classes import WorkloadClass
+from placement.scenario.load import LoadedScenario
 from placement.scenario.sections import PolicySection, ResidencySection, ServingSection, SolverSection
 from placement.world.demand import Populations
 
@@ -92,6 +93,25 @@ class ScenarioFacts:
     discover: bool
     availability: tuple[AvailabilityRule, ...]
     world_key: str
+
+
+@dataclass(frozen=True)
+class TierChoice:
+    """``serving.kv_cache.tier: auto``: the scenario as written, the sites whose tier the plan chooses, its choices.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+        The scenario as written (its tier ``auto``); the instance was built on its start tier.
+    free : numpy.ndarray of bool
+        ``(m,)`` the sites whose catalog ``kv_tier`` is blank: the plan chooses theirs.
+    chosen : dict
+        Site id -> the tier chosen so far (a free site not in it runs the start tier).
+    """
+
+    loaded: LoadedScenario
+    free: NDArray[np.bool_]
+    chosen: dict[str, str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,6 +213,8 @@ class Instance:
     part_serves : numpy.ndarray of bool or None
         ``(classes, m)`` with :attr:`site_parts`: whether each site's part serves each class inside its objectives
         (False everywhere at a site the rules permit no part); its pairs are kept out of :attr:`allowed`.
+    tier_choice : TierChoice or None
+        With ``serving.kv_cache.tier: auto``: what the plan may choose, and has (:mod:`placement.plan.tier_rounds`).
     """
 
     facts: ScenarioFacts
@@ -234,6 +256,7 @@ class Instance:
     site_water: SiteWater | None = None
     site_parts: SiteParts | None = None
     part_serves: NDArray[np.bool_] | None = None
+    tier_choice: TierChoice | None = None
 
     def site_accelerator(self) -> list[str]:
         """Each site's accelerator: the scenario's, or what the availability rules let it run (``''``: nothing)."""

@@ -39,6 +39,8 @@ from placement.plan.notes import (
 from placement.plan.record import Plan
 from placement.plan.summarise import ratio_bound_per_million, summarise
 from placement.plan.tables import assignment_table, population_table, site_table
+from placement.plan.tier_rounds import chooses_tiers, tier_rounds
+from placement.plan.tier_rounds import round_figures as tier_figures
 from placement.progress import Progress, quiet
 from placement.results.record import PlanResults
 from placement.results.summary import cap_cost
@@ -181,7 +183,23 @@ def _solve_optional(instance: Instance, options: SolverOptions, notes: list[str]
 
 
 def _solve_instance(instance: Instance, *, msg: bool, progress: Progress) -> Plan:
-    """:func:`solve_instance` of the model as it stands (its caps, if any, as rows), to the cache's fixed point."""
+    """:func:`solve_instance` of the model as it stands (its caps as rows), with each free site's KV tier chosen."""
+    if not chooses_tiers(instance):
+        return _solve_on_tiers(instance, msg=msg, progress=progress)
+
+    def rebuild(like: Instance, chosen: dict[str, str]) -> Instance:
+        assert like.tier_choice is not None
+        return build_instance(like.tier_choice.loaded, progress=progress, like=like, site_kv_tiers=chosen)
+
+    def solve(inst: Instance) -> Plan:
+        return _solve_on_tiers(inst, msg=msg, progress=progress)
+
+    kept, rounds = tier_rounds(instance, solve, rebuild, progress=progress)
+    return kept.with_results(summary=replace(kept.summary, kv_tier_rounds=tier_figures(kept, rounds)))
+
+
+def _solve_on_tiers(instance: Instance, *, msg: bool, progress: Progress) -> Plan:
+    """The model on its sites' KV tiers as they stand, to the cache's fixed point."""
     if not has_miss_work(instance):
         solved = _solved(instance, msg=msg, progress=progress)
         return _assemble(instance, solved.solution, solved.status, solved.notes)

@@ -10,7 +10,7 @@ class profiles (and of rungs, with ``serving.node_ttft_ladder``); a pair runs it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,6 +118,34 @@ def _most_missed(rungs_by_class: list[list[ClassProfile]]) -> list[ClassProfile]
     return [max(rungs, key=lambda p: p.warmup_nodes) for rungs in rungs_by_class]
 
 
+AUTO_TIER = "auto"
+"""``serving.kv_cache.tier: auto``: each free site's tier is the plan's choice (:mod:`placement.plan.tier_rounds`)."""
+
+
+def best_tier(classes: list[WorkloadClass], serving: ServingSection, *, source: str) -> str:
+    """The tier whose node serves the classes' demand with the most goodput per node (served share first).
+
+    Where ``kv_cache.tier`` is ``auto``: every free site's start in a single-year plan, and the build-out's tier.
+    """
+
+    def score(tier: str) -> tuple[float, float]:
+        node = serving.model_copy(update={"kv_cache": KvCacheSection(tier=tier)})
+        computed = [w for w in classes if not w.given]
+        found, _ = served_class_profiles(computed, node, source=source)
+        served = [(w.share, p.goodput_tok_s_per_node) for w, p in zip(computed, found, strict=True) if p is not None]
+        return (sum(s for s, _ in served), sum(s * g for s, g in served))
+
+    return max(TIER_ORDER, key=score)
+
+
+def with_start_tier(classes: list[WorkloadClass], serving: ServingSection, *, source: str) -> ServingSection:
+    """``serving`` with ``kv_cache.tier: auto`` made its start tier (:func:`best_tier`); ``serving`` otherwise."""
+    if serving.kv_cache is None or serving.kv_cache.tier != AUTO_TIER:
+        return serving
+    tier = best_tier(classes, serving, source=source)
+    return serving.model_copy(update={"kv_cache": serving.kv_cache.model_copy(update={"tier": tier})})
+
+
 def cache_warmup_nodes(profiles: list[ClassProfile]) -> int:
     """Whole nodes an open site holds for the shared prefixes it misses: the classes' peak miss work, rounded up."""
     return int(np.ceil(sum(p.warmup_nodes for p in profiles) - 1e-9))
@@ -132,6 +160,23 @@ def site_tiers(sites: pd.DataFrame, serving: ServingSection) -> list[str] | None
         return None
     written = sites["kv_tier"].tolist() if "kv_tier" in sites.columns else [""] * len(sites)
     return [str(tier) if tier else serving.kv_cache.tier for tier in written]
+
+
+def free_tier_sites(sites: pd.DataFrame, serving: ServingSection) -> NDArray[np.bool_]:
+    """``(m,)`` the sites whose tier the plan chooses: ``kv_cache.tier: auto`` and a blank catalog ``kv_tier``."""
+    if serving.kv_cache is None or serving.kv_cache.tier != AUTO_TIER:
+        return np.zeros(len(sites), dtype=bool)
+    written = sites["kv_tier"].fillna("").astype(str) if "kv_tier" in sites.columns else pd.Series([""] * len(sites))
+    return np.asarray(written.to_numpy() == "", dtype=bool)
+
+
+def with_site_tiers(sites: pd.DataFrame, chosen: Mapping[str, str]) -> pd.DataFrame:
+    """The catalog with the tiers a plan chose at some sites (site id -> tier) written in its ``kv_tier``."""
+    if not chosen:
+        return sites
+    written = sites["kv_tier"].fillna("").astype(str) if "kv_tier" in sites.columns else pd.Series([""] * len(sites))
+    tiers = [chosen.get(str(site), str(tier)) for site, tier in zip(sites["id"], written, strict=True)]
+    return sites.assign(kv_tier=tiers)
 
 
 def profile_sets(

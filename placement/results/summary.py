@@ -217,6 +217,9 @@ class PlanSummary:
     cache_rounds : dict or None
         With ``serving.kv_cache`` miss work: the rounds of the solve to the cache's fixed point
         (:mod:`placement.plan.cache_rounds`): each round's $/h and nodes added, the round kept and the tolerance.
+    kv_tier_rounds : dict or None
+        With ``serving.kv_cache.tier: auto``: the rounds that chose each free site's tier
+        (:mod:`placement.plan.tier_rounds`): each round's $/h and moves, the round kept, each open site's tier.
     """
 
     scenario: str
@@ -274,6 +277,7 @@ class PlanSummary:
     water_charge_usd_per_h: float | None = None
     cap_cost: dict[str, Any] | None = None
     cache_rounds: dict[str, Any] | None = None
+    kv_tier_rounds: dict[str, Any] | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -369,6 +373,7 @@ class PlanSummary:
             water_charge_usd_per_h=optional_float(data.get("water_charge_usd_per_h")),
             cap_cost=optional_dict(data.get("cap_cost")),
             cache_rounds=optional_dict(data.get("cache_rounds")),
+            kv_tier_rounds=optional_dict(data.get("kv_tier_rounds")),
         )
 
 
@@ -393,6 +398,7 @@ JSON_ORDER = (
     "water_charge_usd_per_h",
     "cap_cost",
     "cache_rounds",
+    "kv_tier_rounds",
     "sites_open",
     "sites_candidate",
     "nodes",

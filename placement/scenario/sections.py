@@ -98,8 +98,11 @@ class DemandSection(Section):
 class KvCacheSection(Section):
     """The KV cache as infrastructure (``serving.kv_cache``): the tier a node keeps prompt prefixes in."""
 
-    tier: Literal["hbm", "dram", "nvme"] = Field(
-        "dram", description="hbm: HBM only; dram: + host DRAM; nvme: + host DRAM and local NVMe (data/serving/kv_tiers.csv)"
+    tier: Literal["hbm", "dram", "nvme", "auto"] = Field(
+        "dram",
+        description="hbm: HBM only; dram: + host DRAM; nvme: + host DRAM and local NVMe (data/serving/kv_tiers.csv); "
+        "auto: each site whose catalog kv_tier is blank takes the tier that serves its own load cheapest (rounds of "
+        "the solve, from the tier with the most goodput over the classes)",
     )
 
 

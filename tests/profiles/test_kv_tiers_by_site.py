@@ -153,3 +153,52 @@ def test_a_tiers_cost_is_in_the_node_cost(tmp_path: Path, monkeypatch: pytest.Mo
     dearer = build_instance(load_scenario(_scenario(tmp_path / "priced")))
     assert dearer.node_cost.node_capex_usd_per_h - plain.node_cost.node_capex_usd_per_h == pytest.approx([0.0, 3.5])
     assert dearer.inputs.site_node_usd_per_h - plain.inputs.site_node_usd_per_h == pytest.approx([0.0, 3.5])
+
+
+def _with_tier(path: Path, tier: str) -> Path:
+    import yaml
+
+    scenario = yaml.safe_load(path.read_text())
+    scenario["serving"]["kv_cache"] = {"tier": tier}
+    path.write_text(yaml.safe_dump(scenario))
+    return path
+
+
+def test_auto_chooses_each_free_sites_tier_as_brute_force_over_every_combination(tmp_path: Path) -> None:
+    """``kv_cache.tier: auto`` on two free sites: the plan's tiers cost what the best of the nine fixed pairs does."""
+    import itertools
+
+    from placement.analyses.explain import rebuild_plan
+
+    objective = _local_objective(tmp_path)
+    free = CATALOG.replace(",hbm\n", ",\n").replace(",nvme\n", ",\n")
+    costs = {}
+    for atlanta, chicago in itertools.product(TIER_ORDER, TIER_ORDER):
+        fixed = CATALOG.replace(",hbm\n", ",{a}\n").replace(",nvme\n", ",{c}\n").format(a=atlanta, c=chicago)
+        path = _scenario(tmp_path / f"{atlanta}-{chicago}", fixed, ttft_ms=objective)
+        costs[(atlanta, chicago)] = solve_instance(build_instance(load_scenario(path))).solution.objective_usd_per_h
+    out = tmp_path / "out"
+    path = _with_tier(_scenario(tmp_path / "auto", free, ttft_ms=objective), "auto")
+    assert main(["solve", str(path), "--out", str(out), "--quiet", "--no-maps"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    rounds = summary["kv_tier_rounds"]
+    best = min(costs.values())
+    assert summary["objective_usd_per_h"] == pytest.approx(best, rel=1e-6)
+    assert len(rounds["rounds"]) >= 2 and rounds["chosen_by_plan"] == ["atlanta", "chicago"]
+    tiers = rounds["tiers_by_site"]
+    assert costs[(tiers["atlanta"], tiers["chicago"])] == pytest.approx(best, rel=1e-6)
+    sites = pd.read_csv(out / "sites.csv").set_index("site_id")
+    assert sites["kv_tier"].to_dict() == tiers
+    # read back (explain, failover): the model on the tiers the plan chose, not the start's
+    rebuilt = rebuild_plan(out).instance
+    assert [rebuilt.site_tier(j) for j in range(2)] == [tiers["atlanta"], tiers["chicago"]]
+
+
+def test_auto_leaves_a_catalog_tier_alone(tmp_path: Path) -> None:
+    """A site whose catalog names its tier (its hardware) keeps it; only the blank one is the plan's to choose."""
+    objective = _local_objective(tmp_path)
+    partly = CATALOG.replace(",nvme\n", ",\n")  # Atlanta's HBM is its hardware; Chicago's tier is free
+    plan = solve_instance(build_instance(load_scenario(_with_tier(_scenario(tmp_path / "p", partly, ttft_ms=objective), "auto"))))
+    assert plan.instance.tier_choice is not None and plan.instance.tier_choice.free.tolist() == [False, True]
+    assert plan.instance.site_tier(0) == "hbm"
+    assert plan.summary.kv_tier_rounds is not None and plan.summary.kv_tier_rounds["chosen_by_plan"] == ["chicago"]

@@ -46,6 +46,7 @@ SUMMARY_JSON_KEYS = {
     "water_charge_usd_per_h",
     "cap_cost",
     "cache_rounds",
+    "kv_tier_rounds",
     "sites_open",
     "sites_candidate",
     "nodes",
