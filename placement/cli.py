@@ -482,11 +482,12 @@ def _frontier(args: argparse.Namespace) -> int:
 
             out = write_frontier_on_dask(
                 loaded, args.out, axis=args.axis, points=args.points, maps=not args.no_maps, workers=args.workers,
-                scheduler=args.scheduler, progress=progress,
+                scheduler=args.scheduler, equal_service=not args.allow_unserved, progress=progress,
             )  # fmt: skip
         else:
             points = resource_frontier(loaded, axis=args.axis, points=args.points, progress=progress)
-            out = write_frontier(points, args.out, axis=args.axis, maps=not args.no_maps, progress=progress)
+            out = write_frontier(points, args.out, axis=args.axis, maps=not args.no_maps,
+                                 equal_service=not args.allow_unserved, progress=progress)  # fmt: skip
     except ValueError as exc:
         raise InputError(
             [Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy, carbon and water"')]

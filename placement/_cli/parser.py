@@ -378,6 +378,12 @@ def add_frontier(commands: Commands) -> argparse.ArgumentParser:
     _solver_overrides(frontier, time_limit_of="each point's solve")
     _quiet(frontier)
     frontier.add_argument("--no-maps", action="store_true", help="no maps in the points' results folders")
+    frontier.add_argument(
+        "--allow-unserved",
+        action="store_true",
+        help="keep the points whose cap is met only by serving less than the plan without a cap (default: the frontier "
+        "ends at the first, drawn at equal service)",
+    )
     frontier.add_argument("--workers", type=_positive_int, help="solve the capped points on a local Dask cluster")
     frontier.add_argument("--scheduler", default=None, help="solve the capped points on this Dask scheduler (tcp://host:port)")
     return frontier

@@ -346,6 +346,7 @@ def frontier_lines(out: Path, *, axis: str) -> list[str]:
                 f"${float(row['usd_per_million_goodput_tokens']):.3f}/M, "
                 f"{float(row[per_million]):,.1f} {'gCO2e' if axis == 'carbon' else 'L'}/M, {row['sites_open']} sites, "
                 f"{float(row['unserved_share']):.1%} unserved"
+                + ("" if row.get("at_equal_service", "True") == "True" else "; serves less than the plan without a cap")
             )
     return lines
 

@@ -8,12 +8,19 @@ unknown), ``usd_per_million_goodput_tokens``, ``gco2e_per_million_goodput_tokens
 ``usd_per_m3_avoided`` (the point's extra cost a year over the tonnes, or cubic metres, it avoids against the plan
 without a cap; blank where the point serves less goodput than that plan, as then part of the cut is demand left
 unserved, not a dearer way of serving it, or where it avoids none) and ``plan`` (the point's results folder under the
-frontier's folder).
+frontier's folder), ``at_equal_service`` (whether the point serves the goodput of the plan without a cap, within
+:data:`EQUAL_SERVICE_TOLERANCE`).
+
+By default a frontier is drawn at equal service: a cap no plan meets while serving as much as the plan without a cap
+ends it. The first point that serves less is the last row (``at_equal_service`` false: where the frontier ends, and
+by how much service it would fall), and no tighter cap is solved (:func:`write_frontier`) or kept (on Dask, where
+every point is solved at once). ``allow_unserved`` keeps every point, each at the service its cap leaves.
 """
 
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 import tempfile
 from collections.abc import Iterable
@@ -38,6 +45,7 @@ COLUMNS = (
     "point", "axis", "cap", "tco2e_per_year", "water_m3_per_year", "usd_per_million_goodput_tokens",
     "gco2e_per_million_goodput_tokens", "water_l_per_million_goodput_tokens", "usd_per_h", "goodput_tok_s",
     "sites_open", "unserved_share", "sites_opened", "sites_closed", "usd_per_t_avoided", "usd_per_m3_avoided", "plan",
+    "at_equal_service",
 )  # fmt: skip
 
 PER_MILLION: dict[str, tuple[str, str]] = {
@@ -87,6 +95,24 @@ class PointRecord:
         return cls(index, cap_per_year, results.plan_summary(), opened, folder.name)
 
 
+EQUAL_SERVICE_TOLERANCE = 0.001
+"""A point serves as much as the plan without a cap when its goodput is at least this share below it, or closer."""
+
+
+def at_equal_service(point: PointRecord, first: PointRecord) -> bool:
+    """Whether a point serves the goodput of the plan without a cap (within :data:`EQUAL_SERVICE_TOLERANCE`)."""
+    return point.summary.goodput_tok_s >= first.summary.goodput_tok_s * (1 - EQUAL_SERVICE_TOLERANCE)
+
+
+def equal_service_prefix(records: list[PointRecord]) -> list[PointRecord]:
+    """The points in order up to the first that serves less than the plan without a cap (kept: it ends the frontier)."""
+    ordered = sorted(records, key=lambda r: r.index)
+    for k, record in enumerate(ordered):
+        if not at_equal_service(record, ordered[0]):
+            return ordered[: k + 1]
+    return ordered
+
+
 def frontier_row(point: PointRecord, before: PointRecord | None, first: PointRecord, axis: str) -> dict[str, Any]:
     """One point's row of ``frontier.csv`` (``before``: the point before it; ``first``: the plan without a cap)."""
     s = point.summary
@@ -111,12 +137,30 @@ def frontier_row(point: PointRecord, before: PointRecord | None, first: PointRec
         "usd_per_t_avoided": against_first["usd_per_t_avoided"],
         "usd_per_m3_avoided": against_first["usd_per_m3_avoided"],
         "plan": point.folder,
+        "at_equal_service": at_equal_service(point, first),
     }
 
 
-def write_table(records: list[PointRecord], folder: Path, axis: str, progress: Progress = quiet) -> None:
-    """``frontier.csv`` and ``frontier.png`` from the points' records, in the order of their index."""
+def write_table(
+    records: list[PointRecord], folder: Path, axis: str, progress: Progress = quiet, *, equal_service: bool = True
+) -> None:
+    """``frontier.csv`` and ``frontier.png`` from the points' records, in the order of their index.
+
+    With ``equal_service`` the points after the first that serves less are dropped, their folders with them.
+    """
     ordered = sorted(records, key=lambda r: r.index)
+    if equal_service:
+        kept = equal_service_prefix(ordered)
+        for dropped in ordered[len(kept) :]:
+            shutil.rmtree(folder / dropped.folder, ignore_errors=True)
+        if not at_equal_service(kept[-1], kept[0]):
+            end = kept[-1]
+            fall = 1 - end.summary.goodput_tok_s / kept[0].summary.goodput_tok_s
+            progress(
+                f"the frontier at equal service ends at point {end.index}: its cap is met only by serving {fall:.1%} "
+                "less goodput than the plan without a cap (--allow-unserved draws the points past it)"
+            )
+        ordered = kept
     rows = [frontier_row(r, ordered[k - 1] if k else None, ordered[0], axis) for k, r in enumerate(ordered)]
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     table.to_csv(folder / "frontier.csv", index=False)
@@ -129,7 +173,13 @@ def draw_frontier(table: pd.DataFrame, path: Path, axis: str = "carbon") -> Path
     column, label = PER_MILLION[axis]
     unit = "t" if axis == "carbon" else "m3"
     fig, ax = plt.subplots(figsize=(8, 5))
-    ax.plot(table[column], table["usd_per_million_goodput_tokens"], "o-", color="#2b6a99")
+    same = table[table["at_equal_service"].astype(bool)]
+    ax.plot(same[column], same["usd_per_million_goodput_tokens"], "o-", color="#2b6a99", label="at the same service")
+    less = table[~table["at_equal_service"].astype(bool)]
+    if len(less):
+        ax.plot(less[column], less["usd_per_million_goodput_tokens"], "o", mfc="none", color="#b5472f",
+                label="serving less (demand left unserved)")  # fmt: skip
+        ax.legend(fontsize=8)
     for row in table.to_dict("records"):
         changes = [f"+{s}" for s in str(row["sites_opened"] or "").split(";") if s] + [
             f"-{s}" for s in str(row["sites_closed"] or "").split(";") if s
@@ -155,6 +205,7 @@ def write_frontier(
     *,
     axis: str = "carbon",
     maps: bool = False,
+    equal_service: bool = True,
     progress: Progress = quiet,
 ) -> Path:
     """Solve the points (as the iterable yields them) and write the frontier's folder whole.
@@ -169,6 +220,9 @@ def write_frontier(
         What the caps limit.
     maps : bool, optional
         Draw each point's maps.
+    equal_service : bool, optional
+        End the frontier at the first point that serves less than the plan without a cap (no tighter cap is solved);
+        False: every point, at the service its cap leaves.
     progress : callable, optional
         Receives a line per file.
 
@@ -179,11 +233,13 @@ def write_frontier(
     """
 
     def writer(folder: Path) -> None:
-        records = []
+        records: list[PointRecord] = []
         for point in points:
             write_results(point.plan, folder / point.folder, maps=maps)
             records.append(PointRecord.of(point))
-        write_table(records, folder, axis, progress)
+            if equal_service and not at_equal_service(records[-1], records[0]):
+                break  # a tighter cap would serve less still: the frontier at equal service ends here
+        write_table(records, folder, axis, progress, equal_service=equal_service)
 
     return write_folder(out_dir, writer)
 

@@ -34,6 +34,7 @@ def write_frontier_on_dask(
     axis: Axis = "carbon",
     points: int = 6,
     maps: bool = False,
+    equal_service: bool = True,
     workers: int | None = None,
     scheduler: str | None = None,
     progress: Progress = quiet,
@@ -52,6 +53,9 @@ def write_frontier_on_dask(
         Points, the plan without a cap included.
     maps : bool, optional
         Draw each point's maps (on the worker that solves it).
+    equal_service : bool, optional
+        Keep the points up to the first that serves less than the plan without a cap (every point is solved at
+        once; the ones past it are dropped); False: every point.
     workers : int, optional
         Worker processes of a local cluster (default 2). Ignored with ``scheduler``.
     scheduler : str, optional
@@ -95,6 +99,6 @@ def write_frontier_on_dask(
             client.close()
             if cluster is not None:
                 cluster.close()
-        write_table(records, folder, axis, progress)
+        write_table(records, folder, axis, progress, equal_service=equal_service)
 
     return write_folder(out_dir, writer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import runpy
 from pathlib import Path
 
@@ -85,3 +86,32 @@ def test_the_frontier_on_dask_is_the_frontier_solved_in_turn(tmp_path: Path) -> 
         }
         for key in ("cap", "tco2e_per_year", "usd_per_million_goodput_tokens", "usd_per_h"):
             assert float(dask[key] or 0) == pytest.approx(float(turn[key] or 0), rel=1e-9)
+
+
+def test_the_frontier_is_drawn_at_equal_service_and_ends_where_a_cap_needs_less(tmp_path: Path) -> None:
+    # The US load may move from Chicago (780 g a kWh) to Ashburn (600 g), serving as much; Europe's load has only a
+    # Frankfurt site of 50 kW, too small for it, so no plan serves all demand and the caps run to half the uncapped
+    # emissions. Past the US move a cap is met only by serving less: the frontier at equal service ends there, and
+    # --allow-unserved keeps the points past it, the same up to it.
+    catalog = SHIFT_CATALOG.replace("50.11,8.68,200,120", "50.11,8.68,0.05,120").replace(",false,380\n", ",false,600\n")
+    path = write_scenario(tmp_path, catalog=catalog, serving=DYNAMIC_POWER, policy={"unreachable": "report"})
+    tables = {}
+    for name, extra in (("equal", []), ("all", ["--allow-unserved"])):
+        out = tmp_path / name
+        assert main(["frontier", str(path), "--out", str(out), "--points", "6", "--no-maps", "--quiet", *extra]) == 0
+        with (out / "frontier.csv").open(encoding="utf-8", newline="") as handle:
+            tables[name] = list(csv.DictReader(handle))
+    every, equal = tables["all"], tables["equal"]
+    assert len(every) == 6 and any(r["at_equal_service"] == "False" for r in every), "the geometry of the test"
+    first_less = next(k for k, r in enumerate(every) if r["at_equal_service"] == "False")
+    assert len(equal) == first_less + 1 and equal[-1]["at_equal_service"] == "False"
+    for mine, theirs in zip(equal, every, strict=False):  # the same points up to the end
+        assert mine["point"] == theirs["point"] and float(mine["usd_per_h"]) == pytest.approx(float(theirs["usd_per_h"]))
+    served = [float(r["goodput_tok_s"]) for r in equal[:-1]]
+    assert max(served) - min(served) <= 1e-3 * served[0], "equal service: goodput within 0.1 %"
+    cost = [float(r["usd_per_million_goodput_tokens"]) for r in equal[:-1]]
+    assert all(b >= a - 1e-9 for a, b in itertools.pairwise(cost)), "$/M never falls as the cap tightens"
+    assert float(equal[-1]["goodput_tok_s"]) < served[0] * (1 - 1e-3)
+    assert first_less < len(every) - 1, "the geometry of the test: caps past the end"
+    for row in every[first_less + 1 :]:
+        assert not (tmp_path / "equal" / row["plan"]).exists(), "no point past the end is solved or written"
