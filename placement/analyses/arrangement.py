@@ -74,30 +74,31 @@ def hits_or_empty(plan: Plan) -> dict[str, dict[str, float]]:
     return hit_rates_by_site(plan) if len(plan.assignments) else {}
 
 
-def node_budget_shares(plan: Plan) -> dict[str, dict[str, float]]:
-    """Class -> node TTFT budget (ms, as text) -> share of the class's served goodput run inside it (a ladder only)."""
-    if "node_ttft_budget_ms" not in plan.assignments.columns:
+def _class_shares(plan: Plan, column: str, *, key: Callable[[Any], str], by_value: bool) -> dict[str, dict[str, float]]:
+    """Class -> each value of an ``assignments.csv`` column -> the share of the class's served goodput it has.
+
+    Values in descending order: of the value itself, or with ``by_value`` of its share. Empty without the column.
+    """
+    if column not in plan.assignments.columns:
         return {}
     served = plan.assignments[plan.assignments["goodput_tok_s"] > 0]
     out: dict[str, dict[str, float]] = {}
     for name, rows in served.groupby("class"):
-        by_budget = rows.groupby("node_ttft_budget_ms")["goodput_tok_s"].sum().sort_index(ascending=False)
-        total = float(by_budget.sum())
-        out[str(name)] = {f"{b:g}": float(g) / total for b, g in by_budget.items()} if total > 0 else {}
+        totals = rows.groupby(column)["goodput_tok_s"].sum()
+        totals = totals.sort_values(ascending=False) if by_value else totals.sort_index(ascending=False)
+        total = float(totals.sum())
+        out[str(name)] = {key(v): float(g) / total for v, g in totals.items()} if total > 0 else {}
     return out
+
+
+def node_budget_shares(plan: Plan) -> dict[str, dict[str, float]]:
+    """Class -> node TTFT budget (ms, as text) -> share of the class's served goodput run inside it (a ladder only)."""
+    return _class_shares(plan, "node_ttft_budget_ms", key=lambda b: f"{b:g}", by_value=False)
 
 
 def mode_shares(plan: Plan) -> dict[str, dict[str, float]]:
     """Class -> serving mode -> share of the class's served goodput run in it (each pair's mode, cross-metro apart)."""
-    if "serving_mode" not in plan.assignments.columns:
-        return {}
-    served = plan.assignments[plan.assignments["goodput_tok_s"] > 0]
-    out: dict[str, dict[str, float]] = {}
-    for name, rows in served.groupby("class"):
-        by_mode = rows.groupby("serving_mode")["goodput_tok_s"].sum().sort_values(ascending=False)
-        total = float(by_mode.sum())
-        out[str(name)] = {str(m): float(g) / total for m, g in by_mode.items()} if total > 0 else {}
-    return out
+    return _class_shares(plan, "serving_mode", key=str, by_value=True)
 
 
 def cache_value_usd_per_m(profile: ClassProfile, usd_per_m: float | None) -> float | None:

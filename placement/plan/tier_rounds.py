@@ -25,9 +25,9 @@ import pandas as pd
 from placement.instance.record import Instance, rung_index
 from placement.plan.record import Plan
 from placement.profiles.build import ClassProfile
-from placement.profiles.tiers import profile_sets
+from placement.profiles.tiers import profile_sets, tier_usd_per_node_h
 from placement.progress import Progress
-from placement.serving.prefix_cache import TIER_ORDER, load_tiers, tier_stack
+from placement.serving.prefix_cache import TIER_ORDER
 
 TIER_ROUNDS = 3
 """Most rounds after the first solve (each a whole solve, with the cache's rounds inside)."""
@@ -44,11 +44,6 @@ class TierRound:
 def chooses_tiers(instance: Instance) -> bool:
     """Whether some site's tier is the plan's choice (``kv_cache.tier: auto`` and a blank catalog ``kv_tier``)."""
     return instance.tier_choice is not None and bool(instance.tier_choice.free.any())
-
-
-def tier_usd_per_node_h(tier: str) -> float:
-    """What a tier adds to a node's hourly cost, up its stack. [USD/h]"""
-    return float(sum(t.usd_per_node_h for t in tier_stack(tier, load_tiers())))
 
 
 class _Rungs:

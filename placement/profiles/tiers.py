@@ -108,9 +108,13 @@ class ProfileSets:
         """``(m,)`` what each site's tier adds to a node's hourly cost (the stack's ``usd_per_node_h``). [USD/h]"""
         if not self.names or not self.names[0]:
             return np.zeros(m)
-        tiers = load_tiers()
-        per_set = np.array([sum(t.usd_per_node_h for t in tier_stack(name, tiers)) for name in self.names])
+        per_set = np.array([tier_usd_per_node_h(name) for name in self.names])
         return np.asarray(per_set[self._group(m)], dtype=float)
+
+
+def tier_usd_per_node_h(tier: str) -> float:
+    """What a tier adds to a node's hourly cost, up its stack (``kv_tiers.csv`` ``usd_per_node_h``). [USD/h]"""
+    return float(sum(t.usd_per_node_h for t in tier_stack(tier, load_tiers())))
 
 
 def _most_missed(rungs_by_class: list[list[ClassProfile]]) -> list[ClassProfile]:

@@ -167,8 +167,8 @@ class SimResult:
 
 
 @dataclass
-class _Replica:
-    """The state of one replica between steps."""
+class DecodeBatch:
+    """What a replica's decode batch holds between steps: a colocated node's and a decode pool's alike."""
 
     step: int = 0
     busy: bool = False
@@ -178,12 +178,99 @@ class _Replica:
     context_sum: float = 0.0
     rate: float = 0.0  # tokens a step emits over the decoding sequences (their mean per step, summed)
     rate_now: float = 0.0
-    prefilling: deque[list[int]] = field(default_factory=deque)  # [request, prefill tokens left]
     finishing: dict[int, list[int]] = field(default_factory=dict)  # step -> requests whose last token it makes
-    completing: list[int] = field(default_factory=list)  # requests whose prefill the current step completes
     queue: deque[int] = field(default_factory=deque)  # routed here, not yet admitted (FCFS)
     started_ms: float = 0.0
     batch_now: int = 0
+
+
+@dataclass
+class _Replica(DecodeBatch):
+    """The state of one colocated replica between steps."""
+
+    prefilling: deque[list[int]] = field(default_factory=deque)  # [request, prefill tokens left]
+    completing: list[int] = field(default_factory=list)  # requests whose prefill the current step completes
+
+
+@dataclass(frozen=True)
+class DecodeRequests:
+    """What each request brings to a decode batch.
+
+    Parameters
+    ----------
+    prompt, output : numpy.ndarray of int
+        Prompt and answer tokens. [tokens]
+    decode_steps : numpy.ndarray of int
+        Decode steps after the first token. [steps]
+    kv_tokens : numpy.ndarray of int
+        Tokens of KV cache the request holds while it runs. [tokens]
+    per_step : numpy.ndarray
+        Tokens per step after its first: 1 without speculation, exact over its life with it.
+    """
+
+    prompt: NDArray[np.int64]
+    output: NDArray[np.int64]
+    decode_steps: NDArray[np.int64]
+    kv_tokens: NDArray[np.int64]
+    per_step: NDArray[np.float64]
+
+    @classmethod
+    def of(
+        cls, prompt: NDArray[np.int64], output: NDArray[np.int64], decode_steps: NDArray[np.int64], kv_tokens: NDArray[np.int64]
+    ) -> DecodeRequests:
+        """The requests, their tokens per step computed once."""
+        per_step = np.asarray((output - 1) / np.maximum(decode_steps, 1), dtype=float)
+        return cls(prompt, output, decode_steps, kv_tokens, per_step)
+
+
+def admit(rep: DecodeBatch, requests: DecodeRequests, max_batch: int, kv_capacity_tokens: int) -> list[int]:
+    """Admit queued requests first come, first served while the batch and the KV cache have room: those admitted."""
+    admitted = []
+    while rep.queue and rep.running < max_batch:
+        q = rep.queue[0]
+        need = int(requests.kv_tokens[q])
+        if rep.kv_used + need > kv_capacity_tokens:
+            break
+        rep.queue.popleft()
+        rep.running += 1
+        rep.kv_used += need
+        admitted.append(q)
+    return admitted
+
+
+def _release(rep: DecodeBatch, trace: Trace, requests: DecodeRequests, q: int, now: float) -> None:
+    """A request's last token at ``now``: its slot and its KV freed."""
+    trace.last_token_ms[q] = now
+    rep.running -= 1
+    rep.kv_used -= int(requests.kv_tokens[q])
+
+
+def end_step(rep: DecodeBatch, trace: Trace, first: list[int], now: float, requests: DecodeRequests) -> None:
+    """Record a decode step that ended at ``now``, retire what it finished, and join ``first`` to the batch.
+
+    ``first``: the requests whose first token the step made (a prefill completed, or KV that arrived).
+    """
+    trace.step_start_ms.append(rep.started_ms)
+    trace.step_ms.append(now - rep.started_ms)
+    trace.step_decoding.append(rep.batch_now)
+    trace.step_tokens.append(rep.rate_now + len(first))
+    trace.step_decode_tokens.append(rep.rate_now)
+    rep.context_sum += rep.rate_now
+    for q in rep.finishing.pop(rep.step, []):
+        _release(rep, trace, requests, q, now)
+        rep.decoding -= 1
+        rep.rate -= float(requests.per_step[q])
+        rep.context_sum -= float(requests.prompt[q] + requests.output[q])
+    for q in first:
+        trace.first_token_ms[q] = now
+        if requests.output[q] <= 1:
+            _release(rep, trace, requests, q, now)
+            continue
+        rep.decoding += 1
+        rep.rate += float(requests.per_step[q])
+        rep.context_sum += float(requests.prompt[q] + 1)
+        rep.finishing.setdefault(rep.step + int(requests.decode_steps[q]), []).append(q)
+    rep.step += 1
 
 
 @dataclass
@@ -213,10 +300,8 @@ class _Engine:
         reserve: NDArray[np.int64],
         decode_steps: NDArray[np.int64],
     ) -> None:
-        self.node, self.arrival_ms, self.prompt, self.output = node, arrival_ms, prompt, output
-        self.new_tokens, self.reserve, self.decode_steps = new_tokens, reserve, decode_steps
-        # each request's tokens per step after its first: 1 without speculation, exact over its life with it
-        self.per_step = (output - 1) / np.maximum(decode_steps, 1)
+        self.node, self.arrival_ms, self.new_tokens = node, arrival_ms, new_tokens
+        self.requests = DecodeRequests.of(prompt, output, decode_steps, prompt + reserve)
         self.replicas = [_Replica() for _ in range(node.replicas)]
         self.ends: list[tuple[float, int]] = []
         self.trace = Trace(np.full(len(arrival_ms), np.nan), np.full(len(arrival_ms), np.nan))
@@ -237,15 +322,7 @@ class _Engine:
         return self.trace
 
     def _admit(self, rep: _Replica) -> None:
-        node = self.node
-        while rep.queue and rep.running < node.max_batch:
-            q = rep.queue[0]
-            need = int(self.prompt[q] + self.reserve[q])
-            if rep.kv_used + need > node.kv_capacity_tokens:
-                return
-            rep.queue.popleft()
-            rep.running += 1
-            rep.kv_used += need
+        for q in admit(rep, self.requests, self.node.max_batch, self.node.kv_capacity_tokens):
             rep.prefilling.append([q, int(self.new_tokens[q])])
         self.trace.max_running = max(self.trace.max_running, rep.running)
 
@@ -273,34 +350,9 @@ class _Engine:
         heapq.heappush(self.ends, (now + duration, r))
 
     def _finish(self, r: int, now: float) -> None:
-        rep, trace = self.replicas[r], self.trace
-        trace.step_start_ms.append(rep.started_ms)
-        trace.step_ms.append(now - rep.started_ms)
-        trace.step_decoding.append(rep.batch_now)
-        trace.step_tokens.append(rep.rate_now + len(rep.completing))
-        trace.step_decode_tokens.append(rep.rate_now)
-        rep.context_sum += rep.rate_now
-        for q in rep.finishing.pop(rep.step, []):
-            self._release(rep, q, now)
-            rep.decoding -= 1
-            rep.rate -= float(self.per_step[q])
-            rep.context_sum -= float(self.prompt[q] + self.output[q])
-        for q in rep.completing:
-            trace.first_token_ms[q] = now
-            if self.output[q] <= 1:
-                self._release(rep, q, now)
-                continue
-            rep.decoding += 1
-            rep.rate += float(self.per_step[q])
-            rep.context_sum += float(self.prompt[q] + 1)
-            rep.finishing.setdefault(rep.step + int(self.decode_steps[q]), []).append(q)
+        rep = self.replicas[r]
+        end_step(rep, self.trace, rep.completing, now, self.requests)
         rep.completing = []
-        rep.step += 1
-
-    def _release(self, rep: _Replica, q: int, now: float) -> None:
-        self.trace.last_token_ms[q] = now
-        rep.running -= 1
-        rep.kv_used -= int(self.prompt[q] + self.reserve[q])
 
 
 def run_node(

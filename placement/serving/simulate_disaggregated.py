@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -45,12 +44,16 @@ from placement.serving.hardware import get_accelerator, get_model, kv_bytes_per_
 from placement.serving.kernels import kv_capacity_bytes, kv_copies, kv_transfer_ms, prefill_ms
 from placement.serving.request import ServingRequest, ServingResult, serve
 from placement.serving.simulate import (
+    DecodeBatch,
+    DecodeRequests,
     SimResult,
     SimWorkload,
     StepModel,
     TailCheck,
     Trace,
+    admit,
     decode_steps_of,
+    end_step,
     physics_step_model,
     request_lengths,
     result_speculation,
@@ -191,22 +194,10 @@ def prefill_times(
 
 
 @dataclass
-class _DecodeReplica:
+class _DecodeReplica(DecodeBatch):
     """The state of one decode replica between steps."""
 
-    step: int = 0
-    busy: bool = False
-    running: int = 0
-    kv_used: int = 0
-    decoding: int = 0
-    rate: float = 0.0  # tokens a step emits over the decoding sequences
-    context_sum: float = 0.0
-    queue: deque[int] = field(default_factory=deque)
     joining: list[int] = field(default_factory=list)  # admitted: their first token is the current step's
-    finishing: dict[int, list[int]] = field(default_factory=dict)
-    started_ms: float = 0.0
-    batch_now: int = 0
-    rate_now: float = 0.0
 
 
 class _DecodePool:
@@ -220,9 +211,8 @@ class _DecodePool:
         output: NDArray[np.int64],
         decode_steps: NDArray[np.int64],
     ) -> None:
-        self.pools, self.ready_ms, self.prompt, self.output = pools, ready_ms, prompt, output
-        self.decode_steps = decode_steps
-        self.per_step = (output - 1) / np.maximum(decode_steps, 1)
+        self.pools, self.ready_ms = pools, ready_ms
+        self.requests = DecodeRequests.of(prompt, output, decode_steps, prompt + output)
         self.replicas = [_DecodeReplica() for _ in range(pools.decode_replicas)]
         self.ends: list[tuple[float, int]] = []
         self.trace = Trace(np.full(len(ready_ms), np.nan), np.full(len(ready_ms), np.nan))
@@ -246,54 +236,21 @@ class _DecodePool:
 
     def _start(self, r: int, now: float) -> None:
         rep, pools = self.replicas[r], self.pools
-        while rep.queue and rep.running < pools.decode_max_batch:
-            q = rep.queue[0]
-            need = int(self.prompt[q] + self.output[q])
-            if rep.kv_used + need > pools.kv_capacity_tokens:
-                break
-            rep.queue.popleft()
-            rep.running += 1
-            rep.kv_used += need
-            rep.joining.append(q)
+        rep.joining += admit(rep, self.requests, pools.decode_max_batch, pools.kv_capacity_tokens)
         self.trace.max_running = max(self.trace.max_running, rep.running)
         batch = rep.decoding + len(rep.joining)
         if batch == 0:
             rep.busy = False
             return
-        context = rep.context_sum + float(sum(int(self.prompt[q]) + 1 for q in rep.joining))
+        context = rep.context_sum + float(sum(int(self.requests.prompt[q]) + 1 for q in rep.joining))
         duration = float(pools.step_ms(batch, context, 0))
         rep.busy, rep.started_ms, rep.batch_now, rep.rate_now = True, now, rep.decoding, rep.rate
         heapq.heappush(self.ends, (now + duration, r))
 
     def _finish(self, r: int, now: float) -> None:
-        rep, trace = self.replicas[r], self.trace
-        trace.step_start_ms.append(rep.started_ms)
-        trace.step_ms.append(now - rep.started_ms)
-        trace.step_decoding.append(rep.batch_now)
-        trace.step_tokens.append(rep.rate_now + len(rep.joining))
-        trace.step_decode_tokens.append(rep.rate_now)
-        rep.context_sum += rep.rate_now
-        for q in rep.finishing.pop(rep.step, []):
-            self._release(rep, q, now)
-            rep.decoding -= 1
-            rep.rate -= float(self.per_step[q])
-            rep.context_sum -= float(self.prompt[q] + self.output[q])
-        for q in rep.joining:
-            trace.first_token_ms[q] = now
-            if self.output[q] <= 1:
-                self._release(rep, q, now)
-                continue
-            rep.decoding += 1
-            rep.rate += float(self.per_step[q])
-            rep.context_sum += float(self.prompt[q] + 1)
-            rep.finishing.setdefault(rep.step + int(self.decode_steps[q]), []).append(q)
+        rep = self.replicas[r]
+        end_step(rep, self.trace, rep.joining, now, self.requests)
         rep.joining = []
-        rep.step += 1
-
-    def _release(self, rep: _DecodeReplica, q: int, now: float) -> None:
-        self.trace.last_token_ms[q] = now
-        rep.running -= 1
-        rep.kv_used -= int(self.prompt[q] + self.output[q])
 
 
 def simulate_pools(
