@@ -485,9 +485,11 @@ def _frontier(args: argparse.Namespace) -> int:
                 scheduler=args.scheduler, equal_service=not args.allow_unserved, progress=progress,
             )  # fmt: skip
         else:
-            points = resource_frontier(loaded, axis=args.axis, points=args.points, progress=progress)
-            out = write_frontier(points, args.out, axis=args.axis, maps=not args.no_maps,
-                                 equal_service=not args.allow_unserved, progress=progress)  # fmt: skip
+            equal = not args.allow_unserved
+            points = resource_frontier(loaded, axis=args.axis, points=args.points, equal_service=equal, progress=progress)
+            out = write_frontier(points, args.out, axis=args.axis, maps=not args.no_maps, equal_service=equal,
+                                 unserved_usd_per_million=loaded.scenario.objective.unserved_usd_per_million,
+                                 progress=progress)  # fmt: skip
     except ValueError as exc:
         raise InputError(
             [Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy, carbon and water"')]

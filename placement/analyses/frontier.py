@@ -1,11 +1,18 @@
 """The cost-carbon and cost-water frontiers: the cheapest plan under each of a sequence of caps on its yearly use.
 
 An epsilon-constraint sweep (:func:`resource_frontier`): the plan without a cap uses ``U0`` (tCO2e of grid emissions,
-or m3 of water); the plan using the least any plan serving the demand can reach uses ``U_min`` (the same model with
-that use as its cost, :func:`placement.plan.solve.least_use`); the caps run evenly from ``U0`` down to half of it, or to
-``U_min`` where that is higher, and each is solved as an ordinary plan with ``objective.carbon_cap_t_per_year`` (or
-``water_cap_m3_per_year``) at that level. Every point's plan is verified against its cap like any other constraint.
-The model's coefficients are built once (one instance, its cap row moved from point to point).
+or m3 of water); the plan using the least any plan serving as much can reach uses ``U_min`` (the same model with
+that use as its cost, :func:`placement.plan.solve.least_use_at_service`); the caps run evenly from ``U0`` down to half
+of it, or to ``U_min`` where that is higher, and each is solved as an ordinary plan with
+``objective.carbon_cap_t_per_year`` (or ``water_cap_m3_per_year``) at that level. Every point's plan is verified against
+its cap like any other constraint. The model's coefficients are built once (one instance, its cap row moved from point
+to point).
+
+At equal service (the default) every point serves what the plan without a cap serves: ``U_min`` is the least use of
+a plan serving that much (where no plan serves all the demand, the most any plan serves, which the plan without a cap
+serves too), and with optional serving each capped point is held to serve it as well (``policy.min_served_share``), so
+no point meets its cap by serving less. ``equal_service=False`` is the older frontier: ``U_min`` of a plan serving all
+the demand (none where no plan can: the caps then run to half of ``U0``) and each point free to serve less.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from placement.economics.cost import HOURS_PER_YEAR
 from placement.instance.build import build_instance
 from placement.instance.record import Instance
 from placement.plan.record import Plan
-from placement.plan.solve import least_use, solve_instance
+from placement.plan.solve import least_use, least_use_at_service, solve_instance
 from placement.progress import Progress, quiet
 from placement.scenario.load import LoadedScenario
 
@@ -34,6 +41,9 @@ USED_PER_YEAR: dict[str, str] = {"carbon": "tco2e_per_year", "water": "water_m3_
 """The plan summary's yearly figure each axis caps."""
 
 UNIT: dict[str, str] = {"carbon": "tCO2e", "water": "m3"}
+
+EQUAL_SERVICE_TOLERANCE = 0.001
+"""A point serves as much as the plan without a cap when its goodput is at least this share below it, or closer."""
 
 NO_CAP_PER_YEAR = 1e30
 """The cap the first point's model carries: above anything, so the row is there (its coefficients are built) and
@@ -155,7 +165,12 @@ class FrontierStart:
 
 
 def frontier_start(
-    loaded: LoadedScenario, *, axis: Axis = "carbon", points: int = 6, progress: Progress = quiet
+    loaded: LoadedScenario,
+    *,
+    axis: Axis = "carbon",
+    points: int = 6,
+    equal_service: bool = True,
+    progress: Progress = quiet,
 ) -> FrontierStart:
     """Solve the plan without a cap and the least any plan can use, and lay out the caps between them.
 
@@ -168,6 +183,9 @@ def frontier_start(
         What the caps limit: the plan's grid emissions, or the water it consumes on site and by the grid.
     points : int, optional
         Points, the plan without a cap included.
+    equal_service : bool, optional
+        Run the caps down to the least use of a plan serving what the plan without a cap serves, and hold each point
+        to serve that much; False: to the least use of a plan serving all the demand, each point free to serve less.
     progress : callable, optional
         Receives a line per step.
 
@@ -200,16 +218,38 @@ def frontier_start(
         raise ValueError(f"the plan's {axis} figure is unknown (an open site without {known})")
     progress(f"frontier point 0 (no cap): {uncapped:,.0f} {unit} a year; finding the least any plan can use")
     cap = next(c for c in instance.inputs.caps if c.name == axis and c.sites is None)
-    least = least_use(instance.inputs, cap, scenario.solver.options())
-    # a world that cannot serve all its demand has no least-use plan serving it: the caps go down to the share,
-    # and each point leaves unserved what its cap demands (the least it can, then at least cost)
+    options = scenario.solver.options()
+    if not equal_service:
+        least = least_use(instance.inputs, cap, options)
+    elif scenario.policy.serving == "optional":  # each point serves what the plan without a cap serves
+        served_tok_s = first.summary.goodput_tok_s * (1 - EQUAL_SERVICE_TOLERANCE / 2)
+        start, instance = _held_to_serve(start, instance, served_tok_s)
+        least = least_use_at_service(instance.inputs, cap, options, min_served_tok_s=served_tok_s)
+    else:  # every reachable token, or the most any plan serves (which the elastic solve of each point serves first)
+        least = least_use_at_service(instance.inputs, cap, options)
+    # no least-use plan (a world that cannot serve all its demand, without equal service): the caps go down to the
+    # share, and each point leaves unserved what its cap demands (the least it can, then at least cost)
     least_per_year = least.objective_usd_per_h * HOURS_PER_YEAR * (1 + 1e-9) if least.report.status.has_solution else 0.0
     caps = frontier_caps(uncapped, least_per_year, points)
     return FrontierStart(start, instance, FrontierPoint(0, None, first), caps, axis)
 
 
+def _held_to_serve(loaded: LoadedScenario, instance: Instance, served_tok_s: float) -> tuple[LoadedScenario, Instance]:
+    """The scenario and instance with optional serving held to serve at least ``served_tok_s`` mean goodput."""
+    total_tok_s = float(instance.inputs.mean_demand_tok_s.sum())
+    share = min(1.0, max(loaded.scenario.policy.min_served_share, served_tok_s / total_tok_s))
+    policy = loaded.scenario.policy.model_copy(update={"min_served_share": share})
+    held = LoadedScenario(scenario=loaded.scenario.model_copy(update={"policy": policy}), path=loaded.path)
+    return held, replace(instance, facts=replace(instance.facts, policy=policy))
+
+
 def resource_frontier(
-    loaded: LoadedScenario, *, axis: Axis = "carbon", points: int = 6, progress: Progress = quiet
+    loaded: LoadedScenario,
+    *,
+    axis: Axis = "carbon",
+    points: int = 6,
+    equal_service: bool = True,
+    progress: Progress = quiet,
 ) -> Iterator[FrontierPoint]:
     """Solve the frontier's plans one after another, loosest cap first (each can be written and let go).
 
@@ -221,6 +261,8 @@ def resource_frontier(
         What the caps limit.
     points : int, optional
         Points, the plan without a cap included.
+    equal_service : bool, optional
+        Each point at the service of the plan without a cap (:func:`frontier_start`).
     progress : callable, optional
         Receives a line per point.
 
@@ -229,7 +271,7 @@ def resource_frontier(
     FrontierPoint
         Each point with its verified plan.
     """
-    start = frontier_start(loaded, axis=axis, points=points, progress=progress)
+    start = frontier_start(loaded, axis=axis, points=points, equal_service=equal_service, progress=progress)
     yield start.first
     for index in range(1, len(start.caps_per_year) + 1):
         yield start.solve(index, progress)

@@ -9,12 +9,19 @@ unknown), ``usd_per_million_goodput_tokens``, ``gco2e_per_million_goodput_tokens
 without a cap; blank where the point serves less goodput than that plan, as then part of the cut is demand left
 unserved, not a dearer way of serving it, or where it avoids none) and ``plan`` (the point's results folder under the
 frontier's folder), ``at_equal_service`` (whether the point serves the goodput of the plan without a cap, within
-:data:`EQUAL_SERVICE_TOLERANCE`).
+:data:`~placement.analyses.frontier.EQUAL_SERVICE_TOLERANCE`), ``unserved_usd_per_million`` (what an unserved token is
+worth, the scenario's ``objective.unserved_usd_per_million``) and ``usd_per_million_with_unserved_value`` (the point's
+cost plus that value of the goodput it leaves unserved, per million tokens of demand: a point that meets its cap by
+serving less pays for what it drops, so this cost does not fall because service did, unless the tokens it drops
+cost more than that to serve), and ``usd_per_million_dropped`` (what the goodput the point serves less than the plan
+without a cap cost that plan to serve: its cost saved per million tokens dropped; blank at equal service).
 
-By default a frontier is drawn at equal service: a cap no plan meets while serving as much as the plan without a cap
-ends it. The first point that serves less is the last row (``at_equal_service`` false: where the frontier ends, and
-by how much service it would fall), and no tighter cap is solved (:func:`write_frontier`) or kept (on Dask, where
-every point is solved at once). ``allow_unserved`` keeps every point, each at the service its cap leaves.
+By default a frontier is drawn at equal service (:func:`placement.analyses.frontier.frontier_start`): its caps run
+down to the least use of a plan serving as much as the plan without a cap. Should a cap still be met only by serving
+less, the first such point is the last row (``at_equal_service`` false: where the frontier ends, and by how much
+service it would fall), and no tighter cap is solved (:func:`write_frontier`) or kept (on Dask, where every point is
+solved at once). ``allow_unserved`` keeps every point, each at the service its cap leaves, and ``frontier.png`` then
+draws the cost with the unserved tokens' value beside the cost of those served.
 """
 
 from __future__ import annotations
@@ -34,18 +41,20 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from placement.analyses.frontier import FrontierPoint
+from placement.analyses.frontier import EQUAL_SERVICE_TOLERANCE, FrontierPoint
+from placement.economics.cost import SECONDS_PER_HOUR
 from placement.outputs.writer import write_folder, write_results
 from placement.plan.record import Plan
 from placement.progress import Progress, quiet
 from placement.results.folder import read_results_folder
 from placement.results.summary import PlanSummary, cap_cost
+from placement.scenario.sections import UNSERVED_USD_PER_MILLION
 
 COLUMNS = (
     "point", "axis", "cap", "tco2e_per_year", "water_m3_per_year", "usd_per_million_goodput_tokens",
     "gco2e_per_million_goodput_tokens", "water_l_per_million_goodput_tokens", "usd_per_h", "goodput_tok_s",
     "sites_open", "unserved_share", "sites_opened", "sites_closed", "usd_per_t_avoided", "usd_per_m3_avoided", "plan",
-    "at_equal_service",
+    "at_equal_service", "unserved_usd_per_million", "usd_per_million_with_unserved_value", "usd_per_million_dropped",
 )  # fmt: skip
 
 PER_MILLION: dict[str, tuple[str, str]] = {
@@ -95,10 +104,6 @@ class PointRecord:
         return cls(index, cap_per_year, results.plan_summary(), opened, folder.name)
 
 
-EQUAL_SERVICE_TOLERANCE = 0.001
-"""A point serves as much as the plan without a cap when its goodput is at least this share below it, or closer."""
-
-
 def at_equal_service(point: PointRecord, first: PointRecord) -> bool:
     """Whether a point serves the goodput of the plan without a cap (within :data:`EQUAL_SERVICE_TOLERANCE`)."""
     return point.summary.goodput_tok_s >= first.summary.goodput_tok_s * (1 - EQUAL_SERVICE_TOLERANCE)
@@ -113,7 +118,26 @@ def equal_service_prefix(records: list[PointRecord]) -> list[PointRecord]:
     return ordered
 
 
-def frontier_row(point: PointRecord, before: PointRecord | None, first: PointRecord, axis: str) -> dict[str, Any]:
+def usd_per_million_with_unserved_value(summary: PlanSummary, unserved_usd_per_million: float) -> float | None:
+    """A plan's cost plus the value of the goodput it leaves unserved, per million tokens of demand (None: no demand)."""
+    if summary.demand_tok_s <= 0:
+        return None
+    unserved_tok_s = max(summary.demand_tok_s - summary.goodput_tok_s, 0.0)
+    usd_per_h = summary.objective_usd_per_h + unserved_tok_s * SECONDS_PER_HOUR / 1e6 * unserved_usd_per_million
+    return usd_per_h / (summary.demand_tok_s * SECONDS_PER_HOUR / 1e6)
+
+
+def usd_per_million_dropped(point: PlanSummary, first: PlanSummary) -> float | None:
+    """The cost a point saves per million goodput tokens it serves less than the plan without a cap (None: as many)."""
+    dropped_tok_s = first.goodput_tok_s - point.goodput_tok_s
+    if dropped_tok_s <= EQUAL_SERVICE_TOLERANCE * first.goodput_tok_s:
+        return None
+    return (first.objective_usd_per_h - point.objective_usd_per_h) / (dropped_tok_s * SECONDS_PER_HOUR / 1e6)
+
+
+def frontier_row(
+    point: PointRecord, before: PointRecord | None, first: PointRecord, axis: str, unserved_usd_per_million: float
+) -> dict[str, Any]:
     """One point's row of ``frontier.csv`` (``before``: the point before it; ``first``: the plan without a cap)."""
     s = point.summary
     open_ids = point.open_sites
@@ -138,15 +162,25 @@ def frontier_row(point: PointRecord, before: PointRecord | None, first: PointRec
         "usd_per_m3_avoided": against_first["usd_per_m3_avoided"],
         "plan": point.folder,
         "at_equal_service": at_equal_service(point, first),
+        "unserved_usd_per_million": unserved_usd_per_million,
+        "usd_per_million_with_unserved_value": usd_per_million_with_unserved_value(s, unserved_usd_per_million),
+        "usd_per_million_dropped": usd_per_million_dropped(s, first.summary),
     }
 
 
 def write_table(
-    records: list[PointRecord], folder: Path, axis: str, progress: Progress = quiet, *, equal_service: bool = True
+    records: list[PointRecord],
+    folder: Path,
+    axis: str,
+    progress: Progress = quiet,
+    *,
+    equal_service: bool = True,
+    unserved_usd_per_million: float = UNSERVED_USD_PER_MILLION,
 ) -> None:
     """``frontier.csv`` and ``frontier.png`` from the points' records, in the order of their index.
 
-    With ``equal_service`` the points after the first that serves less are dropped, their folders with them.
+    With ``equal_service`` the points after the first that serves less are dropped, their folders with them;
+    ``unserved_usd_per_million`` values the goodput each point leaves unserved.
     """
     ordered = sorted(records, key=lambda r: r.index)
     if equal_service:
@@ -161,7 +195,9 @@ def write_table(
                 "less goodput than the plan without a cap (--allow-unserved draws the points past it)"
             )
         ordered = kept
-    rows = [frontier_row(r, ordered[k - 1] if k else None, ordered[0], axis) for k, r in enumerate(ordered)]
+    rows = [
+        frontier_row(r, ordered[k - 1] if k else None, ordered[0], axis, unserved_usd_per_million) for k, r in enumerate(ordered)
+    ]
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     table.to_csv(folder / "frontier.csv", index=False)
     draw_frontier(table, folder / "frontier.png", axis)
@@ -179,6 +215,9 @@ def draw_frontier(table: pd.DataFrame, path: Path, axis: str = "carbon") -> Path
     if len(less):
         ax.plot(less[column], less["usd_per_million_goodput_tokens"], "o", mfc="none", color="#b5472f",
                 label="serving less (demand left unserved)")  # fmt: skip
+        value = float(table["unserved_usd_per_million"].iloc[0])
+        ax.plot(table[column], table["usd_per_million_with_unserved_value"], "s--", color="#6b4c9a",
+                label=f"per million tokens of demand, each unserved one valued at ${value:,.4g}")  # fmt: skip
         ax.legend(fontsize=8)
     for row in table.to_dict("records"):
         changes = [f"+{s}" for s in str(row["sites_opened"] or "").split(";") if s] + [
@@ -206,6 +245,7 @@ def write_frontier(
     axis: str = "carbon",
     maps: bool = False,
     equal_service: bool = True,
+    unserved_usd_per_million: float = UNSERVED_USD_PER_MILLION,
     progress: Progress = quiet,
 ) -> Path:
     """Solve the points (as the iterable yields them) and write the frontier's folder whole.
@@ -223,6 +263,8 @@ def write_frontier(
     equal_service : bool, optional
         End the frontier at the first point that serves less than the plan without a cap (no tighter cap is solved);
         False: every point, at the service its cap leaves.
+    unserved_usd_per_million : float, optional
+        What a goodput token left unserved is worth (``frontier.csv``'s valued cost). [USD per million tokens]
     progress : callable, optional
         Receives a line per file.
 
@@ -239,7 +281,8 @@ def write_frontier(
             records.append(PointRecord.of(point))
             if equal_service and not at_equal_service(records[-1], records[0]):
                 break  # a tighter cap would serve less still: the frontier at equal service ends here
-        write_table(records, folder, axis, progress, equal_service=equal_service)
+        write_table(records, folder, axis, progress, equal_service=equal_service,
+                    unserved_usd_per_million=unserved_usd_per_million)  # fmt: skip
 
     return write_folder(out_dir, writer)
 

@@ -18,12 +18,15 @@ from placement.economics.cost import HOURS_PER_YEAR
 from placement.instance.build import build_instance
 from placement.instance.record import Instance
 from placement.optimize import failover
+from placement.optimize.milp import empty, extract
+from placement.optimize.model import build_model
 from placement.optimize.problem import PlacementInput, PlacementSolution, ResourceCap
 from placement.optimize.protect import protect_plan
 from placement.optimize.ratio import solve_ratio
 from placement.optimize.shortfall import diagnose_shortfall
 from placement.optimize.solve import solve_placement
-from placement.optimize.solver import SolverOptions, SolveStatus
+from placement.optimize.solver import SolverOptions, SolveStatus, solve_problem
+from placement.optimize.verify import verify_solution
 from placement.plan.cache_rounds import Solved, cache_rounds, has_miss_work, round_figures
 from placement.plan.failover import failover_tables
 from placement.plan.notes import (
@@ -54,12 +57,54 @@ def least_use(data: PlacementInput, cap: ResourceCap, options: SolverOptions) ->
     ``objective_usd_per_h`` of the answer is then its use and ``report.best_bound`` a proven least, with no cap in
     the model. [cap.unit/h]
     """
+    return solve_placement(_use_as_cost(data, cap), options, route_nearest=False)
+
+
+def _use_as_cost(data: PlacementInput, cap: ResourceCap) -> PlacementInput:
+    """The arrays with what ``cap`` counts as their cost, and no caps."""
     fixed, node = cap.site_weights()
-    as_cost = replace(
+    return replace(
         data, site_fixed_usd_per_h=fixed, site_node_usd_per_h=node, pair_cost_usd_per_h=cap.pair_weights(data.pair_site),
         caps=(),
     )  # fmt: skip
-    return solve_placement(as_cost, options, route_nearest=False)
+
+
+def least_use_at_service(
+    data: PlacementInput, cap: ResourceCap, options: SolverOptions, *, min_served_tok_s: float | None = None
+) -> PlacementSolution:
+    """The design using the least of what ``cap`` counts among those serving as much as a plan does.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays (their caps are dropped: the use is the cost).
+    cap : ResourceCap
+        What is counted (the cap's own limit is not held).
+    options : SolverOptions
+        Solver settings.
+    min_served_tok_s : float, optional
+        Optional serving: a design serves at least this much mean goodput, and leaves the rest. None (serving all):
+        every reachable token, or where no design can, the most any design serves (the elastic model's first
+        objective, which a plan of the same world attains as well).
+
+    Returns
+    -------
+    PlacementSolution
+        ``objective_usd_per_h`` is the use [cap.unit/h]; a report without a solution when no design serves that much.
+    """
+    if min_served_tok_s is None:
+        least = least_use(data, cap, options)
+        return least if least.report.status.has_solution else diagnose_shortfall(_use_as_cost(data, cap), options)
+    as_cost = _use_as_cost(data, cap)
+    model = build_model(as_cost, served_value_usd_per_tok_s=0.0, min_served_tok_s=min_served_tok_s)
+    report = solve_problem(model.problem, options)
+    if not report.status.has_solution:
+        return empty(as_cost, report)
+    solution = extract(model, as_cost, report, None)
+    broken = verify_solution(as_cost, solution, optional=True)
+    if broken:
+        raise SolverError("the least-use design breaks the model: " + "; ".join(broken))
+    return solution
 
 
 def _raise_if_a_cap_binds(data: PlacementInput, options: SolverOptions, progress: Progress) -> None:

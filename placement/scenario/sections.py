@@ -317,6 +317,13 @@ class RegionalCap(Section):
         return self
 
 
+UNSERVED_USD_PER_MILLION = 60.0
+"""What a goodput token left unserved is worth by default: the dearest tokens widely sold, OpenAI o1's output list
+price of $60 per million (https://openai.com/api/pricing, December 2024): a user whose token the plan does not serve
+would pay at most about this elsewhere. Set your own revenue per token; a value below the marginal cost of serving
+the tokens a cap drops lets the valued cost fall as service does (those tokens are then not worth serving)."""
+
+
 class ObjectiveSection(Section):
     """What the plan minimises besides its cost: prices and limits on what it emits and the water it consumes."""
 
@@ -334,6 +341,12 @@ class ObjectiveSection(Section):
     )
     regional_caps: list[RegionalCap] = Field(
         default_factory=list, description="caps on carbon and water per region (continent, country or grid region)"
+    )
+    unserved_usd_per_million: float = Field(
+        UNSERVED_USD_PER_MILLION,
+        gt=0,
+        description="what a goodput token left unserved is worth, for the frontier drawn with --allow-unserved: its "
+        "cost axis adds it per unserved token, so the curve cannot fall because service did [USD per million tokens]",
     )
     stressed_site_water_m3_per_year: float | None = Field(
         None,

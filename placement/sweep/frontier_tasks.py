@@ -73,7 +73,7 @@ def write_frontier_on_dask(
     PlacementError
         The scheduler cannot be reached, or a point failed on its worker (nothing is written).
     """
-    start = frontier_start(loaded, axis=axis, points=points, progress=progress)
+    start = frontier_start(loaded, axis=axis, points=points, equal_service=equal_service, progress=progress)
 
     def writer(folder: Path) -> None:
         write_results(start.first.plan, folder / start.first.folder, maps=maps)
@@ -99,6 +99,7 @@ def write_frontier_on_dask(
             client.close()
             if cluster is not None:
                 cluster.close()
-        write_table(records, folder, axis, progress, equal_service=equal_service)
+        value = loaded.scenario.objective.unserved_usd_per_million
+        write_table(records, folder, axis, progress, equal_service=equal_service, unserved_usd_per_million=value)
 
     return write_folder(out_dir, writer)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 import runpy
 from pathlib import Path
 
@@ -54,16 +55,23 @@ def test_the_frontier_of_two_us_sites_by_hand(tmp_path: Path) -> None:
     assert len(checked) == 3 and all(line.endswith(": ok") for line in checked)
 
 
-def test_a_frontier_with_optional_serving_holds_each_cap(tmp_path: Path) -> None:
+def test_a_frontier_with_optional_serving_holds_each_cap_at_equal_service(tmp_path: Path) -> None:
     # The least $/M search holds the cap rows, so the frontier runs on it: each point's plan meets its cap, recomputed
-    # from its own files by the outside check.
-    path = write_scenario(
-        tmp_path, catalog=SHIFT_CATALOG, serving=DYNAMIC_POWER, policy={"unreachable": "report", "serving": "optional"}
-    )
-    out = tmp_path / "f"
-    assert main(["frontier", str(path), "--out", str(out), "--points", "3", "--no-maps", "--quiet"]) == 0
-    checked = runpy.run_path(str(REPO / "scripts" / "check_frontier.py"))["check"](out)
-    assert len(checked) == 3 and all(line.endswith(": ok") for line in checked)
+    # from its own files by the outside check. At equal service each point serves what the plan without a cap serves
+    # (policy.min_served_share held at it); free to serve less (--allow-unserved), the first cap is met by serving less.
+    catalog = SHIFT_CATALOG.replace("50.11,8.68,200,120", "50.11,8.68,0.05,120").replace(",false,380\n", ",false,600\n")
+    policy = {"unreachable": "report", "serving": "optional"}
+    path = write_scenario(tmp_path, catalog=catalog, serving=DYNAMIC_POWER, policy=policy)
+    served = {}
+    for name, extra in (("equal", []), ("all", ["--allow-unserved"])):
+        out = tmp_path / name
+        assert main(["frontier", str(path), "--out", str(out), "--points", "3", "--no-maps", "--quiet", *extra]) == 0
+        checked = runpy.run_path(str(REPO / "scripts" / "check_frontier.py"))["check"](out)
+        assert len(checked) == 3 and all(line.endswith(": ok") for line in checked)
+        with (out / "frontier.csv").open(encoding="utf-8", newline="") as handle:
+            served[name] = [float(r["goodput_tok_s"]) for r in csv.DictReader(handle)]
+    assert min(served["equal"]) >= served["equal"][0] * (1 - 1e-3)
+    assert served["all"][1] < served["all"][0] * (1 - 1e-3), "the geometry of the test: free, the cap is met by serving less"
 
 
 @pytest.mark.slow
@@ -88,11 +96,13 @@ def test_the_frontier_on_dask_is_the_frontier_solved_in_turn(tmp_path: Path) -> 
             assert float(dask[key] or 0) == pytest.approx(float(turn[key] or 0), rel=1e-9)
 
 
-def test_the_frontier_is_drawn_at_equal_service_and_ends_where_a_cap_needs_less(tmp_path: Path) -> None:
+def test_the_frontier_at_equal_service_runs_its_caps_to_the_least_use_of_a_plan_serving_as_much(tmp_path: Path) -> None:
     # The US load may move from Chicago (780 g a kWh) to Ashburn (600 g), serving as much; Europe's load has only a
-    # Frankfurt site of 50 kW, too small for it, so no plan serves all demand and the caps run to half the uncapped
-    # emissions. Past the US move a cap is met only by serving less: the frontier at equal service ends there, and
-    # --allow-unserved keeps the points past it, the same up to it.
+    # Frankfurt site of 50 kW, too small for it, so no plan serves all demand. At equal service the caps run down to
+    # the least a plan serving as much emits (the US load at Ashburn, Frankfurt full), every point serving that much
+    # at a $/M that never falls. --allow-unserved runs them to half the uncapped emissions, which is met only by
+    # leaving demand unserved; its cost with each unserved token valued at objective.unserved_usd_per_million is
+    # checked by hand.
     catalog = SHIFT_CATALOG.replace("50.11,8.68,200,120", "50.11,8.68,0.05,120").replace(",false,380\n", ",false,600\n")
     path = write_scenario(tmp_path, catalog=catalog, serving=DYNAMIC_POWER, policy={"unreachable": "report"})
     tables = {}
@@ -101,17 +111,29 @@ def test_the_frontier_is_drawn_at_equal_service_and_ends_where_a_cap_needs_less(
         assert main(["frontier", str(path), "--out", str(out), "--points", "6", "--no-maps", "--quiet", *extra]) == 0
         with (out / "frontier.csv").open(encoding="utf-8", newline="") as handle:
             tables[name] = list(csv.DictReader(handle))
+        checked = runpy.run_path(str(REPO / "scripts" / "check_frontier.py"))["check"](out)
+        assert all(line.endswith(": ok") for line in checked)
     every, equal = tables["all"], tables["equal"]
-    assert len(every) == 6 and any(r["at_equal_service"] == "False" for r in every), "the geometry of the test"
-    first_less = next(k for k, r in enumerate(every) if r["at_equal_service"] == "False")
-    assert len(equal) == first_less + 1 and equal[-1]["at_equal_service"] == "False"
-    for mine, theirs in zip(equal, every, strict=False):  # the same points up to the end
-        assert mine["point"] == theirs["point"] and float(mine["usd_per_h"]) == pytest.approx(float(theirs["usd_per_h"]))
-    served = [float(r["goodput_tok_s"]) for r in equal[:-1]]
+    assert len(equal) == 6 and all(r["at_equal_service"] == "True" for r in equal)
+    served = [float(r["goodput_tok_s"]) for r in equal]
     assert max(served) - min(served) <= 1e-3 * served[0], "equal service: goodput within 0.1 %"
-    cost = [float(r["usd_per_million_goodput_tokens"]) for r in equal[:-1]]
+    cost = [float(r["usd_per_million_goodput_tokens"]) for r in equal]
     assert all(b >= a - 1e-9 for a, b in itertools.pairwise(cost)), "$/M never falls as the cap tightens"
-    assert float(equal[-1]["goodput_tok_s"]) < served[0] * (1 - 1e-3)
-    assert first_less < len(every) - 1, "the geometry of the test: caps past the end"
-    for row in every[first_less + 1 :]:
-        assert not (tmp_path / "equal" / row["plan"]).exists(), "no point past the end is solved or written"
+    uncapped = float(equal[0]["tco2e_per_year"])
+    least = float(equal[-1]["tco2e_per_year"])
+    assert float(equal[-1]["cap"]) == pytest.approx(least, rel=1e-6) and 0.5 * uncapped < least < uncapped
+    assert [r["sites_opened"] for r in equal[1:]] == ["ashburn", "", "", "", ""], "the US load moves at the first cap"
+
+    assert len(every) == 6 and float(every[-1]["cap"]) == pytest.approx(0.5 * uncapped, rel=1e-6)
+    assert every[-1]["at_equal_service"] == "False" and float(every[-1]["goodput_tok_s"]) < served[0] * (1 - 1e-3)
+    valued = [float(r["usd_per_million_with_unserved_value"]) for r in every]
+    assert all(b >= a - 1e-9 for a, b in itertools.pairwise(valued)), "the valued cost never falls"
+    row = every[-1]  # the valued cost by hand: the plan's $/h plus each unserved mean tok/s at $60 per million
+    summary = json.loads((tmp_path / "all" / row["plan"] / "summary.json").read_text(encoding="utf-8"))
+    unserved = summary["demand_tok_s"] - summary["goodput_tok_s"]
+    by_hand = (summary["objective_usd_per_h"] + unserved * 3600 / 1e6 * 60.0) / (summary["demand_tok_s"] * 3600 / 1e6)
+    assert float(row["unserved_usd_per_million"]) == 60.0 and valued[-1] == pytest.approx(by_hand, rel=1e-9)
+    first = json.loads((tmp_path / "all" / every[0]["plan"] / "summary.json").read_text(encoding="utf-8"))
+    saved = (first["objective_usd_per_h"] - summary["objective_usd_per_h"]) * 1e6 / 3600
+    assert float(row["usd_per_million_dropped"]) == pytest.approx(saved / (first["goodput_tok_s"] - summary["goodput_tok_s"]))
+    assert every[0]["usd_per_million_dropped"] == "" and all(r["usd_per_million_dropped"] == "" for r in equal)
