@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from placement._cache import switched as cache_switched
 from placement._cli import parser as arguments
 from placement._errors import InputError, PlacementError, Problem
 from placement._paths import nearest_existing
@@ -543,6 +544,20 @@ def _scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from placement import _cache as store
+    from placement.outputs.console import print_lines
+
+    folder, entries, size = store.summary()
+    if args.action == "clear":
+        removed, freed = store.clear()
+        print_lines([f"cleared {removed} entries ({freed / 1e6:,.1f} MB) from {folder}"])
+        return EXIT_OK
+    state = "on" if store.is_enabled() else f"off ({store.SWITCH_ENV}={os.environ.get(store.SWITCH_ENV, '')})"
+    print_lines([f"cache: {folder}", f"{entries} entries, {size / 1e6:,.1f} MB (at most {store.MAX_BYTES / 1e9:g} GB); {state}"])
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``placement`` command: each subcommand's arguments, bound to its handler."""
     parser = arguments.root_parser()
@@ -563,6 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
         (arguments.add_init, _init),
         (arguments.add_scenarios, _scenarios),
         (arguments.add_validate, _validate),
+        (arguments.add_cache, _cache),
     ):
         add(commands).set_defaults(handler=handler)
     return parser
@@ -600,7 +616,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_places_as_positionals(list(sys.argv[1:] if argv is None else argv)))
     try:
-        return int(args.handler(args))
+        with cache_switched(not getattr(args, "no_cache", False)):
+            return int(args.handler(args))
     except PlacementError as exc:  # InputError included
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INVALID

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +14,25 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SCENARIO = REPO / "data" / "scenarios" / "default.yaml"
 SOLVERS = ("cbc", "highs")
+_OWN_CACHE = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's own cache of clusters and profiles (placement._cache), fresh, never the user's.
+
+    Set in the controlling process before pytest-xdist starts its workers, which inherit it, so they share one.
+    """
+    if not os.environ.get("PLACEMENT_CACHE_DIR"):
+        os.environ["PLACEMENT_CACHE_DIR"] = tempfile.mkdtemp(prefix="placement-test-cache-")
+        config.stash[_OWN_CACHE] = os.environ["PLACEMENT_CACHE_DIR"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's cache removed, by the process that made it."""
+    folder = config.stash.get(_OWN_CACHE, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
 
 CATALOG_HEADER = "id,name,country_code,continent,lat,lon,mw_available,power_price_usd_per_mwh,pue,capex_usd_per_mw,locked\n"
 

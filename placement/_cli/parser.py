@@ -101,8 +101,19 @@ def _solver_overrides(parser: argparse.ArgumentParser, *, time_limit_of: str = "
 
 
 def _scenario(parser: argparse.ArgumentParser) -> None:
-    """The optional scenario argument: a YAML file or a bundled scenario's key (default: the bundled world)."""
+    """The optional scenario argument (a YAML file or a bundled scenario's key; default: the bundled world), ``--no-cache``."""
     parser.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO), help="scenario YAML or a bundled key")
+    _no_cache(parser)
+
+
+def _no_cache(parser: argparse.ArgumentParser) -> None:
+    """``--no-cache``: the scenario's clusters and class profiles computed afresh (:mod:`placement._cache`)."""
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compute the population clusters and class profiles afresh, neither reading nor writing the cache "
+        "(placement cache info)",
+    )
 
 
 def _quiet(parser: argparse.ArgumentParser) -> None:
@@ -120,6 +131,7 @@ def add_solve(commands: Commands) -> argparse.ArgumentParser:
         help="scenario YAML, or a bundled scenario's key ('placement scenarios'; default: the bundled world)",
     )
     solve.add_argument("--out", default="out", help="results folder (default: out/)")
+    _no_cache(solve)
     _solver_overrides(solve)
     solve.add_argument("--verbose", action="store_true", help="show the solver log")
     _quiet(solve)
@@ -158,6 +170,7 @@ def add_explain(commands: Commands) -> argparse.ArgumentParser:
     explain.add_argument("outdir", help="a results folder written by 'solve'")
     explain.add_argument("--site", help="explain one site only")
     _quiet(explain)
+    _no_cache(explain)
     return explain
 
 
@@ -179,6 +192,7 @@ def add_failover(commands: Commands) -> argparse.ArgumentParser:
     failover.add_argument("--out", help="folder for the failover_exposure files (default: RESULTS/failover-<what fails>/)")
     failover.add_argument("--json", action="store_true", help="print the headline as JSON")
     _quiet(failover)
+    _no_cache(failover)
     return failover
 
 
@@ -397,6 +411,7 @@ def add_sweep(commands: Commands) -> argparse.ArgumentParser:
     sweep.add_argument("--workers", type=_positive_int, help="local worker processes, one thread each (default 2)")
     sweep.add_argument("--scheduler", metavar="ADDRESS", help="submit to a running Dask scheduler, e.g. tcp://host:8786")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
+    _no_cache(sweep)
     return sweep
 
 
@@ -412,6 +427,15 @@ def add_scenarios(commands: Commands) -> argparse.ArgumentParser:
     """``placement scenarios``: the bundled scenarios listed."""
     scenarios = commands.add_parser("scenarios", help="list the bundled scenarios")
     return scenarios
+
+
+def add_cache(commands: Commands) -> argparse.ArgumentParser:
+    """``placement cache``: where the cache of intermediate products is, and emptying it."""
+    cache = commands.add_parser(
+        "cache", help="the cache of population clusters and class profiles a what-if reuses: info, or clear it"
+    )
+    cache.add_argument("action", choices=["info", "clear"], help="info: its folder, entries and size; clear: empty it")
+    return cache
 
 
 def add_validate(commands: Commands) -> argparse.ArgumentParser:

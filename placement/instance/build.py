@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement._cache import cached
 from placement._types import FloatArray, IntArray
 from placement.economics.cost import NodeCost
 from placement.instance.commodities import (
@@ -125,7 +126,10 @@ def _world(loaded: LoadedScenario, facts: ScenarioFacts, like: Instance | None, 
     scenario, resolve, source = loaded.scenario, loaded.resolve, str(loaded.path)
     sites = load_sites(scenario.sites, resolve, source=source)
     progress(f"catalog: {len(sites)} candidate sites")
-    populations = load_populations(scenario.demand, resolve, source=source)
+    # the clusters of a demand section and cities file an earlier run built (placement._cache)
+    populations = cached(
+        "populations", scenario.demand, lambda: load_populations(scenario.demand, resolve, source=source), base=loaded.path.parent
+    )
     progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")
     latency = build_latency_model(scenario.latency, resolve, sites=sites, source=source)
     return _World(sites, populations, latency, worst_member_rtt_ms(populations.cities, sites, latency))

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from pathlib import Path
+from typing import Any
 
+from placement._cache import is_enabled, key_digest, load, store
 from placement._errors import InputError, Problem
 from placement._process import Background
 from placement.scenario.classes import WorkloadClass
@@ -491,23 +493,41 @@ def served_class_profiles(
     profiles: list[ClassProfile | None] = []
     problems: list[Problem | None] = []
     errors: list[Problem] = []
+    # a computed class's outcome as an earlier run stored it (the same node, class and files: placement._cache);
+    # stored without the scenario's path, which only its messages name
+    computed = [k for k, workload in enumerate(classes) if not workload.given]
+    base = Path(source).parent
+    digests = {k: key_digest("class-profile", (serving, classes[k], k), base=base) for k in computed} if is_enabled() else {}
+    stored = {k: _from_store(load("class-profile", d), source) for k, d in digests.items()}
+    todo = {k for k in computed if not stored.get(k, (False, None))[0]}
     # the serving model's classes are independent: computed in forked children side by side (where a fork is safe)
-    computed = {k for k, workload in enumerate(classes) if not workload.given}
-    jobs = [
-        Background(partial(_outcome, serving, k, w, source), fork=len(computed) > 1 and k in computed)
+    jobs = {
+        k: Background(partial(_outcome, serving, k, w, source), fork=len(todo) > 1 and k in todo)
         for k, w in enumerate(classes)
-    ]
+        if k not in stored or k in todo
+    }
     for k in range(len(classes)):
-        try:
-            outcome = jobs[k].result()
-        except InputError as exc:
-            errors += exc.problems
-            continue
+        if k not in jobs:
+            outcome = stored[k][1]
+        else:
+            try:
+                outcome = jobs[k].result()
+            except InputError as exc:
+                errors += exc.problems
+                continue
+            if k in digests:
+                store("class-profile", digests[k], replace(outcome, source="") if isinstance(outcome, Problem) else outcome)
         profiles.append(None if isinstance(outcome, Problem) else outcome)
         problems.append(outcome if isinstance(outcome, Problem) else None)
     if errors:
         raise InputError(errors)
     return profiles, problems
+
+
+def _from_store(found: tuple[bool, Any], source: str) -> tuple[bool, ClassProfile | Problem | None]:
+    """A stored outcome with the scenario's path put back into its message."""
+    ok, outcome = found
+    return ok, replace(outcome, source=source) if isinstance(outcome, Problem) else outcome
 
 
 def _outcome(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> ClassProfile | Problem:
