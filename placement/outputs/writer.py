@@ -10,13 +10,16 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import geopandas as gpd
 import pandas as pd
 
 from placement._errors import InputError, Problem
 from placement._paths import nearest_existing
+from placement._process import Background
 from placement.analyses.modes import cross_metro_links
 from placement.outputs import geojson as geo
 from placement.outputs.catchments import catchment_frame, write_catchments
@@ -116,10 +119,8 @@ def _write_results(
     )
     catchments = catchment_frame(results)  # once: the GeoJSON, the maps and the web map draw the same
     progress("wrote the GeoJSON layers: sites, assignments, populations")
-    if maps:
-        draw_world_map(results.sites, results.assignments, results.populations, folder / "map.png", title=title,
-                       catchments=catchments)  # fmt: skip
-        progress("drew map.png")
+    # the maps in a forked child beside the report and the GIS layers (two cores: the slowest half of the writing)
+    drawn = Background(partial(_draw_maps, results, folder, title, catchments, links, progress)) if maps else None
     report = render_markdown(results.summary, results.sites, results.populations, results.notes,
                              protection=plan_protection(results))  # fmt: skip
     (folder / "report.md").write_text(report, encoding="utf-8")
@@ -129,11 +130,20 @@ def _write_results(
     write_geopackage(layers, folder / GPKG_NAME)
     write_qgis_project(layers, folder / QGZ_NAME, title=title)
     progress("wrote report.md, catchments, the network, plan.gpkg and plan.qgz")
-    if maps:
-        draw_regional_maps(results, folder, catchments=catchments)
-        write_webmap(results, folder / "map.html", catchments=catchments, links=links)
-        progress("drew the regional maps and map.html")
+    if drawn is not None:
+        drawn.result()  # raises what the drawing raised: the folder is then not swapped in
     write_report_html(results, folder)  # last: embeds map.png, map_*.png (when drawn) and ttft_budget.png
+
+
+def _draw_maps(
+    results: PlanResults, folder: Path, title: str, catchments: gpd.GeoDataFrame, links: pd.DataFrame, progress: Progress
+) -> None:
+    """``map.png``, the regional maps and ``map.html``."""
+    draw_world_map(results.sites, results.assignments, results.populations, folder / "map.png", title=title,
+                   catchments=catchments)  # fmt: skip
+    draw_regional_maps(results, folder, catchments=catchments)
+    write_webmap(results, folder / "map.html", catchments=catchments, links=links)
+    progress("drew map.png, the regional maps and map.html")
 
 
 def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...] | None = MARKERS) -> Path:

@@ -236,6 +236,24 @@ def test_tail_check_is_absent_when_a_write_fails_halfway(
     assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no staging folder left behind
 
 
+def test_a_map_that_fails_in_its_own_process_leaves_the_previous_results_whole(
+    small_scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the maps are drawn in a forked child beside the report and layers: its failure fails the folder, nothing swapped in
+    out = tmp_path / "results" / "out"
+    assert main(["solve", str(small_scenario), "--out", str(out), "--quiet"]) == 0
+    assert (out / "map.html").is_file() and (out / "map.png").is_file()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def fail(*_: object, **__: object) -> None:
+        raise RuntimeError("the regional maps failed")
+
+    monkeypatch.setattr("placement.outputs.writer.draw_regional_maps", fail)
+    assert main(["solve", str(small_scenario), "--out", str(out), "--quiet", "--solver", "cbc"]) == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no staging folder left behind
+
+
 def test_a_failing_tail_check_leaves_the_previous_results_whole(
     small_scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
