@@ -95,6 +95,7 @@ def test_a_digest_is_the_same_in_another_process(tmp_path: Path) -> None:
 def test_a_what_if_reuses_the_profiles_and_plans_as_a_fresh_run(
     tmp_path: Path, own_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from placement.instance import build as instance_build
     from placement.profiles import build
 
     first = _scenario(tmp_path / "first")
@@ -102,18 +103,30 @@ def test_a_what_if_reuses_the_profiles_and_plans_as_a_fresh_run(
     assert len(list(own_cache.glob("class-profile/*.pickle"))) == 1 and len(list(own_cache.glob("populations/*")))
     # a what-if: a price; with the serving physics unable to run, its profile must come from the cache
     what_if = _scenario(tmp_path / "what_if", economics={"opex_usd_per_node_h": 4.5})
-    computed = build._computed
+    computed, rtt = build._computed, instance_build.worst_member_rtt_ms
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the profile was computed again")
 
     monkeypatch.setattr(build, "_computed", refuse)
+    monkeypatch.setattr(instance_build, "worst_member_rtt_ms", refuse)  # the round trips too
     assert main(["solve", str(what_if), "--out", str(tmp_path / "r2"), "--no-maps", "--quiet"]) == 0
+    # a site moved, or the network's last mile changed: its round trips miss (its price changed: they do not)
+    moved = _scenario(tmp_path / "moved")
+    (moved.parent / "catalog.csv").write_text(CATALOG.replace("39.04,-77.49", "38.90,-77.04"))
+    priced = _scenario(tmp_path / "priced")
+    (priced.parent / "catalog.csv").write_text(CATALOG.replace(",50,70,", ",50,75,"))
+    access = _scenario(tmp_path / "access", latency={"model": "great_circle", "access_ms": 9.0})
+    assert main(["solve", str(priced), "--out", str(tmp_path / "rp"), "--no-maps", "--quiet"]) == 0
+    for missed in (moved, access):
+        assert main(["solve", str(missed), "--out", str(tmp_path / "rm"), "--no-maps", "--quiet"]) == 1
+        assert "the profile was computed again" in capsys.readouterr().err
     # an SLO changed: the entry misses, and the physics is asked
     slo = _scenario(tmp_path / "slo", chat=computed_chat(400.0, itl_p99_ms=45))
     assert main(["solve", str(slo), "--out", str(tmp_path / "r3"), "--no-maps", "--quiet"]) == 1
     assert "the profile was computed again" in capsys.readouterr().err
     monkeypatch.setattr(build, "_computed", computed)
+    monkeypatch.setattr(instance_build, "worst_member_rtt_ms", rtt)
     # the what-if from the cache plans exactly as computed afresh, without it
     entries = sorted(own_cache.rglob("*.pickle"))
     assert main(["solve", str(what_if), "--out", str(tmp_path / "r4"), "--no-maps", "--quiet", "--no-cache"]) == 0

@@ -131,8 +131,26 @@ def _world(loaded: LoadedScenario, facts: ScenarioFacts, like: Instance | None, 
         "populations", scenario.demand, lambda: load_populations(scenario.demand, resolve, source=source), base=loaded.path.parent
     )
     progress(f"demand: {len(populations.cities)} cities in {len(populations.table)} populations")
-    latency = build_latency_model(scenario.latency, resolve, sites=sites, source=source)
-    return _World(sites, populations, latency, worst_member_rtt_ms(populations.cities, sites, latency))
+
+    def round_trips() -> tuple[LatencyModel, RoundTripQuantiles]:
+        latency = build_latency_model(scenario.latency, resolve, sites=sites, source=source)
+        return latency, worst_member_rtt_ms(populations.cities, sites, latency)
+
+    if len(populations.table) * len(sites) > CACHED_ROUND_TRIPS_MAX:
+        return _World(sites, populations, *round_trips())
+    # the round trips of the same network, cities and site places an earlier run computed (placement._cache)
+    places = sites[[c for c in ROUND_TRIP_SITE_COLUMNS if c in sites.columns]]
+    inputs = (scenario.latency, populations.cities[["lat", "lon", "country_code", "population_index"]], places)
+    return _World(sites, populations, *cached("round-trips", inputs, round_trips, base=loaded.path.parent))
+
+
+CACHED_ROUND_TRIPS_MAX = 4_000_000
+"""Populations x sites up to which the round trips are cached (their two tables then hold at most 64 MB): a catalog
+world's tables are larger than a run takes to compute them."""
+
+ROUND_TRIP_SITE_COLUMNS = ("id", "lat", "lon", "country_code", "network")
+"""What of a site its round trips depend on (its id: a planner's measurements may name it); a price changed in the
+catalog keeps them."""
 
 
 @dataclass(frozen=True)
