@@ -19,10 +19,7 @@ every point is solved at once). ``allow_unserved`` keeps every point, each at th
 
 from __future__ import annotations
 
-import io
 import shutil
-import tarfile
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +33,6 @@ import pandas as pd
 
 from placement.analyses.frontier import FrontierPoint
 from placement.outputs.writer import write_folder, write_results
-from placement.plan.record import Plan
 from placement.progress import Progress, quiet
 from placement.results.folder import read_results_folder
 from placement.results.summary import PlanSummary, cap_cost
@@ -242,23 +238,3 @@ def write_frontier(
         write_table(records, folder, axis, progress, equal_service=equal_service)
 
     return write_folder(out_dir, writer)
-
-
-def pack_results(plan: Plan, *, maps: bool) -> bytes:
-    """A plan's results folder as a gzipped tar (a point solved on a Dask worker travels back as this)."""
-    with tempfile.TemporaryDirectory(prefix="placement-point-") as tmp:
-        folder = Path(tmp) / "point"
-        write_results(plan, folder, maps=maps)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-            for path in sorted(folder.iterdir()):
-                archive.add(path, arcname=path.name)
-        return buffer.getvalue()
-
-
-def unpack_results(packed: bytes, folder: Path) -> Path:
-    """A :func:`pack_results` archive written out as ``folder`` (plain files only)."""
-    folder.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as archive:
-        archive.extractall(folder, filter="data")
-    return folder
