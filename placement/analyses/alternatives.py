@@ -10,8 +10,9 @@ From the optimum (the ordinary plan), each alternative is the placement model wi
 - ``least-power-in:REGION``: the least MW in a region (a continent, ISO country code or grid region of the catalog);
 - ``least-emissions``: the least grid emissions a year.
 
-With optional serving (the plan minimises $/M goodput), each alternative serves at least the optimum's goodput
-(within :data:`SERVED_TOLERANCE`), so its $/M is within the slack too and none is cheaper by serving less. Each design
+With optional serving (the plan minimises $/M goodput), or when the optimum leaves demand unserved (a world without
+the power to serve it all), each alternative serves at least the optimum's goodput (within :data:`SERVED_TOLERANCE`),
+so its $/M is within the slack too and none is cheaper by serving less. Each design
 is verified against every constraint, the cost row included, and tabulated as an ordinary plan.
 
 The alternatives are solved on the optimum's instance: its KV tiers and cache warm-up as the optimum's solve left
@@ -41,8 +42,11 @@ MAX_ALTERNATIVES = 20
 """Most alternatives one run takes (each is two MILPs on the whole model)."""
 MAX_SLACK = 1.0
 """The loosest slack: designs up to twice the optimum's cost."""
-SERVED_TOLERANCE = 1e-6
+SERVED_TOLERANCE = 1e-9
 """With optional serving, an alternative serves at least the optimum's goodput less this share."""
+UNSERVED_TOL = 1e-9
+"""A share of a commodity's demand the optimum leaves unserved above this: alternatives may leave some unserved too
+(serving at least what the optimum serves)."""
 
 KINDS = ("spread", "fewest-sites", "most-sites", "least-power-in", "least-emissions")
 """The directions an alternative may take."""
@@ -207,13 +211,17 @@ class AlternativesStart:
         The alternatives cost at most this share more than the optimum.
     near_optimal : PlacementInput
         The optimum's arrays with the cost row at ``(1 + slack)`` times its cost.
+    optional : bool
+        Demand may go unserved: the scenario's serving is optional, or the optimum leaves some unserved (a world
+        without the power to serve it all, ``policy.unreachable: report``).
     min_served_tok_s : float
-        With optional serving, the least goodput an alternative serves (0 otherwise). [tokens/s]
+        With ``optional``, the least goodput an alternative serves (0 otherwise). [tokens/s]
     """
 
     optimum: Alternative
     slack: float
     near_optimal: PlacementInput
+    optional: bool
     min_served_tok_s: float
 
     @property
@@ -221,11 +229,6 @@ class AlternativesStart:
         """The optimum's plan."""
         assert self.optimum.plan is not None
         return self.optimum.plan
-
-    @property
-    def optional(self) -> bool:
-        """Serving is optional (the plan minimises $/M goodput)."""
-        return self.plan.instance.facts.policy.serving == "optional"
 
     def solve(self, index: int, direction: Direction, earlier: Sequence[BoolArray], progress: Progress = quiet) -> Alternative:
         """Alternative ``index`` steered in ``direction`` (``earlier``: open sites of the designs before it)."""
@@ -299,11 +302,11 @@ def alternatives_start(loaded: LoadedScenario, *, slack: float = 0.02, progress:
     solution = plan.solution
     cost = data.cost_usd_per_h(solution.open, solution.nodes, solution.pair_share)
     budget = cost * (1 + slack)
-    optional = plan.instance.facts.policy.serving == "optional"
+    optional = plan.instance.facts.policy.serving == "optional" or bool((solution.unserved_share > UNSERVED_TOL).any())
     served = solution.served_mean_tok_s(data) * (1 - SERVED_TOLERANCE) if optional else 0.0
     progress(f"optimum: {cost:,.2f} $/h; alternatives at most {budget:,.2f} $/h ({slack:.1%} more)")
     near = replace(data, caps=(*data.caps, cost_cap(data, budget)))
-    return AlternativesStart(Alternative(0, "optimum", plan, str(plan.summary.status)), slack, near, served)
+    return AlternativesStart(Alternative(0, "optimum", plan, str(plan.summary.status)), slack, near, optional, served)
 
 
 def opened(alternative: Alternative) -> BoolArray | None:

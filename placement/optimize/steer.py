@@ -7,8 +7,9 @@ used before, least emissions, ...). Two stages, as in lexicographic MGA:
 
 1. the direction: ``min w . x`` over designs that cost at most the budget (and, with optional serving, serve at
    least the goodput given);
-2. the polish: the open sites held, ``min cost`` over designs whose direction value is at most stage 1's (within
-   :data:`DIRECTION_TOLERANCE`): the nodes and shares a cost-minded planner would pick on that design.
+2. the polish: no site opened beyond stage 1's, ``min cost`` over designs whose direction value is at most stage 1's
+   (within :data:`DIRECTION_TOLERANCE`): the nodes and shares (and sites closed) a cost-minded planner would pick on
+   that design.
 
 Every answer is checked against every constraint, the cost row included
 (:func:`~placement.optimize.verify.verify_solution`). The model is the full MILP (no lazy slice rows, no pricing
@@ -160,7 +161,7 @@ def solve_steered(
     limit = value + DIRECTION_TOLERANCE * max(1.0, abs(value))
     held = replace(data, caps=(*data.caps, weights.as_cap(limit)))
     polish = _blocks(held, optional=optional, min_served_tok_s=min_served_tok_s, occupied=weights.occupied)
-    polish.open.fix(found.open.astype(float))
+    polish.open.upper = np.minimum(polish.open.upper, found.open.astype(float))  # it may close a site, not open one
     polished, _ = _solve(data, polish, found, options)
     if (
         polished is not None
