@@ -96,6 +96,19 @@ def test_least_power_in_a_country_never_uses_more_there_than_the_optimum(tmp_pat
     assert float(rows[1]["mw_in_europe"]) <= float(rows[0]["mw_in_europe"]) * (1 + 1e-9)
 
 
+def test_least_emissions_takes_the_cleaner_twin(tmp_path: Path) -> None:
+    # x and y cost the same, but y's grid emits a quarter of x's: the least-emissions alternative serves New York at y.
+    rows = [line.split(",") for line in TWIN_CATALOG.splitlines()]
+    intensity = {"id": "carbon_intensity_g_per_kwh", "x": "400", "y": "100", "m": "300", "far": "500"}
+    catalog = "".join(",".join([*row, intensity[row[0]]]) + "\n" for row in rows)
+    path = write_scenario(tmp_path, catalog=catalog, cities=TWIN_CITIES)
+    out = tmp_path / "alt"
+    rows_out, _ = _run(path, out, "--count", "1", "--direction", "least-emissions")
+    assert (rows_out[1]["direction"], rows_out[1]["sites"]) == ("least-emissions", "m;y")
+    emitted = [json.loads((out / r["plan"] / "summary.json").read_text())["tco2e_per_year"] for r in rows_out]
+    assert emitted[1] <= emitted[0] * (1 + 1e-9)
+
+
 def test_distances_by_hand() -> None:
     a = pd.Series({"x": 2.0, "m": 1.0})
     b = pd.Series({"y": 2.0, "m": 1.0})
