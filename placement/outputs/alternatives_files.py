@@ -185,17 +185,21 @@ def site_classes(records: list[DesignRecord]) -> pd.DataFrame:
 
 def draw_alternatives(table: pd.DataFrame, sites: pd.DataFrame, path: Path) -> Path:
     """``alternatives.png``: cost over the optimum against MW not shared; the MW of the sites any design opens."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [1, 1.3]})
+    used = sites[sites["class"] != "never"]
+    height_in = max(5.0, 0.14 * len(used) + 1.5)  # a readable row per site any design opens
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, height_in), gridspec_kw={"width_ratios": [1, 1.3]})
     found = table[table["usd_per_h"].notna()] if "usd_per_h" in table.columns else table.iloc[0:0]
     left.scatter(found["mw_not_shared"], 100 * found["cost_over_optimum"], color="#2b6a99")
+    named: dict[tuple[float, float], list[str]] = {}  # designs at the same point share one label
     for row in found.to_dict("records"):
-        left.annotate(f"{row['design']}\n{row['direction']}", (row["mw_not_shared"], 100 * row["cost_over_optimum"]),
-                      textcoords="offset points", xytext=(5, 4), fontsize=7)  # fmt: skip
+        point = (round(float(row["mw_not_shared"]), 6), round(100 * float(row["cost_over_optimum"]), 6))
+        named.setdefault(point, []).append(f"{row['design']} ({row['direction']})")
+    for point, names in named.items():
+        left.annotate("\n".join(names), point, textcoords="offset points", xytext=(5, 4), fontsize=7)
     left.set_xlabel("share of MW not at the optimum's sites")
     left.set_ylabel("cost over the optimum [%]")
     left.set_title("near-optimal alternatives")
     left.grid(True, alpha=0.3)
-    used = sites[sites["class"] != "never"]
     columns = [c for c in sites.columns if c.startswith("mw_")]
     if len(used) and columns:
         grid = used[columns].to_numpy(dtype=float)
