@@ -210,7 +210,7 @@ class AlternativesStart:
     slack : float
         The alternatives cost at most this share more than the optimum.
     near_optimal : PlacementInput
-        The optimum's arrays with the cost row at ``(1 + slack)`` times its cost.
+        The optimum's arrays with the cost row at ``(1 + slack)`` times its cost (the last of their caps).
     optional : bool
         Demand may go unserved: the scenario's serving is optional, or the optimum leaves some unserved (a world
         without the power to serve it all, ``policy.unreachable: report``).
@@ -223,6 +223,11 @@ class AlternativesStart:
     near_optimal: PlacementInput
     optional: bool
     min_served_tok_s: float
+
+    @property
+    def optimum_usd_per_h(self) -> float:
+        """The optimum's cost in the model's terms. [USD/h]"""
+        return self.near_optimal.caps[-1].limit_per_h / (1 + self.slack)
 
     @property
     def plan(self) -> Plan:
@@ -243,7 +248,7 @@ class AlternativesStart:
     def _plan(self, index: int, direction: Direction, steered: Steered) -> Plan | None:
         if steered.solution is None:
             return None
-        optimum = self.plan.solution.objective_usd_per_h
+        optimum = self.optimum_usd_per_h
         note = (
             f"near-optimal alternative {index} ({direction.label}): {steered.solution.objective_usd_per_h:,.2f} $/h, "
             f"{steered.solution.objective_usd_per_h / optimum - 1:+.2%} against the optimum's {optimum:,.2f} (slack "

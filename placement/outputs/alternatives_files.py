@@ -32,6 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.colors import PowerNorm
 
 from placement.analyses.alternatives import Alternative, design_folder
 from placement.outputs import geojson as geo
@@ -203,11 +204,11 @@ def draw_alternatives(table: pd.DataFrame, sites: pd.DataFrame, path: Path) -> P
     columns = [c for c in sites.columns if c.startswith("mw_")]
     if len(used) and columns:
         grid = used[columns].to_numpy(dtype=float)
-        image = right.imshow(grid, aspect="auto", cmap="Blues")
+        image = right.imshow(grid, aspect="auto", cmap="Blues", norm=PowerNorm(0.5))  # small sites stay visible
         right.set_yticks(range(len(used)), [f"{s} ({c})" for s, c in zip(used["site_id"], used["class"], strict=True)],
                          fontsize=7)  # fmt: skip
         right.set_xticks(range(len(columns)), [c.removeprefix("mw_") for c in columns], rotation=45, ha="right", fontsize=7)
-        fig.colorbar(image, ax=right, label="MW")
+        fig.colorbar(image, ax=right, label="MW (square-root scale)")
     right.set_title("MW at each site any design opens")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
