@@ -30,7 +30,7 @@ from placement._types import BoolArray, FloatArray
 from placement.analyses.frontier import NO_CAP_PER_YEAR
 from placement.instance.build import build_instance
 from placement.instance.record import Instance
-from placement.optimize.problem import PlacementInput
+from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.steer import Steered, Weights, cost_cap, solve_steered
 from placement.plan.record import Plan
 from placement.plan.solve import assemble_plan, solve_instance
@@ -235,13 +235,25 @@ class AlternativesStart:
         assert self.optimum.plan is not None
         return self.optimum.plan
 
-    def solve(self, index: int, direction: Direction, earlier: Sequence[BoolArray], progress: Progress = quiet) -> Alternative:
-        """Alternative ``index`` steered in ``direction`` (``earlier``: open sites of the designs before it)."""
+    def solve(
+        self,
+        index: int,
+        direction: Direction,
+        earlier: Sequence[BoolArray],
+        progress: Progress = quiet,
+        *,
+        starts: Sequence[PlacementSolution] = (),
+    ) -> Alternative:
+        """Alternative ``index`` steered in ``direction``.
+
+        ``earlier`` holds the open sites of the designs before it (which ``spread`` avoids); ``starts`` the designs
+        before it at hand, which may start the solver beside the optimum.
+        """
         instance = self.plan.instance
         progress(f"alternative {index}: {direction.label}, at most {self.slack:.1%} dearer than the optimum")
         weights = direction_weights(instance, direction, earlier)
         options = instance.facts.solver.options()
-        steered = solve_steered(self.near_optimal, weights, self.plan.solution, options, optional=self.optional,
+        steered = solve_steered(self.near_optimal, weights, [self.plan.solution, *starts], options, optional=self.optional,
                                 min_served_tok_s=self.min_served_tok_s)  # fmt: skip
         return Alternative(index, direction.label, self._plan(index, direction, steered), _status(steered))
 
@@ -314,11 +326,6 @@ def alternatives_start(loaded: LoadedScenario, *, slack: float = 0.02, progress:
     return AlternativesStart(Alternative(0, "optimum", plan, str(plan.summary.status)), slack, near, optional, served)
 
 
-def opened(alternative: Alternative) -> BoolArray | None:
-    """``(m,)`` the sites a design opens (None without a plan)."""
-    return None if alternative.plan is None else alternative.plan.solution.open
-
-
 def plan_alternatives(count: int, directions: Sequence[Direction]) -> list[Direction]:
     """Each alternative's direction: the hand-chosen ones first, then ``spread`` up to ``count``."""
     return [*directions, *[SPREAD] * (count - len(directions))]
@@ -356,9 +363,10 @@ def near_optimal_alternatives(
     start = alternatives_start(loaded, slack=slack, progress=progress, directions=directions)
     yield start.optimum
     earlier = [start.plan.solution.open]
+    solved: list[PlacementSolution] = []
     for index, direction in enumerate(plan_alternatives(count, directions), start=1):
-        alternative = start.solve(index, direction, earlier, progress)
-        found = opened(alternative)
-        if found is not None:
-            earlier.append(found)
+        alternative = start.solve(index, direction, earlier, progress, starts=solved)
+        if alternative.plan is not None:
+            earlier.append(alternative.plan.solution.open)
+            solved.append(alternative.plan.solution)
         yield alternative

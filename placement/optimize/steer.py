@@ -11,13 +11,15 @@ used before, least emissions, ...). Two stages, as in lexicographic MGA:
    (within :data:`DIRECTION_TOLERANCE`): the nodes and shares (and sites closed) a cost-minded planner would pick on
    that design.
 
-Every answer is checked against every constraint, the cost row included
-(:func:`~placement.optimize.verify.verify_solution`). The model is the full MILP (no lazy slice rows, no pricing
-of pairs).
+Stage 1 is the solver's own search for half the time limit, then, if that found nothing, a search started from the
+design at hand that goes furthest in the direction already (the optimum, or an alternative before it). Every answer
+is checked against every constraint, the cost row included (:func:`~placement.optimize.verify.verify_solution`).
+The model is the full MILP (no lazy slice rows, no pricing of pairs).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -107,23 +109,41 @@ def _blocks(data: PlacementInput, *, optional: bool, min_served_tok_s: float, oc
 
 
 def _solve(
-    data: PlacementInput, blocks: PlacementBlocks, start: PlacementSolution, options: SolverOptions
+    data: PlacementInput, blocks: PlacementBlocks, start: PlacementSolution | None, options: SolverOptions
 ) -> tuple[PlacementSolution | None, SolverReport]:
-    """Solve the blocks from ``start``; the design read back at ``data``'s cost (None without one)."""
+    """Solve the blocks (from ``start``, if given); the design read back at ``data``'s cost (None without one)."""
     model = to_placement_model(blocks)
-    design = (start.open, start.nodes, start.pair_share)
-    set_warm_start(model, data, design, start.failover_share, unserved=unserved_shares(data, start.pair_share))
-    report = solve_problem(model.problem, options, warm_start=True)
+    if start is not None:
+        design = (start.open, start.nodes, start.pair_share)
+        set_warm_start(model, data, design, start.failover_share, unserved=unserved_shares(data, start.pair_share))
+    report = solve_problem(model.problem, options, warm_start=start is not None)
     if not report.status.has_solution:
         return None, report
     solution = extract(model, data, report, None)
     return replace(solution, report=replace(report, objective=solution.objective_usd_per_h)), report
 
 
+def _search(
+    data: PlacementInput, blocks: PlacementBlocks, start: PlacementSolution, options: SolverOptions
+) -> tuple[PlacementSolution | None, SolverReport]:
+    """Stage 1: the solver's own search first (half the time limit), then from ``start`` if that found nothing.
+
+    A start the direction has not moved from holds the search near it (the solver's neighbourhood heuristics work
+    around its incumbent), while its own heuristics begin from the relaxation, which already leans the direction's
+    way; the start is the fallback, so a design is always at hand when the limit comes.
+    """
+    limit_s = options.time_limit_s
+    half = options if limit_s is None else replace(options, time_limit_s=limit_s / 2)
+    found, report = _solve(data, blocks, None, half)
+    if found is not None:
+        return found, report
+    return _solve(data, blocks, start, half)
+
+
 def solve_steered(
     data: PlacementInput,
     weights: Weights,
-    start: PlacementSolution,
+    starts: Sequence[PlacementSolution],
     options: SolverOptions,
     *,
     optional: bool,
@@ -137,10 +157,11 @@ def solve_steered(
         The arrays with the cost row among their caps (:func:`cost_cap`).
     weights : Weights
         The direction.
-    start : PlacementSolution
-        A design inside the set (the optimum): the warm start.
+    starts : sequence of PlacementSolution
+        Designs inside the set (the optimum, the alternatives before): the one that goes furthest in the direction
+        is the warm start (the optimum is the worst start for a direction that avoids its sites).
     options : SolverOptions
-        Solver settings; the time limit holds for each stage.
+        Solver settings; the time limit holds for each stage (stage 1's two searches share it).
     optional : bool
         Serving is optional (``policy.serving: optional``).
     min_served_tok_s : float, optional
@@ -154,7 +175,7 @@ def solve_steered(
     steer = replace(data, site_fixed_usd_per_h=weights.site_fixed, site_node_usd_per_h=weights.site_node,
                     pair_cost_usd_per_h=weights.pair)  # fmt: skip
     blocks = _blocks(steer, optional=optional, min_served_tok_s=min_served_tok_s, occupied=weights.occupied)
-    found, report = _solve(data, blocks, start, options)
+    found, report = _search(data, blocks, min(starts, key=weights.value), options)
     if found is None:
         return Steered(None, report, float("nan"), [f"no design found ({report.message})"])
     value = weights.value(found)

@@ -21,9 +21,9 @@ from placement.analyses.alternatives import (
     alternatives_start,
     check_options,
     design_folder,
-    opened,
     plan_alternatives,
 )
+from placement.optimize.problem import PlacementSolution
 from placement.outputs.alternatives_files import DesignRecord, write_tables
 from placement.outputs.packed import pack_results, unpack_results
 from placement.outputs.writer import write_folder, write_results
@@ -122,15 +122,15 @@ def write_alternatives_on_dask(
         for record in sorted(records[1:], key=lambda r: r.index):  # the spread ones avoid these too
             if record.sites is not None:
                 earlier.append(record.sites["open"].astype(bool).to_numpy())
+        solved: list[PlacementSolution] = []  # the spread designs at hand here start the solver too
         for index, direction in enumerate(planned, start=1):
             if direction.kind != "spread":
                 continue
-            alternative = start.solve(index, direction, earlier, progress)
+            alternative = start.solve(index, direction, earlier, progress, starts=solved)
             if alternative.plan is not None:
                 write_results(alternative.plan, folder / alternative.folder, maps=maps)
-            found = opened(alternative)
-            if found is not None:
-                earlier.append(found)
+                earlier.append(alternative.plan.solution.open)
+                solved.append(alternative.plan.solution)
             records.append(DesignRecord.of(alternative))
         write_tables(records, folder, progress)
 
