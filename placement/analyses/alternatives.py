@@ -265,6 +265,7 @@ class AlternativesStart:
             f"near-optimal alternative {index} ({direction.label}): {steered.solution.objective_usd_per_h:,.2f} $/h, "
             f"{steered.solution.objective_usd_per_h / optimum - 1:+.2%} against the optimum's {optimum:,.2f} (slack "
             f"{self.slack:.1%}); direction value {steered.direction_value:,.6g}"
+            + ("; searched from a design before it (the solver's own search found none in time)" if steered.from_start else "")
         )
         return assemble_plan(self.plan.instance, steered.solution, _status(steered), [note])
 

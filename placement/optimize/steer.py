@@ -88,12 +88,15 @@ class Steered:
         The direction's value of the design (NaN without one).
     problems : list of str
         The checks it failed (empty when verified).
+    from_start : bool, optional
+        Stage 1 found it from the design at hand (the solver's own search found nothing within its half of the limit).
     """
 
     solution: PlacementSolution | None
     report: SolverReport
     direction_value: float
     problems: list[str]
+    from_start: bool = False
 
 
 def _blocks(data: PlacementInput, *, optional: bool, min_served_tok_s: float, occupied: bool) -> PlacementBlocks:
@@ -125,19 +128,19 @@ def _solve(
 
 def _search(
     data: PlacementInput, blocks: PlacementBlocks, start: PlacementSolution, options: SolverOptions
-) -> tuple[PlacementSolution | None, SolverReport]:
+) -> tuple[PlacementSolution | None, SolverReport, bool]:
     """Stage 1: the solver's own search first (half the time limit), then from ``start`` if that found nothing.
 
     A start the direction has not moved from holds the search near it (the solver's neighbourhood heuristics work
     around its incumbent), while its own heuristics begin from the relaxation, which already leans the direction's
-    way; the start is the fallback, so a design is always at hand when the limit comes.
+    way; the start is the fallback, so a design is always at hand when the limit comes. The flag says it was used.
     """
     limit_s = options.time_limit_s
     half = options if limit_s is None else replace(options, time_limit_s=limit_s / 2)
     found, report = _solve(data, blocks, None, half)
     if found is not None:
-        return found, report
-    return _solve(data, blocks, start, half)
+        return found, report, False
+    return (*_solve(data, blocks, start, half), True)
 
 
 def solve_steered(
@@ -175,9 +178,9 @@ def solve_steered(
     steer = replace(data, site_fixed_usd_per_h=weights.site_fixed, site_node_usd_per_h=weights.site_node,
                     pair_cost_usd_per_h=weights.pair)  # fmt: skip
     blocks = _blocks(steer, optional=optional, min_served_tok_s=min_served_tok_s, occupied=weights.occupied)
-    found, report = _search(data, blocks, min(starts, key=weights.value), options)
+    found, report, from_start = _search(data, blocks, min(starts, key=weights.value), options)
     if found is None:
-        return Steered(None, report, float("nan"), [f"no design found ({report.message})"])
+        return Steered(None, report, float("nan"), [f"no design found ({report.message})"], from_start)
     value = weights.value(found)
     limit = value + DIRECTION_TOLERANCE * max(1.0, abs(value))
     held = replace(data, caps=(*data.caps, weights.as_cap(limit)))
@@ -193,4 +196,4 @@ def solve_steered(
     problems = verify_solution(data, found, optional=optional)
     if optional and found.served_mean_tok_s(data) < min_served_tok_s * (1 - 1e-9):
         problems.append(f"serves {found.served_mean_tok_s(data):,.6g} tok/s, less than the {min_served_tok_s:,.6g} held")
-    return Steered(None if problems else found, report, weights.value(found), problems)
+    return Steered(None if problems else found, report, weights.value(found), problems, from_start)

@@ -197,7 +197,7 @@ def draw_alternatives(table: pd.DataFrame, sites: pd.DataFrame, path: Path) -> P
         named.setdefault(point, []).append(f"{row['design']} ({row['direction']})")
     for point, names in named.items():
         left.annotate("\n".join(names), point, textcoords="offset points", xytext=(5, 4), fontsize=7)
-    left.set_xlabel("share of MW not at the optimum's sites")
+    left.set_xlabel("MW not shared with the optimum (share of both designs' MW)")
     left.set_ylabel("cost over the optimum [%]")
     left.set_title("near-optimal alternatives")
     left.grid(True, alpha=0.3)

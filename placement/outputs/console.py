@@ -380,7 +380,7 @@ def alternatives_lines(out: Path) -> list[str]:
             lines.append(
                 f"{row['design']} ({row['direction']}): {float(row['usd_per_h']):,.2f} $/h "
                 f"({float(row['cost_over_optimum']):+.2%}), " + (f"${float(per_million):.3f}/M, " if per_million else "")
-                + f"{row['sites_open']} sites, {float(row['mw_not_shared']):.0%} of MW not at the optimum's sites"
+                + f"{row['sites_open']} sites, {float(row['mw_not_shared']):.0%} of MW not shared with the optimum"
                 + (f"; the same as {row['same_as']}" if row.get("same_as") else "")
             )  # fmt: skip
     classes: dict[str, list[str]] = {"must-have": [], "choice": [], "never": []}
