@@ -499,6 +499,40 @@ def _frontier(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _alternatives(args: argparse.Namespace) -> int:
+    from placement.analyses.alternatives import check_options, near_optimal_alternatives
+    from placement.outputs.alternatives_files import write_alternatives
+    from placement.outputs.console import print_alternatives
+    from placement.outputs.writer import check_output_folder
+
+    directions = [d for given in args.direction for d in given]
+    fix = 'see the README\'s "Near-optimal alternatives"'
+    try:
+        check_options(args.slack, args.count, directions)
+    except ValueError as exc:
+        raise InputError([Problem("alternatives", "", "--count", str(exc), fix)]) from None
+    check_output_folder(args.out)
+    progress = StderrProgress(show=not args.quiet)
+    loaded = _with_overrides(load_scenario(scenario_file(args.scenario)), args)
+    progress(f"scenario {loaded.scenario.name}: {args.count} alternatives at most {args.slack:.1%} dearer than the optimum")
+    try:
+        if args.scheduler or args.workers:  # the hand-chosen directions as Dask tasks
+            from placement.sweep.alternatives_tasks import write_alternatives_on_dask
+
+            out = write_alternatives_on_dask(
+                loaded, args.out, slack=args.slack, count=args.count, directions=directions, maps=not args.no_maps,
+                workers=args.workers, scheduler=args.scheduler, progress=progress,
+            )  # fmt: skip
+        else:
+            designs = near_optimal_alternatives(loaded, slack=args.slack, count=args.count, directions=directions,
+                                                progress=progress)  # fmt: skip
+            out = write_alternatives(designs, args.out, maps=not args.no_maps, progress=progress)
+    except ValueError as exc:
+        raise InputError([Problem(str(args.scenario), "", "", str(exc), fix)]) from None
+    print_alternatives(out)
+    return EXIT_OK
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from placement.outputs.console import print_sweep
     from placement.outputs.writer import check_output_folder
@@ -574,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
         (arguments.add_report, _report),
         (arguments.add_discover, _discover),
         (arguments.add_frontier, _frontier),
+        (arguments.add_alternatives, _alternatives),
         (arguments.add_sweep, _sweep),
         (arguments.add_init, _init),
         (arguments.add_scenarios, _scenarios),

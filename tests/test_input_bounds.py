@@ -59,6 +59,20 @@ def test_a_frontier_takes_a_bounded_number_of_points(capsys: pytest.CaptureFixtu
     assert len(caps) == MAX_POINTS - 1 and np.diff(caps).max() < 0  # every cap below the one before
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "rule"),
+    [("--slack", "-0.1", "must be above 0 and at most 1"), ("--count", "50", "must be 1 to 20"),
+     ("--direction", "least-power-in", "least-power-in needs a region")],
+)  # fmt: skip
+def test_alternatives_take_a_bounded_slack_count_and_known_directions(
+    option: str, value: str, rule: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["alternatives", option, value])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and f"argument {option}" in err and rule in err and "Traceback" not in err
+
+
 def test_discover_on_a_plan_that_serves_everything_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scenario = write_scenario(tmp_path)
     assert main(["discover", str(scenario), "--out", str(tmp_path / "found"), "--quiet", "--no-maps"]) == 0

@@ -76,6 +76,41 @@ def _frontier_points(text: str) -> int:
     return value
 
 
+def _slack(text: str) -> float:
+    """The near-optimal slack: a share of the optimum's cost above 0 and at most ``MAX_SLACK``."""
+    from placement.analyses.alternatives import MAX_SLACK
+
+    value = float(text)
+    if not 0 < value <= MAX_SLACK:
+        raise argparse.ArgumentTypeError(
+            f"must be above 0 and at most {MAX_SLACK:g}, got {text}: a share of the optimum's cost (0.02: designs up to 2 % "
+            "dearer)"
+        )
+    return value
+
+
+def _alternatives_count(text: str) -> int:
+    """Alternatives after the optimum: 1 to ``MAX_ALTERNATIVES``."""
+    from placement.analyses.alternatives import MAX_ALTERNATIVES
+
+    value = int(text)
+    if not 1 <= value <= MAX_ALTERNATIVES:
+        raise argparse.ArgumentTypeError(
+            f"must be 1 to {MAX_ALTERNATIVES}, got {value}: each alternative is two solves of the whole model"
+        )
+    return value
+
+
+def _directions(text: str) -> list[Any]:
+    """Hand-chosen directions, comma-separated (``fewest-sites,least-power-in:Europe``)."""
+    from placement.analyses.alternatives import parse_direction
+
+    try:
+        return [parse_direction(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _sim_requests(text: str) -> int:
     """Requests to simulate: at least 100, so that a p99 is measured."""
     value = int(text)
@@ -401,6 +436,38 @@ def add_frontier(commands: Commands) -> argparse.ArgumentParser:
     frontier.add_argument("--workers", type=_positive_int, help="solve the capped points on a local Dask cluster")
     frontier.add_argument("--scheduler", default=None, help="solve the capped points on this Dask scheduler (tcp://host:port)")
     return frontier
+
+
+def add_alternatives(commands: Commands) -> argparse.ArgumentParser:
+    """``placement alternatives``: near-optimal designs, each as different from the ones before as the slack allows."""
+    alternatives = commands.add_parser(
+        "alternatives", help="near-optimal alternatives: designs at most --slack dearer, as different as possible"
+    )
+    _scenario(alternatives)
+    alternatives.add_argument("--out", default="alternatives",
+                              help="folder: alternatives.csv, alternative_sites.csv, alternatives.png, alternatives.geojson "
+                              "and a results folder per design")  # fmt: skip
+    alternatives.add_argument(
+        "--slack", type=_slack, default=0.02, help="alternatives cost at most this share more than the optimum (default 0.02)"
+    )
+    alternatives.add_argument("--count", type=_alternatives_count, default=5, help="alternatives after the optimum: 1 to 20 "
+                              "(default 5)")  # fmt: skip
+    alternatives.add_argument(
+        "--direction",
+        type=_directions,
+        action="append",
+        default=[],
+        help="a hand-chosen direction, one alternative each before the spread ones (repeatable, or a comma list): "
+        "fewest-sites, most-sites, least-power-in:REGION (a continent, country code or grid_region), least-emissions",
+    )
+    _solver_overrides(alternatives, time_limit_of="each solve")
+    _quiet(alternatives)
+    alternatives.add_argument("--no-maps", action="store_true", help="no maps in the designs' results folders")
+    alternatives.add_argument("--workers", type=_positive_int, help="solve the hand-chosen directions on a local Dask cluster")
+    alternatives.add_argument(
+        "--scheduler", default=None, help="solve the hand-chosen directions on this Dask scheduler (tcp://host:port)"
+    )
+    return alternatives
 
 
 def add_sweep(commands: Commands) -> argparse.ArgumentParser:

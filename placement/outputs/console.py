@@ -357,6 +357,50 @@ def print_frontier(out: Path, *, axis: str) -> None:
     print(f"frontier in {out}")
 
 
+def alternatives_lines(out: Path) -> list[str]:
+    """One line per design of ``alternatives.csv``, then the must-have, choice and never sites of ``alternative_sites.csv``.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The run's folder.
+
+    Returns
+    -------
+    list of str
+        The lines ``placement alternatives`` prints before the folder.
+    """
+    lines: list[str] = []
+    with (out / "alternatives.csv").open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if not row.get("usd_per_h"):
+                lines.append(f"{row['design']} ({row['direction']}): no design: {row['status']}")
+                continue
+            per_million = row["usd_per_million_goodput_tokens"]
+            lines.append(
+                f"{row['design']} ({row['direction']}): {float(row['usd_per_h']):,.2f} $/h "
+                f"({float(row['cost_over_optimum']):+.2%}), " + (f"${float(per_million):.3f}/M, " if per_million else "")
+                + f"{row['sites_open']} sites, {float(row['mw_not_shared']):.0%} of MW not shared with the optimum"
+                + (f"; the same as {row['same_as']}" if row.get("same_as") else "")
+            )  # fmt: skip
+    classes: dict[str, list[str]] = {"must-have": [], "choice": [], "never": []}
+    with (out / "alternative_sites.csv").open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            classes[row["class"]].append(row["site_id"])
+    for name in ("must-have", "choice"):
+        ids = classes[name]
+        shown = ", ".join(ids[:12]) + (f" (+{len(ids) - 12})" if len(ids) > 12 else "")
+        lines.append(f"{name}: {len(ids)} sites" + (f": {shown}" if ids else ""))
+    lines.append(f"never: {len(classes['never'])} sites")
+    return lines
+
+
+def print_alternatives(out: Path) -> None:
+    """What ``placement alternatives`` prints: each design, the sites every, some and no design opens, the folder."""
+    print_lines(alternatives_lines(out))
+    print(f"alternatives in {out}")
+
+
 def print_sweep(table: pd.DataFrame, *, out: Path) -> None:
     """What ``placement sweep`` prints: the solved cases' cost range, the first 5 failures, the results folder.
 

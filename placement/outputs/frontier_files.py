@@ -26,10 +26,7 @@ draws the cost with the unserved tokens' value beside the cost of those served.
 
 from __future__ import annotations
 
-import io
 import shutil
-import tarfile
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +41,6 @@ import pandas as pd
 from placement.analyses.frontier import EQUAL_SERVICE_TOLERANCE, FrontierPoint
 from placement.economics.cost import SECONDS_PER_HOUR
 from placement.outputs.writer import write_folder, write_results
-from placement.plan.record import Plan
 from placement.progress import Progress, quiet
 from placement.results.folder import read_results_folder
 from placement.results.summary import PlanSummary, cap_cost
@@ -285,23 +281,3 @@ def write_frontier(
                     unserved_usd_per_million=unserved_usd_per_million)  # fmt: skip
 
     return write_folder(out_dir, writer)
-
-
-def pack_results(plan: Plan, *, maps: bool) -> bytes:
-    """A plan's results folder as a gzipped tar (a point solved on a Dask worker travels back as this)."""
-    with tempfile.TemporaryDirectory(prefix="placement-point-") as tmp:
-        folder = Path(tmp) / "point"
-        write_results(plan, folder, maps=maps)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-            for path in sorted(folder.iterdir()):
-                archive.add(path, arcname=path.name)
-        return buffer.getvalue()
-
-
-def unpack_results(packed: bytes, folder: Path) -> Path:
-    """A :func:`pack_results` archive written out as ``folder`` (plain files only)."""
-    folder.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as archive:
-        archive.extractall(folder, filter="data")
-    return folder

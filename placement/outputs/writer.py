@@ -37,7 +37,15 @@ from placement.progress import Progress, quiet
 from placement.results.folder import write_csv, write_csv_chunks, write_json
 from placement.results.record import ROW_COLUMNS, ROW_DIGITS, PlanResults
 
-MARKERS = ("summary.json", "compare.csv", "diff.json", "failover_exposure.json", "frontier.csv", "discover.json")
+MARKERS = (
+    "summary.json",
+    "compare.csv",
+    "diff.json",
+    "failover_exposure.json",
+    "frontier.csv",
+    "discover.json",
+    "alternatives.csv",
+)
 
 MAP_FILES = ("map.png", "map_<region>.png", "map.html")
 """The files ``maps=False`` (``solve --no-maps``) leaves out; every other file is written."""

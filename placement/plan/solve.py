@@ -136,7 +136,8 @@ def _raise_if_a_cap_binds(data: PlacementInput, options: SolverOptions, progress
     )
 
 
-def _assemble(instance: Instance, solution: PlacementSolution, status: str, notes: list[str]) -> Plan:
+def assemble_plan(instance: Instance, solution: PlacementSolution, status: str, notes: list[str]) -> Plan:
+    """A verified solution of the instance tabulated as a plan (sites, assignments, populations, summary, notes)."""
     sites = site_table(instance, solution)
     assignments = assignment_table(instance, solution)
     late = assignments["ttft_p99_ms"] > assignments["ttft_objective_ms"] + 1e-9
@@ -247,9 +248,9 @@ def _solve_on_tiers(instance: Instance, *, msg: bool, progress: Progress) -> Pla
     """The model on its sites' KV tiers as they stand, to the cache's fixed point."""
     if not has_miss_work(instance):
         solved = _solved(instance, msg=msg, progress=progress)
-        return _assemble(instance, solved.solution, solved.status, solved.notes)
+        return assemble_plan(instance, solved.solution, solved.status, solved.notes)
     kept, rounds = cache_rounds(instance, lambda inst: _solved(inst, msg=msg, progress=progress), progress=progress)
-    plan = _assemble(kept.instance, kept.solved.solution, kept.solved.status, kept.solved.notes)
+    plan = assemble_plan(kept.instance, kept.solved.solution, kept.solved.status, kept.solved.notes)
     return plan.with_results(summary=replace(plan.summary, cache_rounds=round_figures(kept, rounds)))
 
 

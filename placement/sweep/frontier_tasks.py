@@ -14,7 +14,8 @@ from typing import Any
 from placement._errors import PlacementError
 from placement.analyses.frontier import Axis, frontier_start, point_folder
 from placement.instance.build import build_instance
-from placement.outputs.frontier_files import PointRecord, pack_results, unpack_results, write_table
+from placement.outputs.frontier_files import PointRecord, write_table
+from placement.outputs.packed import pack_results, unpack_results
 from placement.outputs.writer import write_folder, write_results
 from placement.plan.solve import solve_instance
 from placement.progress import Progress, quiet

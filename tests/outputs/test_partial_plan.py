@@ -27,7 +27,7 @@ from placement.optimize.problem import PlacementSolution
 from placement.optimize.solver import SolverReport, SolveStatus
 from placement.outputs.writer import write_results
 from placement.plan.record import Plan
-from placement.plan.solve import _assemble
+from placement.plan.solve import assemble_plan
 from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
@@ -47,7 +47,7 @@ def _plan(instance: Instance, served_commodities: int) -> Plan:
     cost = data.cost_usd_per_h(is_open, nodes, shares)
     report = SolverReport("highs", SolveStatus.FEASIBLE, cost, math.nan, math.nan, 0.0, "made by hand for the test")
     solution = PlacementSolution(is_open, nodes, shares, 1.0 - served, cost, report)
-    return _assemble(instance, solution, "partial", ["a partial plan made by hand"])
+    return assemble_plan(instance, solution, "partial", ["a partial plan made by hand"])
 
 
 @pytest.fixture(scope="module")
