@@ -127,8 +127,16 @@ def _write_results(
     )
     catchments = catchment_frame(results)  # once: the GeoJSON, the maps and the web map draw the same
     progress("wrote the GeoJSON layers: sites, assignments, populations")
-    # the maps in a forked child beside the report and the GIS layers (two cores: the slowest half of the writing)
-    drawn = Background(partial(_draw_maps, results, folder, title, catchments, links, progress)) if maps else None
+    # the maps in two forked children beside the report and the GIS layers (the slower half of the writing, shared
+    # out over the cores): the world map and the web map in one, the regional maps in the other
+    drawn = (
+        [
+            Background(partial(_draw_world_maps, results, folder, title, catchments, links, progress)),
+            Background(partial(_draw_regional_maps, results, folder, catchments, progress)),
+        ]
+        if maps
+        else []
+    )
     report = render_markdown(results.summary, results.sites, results.populations, results.notes,
                              protection=plan_protection(results))  # fmt: skip
     (folder / "report.md").write_text(report, encoding="utf-8")
@@ -138,20 +146,25 @@ def _write_results(
     write_geopackage(layers, folder / GPKG_NAME)
     write_qgis_project(layers, folder / QGZ_NAME, title=title)
     progress("wrote report.md, catchments, the network, plan.gpkg and plan.qgz")
-    if drawn is not None:
-        drawn.result()  # raises what the drawing raised: the folder is then not swapped in
+    for child in drawn:
+        child.result()  # raises what the drawing raised: the folder is then not swapped in
     write_report_html(results, folder)  # last: embeds map.png, map_*.png (when drawn) and ttft_budget.png
 
 
-def _draw_maps(
+def _draw_world_maps(
     results: PlanResults, folder: Path, title: str, catchments: gpd.GeoDataFrame, links: pd.DataFrame, progress: Progress
 ) -> None:
-    """``map.png``, the regional maps and ``map.html``."""
+    """``map.png`` and ``map.html``."""
     draw_world_map(results.sites, results.assignments, results.populations, folder / "map.png", title=title,
                    catchments=catchments)  # fmt: skip
-    draw_regional_maps(results, folder, catchments=catchments)
     write_webmap(results, folder / "map.html", catchments=catchments, links=links)
-    progress("drew map.png, the regional maps and map.html")
+    progress("drew map.png and map.html")
+
+
+def _draw_regional_maps(results: PlanResults, folder: Path, catchments: gpd.GeoDataFrame, progress: Progress) -> None:
+    """``map_<region>.png``."""
+    draw_regional_maps(results, folder, catchments=catchments)
+    progress("drew the regional maps")
 
 
 def check_output_folder(out_dir: str | Path, *, results_markers: tuple[str, ...] | None = MARKERS) -> Path:
