@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -165,7 +166,7 @@ def named_files(data: Any, base: Path | None) -> dict[str, str]:
 @cache
 def build_fingerprint() -> str:
     """A digest of the package's code and its bundled data: a change to either is a different build."""
-    package = Path(__file__).resolve().parent
+    package = Path(str(files("placement"))).resolve()
     digest = hashlib.blake2b(digest_size=16)
     for path in sorted(p for p in package.rglob("*") if p.is_file() and p.suffix not in {".pyc", ".pyo"}):
         if "__pycache__" in path.parts:

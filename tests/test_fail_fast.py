@@ -85,7 +85,7 @@ def test_foreign_folder_is_refused_before_solving(
     err = _error(capsys)
     assert (
         "is not a placement results folder (no summary.json or compare.csv or diff.json or failover_exposure.json or "
-        "frontier.csv or discover.json)"
+        "frontier.csv or discover.json or alternatives.csv)"
         in err
         and "Fix:" in err
     )
