@@ -187,6 +187,22 @@ def _failover(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _adequacy(args: argparse.Namespace) -> int:
+    from placement.analyses.adequacy import adequacy_of_folder
+    from placement.outputs.adequacy_files import write_adequacy
+    from placement.outputs.console import adequacy_json, print_adequacy, print_json
+
+    folder = Path(args.outdir)
+    progress = StderrProgress(show=not (args.quiet or args.json))
+    adequacy = adequacy_of_folder(folder, years=args.years, seed=args.seed, threshold=args.threshold, progress=progress)
+    written = write_adequacy(adequacy, folder)
+    if args.json:
+        print_json(adequacy_json(adequacy.figures, written=written))
+        return EXIT_OK
+    print_adequacy(adequacy.figures, written=written)
+    return EXIT_OK
+
+
 def _diff(args: argparse.Namespace) -> int:
     from placement.analyses.diff import diff_plans
     from placement.outputs.console import print_diff, print_json
@@ -550,6 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
         (arguments.add_compare, _compare),
         (arguments.add_explain, _explain),
         (arguments.add_failover, _failover),
+        (arguments.add_adequacy, _adequacy),
         (arguments.add_diff, _diff),
         (arguments.add_rtt, _rtt),
         (arguments.add_goodput, _goodput),
