@@ -1,0 +1,187 @@
+"""``placement adequacy``: expected unserved goodput over a year of outages, against a 3-site world worked by hand."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from placement._errors import InputError
+from placement.analyses.adequacy import UnservedRates, exact_expectation, plan_sources, sample_year_losses
+from placement.cli import main
+from placement.optimize.problem import PlacementInput, PlacementSolution
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus
+from placement.rules.outages import site_outage_figures
+from placement.scenario.load import load_scenario
+from placement.scenario.sections import OutagesSection
+from placement.world.catalog import load_catalog
+from tests.conftest import CATALOG_HEADER, SMALL_CATALOG, write_scenario
+
+# ----------------------------------------------------------------------------- the hand world
+#
+# Three sites, one slice, 0.1 node per tok/s everywhere.
+#   A: 10 nodes, serves commodity 0 (100 tok/s; allowed at A and B).
+#   B:  6 nodes, serves commodity 2 (20 tok/s; allowed at B only): 2 nodes used, 4 spare = 40 tok/s of headroom.
+#   C:  6 nodes, serves commodity 1 (60 tok/s; allowed at B and C).
+# The plan serves 180 tok/s. Unserved while a set of sites is down, by hand:
+#   {}      0
+#   {A}     60   commodity 0's 100 lost, B takes 40
+#   {B}     20   commodity 2 has no other site
+#   {C}     20   commodity 1's 60 lost, B takes 40
+#   {A,B}  120   commodity 0's 100 and commodity 2's 20, nowhere to go
+#   {A,C}  120   160 lost, B takes 40
+#   {B,C}   80   commodity 2's 20 and commodity 1's 60
+#   {A,B,C} 180
+HAND_UNSERVED = {"": 0.0, "A": 60.0, "B": 20.0, "C": 20.0, "AB": 120.0, "AC": 120.0, "BC": 80.0, "ABC": 180.0}
+SERVED = 180.0
+# Each site's own outages (catalog columns): events a year and hours each.
+RATES = {"A": (2.0, 10.0), "B": (4.0, 30.0), "C": (1.0, 100.0)}
+
+
+def _hand_world() -> tuple[PlacementInput, PlacementSolution, pd.DataFrame]:
+    pairs = [(0, 0), (0, 1), (2, 1), (1, 1), (1, 2)]  # (commodity, site): A=0, B=1, C=2
+    data = PlacementInput(
+        slice_demand_tok_s=np.array([[100.0], [60.0], [20.0]]),
+        slice_hours=np.array([24.0]),
+        pair_commodity=np.array([c for c, _ in pairs], dtype=np.int64),
+        pair_site=np.array([s for _, s in pairs], dtype=np.int64),
+        pair_nodes_per_tok_s=np.full(len(pairs), 0.1),
+        pair_rtt_ms=np.array([5.0, 9.0, 4.0, 8.0, 3.0]),
+        pair_cost_usd_per_h=np.zeros(len(pairs)),
+        site_fixed_usd_per_h=np.zeros(3),
+        site_node_usd_per_h=np.ones(3),
+        site_node_mw=np.full(3, 0.01),
+        site_mw_available=np.full(3, 10.0),
+        site_locked=np.zeros(3, dtype=bool),
+    )
+    report = SolverReport("hand", SolveStatus.OPTIMAL, 0.0, 0.0, 0.0, 0.0, "")
+    solution = PlacementSolution(
+        np.array([True, True, True]),
+        np.array([10, 6, 6], dtype=np.int64),
+        np.array([1.0, 0.0, 1.0, 0.0, 1.0]),
+        np.zeros(3),
+        0.0,
+        report,
+    )
+    sites = pd.DataFrame(
+        {
+            "id": ["A", "B", "C"],
+            "outage_events_per_year": [RATES[s][0] for s in "ABC"],
+            "outage_hours": [RATES[s][1] for s in "ABC"],
+        }
+    )
+    return data, solution, sites
+
+
+def _hand_expectation() -> float:
+    """``sum_F P(F) U(F)`` over the 8 states, each site down with probability 1 - exp(-events x hours / 8760)."""
+    down = {s: 1.0 - math.exp(-e * h / 8760.0) for s, (e, h) in RATES.items()}
+    total = 0.0
+    for state in itertools.product([False, True], repeat=3):
+        failed = "".join(s for s, is_down in zip("ABC", state, strict=True) if is_down)
+        probability = math.prod(down[s] if is_down else 1.0 - down[s] for s, is_down in zip("ABC", state, strict=True))
+        total += probability * HAND_UNSERVED[failed]
+    return total
+
+
+def test_unserved_per_set_of_sites_down_matches_the_hand_figures() -> None:
+    data, solution, _ = _hand_world()
+    unserved = UnservedRates(data, solution, SolverOptions())
+    assert unserved.served_tok_s == pytest.approx(SERVED)
+    for name, value in HAND_UNSERVED.items():
+        assert unserved(frozenset("ABC".index(s) for s in name)) == pytest.approx(value, abs=1e-6), name
+
+
+def test_exact_enumeration_matches_every_outage_combination_worked_by_hand() -> None:
+    data, solution, sites = _hand_world()
+    sources = plan_sources(sites, solution.open, OutagesSection())
+    assert [s.source.label for s in sources] == ["site:A", "site:B", "site:C"]
+    exact = exact_expectation(sources, UnservedRates(data, solution, SolverOptions()))
+    assert exact.states == 8
+    assert exact.dropped_probability == 0.0
+    assert exact.unserved_tok_s == pytest.approx(_hand_expectation(), rel=1e-9)
+    # ~0.44 tok/s of 180: a share of ~0.24 %
+    assert exact.unserved_tok_s / SERVED == pytest.approx(_hand_expectation() / SERVED, rel=1e-9)
+
+
+def test_monte_carlo_converges_to_the_exact_value_within_its_standard_error() -> None:
+    data, solution, sites = _hand_world()
+    sources = plan_sources(sites, solution.open, OutagesSection())
+    years = sample_year_losses(sources, UnservedRates(data, solution, SolverOptions()), years=4000, seed=7)
+    per_year_tok_h = years.loss_tok_h / 8760.0  # mean unserved tok/s over each year
+    mean, error = per_year_tok_h.mean(), per_year_tok_h.std(ddof=1) / math.sqrt(len(per_year_tok_h))
+    assert error < 0.1 * mean  # the test can tell a wrong mean
+    assert abs(mean - _hand_expectation()) < 4 * error
+    assert sum(years.by_set_tok_s.values()) == pytest.approx(mean, rel=1e-9)
+    again = sample_year_losses(sources, UnservedRates(data, solution, SolverOptions()), years=4000, seed=7)
+    np.testing.assert_array_equal(again.loss_tok_h, years.loss_tok_h)  # seeded
+
+
+def test_site_figures_come_from_the_tier_then_the_scenario_then_the_catalog() -> None:
+    sites = pd.DataFrame(
+        {"id": ["a", "b", "c", "d"], "tier": ["I", "4", "", "iii"], "outage_hours": [np.nan, np.nan, np.nan, 2.0]}
+    )
+    events, hours = site_outage_figures(sites, OutagesSection())
+    # Tier I: 28.8 h a year as 12 h events; Tier IV: 0.4 h as 4 h events; blank: the scenario's tier (III, 1.6 h)
+    np.testing.assert_allclose(events * np.array([12.0, 4.0, 4.0, 1.0]), [28.8, 0.4, 1.6, 0.4])
+    np.testing.assert_allclose(hours, [12.0, 4.0, 4.0, 2.0])
+    events, hours = site_outage_figures(sites, OutagesSection(site_tier="I", site_events_per_year=1.0))
+    np.testing.assert_allclose(events, 1.0)
+    np.testing.assert_allclose(hours, [12.0, 4.0, 12.0, 2.0])
+
+
+def test_bad_outage_columns_in_the_catalog_are_reported_with_row_and_field(tmp_path: Path) -> None:
+    header = CATALOG_HEADER.strip() + ",tier,outage_events_per_year,outage_hours\n"
+    rows = [line + ",,," for line in SMALL_CATALOG.splitlines()[1:]]
+    rows[0] = rows[0][:-3] + ",V,-1,"
+    rows[2] = rows[2][:-3] + ",III,2,0"
+    path = tmp_path / "catalog.csv"
+    path.write_text(header + "\n".join(rows) + "\n")
+    with pytest.raises(InputError) as raised:
+        load_catalog(path)
+    text = str(raised.value)
+    assert "row 1 (line 2)" in text and "field 'tier'" in text and "i, ii, iii, iv" in text
+    assert "field 'outage_events_per_year'" in text
+    assert "row 3 (line 4)" in text and "field 'outage_hours'" in text
+
+
+def test_bad_outage_keys_in_the_scenario_are_reported_with_their_key(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path, fault_tolerance={"outages": {"site_hours": 0, "domain_hours": {"metro": 3}}})
+    with pytest.raises(InputError) as raised:
+        load_scenario(path)
+    text = str(raised.value)
+    assert "fault_tolerance.outages.site_hours" in text
+    assert "domain_hours" in text and "metro" in text
+
+
+@pytest.fixture(scope="module")
+def small_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("adequacy")
+    scenario = write_scenario(folder, policy={"unreachable": "report"})
+    assert main(["solve", str(scenario), "--out", str(folder / "out"), "--quiet", "--no-maps"]) == 0
+    return folder / "out"
+
+
+def test_cli_adequacy_json_has_the_expected_unserved_share(small_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["adequacy", str(small_folder), "--json", "--years", "500", "--seed", "3"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert 0.0 < figures["expected_unserved_share"] < 1.0
+    assert figures["method"] == "exact"  # a few sites: every state enumerated
+    assert figures["years"] == 500 and figures["seed"] == 3
+    assert figures["cvar_share"] >= figures["var_share"] >= 0.0
+    summary = json.loads((small_folder / "summary.json").read_text())
+    assert summary["adequacy"]["expected_unserved_share"] == pytest.approx(figures["expected_unserved_share"])
+    table = pd.read_csv(small_folder / "adequacy.csv")
+    assert {"source", "events_per_year", "hours", "unserved_tok_s_when_down", "contribution_share"} <= set(table.columns)
+    assert "Expected unserved goodput" in (small_folder / "report.md").read_text()
+
+
+def test_cli_adequacy_refuses_out_of_range_options(small_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["adequacy", str(small_folder), "--threshold", "2", "--years", "5"]) != 0
+    err = capsys.readouterr().err
+    assert "--threshold" in err and "--years" in err
