@@ -82,6 +82,10 @@ def _solve(args: argparse.Namespace) -> int:
         plan = _price_rules(loaded, plan, progress)
     if fixed is not None:
         plan = with_arrangement(loaded, plan, progress=progress, waterfall=_waterfall, fixed=fixed.result())
+    if loaded.scenario.fault_tolerance.wants_adequacy:
+        from placement.analyses.adequacy_protect import plan_with_adequacy
+
+        plan = plan_with_adequacy(plan, loaded.scenario.fault_tolerance, progress=progress)
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table, progress=progress)
@@ -96,6 +100,15 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     from placement.outputs.buildout import write_buildout
     from placement.outputs.console import print_buildout
 
+    if loaded.scenario.fault_tolerance.wants_adequacy:
+        fix = "drop fault_tolerance.adequacy and max_expected_unserved_share, or evaluate one year's plan solved on its own"
+        raise InputError(
+            [
+                Problem(
+                    str(args.scenario), "fault_tolerance", "adequacy", "is evaluated on a single-year plan, not a build-out", fix
+                )
+            ]
+        )
     horizon = loaded.scenario.horizon
     limits = {k: v for k, v in (("time_limit_s", args.time_limit), ("gap", args.gap)) if v is not None}
     if horizon is not None and limits:  # --time-limit and --gap set the build-out's own limits

@@ -423,10 +423,46 @@ def evaluate_adequacy(
     Adequacy
     """
     sources = plan_sources(instance.sites, solution.open, outages, instance)
-    unserved = UnservedRates(instance.inputs, solution, options or SolverOptions())
+    site_ids = [str(s) for s in instance.sites["id"]]
+    return evaluate_sources(instance.inputs, solution, sources, site_ids, outages, options=options, progress=progress)
+
+
+def evaluate_sources(
+    data: PlacementInput,
+    solution: PlacementSolution,
+    sources: Sequence[PlanSource],
+    site_ids: Sequence[str],
+    outages: OutagesSection,
+    *,
+    options: SolverOptions | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> Adequacy:
+    """:func:`evaluate_adequacy` on the plan's arrays and its outage sources.
+
+    Parameters
+    ----------
+    data : PlacementInput
+        The arrays the plan was solved on.
+    solution : PlacementSolution
+        The plan.
+    sources : sequence of PlanSource
+        Its outage sources (:func:`plan_sources`).
+    site_ids : sequence of str
+        The sites' ids, index order.
+    outages : OutagesSection
+        The Monte Carlo's settings.
+    options : SolverOptions, optional
+        For the re-routing LPs.
+    progress : callable, optional
+        Receives one line per step.
+
+    Returns
+    -------
+    Adequacy
+    """
+    unserved = UnservedRates(data, solution, options or SolverOptions())
     served_tok_s = unserved.served_tok_s
     served_tokens = served_tok_s * HOURS_PER_YEAR * SECONDS_PER_HOUR
-    site_ids = [str(s) for s in instance.sites["id"]]
     progress(f"adequacy: {len(sources)} outage source(s) on {int(np.sum(solution.open))} open site(s)")
     table = _source_table(sources, site_ids, unserved, served_tok_s)
     exact = exact_expectation(sources, unserved) if len(sources) <= outages.exact_max_sources else None

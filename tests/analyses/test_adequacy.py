@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from placement._errors import InputError
-from placement.analyses.adequacy import UnservedRates, exact_expectation, plan_sources, sample_year_losses
+from placement.analyses.adequacy import UnservedRates, evaluate_sources, exact_expectation, plan_sources, sample_year_losses
+from placement.analyses.adequacy_protect import protect_to_target
 from placement.cli import main
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus
@@ -185,3 +186,43 @@ def test_cli_adequacy_refuses_out_of_range_options(small_folder: Path, capsys: p
     assert main(["adequacy", str(small_folder), "--threshold", "2", "--years", "5"]) != 0
     err = capsys.readouterr().err
     assert "--threshold" in err and "--years" in err
+
+
+def test_a_target_adds_spare_nodes_until_the_expected_unserved_share_meets_it() -> None:
+    data, solution, sites = _hand_world()
+    sites["outage_events_per_year"] = [2.0, 0.1, 1.0]  # B rarely fails: what it alone serves cannot be protected
+    sites["outage_hours"] = [10.0, 4.0, 100.0]
+    outages = OutagesSection(years=500)
+    sources = plan_sources(sites, solution.open, outages)
+    before = evaluate_sources(data, solution, sources, ["A", "B", "C"], outages)
+    target = 1e-4
+    assert before.expected_unserved_share > 10 * target
+    protected = protect_to_target(data, solution, sources, ["A", "B", "C"], outages, target)
+    assert protected.met and protected.diagnosis == ""
+    assert protected.adequacy.expected_unserved_share <= target
+    # By hand: with A down, 60 tok/s more at B (6 nodes); with C down, 20 more (2 nodes); shared: B gets 6.
+    assert protected.solution.nodes.tolist() == [10, 12, 6]
+    rounds = protected.adequacy.figures["iterations"]
+    assert rounds[0]["round"] == 0 and rounds[-1]["added_nodes"] == {"B": 6}
+
+
+def test_a_target_that_spare_nodes_cannot_meet_is_diagnosed() -> None:
+    data, solution, sites = _hand_world()  # B fails often and serves commodity 2, which has no other site
+    outages = OutagesSection(years=500)
+    sources = plan_sources(sites, solution.open, outages)
+    protected = protect_to_target(data, solution, sources, ["A", "B", "C"], outages, 1e-4)
+    assert not protected.met
+    assert "with B down" in protected.diagnosis and "site:B" in protected.diagnosis
+
+
+def test_solve_with_a_target_records_the_rounds_and_says_why_it_is_not_met(tmp_path: Path) -> None:
+    # The conftest world: the cheapest plan serves New York and Chicago from one site, so no spare node elsewhere can
+    # carry them while it is down: the target cannot be met by spare nodes, and the plan says so.
+    scenario = write_scenario(tmp_path, policy={"unreachable": "report"}, fault_tolerance={"max_expected_unserved_share": 1e-4})
+    assert main(["solve", str(scenario), "--out", str(tmp_path / "out"), "--quiet", "--no-maps"]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    adequacy = summary["adequacy"]
+    assert adequacy["expected_unserved_share"] > 1e-4
+    assert adequacy["iterations"][0]["round"] == 0
+    assert any(n.startswith("ADEQUACY TARGET NOT MET") and "n_plus_one" in n for n in summary["notes"])
+    assert (tmp_path / "out" / "adequacy.csv").is_file()
