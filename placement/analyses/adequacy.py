@@ -346,7 +346,12 @@ class Adequacy:
 def _source_table(
     sources: Sequence[PlanSource], site_ids: Sequence[str], unserved: UnservedRates, served_tok_s: float
 ) -> pd.DataFrame:
-    """Per source: rate, duration, share of the year down, unserved while it alone is down, its contribution."""
+    """Per source: rate, duration, share of the year down, unserved while it alone is down, its contribution.
+
+    The contribution is first order: the source's share of the year down times what its sites' loss leaves unserved
+    (``alone_unserved_tokens_per_year``), and ``contribution_share`` is its part of the sum over sources. Overlaps
+    of two sources are in the expectation, not in this table (their sets are ``top_failed_sets``).
+    """
     rows = []
     for s in sources:
         alone = unserved(s.open_sites)
@@ -361,7 +366,7 @@ def _source_table(
                 "unavailability": u,
                 "unserved_tok_s_when_down": alone,
                 "unserved_share_when_down": alone / served_tok_s if served_tok_s > 0 else 0.0,
-                "expected_unserved_tokens_per_year": u * alone * HOURS_PER_YEAR * SECONDS_PER_HOUR,
+                "alone_unserved_tokens_per_year": u * alone * HOURS_PER_YEAR * SECONDS_PER_HOUR,
             }
         )
     columns = [
@@ -373,12 +378,12 @@ def _source_table(
         "unavailability",
         "unserved_tok_s_when_down",
         "unserved_share_when_down",
-        "expected_unserved_tokens_per_year",
+        "alone_unserved_tokens_per_year",
     ]
     table = pd.DataFrame(rows, columns=columns)
-    total = float(table["expected_unserved_tokens_per_year"].sum())
-    table["contribution_share"] = table["expected_unserved_tokens_per_year"] / total if total > 0 else 0.0
-    return table.sort_values(["expected_unserved_tokens_per_year", "source"], ascending=[False, True]).reset_index(drop=True)
+    total = float(table["alone_unserved_tokens_per_year"].sum())
+    table["contribution_share"] = table["alone_unserved_tokens_per_year"] / total if total > 0 else 0.0
+    return table.sort_values(["alone_unserved_tokens_per_year", "source"], ascending=[False, True]).reset_index(drop=True)
 
 
 def _tail(shares: FloatArray, *, threshold: float, level: float) -> dict[str, float]:
@@ -499,7 +504,7 @@ def evaluate_sources(
         "dropped_probability": exact.dropped_probability if exact is not None else None,
         "error_bound_share": exact.dropped_probability if exact is not None else None,
         "failed_sets_solved": len(unserved.cache) - 1,
-        "top_sources": table.head(TOP_SETS)[["source", "expected_unserved_tokens_per_year", "contribution_share"]].to_dict(
+        "top_sources": table.head(TOP_SETS)[["source", "alone_unserved_tokens_per_year", "contribution_share"]].to_dict(
             "records"
         ),
         "top_failed_sets": [

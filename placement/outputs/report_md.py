@@ -199,7 +199,7 @@ def adequacy_lines(figures: Mapping[str, Any]) -> list[str]:
         f"{figures['sources']} outage sources on the open sites; {figures['failed_sets_solved']} sets of sites down "
         "re-routed on the plan's capacity.",
     ]
-    top = [s for s in figures.get("top_sources") or [] if s["expected_unserved_tokens_per_year"] > 0][:5]
+    top = [s for s in figures.get("top_sources") or [] if s["alone_unserved_tokens_per_year"] > 0][:5]
     if top:
         lines.append(
             "Largest sources (alone): "

@@ -180,6 +180,7 @@ def test_cli_adequacy_json_has_the_expected_unserved_share(small_folder: Path, c
     table = pd.read_csv(small_folder / "adequacy.csv")
     assert {"source", "events_per_year", "hours", "unserved_tok_s_when_down", "contribution_share"} <= set(table.columns)
     assert "Expected unserved goodput" in (small_folder / "report.md").read_text()
+    assert "Expected unserved goodput" in (small_folder / "report.html").read_text()
 
 
 def test_cli_adequacy_refuses_out_of_range_options(small_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -226,3 +227,19 @@ def test_solve_with_a_target_records_the_rounds_and_says_why_it_is_not_met(tmp_p
     assert adequacy["iterations"][0]["round"] == 0
     assert any(n.startswith("ADEQUACY TARGET NOT MET") and "n_plus_one" in n for n in summary["notes"])
     assert (tmp_path / "out" / "adequacy.csv").is_file()
+
+
+def test_the_source_table_gives_each_source_alone_and_the_figures_the_exact_expectation() -> None:
+    data, solution, sites = _hand_world()
+    outages = OutagesSection(years=200)
+    adequacy = evaluate_sources(data, solution, plan_sources(sites, solution.open, outages), ["A", "B", "C"], outages)
+    table = adequacy.sources.set_index("source")
+    for site, alone in (("A", 60.0), ("B", 20.0), ("C", 20.0)):
+        events, hours = RATES[site]
+        down = 1.0 - math.exp(-events * hours / 8760.0)
+        assert table.loc[f"site:{site}", "unserved_tok_s_when_down"] == pytest.approx(alone, abs=1e-6)
+        assert table.loc[f"site:{site}", "alone_unserved_tokens_per_year"] == pytest.approx(down * alone * 8760 * 3600)
+    figures = adequacy.figures
+    assert figures["method"] == "exact"
+    assert figures["expected_unserved_share"] == pytest.approx(_hand_expectation() / SERVED, rel=1e-9)
+    assert figures["expected_unserved_tokens_per_year"] == pytest.approx(_hand_expectation() * 8760 * 3600, rel=1e-9)
