@@ -88,7 +88,7 @@ def _spare_for(
     reroute = reroute_on_capacity(data, solution, np.array(sorted(failed), dtype=np.int64), options=options)
     peak = reroute.unserved_tok_s.max(axis=1) if reroute.unserved_tok_s.size else np.zeros(data.n_commodities)
     m = data.n_sites
-    survives = np.asarray(solution.open, dtype=bool)
+    survives = np.array(solution.open, dtype=bool)  # a copy: the plan's arrays may be read-only
     survives[list(failed)] = False
     remote = data.pair_remote_site if data.pair_remote_site is not None else np.full(len(data.pair_site), -1)
     whole = (remote < 0) & survives[data.pair_site]  # served whole at a surviving open site

@@ -61,8 +61,10 @@ def _hand_world() -> tuple[PlacementInput, PlacementSolution, pd.DataFrame]:
         site_locked=np.zeros(3, dtype=bool),
     )
     report = SolverReport("hand", SolveStatus.OPTIMAL, 0.0, 0.0, 0.0, 0.0, "")
+    is_open = np.array([True, True, True])
+    is_open.setflags(write=False)  # as a plan read back from its folder
     solution = PlacementSolution(
-        np.array([True, True, True]),
+        is_open,
         np.array([10, 6, 6], dtype=np.int64),
         np.array([1.0, 0.0, 1.0, 0.0, 1.0]),
         np.zeros(3),
