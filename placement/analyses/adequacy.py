@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pydantic import ValidationError
+from scipy.stats import beta
 
 from placement._errors import InputError, Problem
 from placement._types import BoolArray, FloatArray, IntArray
@@ -55,6 +56,7 @@ __all__ = [
     "exact_expectation",
     "plan_sources",
     "sample_year_losses",
+    "year_loss_tail",
 ]
 
 SECONDS_PER_HOUR = 3600.0
@@ -386,18 +388,32 @@ def _source_table(
     return table.sort_values(["alone_unserved_tokens_per_year", "source"], ascending=[False, True]).reset_index(drop=True)
 
 
-def _tail(shares: FloatArray, *, threshold: float, level: float) -> dict[str, float]:
-    """P(year share > threshold) with its standard error, and the CVaR at ``level``."""
+def year_loss_tail(shares: FloatArray, *, threshold: float, level: float) -> dict[str, float]:
+    """P(year share > threshold) with its standard error and a 95 % upper bound, the VaR and CVaR at ``level``.
+
+    The upper bound is the Clopper-Pearson one of the years above the threshold: with none of ``n`` years above it,
+    ``1 - 0.05^(1/n)`` (about ``3 / n``, the rule of three), so a Monte Carlo that saw none does not claim a zero.
+    The VaR is the loss share of the worst ``ceil((1 - level) n)``-th year; the CVaR the mean of those worst years.
+    """
     years = len(shares)
-    worst = max(1, math.ceil((1.0 - level) * years))
+    worst = max(1, math.ceil(round((1.0 - level) * years, 9)))  # 1 - 0.95 is 0.05000000000000004
     ordered = np.sort(shares)[::-1]
-    p = float((shares > threshold).mean())
+    above = int((shares > threshold).sum())
+    p = above / years
     return {
         "p_year_loss_above_threshold": p,
         "p_year_loss_above_threshold_std_error": math.sqrt(p * (1.0 - p) / years),
+        "p_year_loss_above_threshold_upper_95": _upper_95(above, years),
         "var_share": float(ordered[worst - 1]),
         "cvar_share": float(ordered[:worst].mean()),
     }
+
+
+def _upper_95(successes: int, trials: int) -> float:
+    """One-sided 95 % Clopper-Pearson upper bound of a proportion: the 0.95 quantile of Beta(k + 1, n - k)."""
+    if successes >= trials:
+        return 1.0
+    return float(beta.ppf(0.95, successes + 1, trials - successes))
 
 
 def evaluate_adequacy(
@@ -498,7 +514,7 @@ def evaluate_sources(
         "events_drawn": sampled.events,
         "threshold_share": outages.threshold_share,
         "cvar_level": outages.cvar_level,
-        **_tail(shares, threshold=outages.threshold_share, level=outages.cvar_level),
+        **year_loss_tail(shares, threshold=outages.threshold_share, level=outages.cvar_level),
         "sources": len(sources),
         "states_enumerated": exact.states if exact is not None else None,
         "dropped_probability": exact.dropped_probability if exact is not None else None,

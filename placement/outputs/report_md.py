@@ -193,7 +193,7 @@ def adequacy_lines(figures: Mapping[str, Any]) -> list[str]:
         f"{error}.",
         f"A year loses more than {100 * figures['threshold_share']:.3g}% with probability "
         f"{100 * figures['p_year_loss_above_threshold']:.2f}% "
-        f"(+/- {100 * figures['p_year_loss_above_threshold_std_error']:.2f}%); "
+        f"(+/- {100 * figures['p_year_loss_above_threshold_std_error']:.2f}%{_upper(figures)}); "
         f"CVaR {100 * figures['cvar_level']:.0f}%: the worst {100 * (1 - figures['cvar_level']):.0f}% of years lose "
         f"{100 * figures['cvar_share']:.4f}% on average ({figures['years']:,} years drawn, seed {figures['seed']}).",
         f"{figures['sources']} outage sources on the open sites; {figures['failed_sets_solved']} sets of sites down "
@@ -212,6 +212,12 @@ def adequacy_lines(figures: Mapping[str, Any]) -> list[str]:
             f"(target {100 * step['target_share']:.4f}%), {step['nodes']:,} nodes{step.get('note', '')}"
         )
     return lines
+
+
+def _upper(figures: Mapping[str, Any]) -> str:
+    """``, at most X % (95 %)`` when the figures hold the bound (folders written before it do not)."""
+    upper = figures.get("p_year_loss_above_threshold_upper_95")
+    return "" if upper is None else f", at most {100 * upper:.2f}% at 95 % confidence"
 
 
 def _adequacy_section(summary: PlanSummary) -> list[str]:

@@ -12,7 +12,14 @@ import pandas as pd
 import pytest
 
 from placement._errors import InputError
-from placement.analyses.adequacy import UnservedRates, evaluate_sources, exact_expectation, plan_sources, sample_year_losses
+from placement.analyses.adequacy import (
+    UnservedRates,
+    evaluate_sources,
+    exact_expectation,
+    plan_sources,
+    sample_year_losses,
+    year_loss_tail,
+)
 from placement.analyses.adequacy_protect import protect_to_target
 from placement.cli import main
 from placement.optimize.problem import PlacementInput, PlacementSolution
@@ -245,3 +252,12 @@ def test_the_source_table_gives_each_source_alone_and_the_figures_the_exact_expe
     assert figures["method"] == "exact"
     assert figures["expected_unserved_share"] == pytest.approx(_hand_expectation() / SERVED, rel=1e-9)
     assert figures["expected_unserved_tokens_per_year"] == pytest.approx(_hand_expectation() * 8760 * 3600, rel=1e-9)
+
+
+def test_a_tail_never_seen_in_the_years_drawn_is_bounded_not_zero() -> None:
+    shares = np.linspace(0.0, 1e-4, 2000)  # no year above 0.001; the worst 5 % are the top 100
+    tail = year_loss_tail(shares, threshold=1e-3, level=0.95)
+    assert tail["p_year_loss_above_threshold"] == 0.0
+    assert tail["p_year_loss_above_threshold_upper_95"] == pytest.approx(1.0 - 0.05 ** (1 / 2000))  # ~3 / 2000
+    assert tail["var_share"] == pytest.approx(shares[-100])
+    assert tail["cvar_share"] == pytest.approx(shares[-100:].mean())
