@@ -25,6 +25,7 @@ import numpy as np
 
 from placement._types import FloatArray, IntArray
 from placement.analyses.adequacy import Adequacy, PlanSource, evaluate_sources, plan_sources
+from placement.instance.record import Instance
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.reroute import reroute_on_capacity
 from placement.optimize.solver import SolverOptions
@@ -116,14 +117,20 @@ def _room_nodes(data: PlacementInput, solution: PlacementSolution) -> IntArray:
     return np.where(np.asarray(solution.open, dtype=bool), np.maximum(fits - solution.nodes, 0), 0)
 
 
-def _diagnosis(stranded: dict[frozenset[int], list[int]], sources: Sequence[PlanSource], site_ids: Sequence[str]) -> str:
-    """Which states cannot be protected by spare nodes, and the sources behind them."""
+def _diagnosis(
+    stranded: dict[frozenset[int], list[int]],
+    sources: Sequence[PlanSource],
+    site_ids: Sequence[str],
+    row_label: Callable[[int], str],
+) -> str:
+    """Which states cannot be protected by spare nodes, whom they leave unserved, and the sources behind them."""
     parts = []
     for failed, rows in list(stranded.items())[:5]:
         names = "+".join(site_ids[k] for k in sorted(failed))
         behind = [s.source.label for s in sources if s.open_sites <= failed]
+        whom = ", ".join(row_label(r) for r in rows[:3]) + (f" and {len(rows) - 3} more" if len(rows) > 3 else "")
         parts.append(
-            f"with {names} down, {len(rows)} model row(s) have no surviving open site in reach with power for spare nodes "
+            f"with {names} down, {whom} have no surviving open site in reach with power for spare nodes "
             f"(sources: {', '.join(behind[:5]) or 'overlapping outages'})"
         )
     return "; ".join(parts)
@@ -139,6 +146,7 @@ def protect_to_target(
     *,
     options: SolverOptions | None = None,
     progress: Callable[[str], None] = lambda _: None,
+    row_label: Callable[[int], str] = lambda row: f"model row {row}",
 ) -> ProtectedPlan:
     """Add spare nodes, round by round, until the expected unserved share is at most ``target_share``.
 
@@ -160,6 +168,8 @@ def protect_to_target(
         For the re-routing LPs.
     progress : callable, optional
         Receives one line per round.
+    row_label : callable, optional
+        Names a model row in the diagnosis (its populations and class).
 
     Returns
     -------
@@ -197,7 +207,9 @@ def protect_to_target(
     met = adequacy.expected_unserved_share <= target_share
     diagnosis = ""
     if not met:
-        why = _diagnosis(stranded, sources, site_ids) if stranded else f"the last of {MAX_ROUNDS} rounds ended above it"
+        why = (
+            _diagnosis(stranded, sources, site_ids, row_label) if stranded else f"the last of {MAX_ROUNDS} rounds ended above it"
+        )
         diagnosis = (
             f"expected unserved goodput {100 * adequacy.expected_unserved_share:.4f}% of the plan's goodput is above "
             f"fault_tolerance.max_expected_unserved_share {100 * target_share:.4f}%: {why}. Fix: add candidate sites "
@@ -241,6 +253,19 @@ def _merged_summary(old: PlanSummary, new: PlanSummary) -> PlanSummary:
     return replace(new, **kept)
 
 
+def _row_label(instance: Instance, row: int) -> str:
+    """A model row by its largest population and class (``+N`` more populations that share it)."""
+    members = np.flatnonzero(instance.row_of_commodity == row)
+    if not len(members):
+        return f"model row {row}"
+    first = members[np.argmax(instance.commodity_mean_demand_tok_s[members])]
+    table = instance.populations.table
+    pop = int(instance.commodity_population[first])
+    more = f" +{len(members) - 1}" if len(members) > 1 else ""
+    klass = instance.classes[int(instance.commodity_class[first])].name
+    return f"{table['name'].iloc[pop]} ({table['country_code'].iloc[pop]}){more}, class {klass}"
+
+
 def plan_with_adequacy(plan: Plan, section: FaultToleranceSection, *, progress: Callable[[str], None] = lambda _: None) -> Plan:
     """A solved plan with its adequacy (``fault_tolerance.adequacy``), spare nodes added for its target if it has one.
 
@@ -269,7 +294,15 @@ def plan_with_adequacy(plan: Plan, section: FaultToleranceSection, *, progress: 
         adequacy = evaluate_sources(instance.inputs, solution, sources, site_ids, section.outages, options=options)
         return plan.with_results(summary=replace(plan.summary, adequacy=adequacy.figures), adequacy=adequacy.sources)
     protected = protect_to_target(
-        instance.inputs, solution, sources, site_ids, section.outages, target, options=options, progress=progress
+        instance.inputs,
+        solution,
+        sources,
+        site_ids,
+        section.outages,
+        target,
+        options=options,
+        progress=progress,
+        row_label=lambda row: _row_label(instance, row),
     )
     notes = [*plan.notes, *([f"ADEQUACY TARGET NOT MET: {protected.diagnosis}"] if protected.diagnosis else [])]
     if np.array_equal(protected.solution.nodes, solution.nodes):

@@ -234,7 +234,7 @@ def test_solve_with_a_target_records_the_rounds_and_says_why_it_is_not_met(tmp_p
     adequacy = summary["adequacy"]
     assert adequacy["expected_unserved_share"] > 1e-4
     assert adequacy["iterations"][0]["round"] == 0
-    assert any(n.startswith("ADEQUACY TARGET NOT MET") and "n_plus_one" in n for n in summary["notes"])
+    assert any(n.startswith("ADEQUACY TARGET NOT MET") and "New York" in n and "n_plus_one" in n for n in summary["notes"])
     assert (tmp_path / "out" / "adequacy.csv").is_file()
 
 
