@@ -5,8 +5,9 @@ The reliability engineer's expected unserved energy, in tokens. Every outage sou
 alternating process; at any instant a set ``F`` of open sites is down, and the plan re-routes what they served
 onto the capacity the others have left, as ``placement failover`` does
 (:func:`placement.optimize.reroute.reroute_on_capacity`). What no surviving site can take is unserved:
-``U(F)``, the hours-weighted daily mean over the plan's time slices (outages last hours to days, so an outage is
-taken to see the day's mean load, not the hour it starts in).
+``U(F)``, per time slice. The expectation uses its hours-weighted daily mean (an outage is equally likely at any
+hour); the Monte Carlo integrates the slices over each outage's own hours (the slices are the day's blocks of UTC
+hours), so a short outage at the busiest hours weighs more than one at night.
 
 * **Expected unserved goodput** ``sum_F P(F) x U(F)`` a year, and its share of what the plan serves in a year.
   Up to ``exact_max_sources`` sources it is enumerated exactly over the ``2^n`` up/down states (states less
@@ -15,9 +16,9 @@ taken to see the day's mean load, not the hour it starts in).
 * **The year's loss distribution**, from the Monte Carlo (seeded, ``years`` years): each source's events a
   year are Poisson, each starts uniformly in the year and lasts an exponential time of its mean duration (on a
   circular year, so the process is stationary and its mean equals the exact expectation); the sets of sites down
-  are swept in time and the year's loss is ``sum duration x U(F)``. From it: the probability a year loses more
-  than ``threshold_share`` of the plan's goodput, and the CVaR at ``cvar_level``: the mean loss share of the worst
-  ``1 - cvar_level`` of the years.
+  are swept in time and the year's loss is ``U(F)`` integrated over each stretch with the same sites down. From
+  it: the probability a year loses more than ``threshold_share`` of the plan's goodput, and the CVaR at
+  ``cvar_level``: the mean loss share of the worst ``1 - cvar_level`` of the years.
 
 ``U(F)`` is solved once per distinct set of sites down and cached: most years see the same few single failures.
 """
@@ -120,7 +121,11 @@ def plan_sources(
 
 
 class UnservedRates:
-    """``U(F)``: the daily-mean goodput a plan leaves unserved while a set of its sites is down, cached per set.
+    """``U(F)``: the goodput a plan leaves unserved while a set of its sites is down, per slice, cached per set.
+
+    Called, it gives the hours-weighted daily mean (the exact expectation's figure); :meth:`over` integrates the
+    slice figures over a stretch of the year, the slices being the day's contiguous blocks of UTC hours from
+    midnight (:mod:`placement.world.timeslices`), so an outage at the busiest hours loses more than one at night.
 
     Parameters
     ----------
@@ -135,23 +140,44 @@ class UnservedRates:
     def __init__(self, data: PlacementInput, solution: PlacementSolution, options: SolverOptions) -> None:
         self.data, self.solution, self.options = data, solution, options
         self.hours = np.asarray(data.slice_hours, dtype=float)
-        self.cache: dict[frozenset[int], float] = {frozenset(): 0.0}
+        self.day_h = float(self.hours.sum())
+        self.slice_start_h = np.concatenate([[0.0], np.cumsum(self.hours)[:-1]])
+        self.profiles: dict[frozenset[int], FloatArray] = {frozenset(): np.zeros(len(self.hours))}
+
+    @property
+    def cache(self) -> dict[frozenset[int], FloatArray]:
+        """The sets solved so far (the empty set, all sites up, among them)."""
+        return self.profiles
 
     @property
     def served_tok_s(self) -> float:
         """The plan's daily-mean goodput, all sites up. [tokens/s]"""
         data = self.data
-        mean = np.asarray(data.slice_demand_tok_s @ self.hours / self.hours.sum())
+        mean = np.asarray(data.slice_demand_tok_s @ self.hours / self.day_h)
         return float(np.asarray(self.solution.pair_share, dtype=float) @ mean[data.pair_commodity])
 
-    def __call__(self, failed: frozenset[int]) -> float:
-        """``U(F)`` [tokens/s]."""
-        if failed not in self.cache:
+    def profile(self, failed: frozenset[int]) -> FloatArray:
+        """``U(F)`` in each slice. [tokens/s]"""
+        if failed not in self.profiles:
             reroute = reroute_on_capacity(
                 self.data, self.solution, np.array(sorted(failed), dtype=np.int64), options=self.options
             )
-            self.cache[failed] = float(reroute.unserved_tok_s.sum(axis=0) @ self.hours / self.hours.sum())
-        return self.cache[failed]
+            self.profiles[failed] = np.asarray(reroute.unserved_tok_s.sum(axis=0), dtype=float)
+        return self.profiles[failed]
+
+    def __call__(self, failed: frozenset[int]) -> float:
+        """``U(F)``, hours-weighted daily mean. [tokens/s]"""
+        return float(self.profile(failed) @ self.hours / self.day_h)
+
+    def over(self, failed: frozenset[int], start_h: float, end_h: float) -> float:
+        """``U(F)`` integrated from ``start_h`` to ``end_h`` of the year (hour 0: a day's first slice). [tokens/s x h]"""
+        rates = self.profile(failed)
+        return self._cumulative(rates, end_h) - self._cumulative(rates, start_h)
+
+    def _cumulative(self, rates: FloatArray, time_h: float) -> float:
+        days, into_day_h = divmod(time_h, self.day_h)
+        partial = np.clip(into_day_h - self.slice_start_h, 0.0, self.hours)
+        return float(days * (rates @ self.hours) + rates @ partial)
 
 
 # ----------------------------------------------------------------------------- exact enumeration
@@ -231,7 +257,8 @@ class YearLosses:
     loss_tok_h : numpy.ndarray
         ``(years,)`` each year's unserved goodput. [tokens/s x h]
     by_set_tok_s : dict
-        Each failed set's mean contribution to ``U`` over the years (time down / year x ``U(F)``). [tokens/s]
+        Each failed set's mean contribution to ``U`` over the years (``U(F)`` integrated while it is down, per
+        hour of the years drawn). [tokens/s]
     events : int
         Events drawn in all.
     """
@@ -257,34 +284,33 @@ def _year_intervals(rng: np.random.Generator, counts: IntArray, hours: FloatArra
 
 
 def _sweep(
-    intervals: list[tuple[float, float, int]], sources: Sequence[PlanSource], unserved: Callable[[frozenset[int]], float]
+    intervals: list[tuple[float, float, int]], sources: Sequence[PlanSource], unserved: UnservedRates
 ) -> tuple[float, dict[frozenset[int], float]]:
-    """A year's loss [tokens/s x h] and each failed set's hours down, sweeping the year's interval ends in time."""
+    """A year's loss and each failed set's part of it [tokens/s x h], sweeping the year's interval ends in time."""
     edges = sorted([(start, 1, i) for start, _, i in intervals] + [(end, -1, i) for _, end, i in intervals])
     under_way = np.zeros(len(sources), dtype=np.int64)
-    loss, hours_down = 0.0, dict[frozenset[int], float]()
+    loss, by_set = 0.0, dict[frozenset[int], float]()
     at = 0.0
     for time_h, step, i in edges:
         if time_h > at and under_way.any():
             failed = frozenset().union(*(sources[k].open_sites for k in np.flatnonzero(under_way).tolist()))
-            loss += (time_h - at) * unserved(failed)
-            hours_down[failed] = hours_down.get(failed, 0.0) + (time_h - at)
+            lost = unserved.over(failed, at, time_h)
+            loss += lost
+            by_set[failed] = by_set.get(failed, 0.0) + lost
         at = time_h
         under_way[i] += step
-    return loss, hours_down
+    return loss, by_set
 
 
-def sample_year_losses(
-    sources: Sequence[PlanSource], unserved: Callable[[frozenset[int]], float], *, years: int, seed: int
-) -> YearLosses:
+def sample_year_losses(sources: Sequence[PlanSource], unserved: UnservedRates, *, years: int, seed: int) -> YearLosses:
     """Draw ``years`` years of outages and each year's unserved goodput.
 
     Parameters
     ----------
     sources : sequence of PlanSource
         Independent sources: Poisson events a year, exponential durations.
-    unserved : callable
-        ``U(F)``. [tokens/s]
+    unserved : UnservedRates
+        ``U(F)`` per slice, integrated over each stretch with the same sites down (time of day included).
     years : int
         Years drawn.
     seed : int
@@ -304,9 +330,9 @@ def sample_year_losses(
         counts = rng.poisson(rates)
         events += int(counts.sum())
         intervals = _year_intervals(rng, counts, hours)
-        losses[year], hours_down = _sweep(intervals, sources, unserved)
-        for failed, h in hours_down.items():
-            by_set[failed] = by_set.get(failed, 0.0) + h * unserved(failed) / (years * HOURS_PER_YEAR)
+        losses[year], lost_by_set = _sweep(intervals, sources, unserved)
+        for failed, lost in lost_by_set.items():
+            by_set[failed] = by_set.get(failed, 0.0) + lost / (years * HOURS_PER_YEAR)
     return YearLosses(losses, by_set, events)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -277,3 +278,23 @@ def test_adequacy_refuses_a_buildout_folder(tmp_path: Path, capsys: pytest.Captu
     assert main(["adequacy", str(tmp_path)]) != 0
     err = capsys.readouterr().err
     assert "build-out" in err and "adequacy" in err
+
+
+def test_the_monte_carlo_weighs_an_outage_by_the_hours_it_covers() -> None:
+    # Two 12 h slices: site A's loss leaves 10 tok/s unserved in the first (00:00-12:00 UTC), 30 in the second.
+    data, solution, _ = _hand_world()
+    data = replace(
+        data, slice_demand_tok_s=np.array([[50.0, 70.0], [60.0, 60.0], [20.0, 20.0]]), slice_hours=np.array([12.0, 12.0])
+    )
+    unserved = UnservedRates(data, solution, SolverOptions())
+    np.testing.assert_allclose(unserved.profile(frozenset({0})), [10.0, 30.0], atol=1e-6)  # B takes 40 of 50 and of 70
+    assert unserved(frozenset({0})) == pytest.approx(20.0)  # the daily mean, for the expectation
+    # 06:00 on day 0 to 06:00 on day 1: 6 h at 10, 12 h at 30, 6 h at 10
+    assert unserved.over(frozenset({0}), 6.0, 30.0) == pytest.approx(6 * 10 + 12 * 30 + 6 * 10)
+    assert unserved.over(frozenset({0}), 12.0, 15.0) == pytest.approx(3 * 30)
+    # Over many years the outages fall at every hour alike: the mean is still the exact expectation.
+    _, _, sites = _hand_world()
+    sources = plan_sources(sites, solution.open, OutagesSection())
+    exact = exact_expectation(sources, unserved).unserved_tok_s
+    years = sample_year_losses(sources, unserved, years=4000, seed=11).loss_tok_h / 8760.0
+    assert abs(years.mean() - exact) < 4 * years.std(ddof=1) / math.sqrt(len(years))
