@@ -177,7 +177,7 @@ def protect_to_target(
         The plan, its adequacy with the rounds (``iterations``), whether the target is met, and why not.
     """
     options = options or SolverOptions()
-    adequacy = evaluate_sources(data, solution, sources, site_ids, outages, options=options)
+    adequacy = evaluate_sources(data, solution, sources, site_ids, outages, options=options, progress=progress)
     node_usd_per_h = np.asarray(data.site_node_usd_per_h, dtype=float)
     rounds: list[dict[str, Any]] = [
         _round(0, adequacy, target_share, solution, np.zeros(data.n_sites, dtype=np.int64), [], node_usd_per_h, site_ids)
@@ -289,9 +289,10 @@ def plan_with_adequacy(plan: Plan, section: FaultToleranceSection, *, progress: 
     sources = plan_sources(instance.sites, solution.open, section.outages, instance)
     site_ids = [str(s) for s in instance.sites["id"]]
     target = section.max_expected_unserved_share
-    progress(f"adequacy: {len(sources)} outage source(s) on {int(np.sum(solution.open))} open site(s)")
     if target is None:
-        adequacy = evaluate_sources(instance.inputs, solution, sources, site_ids, section.outages, options=options)
+        adequacy = evaluate_sources(
+            instance.inputs, solution, sources, site_ids, section.outages, options=options, progress=progress
+        )
         return plan.with_results(summary=replace(plan.summary, adequacy=adequacy.figures), adequacy=adequacy.sources)
     protected = protect_to_target(
         instance.inputs,
