@@ -5,9 +5,11 @@ share is above the target, a round adds the protection the worst outage states n
 contribute most to the expectation are taken, largest first, until what they contribute would bring the
 expectation to the target; for each, the goodput it leaves unserved (re-routed on the plan's capacity, as
 ``placement failover`` does) is given spare nodes at the nearest surviving open site its objectives allow, sized to
-its busiest slice, where the site has power for them. Spare held for different states is shared (each site keeps
-the most any one state needs): the states rarely overlap, and a state that needs both is an overlap of two rarer
-ones. The plan is evaluated again; at most :data:`MAX_ROUNDS` rounds.
+its busiest slice, where the site has power for them (the next nearest takes what does not fit). Spare held for
+different states is shared (each site keeps the most any one state needs): the states rarely overlap, and a state
+that needs both is an overlap of two rarer ones. The plan is evaluated again; at most :data:`MAX_ROUNDS` rounds.
+Spare nodes are checked against each site's power only: a carbon, water or accelerator-availability cap of the
+scenario is not re-checked for them.
 
 A state whose unserved goodput no surviving open site may take (a population with a single site in reach, or all
 its sites in one domain) cannot be protected by spare nodes: it is named in the diagnosis, with the sources behind
@@ -98,15 +100,17 @@ def _spare_for(
     lost = reroute.lost_tok_s.max(axis=1) if reroute.lost_tok_s.size else np.zeros(data.n_commodities)
     for row in np.flatnonzero(peak > NOISE_SHARE * lost).tolist():
         pairs = np.flatnonzero(whole & (data.pair_commodity == row))
-        placed = False
-        for p in pairs[np.argsort(data.pair_rtt_ms[pairs], kind="stable")].tolist():
-            site = int(data.pair_site[p])
-            need = math.ceil(peak[row] * data.pair_nodes_per_tok_s[p] - NODE_TOLERANCE)
-            if spare[site] + need <= room_nodes[site]:
-                spare[site] += need
-                placed = True
+        left_tok_s = float(peak[row])
+        for p in pairs[np.argsort(data.pair_rtt_ms[pairs], kind="stable")].tolist():  # nearest first, as fits
+            site, per_tok_s = int(data.pair_site[p]), float(data.pair_nodes_per_tok_s[p])
+            nodes = min(math.ceil(left_tok_s * per_tok_s - NODE_TOLERANCE), int(room_nodes[site] - spare[site]))
+            if nodes <= 0:
+                continue
+            spare[site] += nodes
+            left_tok_s = max(left_tok_s - nodes / per_tok_s, 0.0)
+            if left_tok_s <= NOISE_SHARE * lost[row]:
                 break
-        if not placed:
+        if left_tok_s > NOISE_SHARE * lost[row]:
             stranded.append(row)
     return spare, stranded
 

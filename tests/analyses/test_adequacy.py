@@ -298,3 +298,26 @@ def test_the_monte_carlo_weighs_an_outage_by_the_hours_it_covers() -> None:
     exact = exact_expectation(sources, unserved).unserved_tok_s
     years = sample_year_losses(sources, unserved, years=4000, seed=11).loss_tok_h / 8760.0
     assert abs(years.mean() - exact) < 4 * years.std(ddof=1) / math.sqrt(len(years))
+
+
+def test_solve_with_a_target_tabulates_the_spare_nodes_it_adds_and_their_cost(tmp_path: Path) -> None:
+    # Ashburn holds 15 nodes (0.2 MW), Chicago 11 (0.15 MW): the US needs both. With Chicago down, Ashburn's room
+    # takes what fits; the plan is tabulated again on the nodes added, which cost their $/h.
+    catalog = SMALL_CATALOG.replace("39.04,-77.49,50,", "39.04,-77.49,0.2,").replace("41.88,-87.63,50,", "41.88,-87.63,0.15,")
+    plain = write_scenario(tmp_path, catalog=catalog, policy={"unreachable": "report"}, fault_tolerance={"adequacy": True})
+    assert main(["solve", str(plain), "--out", str(tmp_path / "plain"), "--quiet", "--no-maps"]) == 0
+    target = write_scenario(
+        tmp_path, catalog=catalog, policy={"unreachable": "report"}, fault_tolerance={"max_expected_unserved_share": 1e-5}
+    )
+    assert main(["solve", str(target), "--out", str(tmp_path / "target"), "--quiet", "--no-maps"]) == 0
+    before = json.loads((tmp_path / "plain" / "summary.json").read_text())
+    after = json.loads((tmp_path / "target" / "summary.json").read_text())
+    rounds = after["adequacy"]["iterations"]
+    added = sum(sum(r["added_nodes"].values()) for r in rounds)
+    assert added > 0
+    assert after["nodes"] == before["nodes"] + added
+    assert after["nodes"] == int(pd.read_csv(tmp_path / "target" / "sites.csv")["nodes"].sum())
+    assert after["objective_usd_per_h"] == pytest.approx(
+        before["objective_usd_per_h"] + sum(r["added_usd_per_h"] for r in rounds), rel=1e-9
+    )
+    assert after["adequacy"]["expected_unserved_share"] < before["adequacy"]["expected_unserved_share"]
