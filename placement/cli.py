@@ -83,6 +83,10 @@ def _solve(args: argparse.Namespace) -> int:
         plan = _price_rules(loaded, plan, progress)
     if fixed is not None:
         plan = with_arrangement(loaded, plan, progress=progress, waterfall=_waterfall, fixed=fixed.result())
+    if loaded.scenario.fault_tolerance.wants_adequacy:
+        from placement.analyses.adequacy_protect import plan_with_adequacy
+
+        plan = plan_with_adequacy(plan, loaded.scenario.fault_tolerance, progress=progress)
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
     progress("writing results")
     out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table, progress=progress)
@@ -97,6 +101,15 @@ def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: 
     from placement.outputs.buildout import write_buildout
     from placement.outputs.console import print_buildout
 
+    if loaded.scenario.fault_tolerance.wants_adequacy:
+        fix = "drop fault_tolerance.adequacy and max_expected_unserved_share, or evaluate one year's plan solved on its own"
+        raise InputError(
+            [
+                Problem(
+                    str(args.scenario), "fault_tolerance", "adequacy", "is evaluated on a single-year plan, not a build-out", fix
+                )
+            ]
+        )
     horizon = loaded.scenario.horizon
     limits = {k: v for k, v in (("time_limit_s", args.time_limit), ("gap", args.gap)) if v is not None}
     if horizon is not None and limits:  # --time-limit and --gap set the build-out's own limits
@@ -185,6 +198,22 @@ def _failover(args: argparse.Namespace) -> int:
         print_json(exposure_json(exposure, written=written))
         return EXIT_OK
     print_exposure(exposure, written=written)
+    return EXIT_OK
+
+
+def _adequacy(args: argparse.Namespace) -> int:
+    from placement.analyses.adequacy import adequacy_of_folder
+    from placement.outputs.adequacy_files import write_adequacy
+    from placement.outputs.console import adequacy_json, print_adequacy, print_json
+
+    folder = Path(args.outdir)
+    progress = StderrProgress(show=not (args.quiet or args.json))
+    adequacy = adequacy_of_folder(folder, years=args.years, seed=args.seed, threshold=args.threshold, progress=progress)
+    written = write_adequacy(adequacy, folder)
+    if args.json:
+        print_json(adequacy_json(adequacy.figures, written=written))
+        return EXIT_OK
+    print_adequacy(adequacy.figures, written=written)
     return EXIT_OK
 
 
@@ -601,6 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
         (arguments.add_compare, _compare),
         (arguments.add_explain, _explain),
         (arguments.add_failover, _failover),
+        (arguments.add_adequacy, _adequacy),
         (arguments.add_diff, _diff),
         (arguments.add_rtt, _rtt),
         (arguments.add_goodput, _goodput),

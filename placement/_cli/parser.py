@@ -231,6 +231,30 @@ def add_failover(commands: Commands) -> argparse.ArgumentParser:
     return failover
 
 
+def add_adequacy(commands: Commands) -> argparse.ArgumentParser:
+    """``placement adequacy``: a solved plan's expected unserved goodput over a year of outages."""
+    adequacy = commands.add_parser(
+        "adequacy",
+        help="a solved plan's expected unserved goodput over a year of site and fault-domain outages: expected share, "
+        "P(a year loses more than a threshold), CVaR",
+    )
+    adequacy.add_argument("outdir", metavar="RESULTS", help="a results folder written by 'solve'")
+    adequacy.add_argument(
+        "--years", type=int, metavar="N", help="years the Monte Carlo draws (default: fault_tolerance.outages.years, 2000)"
+    )
+    adequacy.add_argument("--seed", type=int, metavar="S", help="seed of the draws (default: fault_tolerance.outages.seed, 0)")
+    adequacy.add_argument(
+        "--threshold",
+        type=float,
+        metavar="X",
+        help="report the probability a year loses more than this share of the plan's goodput (default: "
+        "fault_tolerance.outages.threshold_share, 0.001)",
+    )
+    adequacy.add_argument("--json", action="store_true", help="print the figures as JSON (expected_unserved_share among them)")
+    _quiet(adequacy)
+    return adequacy
+
+
 def add_diff(commands: Commands) -> argparse.ArgumentParser:
     """``placement diff``: what changed between two results folders."""
     diff = commands.add_parser("diff", help="what changed between two results folders (A before, B after)")

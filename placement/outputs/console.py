@@ -211,6 +211,20 @@ def print_exposure(exposure: FailoverExposure, *, written: Path) -> None:
     print(f"failover_exposure.csv, failover_exposure_sites.csv and failover_exposure.json in {written}")
 
 
+def adequacy_json(figures: dict[str, Any], *, written: list[Path]) -> dict[str, Any]:
+    """``placement adequacy --json``: the figures (``expected_unserved_share`` among them) and the files written."""
+    return {**figures, "files": [str(p) for p in written]}
+
+
+def print_adequacy(figures: dict[str, Any], *, written: list[Path]) -> None:
+    """What ``placement adequacy`` prints: the figures in words, and where they were written."""
+    from placement.outputs.report_md import adequacy_lines
+
+    print_lines(adequacy_lines(figures))
+    folder = written[0].parent if written else Path(".")
+    print(f"adequacy.csv, summary.json (adequacy) and the report in {folder}")
+
+
 def print_diff(diff: PlanDiff, *, written: Path) -> None:
     """What ``placement diff`` prints: what changed between the two plans, and where its files are."""
     from placement.analyses.diff import render_diff

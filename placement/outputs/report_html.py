@@ -26,7 +26,7 @@ import pandas as pd
 from placement.outputs.budget_chart import COMPONENT_LABELS, budget_rows, draw_ttft_budget
 from placement.outputs.cost_waterfall import cost_waterfall, draw_cost_waterfall
 from placement.outputs.failover_report import Block, plan_protection, protection_blocks, summary_protection
-from placement.outputs.report_md import COST_LABELS, cost_breakdown, render_markdown
+from placement.outputs.report_md import COST_LABELS, adequacy_lines, cost_breakdown, render_markdown
 from placement.results.cost_breakdown import CostBreakdown
 from placement.results.folder import read_results_folder
 from placement.results.record import PlanResults, split_rules
@@ -240,6 +240,14 @@ def _rules(rules: list[str]) -> list[str]:
     return ["<h2>Rules that shaped the plan</h2>", f"<ul>{items}</ul>"]
 
 
+def _adequacy(summary: PlanSummary) -> list[str]:
+    """The expected unserved goodput over a year of outages, when the plan was evaluated."""
+    if not summary.adequacy:
+        return []
+    lines = "".join(f"<p>{html.escape(line)}</p>" for line in adequacy_lines(summary.adequacy))
+    return ["<h2>Expected unserved goodput (a year of outages)</h2>", lines]
+
+
 def render_html(
     summary: PlanSummary,
     sites: pd.DataFrame,
@@ -288,6 +296,7 @@ def render_html(
         _costs(cost_breakdown(summary, sites)),
         waterfall,
         *_blocks(protection_blocks(None) if protection is None else protection),
+        *_adequacy(summary),
         "<h2>TTFT budget</h2>",
         budget,
         "<h2>Open sites</h2>",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -167,6 +167,71 @@ def _five_number_lines(summary: PlanSummary) -> list[str]:
     ]
 
 
+def adequacy_lines(figures: Mapping[str, Any]) -> list[str]:
+    """The expected unserved goodput over a year of outages, in words (the report's section and the console's).
+
+    Parameters
+    ----------
+    figures : mapping
+        ``summary.json``'s ``adequacy`` (:class:`placement.analyses.adequacy.Adequacy`'s figures).
+
+    Returns
+    -------
+    list of str
+        Lines of Markdown-safe text.
+    """
+    exact = figures.get("method") == "exact"
+    error = (
+        f" (exact enumeration; Monte Carlo {100 * figures['monte_carlo_share']:.4f}% +/- "
+        f"{100 * figures['monte_carlo_std_error_share']:.4f}%)"
+        if exact
+        else f" +/- {100 * figures['std_error_share']:.4f}% (Monte Carlo standard error, {figures['years']:,} years)"
+    )
+    lines = [
+        f"Expected unserved goodput: {figures['expected_unserved_tokens_per_year']:,.4g} tokens a year, "
+        f"{100 * figures['expected_unserved_share']:.4f}% of the {figures['served_tokens_per_year']:,.4g} the plan serves"
+        f"{error}.",
+        f"A year loses more than {100 * figures['threshold_share']:.3g}% with probability "
+        f"{100 * figures['p_year_loss_above_threshold']:.2f}% "
+        f"(+/- {100 * figures['p_year_loss_above_threshold_std_error']:.2f}%{_upper(figures)}); "
+        f"CVaR {100 * figures['cvar_level']:.0f}%: the worst {100 * (1 - figures['cvar_level']):.0f}% of years lose "
+        f"{100 * figures['cvar_share']:.4f}% on average ({figures['years']:,} years drawn, seed {figures['seed']}).",
+        f"{figures['sources']} outage sources on the open sites; {figures['failed_sets_solved']} sets of sites down "
+        "re-routed on the plan's capacity.",
+    ]
+    top = [s for s in figures.get("top_sources") or [] if s["alone_unserved_tokens_per_year"] > 0][:5]
+    if top:
+        lines.append(
+            "Largest sources (alone): "
+            + "; ".join(f"{s['source']} {100 * s['contribution_share']:.1f}%" for s in top)
+            + " (adequacy.csv)."
+        )
+    for step in figures.get("iterations") or []:
+        lines.append(
+            f"Round {step['round']}: expected unserved {100 * step['expected_unserved_share']:.4f}% "
+            f"(target {100 * step['target_share']:.4f}%), {step['nodes']:,} nodes{step.get('note', '')}"
+        )
+    return lines
+
+
+def _upper(figures: Mapping[str, Any]) -> str:
+    """``, at most X % (95 %)`` when the figures hold the bound (folders written before it do not)."""
+    upper = figures.get("p_year_loss_above_threshold_upper_95")
+    return "" if upper is None else f", at most {100 * upper:.2f}% at 95 % confidence"
+
+
+def _adequacy_section(summary: PlanSummary) -> list[str]:
+    """The report's adequacy section, when the plan was evaluated."""
+    if not summary.adequacy:
+        return []
+    return [
+        "## Expected unserved goodput (a year of outages)",
+        "",
+        *[f"{line}  " for line in adequacy_lines(summary.adequacy)],
+        "",
+    ]
+
+
 def _cost_lines(breakdown: CostBreakdown) -> list[str]:
     total = breakdown.total_usd_per_h
     share = max(total, 1e-12)
@@ -276,6 +341,7 @@ def render_markdown(
         "![$ per million goodput tokens by class, step by step](cost_waterfall.png)",
         "",
         *blocks_markdown(protection_blocks(None) if protection is None else protection),
+        *_adequacy_section(summary),
         "## TTFT budget",
         "",
         "![p99 TTFT budget by class: the median population and those with the least slack](ttft_budget.png)",

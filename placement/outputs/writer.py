@@ -34,7 +34,7 @@ from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map, load_basemap
 from placement.plan.record import Plan
 from placement.progress import Progress, quiet
-from placement.results.folder import write_csv, write_csv_chunks, write_json
+from placement.results.folder import ADEQUACY_CSV, write_csv, write_csv_chunks, write_json
 from placement.results.record import ROW_COLUMNS, ROW_DIGITS, PlanResults
 
 MARKERS = (
@@ -107,6 +107,8 @@ def _write_results(
         write_csv(tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
     if results.rule_prices is not None:
         write_csv(results.rule_prices, folder / "rule_prices.csv")
+    if results.adequacy is not None:
+        write_csv(results.adequacy, folder / ADEQUACY_CSV)
     if measured is not None:  # the scenario's latency.measurements: before/after error on the planner's own pings
         write_csv(measured, folder / "latency_measurements.csv")
     if results.failover is not None:

@@ -53,6 +53,8 @@ TABLES = {
 }
 """The plan's tables, by the :class:`ResultsFolder` field that holds each."""
 REQUIRED = ("summary.json", "sites.csv", "assignments.csv")
+ADEQUACY_CSV = "adequacy.csv"
+"""Per outage source, what it costs the plan (``placement adequacy``, or ``fault_tolerance.adequacy``)."""
 """What every results folder holds; a build-out year has no population tables."""
 
 Frame = TypeVar("Frame", bound=pd.DataFrame)

@@ -90,6 +90,9 @@ class PlanResults:
         The same per rule, whole plan: ``summary.json``'s ``rule_prices``.
     arrangement : ArrangementSummary or None
         The plan against the fixed arrangement: ``summary.json``'s ``arrangement``.
+    adequacy : pandas.DataFrame or None
+        Per outage source, what it costs the plan (``fault_tolerance.adequacy``): ``adequacy.csv``; the figures are
+        ``summary.json``'s ``adequacy``.
     """
 
     scenario: str
@@ -104,6 +107,7 @@ class PlanResults:
     rule_prices: pd.DataFrame | None = None
     rule_price_headlines: list[RulePrice] | None = None
     arrangement: ArrangementSummary | None = None
+    adequacy: pd.DataFrame | None = None
 
 
 def split_rules(notes: list[str]) -> tuple[list[str], list[str]]:

@@ -177,6 +177,10 @@ class PlanSummary:
     n_plus_one_cost : dict or None
         N+1 plans: the plan with and without N+1 (``usd_per_h_with``, ``usd_per_m_with``, ``..._without``,
         ``extra_nodes``, ``extra_mw``, ``standby_sites``, ``classes: {name: {usd_per_m_with, usd_per_m_without}}``).
+    adequacy : dict or None
+        The expected unserved goodput over a year of outages (``placement adequacy``, or a scenario with
+        ``fault_tolerance.adequacy``): ``expected_unserved_share``, ``std_error_share``, ``p_year_loss_above_threshold``,
+        ``cvar_share`` and the rest of :class:`placement.analyses.adequacy.Adequacy`'s figures; None: not evaluated.
     time_slices : int
         Number of time slices.
     rtt_quantile : str or None
@@ -278,6 +282,7 @@ class PlanSummary:
     cap_cost: dict[str, Any] | None = None
     cache_rounds: dict[str, Any] | None = None
     kv_tier_rounds: dict[str, Any] | None = None
+    adequacy: dict[str, Any] | None = None
 
     def class_named(self, name: str) -> ClassSummary:
         """The figures of one class, by name."""
@@ -374,6 +379,7 @@ class PlanSummary:
             cap_cost=optional_dict(data.get("cap_cost")),
             cache_rounds=optional_dict(data.get("cache_rounds")),
             kv_tier_rounds=optional_dict(data.get("kv_tier_rounds")),
+            adequacy=optional_dict(data.get("adequacy")),
         )
 
 
@@ -416,6 +422,7 @@ JSON_ORDER = (
     "n_plus_one_unprotected_share",
     "fault_domains",
     "n_plus_one_cost",
+    "adequacy",
     "unserved_share",
     "time_slices",
     "rtt_quantile",

@@ -6,7 +6,7 @@ scenario's (:mod:`placement.scenario.document`). :func:`key_value` reads a comma
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator, model_validator
 
@@ -481,6 +481,50 @@ class SitesOpenSection(Section):
     max: int | None = Field(None, ge=1)
 
 
+OutageGrouping = Literal["grid_region", "campus", "corridor", "listed"]
+"""The fault domains an outage rate is given for: a catalog grouping column, or the scenario's listed domains."""
+
+
+class OutagesSection(Section):
+    """How often sites and fault domains fail, and how the year's outages are drawn (``placement adequacy``).
+
+    Defaults and their sources: :mod:`placement.rules.outages`.
+    """
+
+    site_tier: Literal["I", "II", "III", "IV"] = Field(
+        "III",
+        description="Uptime Institute tier of a site the catalog gives no tier: its forced outages a year (I 28.8 h, "
+        "II 22.7 h, III 1.6 h, IV 0.4 h)",
+    )
+    site_events_per_year: float | None = Field(
+        None, ge=0, le=365, description="every site's forced outages a year, over its tier's (null: by tier) [1/year]"
+    )
+    site_hours: float | None = Field(
+        None, gt=0, le=8760, description="every site's mean outage duration, over its tier's (null: by tier) [h]"
+    )
+    domain_events_per_year: dict[OutageGrouping, Annotated[float, Field(ge=0, le=365)]] = Field(
+        default_factory=dict,
+        description="events a year that take a whole fault domain down, by grouping (defaults: grid_region 0.02, "
+        "campus 0.05, corridor 0.1, listed 0.02) [1/year]",
+    )
+    domain_hours: dict[OutageGrouping, Annotated[float, Field(gt=0, le=8760)]] = Field(
+        default_factory=dict,
+        description="mean duration of a fault domain's event, by grouping (defaults: grid_region 48, campus 12, "
+        "corridor 168, listed 48) [h]",
+    )
+    threshold_share: float = Field(
+        0.001, gt=0, lt=1, description="the year-loss share whose probability of being exceeded is reported"
+    )
+    cvar_level: float = Field(
+        0.95, ge=0.5, lt=1, description="CVaR level: the mean year-loss share of the worst (1 - level) of the years"
+    )
+    years: int = Field(2000, ge=100, le=100_000, description="years drawn by the Monte Carlo")
+    seed: int = Field(0, ge=0, description="seed of the Monte Carlo's random draws")
+    exact_max_sources: int = Field(
+        12, ge=0, le=20, description="up to this many outage sources, the expectation is enumerated exactly (2^n states)"
+    )
+
+
 class FaultToleranceSection(Section):
     """24x7 fault domains."""
 
@@ -492,6 +536,21 @@ class FaultToleranceSection(Section):
             "corridor: sites sharing a value are one domain) or {name: [site ids]}"
         ),
     )
+
+    adequacy: bool = Field(False, description="evaluate the plan's expected unserved goodput over a year of outages when solving")
+    max_expected_unserved_share: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="add spare nodes until the expected unserved goodput is at most this share of what the plan "
+        "serves in a year (null: no target)",
+    )
+    outages: OutagesSection = Field(default_factory=OutagesSection, description="outage rates and the Monte Carlo")
+
+    @property
+    def wants_adequacy(self) -> bool:
+        """The solve evaluates adequacy: asked for, or a target set."""
+        return self.adequacy or self.max_expected_unserved_share is not None
 
     @model_validator(mode="after")
     def _domains_need_n_plus_one(self) -> FaultToleranceSection:

@@ -101,6 +101,31 @@ COLUMNS: tuple[Column, ...] = (
     Column("grid_region", required=False, help="sites that fail together with their grid region", may_be_absent=True),
     Column("campus", required=False, help="sites that share a campus's substations and fibre", may_be_absent=True),
     Column("corridor", required=False, help="sites whose routes share one subsea or terrestrial corridor", may_be_absent=True),
+    Column(
+        "tier",
+        required=False,
+        help="the site's Uptime Institute tier, I-IV (or 1-4): its forced outages a year for placement adequacy; blank: "
+        "the scenario's fault_tolerance.outages.site_tier",
+        may_be_absent=True,
+    ),
+    Column(
+        "outage_events_per_year",
+        "number",
+        required=False,
+        low=0.0,
+        high=365.0,
+        help="the site's own forced outages a year, over its tier's; blank: by tier [1/year]",
+        may_be_absent=True,
+    ),
+    Column(
+        "outage_hours",
+        "number",
+        required=False,
+        low=0.01,
+        high=8760.0,
+        help="the mean duration of one of the site's forced outages, over its tier's; blank: by tier [h]",
+        may_be_absent=True,
+    ),
     Column("source", required=False, help="where each figure comes from", may_be_absent=True),
 )
 """The catalog's columns; a blank optional cell is '' (text), NaN (numbers) or false (``locked``)."""
@@ -197,10 +222,14 @@ def load_catalog(path: str | Path) -> pd.DataFrame:
     table["kv_tier"] = _one_of(raw, table, "kv_tier", KV_TIERS, problems)
     table["climate"] = _one_of(raw, table, "climate", CLIMATES, problems)
     table["water_stress"] = _one_of(raw, table, "water_stress", WATER_STRESS_CLASSES, problems)
+    table["tier"] = _one_of(raw, table, "tier", SITE_TIERS, problems)
     unique(raw, "id", problems, what="id", fix="give every site a unique id")
     raise_if(problems)
     return table.reset_index(drop=True)
 
+
+SITE_TIERS = ("i", "ii", "iii", "iv", "1", "2", "3", "4")
+"""What a site's ``tier`` may say (Uptime Institute tiers, roman or numeral; :mod:`placement.rules.outages`)."""
 
 KV_TIERS = ("hbm", "dram", "nvme")
 """What a site's ``kv_tier`` may say: the tiers of ``data/serving/kv_tiers.csv`` (``prefix_cache.TIER_ORDER``)."""

@@ -64,6 +64,7 @@ SUMMARY_JSON_KEYS = {
     "n_plus_one_unprotected_share",
     "fault_domains",
     "n_plus_one_cost",
+    "adequacy",
     "unserved_share",
     "time_slices",
     "rtt_quantile",
