@@ -32,7 +32,7 @@ from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.reroute import reroute_on_capacity
 from placement.optimize.solver import SolverOptions
 from placement.plan.record import Plan
-from placement.plan.solve import plan_of
+from placement.plan.solve import assemble_plan
 from placement.results.summary import PlanSummary
 from placement.scenario.sections import FaultToleranceSection, OutagesSection
 
@@ -313,7 +313,7 @@ def plan_with_adequacy(plan: Plan, section: FaultToleranceSection, *, progress: 
     if np.array_equal(protected.solution.nodes, solution.nodes):
         summary = replace(plan.summary, adequacy=protected.adequacy.figures)
         return plan.with_results(summary=summary, adequacy=protected.adequacy.sources, notes=notes)
-    fresh = plan_of(instance, protected.solution, status=plan.summary.status)
+    fresh = assemble_plan(instance, protected.solution, plan.summary.status, [])
     summary = replace(_merged_summary(plan.summary, fresh.summary), adequacy=protected.adequacy.figures)
     return replace(plan, solution=protected.solution).with_results(
         sites=fresh.sites,

@@ -164,26 +164,6 @@ def assemble_plan(instance: Instance, solution: PlacementSolution, status: str, 
     return Plan(instance=instance, solution=solution, results=results)
 
 
-def plan_of(instance: Instance, solution: PlacementSolution, *, status: str) -> Plan:
-    """The tables, summary and notes of a solution already verified, changed after the solve (spare nodes added).
-
-    Parameters
-    ----------
-    instance : Instance
-        What was solved.
-    solution : PlacementSolution
-        The changed solution.
-    status : str
-        The solve's status, kept.
-
-    Returns
-    -------
-    Plan
-        Tabulated afresh; the notes are the tables' own (rules, protection), the solve's are the caller's.
-    """
-    return _assemble(instance, solution, status, [])
-
-
 def solve_instance(instance: Instance, *, msg: bool = False, progress: Progress = quiet, price_caps: bool = True) -> Plan:
     """Solve an instance and tabulate the plan.
 
