@@ -252,6 +252,7 @@ def add_adequacy(commands: Commands) -> argparse.ArgumentParser:
     )
     adequacy.add_argument("--json", action="store_true", help="print the figures as JSON (expected_unserved_share among them)")
     _quiet(adequacy)
+    _no_cache(adequacy)
     return adequacy
 
 
