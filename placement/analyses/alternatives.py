@@ -255,6 +255,12 @@ class AlternativesStart:
         options = instance.facts.solver.options()
         steered = solve_steered(self.near_optimal, weights, [self.plan.solution, *starts], options, optional=self.optional,
                                 min_served_tok_s=self.min_served_tok_s)  # fmt: skip
+        repeats = steered.solution is not None and any(np.array_equal(steered.solution.open, e) for e in earlier)
+        if repeats and direction.kind == "spread":  # led back to a design before it: again, barred from every one
+            progress(f"alternative {index}: the same sites as a design before it; searching again, those designs barred")
+            again = solve_steered(self.near_optimal, weights, [], options, optional=self.optional,
+                                  min_served_tok_s=self.min_served_tok_s, avoid=earlier)  # fmt: skip
+            steered = again if again.solution is not None else steered
         return Alternative(index, direction.label, self._plan(index, direction, steered), _status(steered))
 
     def _plan(self, index: int, direction: Direction, steered: Steered) -> Plan | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from placement._types import FloatArray
+from placement._types import BoolArray, FloatArray
 from placement.optimize.milp import extract, unserved_shares
 from placement.optimize.model import PlacementBlocks, placement_blocks, set_warm_start, to_placement_model
 from placement.optimize.problem import PlacementInput, PlacementSolution, ResourceCap
@@ -99,9 +99,24 @@ class Steered:
     from_start: bool = False
 
 
-def _blocks(data: PlacementInput, *, optional: bool, min_served_tok_s: float, occupied: bool) -> PlacementBlocks:
-    """The model (optional serving: unserved shares free, at least ``min_served_tok_s`` served)."""
+def _blocks(
+    data: PlacementInput,
+    *,
+    optional: bool,
+    min_served_tok_s: float,
+    occupied: bool,
+    avoid: Sequence[BoolArray] = (),
+) -> PlacementBlocks:
+    """The model (optional serving: unserved shares free, at least ``min_served_tok_s`` served).
+
+    ``avoid`` holds sets of open sites a design may not repeat: for each, a row that some site differs
+    (``sum over its sites of (1 - open) + sum over the others of open >= 1``).
+    """
     blocks = placement_blocks(data, served_value_usd_per_tok_s=0.0 if optional else None, min_served_tok_s=min_served_tok_s)
+    for k, opened in enumerate(avoid):
+        values = np.where(opened, -1.0, 1.0)
+        blocks.model.add_rows(f"differs_from_{k}", None, row=np.zeros(data.n_sites, dtype=np.int64), col=blocks.open.cols,
+                              value=values, lower=1.0 - float(opened.sum()), size=1)  # fmt: skip
     if occupied:
         m = data.n_sites
         local = np.repeat(np.arange(m), 2)
@@ -127,7 +142,7 @@ def _solve(
 
 
 def _search(
-    data: PlacementInput, blocks: PlacementBlocks, start: PlacementSolution, options: SolverOptions
+    data: PlacementInput, blocks: PlacementBlocks, start: PlacementSolution | None, options: SolverOptions
 ) -> tuple[PlacementSolution | None, SolverReport, bool]:
     """Stage 1: the solver's own search first (half the time limit), then from ``start`` if that found nothing.
 
@@ -135,6 +150,8 @@ def _search(
     around its incumbent), while its own heuristics begin from the relaxation, which already leans the direction's
     way; the start is the fallback, so a design is always at hand when the limit comes. The flag says it was used.
     """
+    if start is None:  # no design at hand is inside the model: the solver's own search, the whole limit
+        return (*_solve(data, blocks, None, options), False)
     limit_s = options.time_limit_s
     half = options if limit_s is None else replace(options, time_limit_s=limit_s / 2)
     found, report = _solve(data, blocks, None, half)
@@ -151,6 +168,7 @@ def solve_steered(
     *,
     optional: bool,
     min_served_tok_s: float = 0.0,
+    avoid: Sequence[BoolArray] = (),
 ) -> Steered:
     """The design that goes furthest in a direction inside the near-optimal set, then polished for cost.
 
@@ -169,6 +187,9 @@ def solve_steered(
         Serving is optional (``policy.serving: optional``).
     min_served_tok_s : float, optional
         With optional serving, the least mean goodput a design serves. [tokens/s]
+    avoid : sequence of numpy.ndarray of bool, optional
+        ``(m,)`` sets of open sites the design may not repeat (the designs before it, when the direction led back to
+        one of them), each open site holding a node; the starts are then not used (each is one of them).
 
     Returns
     -------
@@ -177,14 +198,16 @@ def solve_steered(
     """
     steer = replace(data, site_fixed_usd_per_h=weights.site_fixed, site_node_usd_per_h=weights.site_node,
                     pair_cost_usd_per_h=weights.pair)  # fmt: skip
-    blocks = _blocks(steer, optional=optional, min_served_tok_s=min_served_tok_s, occupied=weights.occupied)
-    found, report, from_start = _search(data, blocks, min(starts, key=weights.value), options)
+    occupied = weights.occupied or bool(avoid)  # a site opened empty would differ from the designs barred in name only
+    blocks = _blocks(steer, optional=optional, min_served_tok_s=min_served_tok_s, occupied=occupied, avoid=avoid)
+    start = None if avoid else min(starts, key=weights.value)
+    found, report, from_start = _search(data, blocks, start, options)
     if found is None:
         return Steered(None, report, float("nan"), [f"no design found ({report.message})"], from_start)
     value = weights.value(found)
     limit = value + DIRECTION_TOLERANCE * max(1.0, abs(value))
     held = replace(data, caps=(*data.caps, weights.as_cap(limit)))
-    polish = _blocks(held, optional=optional, min_served_tok_s=min_served_tok_s, occupied=weights.occupied)
+    polish = _blocks(held, optional=optional, min_served_tok_s=min_served_tok_s, occupied=occupied, avoid=avoid)
     polish.open.upper = np.minimum(polish.open.upper, found.open.astype(float))  # it may close a site, not open one
     polished, _ = _solve(data, polish, found, options)
     if (
