@@ -8,6 +8,8 @@ sends its result back pickled through a pipe; :meth:`Background.result` reads it
 a fork is not safe or not available (no ``os.fork``, or other threads running in the process, which a fork does
 not copy and whose locks it may leave held) the function runs in the caller at once: the same result, in turn.
 
+**Tasks shared out** between the caller and one forked child (:func:`shared_out`): each takes the next task left.
+
 **Freed memory** goes back to the system: large arrays are mapped on their own, not carved from the heap.
 
 glibc's allocator serves a block below its mmap threshold from the heap, and raises that threshold (up to 32 MB)
@@ -29,7 +31,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -109,6 +111,35 @@ class Background(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
+
+
+def shared_out(tasks: Sequence[Callable[[], T]]) -> list[T]:
+    """Each task's result, in order, with the tasks shared out between the caller and one forked child.
+
+    Each side takes the next task no side has taken yet (a counter in shared memory) until none is left, so a long
+    task on one side leaves the other the rest: two cores kept busy without knowing beforehand which tasks are long.
+    Each result must pickle (the child's come back through a pipe). Where a fork is not safe, the tasks run in turn.
+    """
+    if len(tasks) < 2 or not can_fork():
+        return [task() for task in tasks]
+    import multiprocessing
+
+    taken = multiprocessing.get_context("fork").Value("i", 0)
+
+    def take() -> dict[int, T]:
+        done: dict[int, T] = {}
+        while True:
+            with taken.get_lock():
+                k = int(taken.value)
+                taken.value = k + 1
+            if k >= len(tasks):
+                return done
+            done[k] = tasks[k]()
+
+    child = Background(take)
+    mine = take()
+    found = {**mine, **child.result()}
+    return [found[k] for k in range(len(tasks))]
 
 
 def _send(function: Callable[[], object], write: int) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from placement._process import Background
+from placement._process import Background, shared_out
 from placement.analyses.modes import class_modes, cross_metro_summary, mode_reasons, modes_by_site
 from placement.instance.record import Instance
 from placement.plan.record import Plan
@@ -164,30 +164,36 @@ def fixed_figures(loaded: LoadedScenario, like: Instance, waterfall: Waterfall |
     """Solve the same world with the fixed arrangement (reusing ``like``'s round trips) and keep what is compared.
 
     With more than one option on, the world is solved once more per option with that one off (the others on): what
-    each is worth on its own, beside all of them. With one, that is the fixed arrangement itself.
+    each is worth on its own, beside all of them. With one, that is the fixed arrangement itself. The solves are
+    independent: shared out between this process and a forked child (:func:`placement._process.shared_out`).
     """
-    fixed = run(fixed_arrangement(loaded), like=like)
-    figures = {"usd_per_m": fixed.summary.cost_per_million_goodput_tokens_usd, "unserved_share": fixed.summary.unserved_share}
     options = list(loaded.scenario.serving.arrangement_options())
-    without: dict[str, dict[str, float | None]] = {}
-    for option in options:
-        other = fixed if len(options) == 1 else run(without_option(loaded, option), like=like)
-        without[option] = (
-            figures
-            if other is fixed
-            else {
-                "usd_per_m": other.summary.cost_per_million_goodput_tokens_usd,
-                "unserved_share": other.summary.unserved_share,
-            }
+    several = len(options) > 1
+
+    def fixed_part() -> FixedArrangement:
+        fixed = run(fixed_arrangement(loaded), like=like)
+        return FixedArrangement(
+            classes=_class_figures(fixed),
+            hit_rates=class_hit_rates(fixed.instance.profiles, fixed.assignments, by_site=fixed.instance.profiles_by_site),
+            unserved_share=fixed.summary.unserved_share,
+            usd_per_m=fixed.summary.cost_per_million_goodput_tokens_usd,
+            steps=None if waterfall is None else _steps(waterfall(fixed)),
         )
-    return FixedArrangement(
-        classes=_class_figures(fixed),
-        hit_rates=class_hit_rates(fixed.instance.profiles, fixed.assignments, by_site=fixed.instance.profiles_by_site),
-        unserved_share=fixed.summary.unserved_share,
-        usd_per_m=fixed.summary.cost_per_million_goodput_tokens_usd,
-        steps=None if waterfall is None else _steps(waterfall(fixed)),
-        without=without,
-    )
+
+    def without(option: str) -> Callable[[], dict[str, float | None]]:
+        return lambda: _headline(run(without_option(loaded, option), like=like))
+
+    tasks: list[Callable[[], Any]] = [fixed_part, *(without(option) for option in options if several)]
+    results = shared_out(tasks)
+    fixed: FixedArrangement = results[0]
+    figures = {"usd_per_m": fixed.usd_per_m, "unserved_share": fixed.unserved_share}
+    found = dict(zip(options, results[1:], strict=True)) if several else {option: figures for option in options}
+    return dataclasses.replace(fixed, without=found)
+
+
+def _headline(plan: Plan) -> dict[str, float | None]:
+    """A plan's $/M goodput and unserved share (what an option's value is read from)."""
+    return {"usd_per_m": plan.summary.cost_per_million_goodput_tokens_usd, "unserved_share": plan.summary.unserved_share}
 
 
 def option_values(total_usd_per_m: float | None, fixed: FixedArrangement) -> dict[str, dict[str, float | None]]:

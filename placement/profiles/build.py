@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
 
 from placement._cache import is_enabled, key_digest, load, store
 from placement._errors import InputError, Problem
@@ -493,30 +492,22 @@ def served_class_profiles(
     profiles: list[ClassProfile | None] = []
     problems: list[Problem | None] = []
     errors: list[Problem] = []
-    # a computed class's outcome as an earlier run stored it (the same node, class and files: placement._cache);
-    # stored without the scenario's path, which only its messages name
+    # a computed class's outcome as an earlier run stored it (placement._cache): no child forked for it
     computed = [k for k, workload in enumerate(classes) if not workload.given]
-    base = Path(source).parent
-    digests = {k: key_digest("class-profile", (serving, classes[k], k), base=base) for k in computed} if is_enabled() else {}
-    stored = {k: _from_store(load("class-profile", d), source) for k, d in digests.items()}
-    todo = {k for k in computed if not stored.get(k, (False, None))[0]}
+    stored = {k: _stored(serving, k, classes[k], source) for k in computed}
+    todo = {k for k in computed if stored[k] is None}
     # the serving model's classes are independent: computed in forked children side by side (where a fork is safe)
     jobs = {
         k: Background(partial(_outcome, serving, k, w, source), fork=len(todo) > 1 and k in todo)
         for k, w in enumerate(classes)
-        if k not in stored or k in todo
+        if stored.get(k) is None
     }
     for k in range(len(classes)):
-        if k not in jobs:
-            outcome = stored[k][1]
-        else:
-            try:
-                outcome = jobs[k].result()
-            except InputError as exc:
-                errors += exc.problems
-                continue
-            if k in digests:
-                store("class-profile", digests[k], replace(outcome, source="") if isinstance(outcome, Problem) else outcome)
+        try:
+            outcome = jobs[k].result() if k in jobs else stored[k]
+        except InputError as exc:
+            errors += exc.problems
+            continue
         profiles.append(None if isinstance(outcome, Problem) else outcome)
         problems.append(outcome if isinstance(outcome, Problem) else None)
     if errors:
@@ -524,15 +515,42 @@ def served_class_profiles(
     return profiles, problems
 
 
-def _from_store(found: tuple[bool, Any], source: str) -> tuple[bool, ClassProfile | Problem | None]:
-    """A stored outcome with the scenario's path put back into its message."""
-    ok, outcome = found
-    return ok, replace(outcome, source=source) if isinstance(outcome, Problem) else outcome
+def _digest(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> str:
+    """What a computed class's outcome is stored under: the node, the class and its place, the files they name.
+
+    Not the scenario's path, which only the outcome's messages name (put back when it is read).
+    """
+    return key_digest("class-profile", (serving, workload, k), base=Path(source).parent)
+
+
+def _stored(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> ClassProfile | Problem | None:
+    """A computed class's outcome as an earlier run stored it (None: none stored, or the cache is off)."""
+    if not is_enabled():
+        return None
+    found, outcome = load("class-profile", _digest(serving, k, workload, source))
+    if not found or not isinstance(outcome, ClassProfile | Problem):
+        return None
+    return replace(outcome, source=source) if isinstance(outcome, Problem) else outcome
+
+
+def _stored_or_computed(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> ClassProfile | Problem:
+    """A computed class's outcome from the cache (placement._cache), or computed and stored there."""
+    outcome = _stored(serving, k, workload, source)
+    if outcome is not None:
+        return outcome
+    outcome = _computed(serving, k, workload, source=source)
+    if is_enabled():
+        store(
+            "class-profile",
+            _digest(serving, k, workload, source),
+            replace(outcome, source="") if isinstance(outcome, Problem) else outcome,
+        )
+    return outcome
 
 
 def _outcome(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> ClassProfile | Problem:
-    """A class's profile (given or computed), or why the node cannot serve it."""
-    return _given(workload, serving.headroom) if workload.given else _computed(serving, k, workload, source=source)
+    """A class's profile (given, stored or computed), or why the node cannot serve it."""
+    return _given(workload, serving.headroom) if workload.given else _stored_or_computed(serving, k, workload, source)
 
 
 def mode_choices(serving: ServingSection) -> list[tuple[bool, str | None]]:
@@ -614,7 +632,7 @@ def class_rungs(
                     if share == 1.0 and _is_mode(profile, pooled, method):
                         continue  # the class's own profile
                     budget = workload.serving_ttft_budget_ms * share
-                    rung = _computed(pinned, k, workload.model_copy(update={"serving_ttft_budget_ms": budget}), source=source)
+                    rung = _stored_or_computed(pinned, k, workload.model_copy(update={"serving_ttft_budget_ms": budget}), source)
                     if isinstance(rung, ClassProfile):
                         options.append(replace(rung, node_ttft_share=share))
         out.append(frontier_rungs(profile, options))
