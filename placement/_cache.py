@@ -234,9 +234,20 @@ def store(kind: str, digest: str, value: Any) -> None:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".part-", delete=False) as handle:
             pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(handle.name, path)
-        _keep_under(cache_folder(), MAX_BYTES)
+        _count(cache_folder(), path.stat().st_size)
     except OSError:
         return
+
+
+_held_bytes: dict[Path, int] = {}
+"""Per cache folder, the bytes this process knows it holds: the folder is read again only when they pass the cap."""
+
+
+def _count(folder: Path, added_bytes: int) -> None:
+    """An entry of ``added_bytes`` written: past :data:`MAX_BYTES`, the oldest entries go (the folder read afresh)."""
+    held = _held_bytes.get(folder)
+    held = _keep_under(folder, MAX_BYTES) if held is None else held + added_bytes
+    _held_bytes[folder] = _keep_under(folder, MAX_BYTES) if held > MAX_BYTES else held
 
 
 def cached(kind: str, inputs: Any, compute: Callable[[], T], *, base: Path | None = None) -> T:
@@ -273,8 +284,8 @@ def _entries(folder: Path) -> list[Path]:
     return [p for p in folder.glob("*/*.pickle") if p.is_file()] if folder.is_dir() else []
 
 
-def _keep_under(folder: Path, max_bytes: int) -> None:
-    """Remove the entries written longest ago until the folder holds at most ``max_bytes``."""
+def _keep_under(folder: Path, max_bytes: int) -> int:
+    """Remove the entries written longest ago until the folder holds at most ``max_bytes``: the bytes it then holds."""
     entries = [(p.stat().st_mtime_ns, p.stat().st_size, p) for p in _entries(folder)]
     total = sum(size for _, size, _ in entries)
     for _, size, path in sorted(entries):
@@ -282,6 +293,7 @@ def _keep_under(folder: Path, max_bytes: int) -> None:
             break
         path.unlink(missing_ok=True)
         total -= size
+    return total
 
 
 def summary() -> tuple[Path, int, int]:
@@ -293,6 +305,7 @@ def summary() -> tuple[Path, int, int]:
 
 def clear() -> tuple[int, int]:
     """Remove every entry: how many, and their bytes."""
+    _held_bytes.pop(cache_folder(), None)
     entries = _entries(cache_folder())
     size = 0
     for path in entries:

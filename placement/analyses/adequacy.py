@@ -38,14 +38,14 @@ from scipy.stats import beta
 
 from placement._errors import InputError, Problem
 from placement._types import BoolArray, FloatArray, IntArray
-from placement.analyses.explain import rebuild_instance, refuse_buildout
+from placement.analyses.explain import rebuild_plan
 from placement.analyses.exposure import plan_solution
+from placement.economics.cost import HOURS_PER_YEAR, SECONDS_PER_HOUR
 from placement.instance.record import Instance
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.reroute import reroute_on_capacity
 from placement.optimize.solver import SolverOptions
-from placement.results.folder import read_results_folder, read_summary
-from placement.rules.outages import HOURS_PER_YEAR, OutageSource, outage_sources
+from placement.rules.outages import OutageSource, outage_sources
 from placement.scenario.load import load_scenario
 from placement.scenario.sections import FaultToleranceSection, OutagesSection
 
@@ -60,7 +60,6 @@ __all__ = [
     "year_loss_tail",
 ]
 
-SECONDS_PER_HOUR = 3600.0
 PROBABILITY_FLOOR = 1e-12
 """Exact enumeration drops states less likely than this (their probability is reported and bounds the error)."""
 TOP_SETS = 10
@@ -616,9 +615,8 @@ def adequacy_of_folder(
     InputError
         Not a results folder, or a catalog whose outage columns break their rules.
     """
-    refuse_buildout(Path(folder), read_summary(folder), command="adequacy")
-    written = read_results_folder(folder)
-    rebuilt = rebuild_instance(written, progress=progress)
+    rebuilt = rebuild_plan(folder, progress=progress, command="adequacy")
+    written = rebuilt.results
     section: FaultToleranceSection = load_scenario(written.scenario_path).scenario.fault_tolerance
     outages = outages_with(section.outages, years=years, seed=seed, threshold_share=threshold)
     solution = plan_solution(rebuilt.instance, rebuilt.sites, written.assignments, source=str(folder))

@@ -536,21 +536,21 @@ def _stored(serving: ServingSection, k: int, workload: WorkloadClass, source: st
 def _stored_or_computed(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> ClassProfile | Problem:
     """A computed class's outcome from the cache (placement._cache), or computed and stored there."""
     outcome = _stored(serving, k, workload, source)
-    if outcome is not None:
-        return outcome
+    return outcome if outcome is not None else _computed_and_stored(serving, k, workload, source)
+
+
+def _computed_and_stored(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> ClassProfile | Problem:
+    """A computed class's outcome, kept in the cache (placement._cache) for the next run that asks."""
     outcome = _computed(serving, k, workload, source=source)
     if is_enabled():
-        store(
-            "class-profile",
-            _digest(serving, k, workload, source),
-            replace(outcome, source="") if isinstance(outcome, Problem) else outcome,
-        )
+        kept = replace(outcome, source="") if isinstance(outcome, Problem) else outcome
+        store("class-profile", _digest(serving, k, workload, source), kept)
     return outcome
 
 
 def _outcome(serving: ServingSection, k: int, workload: WorkloadClass, source: str) -> ClassProfile | Problem:
-    """A class's profile (given, stored or computed), or why the node cannot serve it."""
-    return _given(workload, serving.headroom) if workload.given else _stored_or_computed(serving, k, workload, source)
+    """A class's profile (given, or computed and stored: the caller found none stored), or why the node cannot serve it."""
+    return _given(workload, serving.headroom) if workload.given else _computed_and_stored(serving, k, workload, source)
 
 
 def mode_choices(serving: ServingSection) -> list[tuple[bool, str | None]]:

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from placement._types import FloatArray
+from placement.economics.cost import HOURS_PER_YEAR
 from placement.rules.faults import FaultDomains, catalog_domains
 from placement.scenario.sections import OutagesSection
 
@@ -57,8 +58,6 @@ __all__ = [
     "unavailability",
 ]
 
-HOURS_PER_YEAR = 8760.0
-"""Hours of the year the sources' rates are per."""
 
 TIER_DOWNTIME_H_PER_YEAR = {"i": 28.8, "ii": 22.7, "iii": 1.6, "iv": 0.4}
 """Expected downtime a year by Uptime Institute tier (Tier Standard: Topology; availability 99.671 / 99.741 /

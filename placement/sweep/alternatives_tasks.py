@@ -29,7 +29,7 @@ from placement.outputs.packed import pack_results, unpack_results
 from placement.outputs.writer import write_folder, write_results
 from placement.progress import Progress, quiet
 from placement.scenario.load import LoadedScenario
-from placement.sweep.run import describe_client, distributed, open_client
+from placement.sweep.run import dask_client, describe_client, distributed
 
 
 def solve_direction(start: AlternativesStart, index: int, direction: Direction, maps: bool) -> tuple[bytes | None, str]:
@@ -94,31 +94,8 @@ def write_alternatives_on_dask(
         earlier = [start.plan.solution.open]
         chosen = [(index, d) for index, d in enumerate(planned, start=1) if d.kind != "spread"]
         if chosen:
-            client, cluster = open_client(workers, scheduler)
-            try:
-                progress(f"dask: {describe_client(client, scheduler)}; {len(chosen)} hand-chosen directions")
-                shared = client.scatter(start, broadcast=True)
-                futures: dict[Any, tuple[int, Direction]] = {}
-                for index, direction in chosen:
-                    key = f"placement-alternative-{index}"
-                    futures[client.submit(solve_direction, shared, index, direction, maps, key=key, pure=False)] = (
-                        index,
-                        direction,
-                    )
-                for future in distributed().as_completed(list(futures)):
-                    index, direction = futures[future]
-                    try:
-                        packed, status = future.result()
-                    except Exception as exc:
-                        raise PlacementError(f"alternative {index} ({direction.label}) failed on its worker: {exc}") from None
-                    target = None if packed is None else unpack_results(packed, folder / design_folder(index))
-                    records.append(DesignRecord.read(index, direction.label, status, target))
-                    progress(f"alternative {index} ({direction.label}): {status}")
-                    future.release()
-            finally:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
+            records += _chosen_on_dask(start, chosen, folder, maps=maps, workers=workers, scheduler=scheduler,
+                                       progress=progress)  # fmt: skip
         for record in sorted(records[1:], key=lambda r: r.index):  # the spread ones avoid these too
             if record.sites is not None:
                 earlier.append(record.sites["open"].astype(bool).to_numpy())
@@ -135,3 +112,35 @@ def write_alternatives_on_dask(
         write_tables(records, folder, progress)
 
     return write_folder(out_dir, writer)
+
+
+def _chosen_on_dask(
+    start: AlternativesStart,
+    chosen: list[tuple[int, Direction]],
+    folder: Path,
+    *,
+    maps: bool,
+    workers: int | None,
+    scheduler: str | None,
+    progress: Progress,
+) -> list[DesignRecord]:
+    """The hand-chosen directions solved as Dask tasks, each design's folder unpacked under ``folder``."""
+    records = []
+    with dask_client(workers, scheduler) as client:
+        progress(f"dask: {describe_client(client, scheduler)}; {len(chosen)} hand-chosen directions")
+        shared = client.scatter(start, broadcast=True)
+        futures: dict[Any, tuple[int, Direction]] = {}
+        for index, direction in chosen:
+            key = f"placement-alternative-{index}"
+            futures[client.submit(solve_direction, shared, index, direction, maps, key=key, pure=False)] = (index, direction)
+        for future in distributed().as_completed(list(futures)):
+            index, direction = futures[future]
+            try:
+                packed, status = future.result()
+            except Exception as exc:
+                raise PlacementError(f"alternative {index} ({direction.label}) failed on its worker: {exc}") from None
+            target = None if packed is None else unpack_results(packed, folder / design_folder(index))
+            records.append(DesignRecord.read(index, direction.label, status, target))
+            progress(f"alternative {index} ({direction.label}): {status}")
+            future.release()
+    return records

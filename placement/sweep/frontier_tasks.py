@@ -20,7 +20,7 @@ from placement.outputs.writer import write_folder, write_results
 from placement.plan.solve import solve_instance
 from placement.progress import Progress, quiet
 from placement.scenario.load import LoadedScenario
-from placement.sweep.run import describe_client, distributed, open_client
+from placement.sweep.run import dask_client, describe_client, distributed
 
 
 def solve_point(loaded: LoadedScenario, maps: bool) -> bytes:
@@ -79,8 +79,7 @@ def write_frontier_on_dask(
     def writer(folder: Path) -> None:
         write_results(start.first.plan, folder / start.first.folder, maps=maps)
         records = [PointRecord.of(start.first)]
-        client, cluster = open_client(workers, scheduler)
-        try:
+        with dask_client(workers, scheduler) as client:
             progress(f"dask: {describe_client(client, scheduler)}; {len(start.caps_per_year)} capped points")
             futures: dict[Any, tuple[int, float]] = {}
             for index, cap in enumerate(start.caps_per_year, start=1):
@@ -96,10 +95,6 @@ def write_frontier_on_dask(
                 records.append(PointRecord.read(index, cap, target))
                 progress(f"frontier point {index}: cap {cap:,.0f}: solved")
                 future.release()
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
         value = loaded.scenario.objective.unserved_usd_per_million
         write_table(records, folder, axis, progress, equal_service=equal_service, unserved_usd_per_million=value)
 

@@ -15,6 +15,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,18 @@ def _claim_folder(out_dir: Path, prepared: PreparedSweep) -> None:
 def distributed() -> Any:
     """The ``distributed`` package, imported on first use (it is untyped: calls go through Any)."""
     return importlib.import_module("distributed")
+
+
+@contextmanager
+def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
+    """:func:`open_client`'s client for a ``with`` block, closed with its local cluster (if it made one) after it."""
+    client, cluster = open_client(workers, scheduler)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def open_client(workers: int | None, scheduler: str | None) -> tuple[Any, Any]:
@@ -273,14 +286,9 @@ def run_sweep(
     missing = [case for case in prepared.cases if case.case_id not in records]
     say(f"{len(prepared.cases)} cases: {len(records)} already solved in {out / 'cases'} (skipped), {len(missing)} to solve")
     if missing:
-        client, cluster = open_client(workers, scheduler)
-        try:
+        with dask_client(workers, scheduler) as client:
             say(f"dask: {describe_client(client, scheduler)}")
             records.update(_solve_missing(missing, out, client, progress=progress, total=len(prepared.cases)))
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
     table = results_table(prepared, records)
     _write_tables(out, table)
     for note in write_analysis(out, prepared, table, records):
