@@ -256,7 +256,7 @@ def _restricted_milp(
     else:
         model = build_model(small, served_value_usd_per_tok_s=0.0, min_served_tok_s=total - cap)
     set_warm_start(model, small, (is_open, nodes, shares[pairs]), unserved=unserved)
-    report = solve_problem(model.problem, replace(options, gap=options.gap / 2), warm_start=True)
+    report = solve_problem(model.problem, replace(options, gap=options.gap / 2, relax_first=True), warm_start=True)
     if not report.status.has_solution:
         return report, None
     return report, lift(data, pairs, extract(model, small, report, None), report)

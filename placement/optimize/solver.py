@@ -24,6 +24,7 @@ from typing import cast
 import pulp
 
 from placement._errors import SolverError
+from placement.optimize.relax_fix import FixedAnswer, relax_and_fix
 
 SOLVERS = ("highs", "cbc")
 
@@ -104,6 +105,10 @@ class SolverOptions:
     deadline : float or None
         ``time.perf_counter()`` by which the whole solve must end (every LP and MILP of it gets what is left, at
         least :data:`LEAST_STEP_S`); None: each step has ``time_limit_s``.
+    relax_first : bool
+        HiGHS only: solve the LP relaxation first, fix the binaries it leaves whole and search the rest
+        (:mod:`placement.optimize.relax_fix`); the full MILP runs only when that answer is not within ``gap`` of
+        the LP's bound.
     """
 
     name: str = "highs"
@@ -118,6 +123,7 @@ class SolverOptions:
     abs_gap: float | None = None
     progress: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
     deadline: float | None = None
+    relax_first: bool = False
 
     def remaining_s(self) -> float | None:
         """Seconds a solver step may take: ``time_limit_s``, no more than what is left before ``deadline``."""
@@ -329,6 +335,19 @@ class _HiGHSWithStart(_HiGHS):
         super().callSolver(lp)
 
 
+class _HiGHSRelaxFirst(_HiGHSWithStart):
+    """HiGHS relaxing and fixing first (:func:`relax_and_fix`); the full MILP only when that does not certify the gap."""
+
+    fixed: FixedAnswer | None = None
+
+    def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        self.fixed = relax_and_fix(lp.solverModel, time_limit_s=self.timeLimit)
+        if self.fixed is None or not math.isfinite(self.fixed.objective):
+            super().callSolver(lp)  # from the caller's starting solution
+        elif not self.fixed.certifies(self.gapRel):
+            _HiGHS.callSolver(self, lp)  # from the fixed answer, which relax_and_fix left as the start
+
+
 UNSCALED_INFEASIBILITY = 1e-6
 """Largest residual infeasibility accepted in a model HiGHS proved optimal: it solves a scaled model, and after
 unscaling a row can miss HiGHS' own 1e-7 tolerance by a hair (the bundled build-out's RP relaxation, objective
@@ -339,7 +358,7 @@ every caller then checks the solution against its rules with its own tolerance."
 def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start: bool) -> SolverReport:
     import highspy
 
-    kind = _HiGHSWithStart if warm_start else _HiGHS
+    kind = _HiGHSRelaxFirst if options.relax_first else _HiGHSWithStart if warm_start else _HiGHS
     limits = {"mip_max_nodes": options.node_limit, "simplex_iteration_limit": options.iteration_limit}
     solver = kind(
         msg=options.msg,
@@ -368,8 +387,12 @@ def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start:
     if not has_solution:
         return SolverReport("highs", SolveStatus.NO_SOLUTION, math.nan, math.nan, math.nan, runtime_s, message, stopped_by)
     objective = float(info.objective_function_value)
-    if problem.isMIP():
-        bound = float(info.mip_dual_bound)
+    fixed = solver.fixed if isinstance(solver, _HiGHSRelaxFirst) else None
+    if fixed is not None and fixed.certifies(options.gap):
+        bound = fixed.lp_bound  # the search ran on fixed binaries: only the LP relaxation bounds the full MILP
+        message = f"{message}, {fixed.fixed} of {fixed.fixed + fixed.free} binaries fixed where the LP relaxation left them"
+    elif problem.isMIP():
+        bound = float(info.mip_dual_bound) if fixed is None else max(float(info.mip_dual_bound), fixed.lp_bound)
     else:
         bound = objective if model_status == statuses.kOptimal else math.nan
     status = SolveStatus.OPTIMAL if model_status == statuses.kOptimal else SolveStatus.FEASIBLE
