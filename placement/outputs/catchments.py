@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from shapely import MultiPoint
 from shapely.geometry.base import BaseGeometry
 
+from placement._cache import cached
 from placement.outputs import geojson as geo
 from placement.outputs.world_map import load_basemap
 from placement.results.record import PlanResults
@@ -198,7 +199,12 @@ def catchment_frame(
     """
     cities = _served_cities(results)
     land = land_geometry() if land is None else land
-    cells, whole = _city_cells(cities["lon"].to_numpy(float), cities["lat"].to_numpy(float), reach_deg=reach_deg)
+    lon_deg, lat_deg = cities["lon"].to_numpy(float), cities["lat"].to_numpy(float)
+    # the cells depend on where the served cities are, not on which site serves them: a what-if reuses them
+    cells, whole = cached(
+        "city-cells", {"lon_deg": lon_deg, "lat_deg": lat_deg, "reach_deg": reach_deg},
+        lambda: _city_cells(lon_deg, lat_deg, reach_deg=reach_deg),
+    )  # fmt: skip
     site_of = cities["main_site_id"].to_numpy()
     shapes = {site: _dissolve(cells[site_of == site], whole[site_of == site]) for site in np.unique(site_of)}
     properties = _site_properties(results)

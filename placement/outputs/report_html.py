@@ -37,8 +37,10 @@ __all__ = [
     "COMPONENT_LABELS",
     "budget_rows",
     "draw_charts_of_tables",
+    "draw_report_charts",
     "draw_ttft_budget",
     "render_html",
+    "render_report_html",
     "rerender_report",
     "write_report_html",
 ]
@@ -355,6 +357,48 @@ def draw_charts_of_tables(summary: PlanSummary, sites: pd.DataFrame, assignments
     return draw_cost_waterfall(table, folder / "cost_waterfall.png", unserved_share=summary.unserved_share)
 
 
+def draw_report_charts(results: PlanResults, folder: Path) -> list[Path]:
+    """Draw the report's charts, ``ttft_budget.png`` and ``cost_waterfall.png``, into a results folder.
+
+    Parameters
+    ----------
+    results : PlanResults
+        A solved plan's results.
+    folder : Path
+        Results folder.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
+    folder = Path(folder)
+    budget = draw_ttft_budget(results.assignments, folder / "ttft_budget.png")
+    return [budget, draw_charts_of_tables(results.summary, results.sites, results.assignments, folder)]
+
+
+def render_report_html(results: PlanResults, folder: Path) -> Path:
+    """Write ``report.html`` into a results folder whose maps and charts are drawn: it embeds every PNG it finds.
+
+    Parameters
+    ----------
+    results : PlanResults
+        A solved plan's results.
+    folder : Path
+        Results folder.
+
+    Returns
+    -------
+    Path
+        ``report.html``.
+    """
+    folder = Path(folder)
+    text = render_html(
+        results.summary, results.sites, results.populations, results.notes, folder, protection=plan_protection(results)
+    )
+    return _write_text(folder / "report.html", text)
+
+
 def write_report_html(results: PlanResults, folder: Path) -> Path:
     """Draw ``ttft_budget.png`` and ``cost_waterfall.png`` and write ``report.html`` into a results folder.
 
@@ -372,13 +416,8 @@ def write_report_html(results: PlanResults, folder: Path) -> Path:
     Path
         ``report.html``.
     """
-    folder = Path(folder)
-    draw_ttft_budget(results.assignments, folder / "ttft_budget.png")
-    draw_charts_of_tables(results.summary, results.sites, results.assignments, folder)
-    text = render_html(
-        results.summary, results.sites, results.populations, results.notes, folder, protection=plan_protection(results)
-    )
-    return _write_text(folder / "report.html", text)
+    draw_report_charts(results, folder)
+    return render_report_html(results, folder)
 
 
 # ----------------------------------------------------------------------------- re-rendering

@@ -28,7 +28,7 @@ from placement.outputs.geopackage import GPKG_NAME, plan_layers, write_geopackag
 from placement.outputs.network_layer import links_frame, write_network
 from placement.outputs.qgis_project import QGZ_NAME, write_qgis_project
 from placement.outputs.regional_maps import draw_regional_maps
-from placement.outputs.report_html import write_report_html
+from placement.outputs.report_html import draw_report_charts, render_report_html
 from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map, load_basemap
@@ -147,10 +147,11 @@ def _write_results(
     layers = plan_layers(results, catchments=catchments, links=links, basemap=load_basemap())
     write_geopackage(layers, folder / GPKG_NAME)
     write_qgis_project(layers, folder / QGZ_NAME, title=title)
+    draw_report_charts(results, folder)  # while the children draw
     progress("wrote report.md, catchments, the network, plan.gpkg and plan.qgz")
     for child in drawn:
         child.result()  # raises what the drawing raised: the folder is then not swapped in
-    write_report_html(results, folder)  # last: embeds map.png, map_*.png (when drawn) and ttft_budget.png
+    render_report_html(results, folder)  # last: embeds map.png, map_*.png (when drawn) and the charts
 
 
 def _draw_world_maps(

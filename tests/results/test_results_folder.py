@@ -229,7 +229,7 @@ def test_tail_check_is_absent_when_a_write_fails_halfway(
     def fail(*_: object, **__: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("placement.outputs.writer.write_report_html", fail)  # the last file of the folder
+    monkeypatch.setattr("placement.outputs.writer.render_report_html", fail)  # the last file of the folder
     assert main(["solve", str(small_scenario), "--out", str(out), "--quiet", "--no-maps", "--check-tail"]) == 1
     assert not (out / "tail_check.csv").exists()
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
