@@ -607,6 +607,26 @@ def _scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _schema(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_schema, print_written
+    from placement.scenario.schema import schema_text
+
+    text = schema_text()
+    if args.out is None:
+        print_schema(text)
+        return EXIT_OK
+    from placement.outputs.writer import write_text_atomic
+
+    out = Path(args.out)
+    if not out.parent.is_dir() or out.is_dir():
+        reason = "it is a folder" if out.is_dir() else f"{out.parent} is not an existing folder"
+        fix = "give a file path in an existing folder"
+        raise InputError([Problem(str(out), "", "--out", f"cannot write the schema there: {reason}", fix)])
+    write_text_atomic(out, text)
+    print_written([out])
+    return EXIT_OK
+
+
 def _cache(args: argparse.Namespace) -> int:
     from placement import _cache as store
     from placement.outputs.console import print_lines
@@ -643,6 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
         (arguments.add_init, _init),
         (arguments.add_scenarios, _scenarios),
         (arguments.add_validate, _validate),
+        (arguments.add_schema, _schema),
         (arguments.add_cache, _cache),
     ):
         add(commands).set_defaults(handler=handler)

@@ -530,6 +530,15 @@ def add_cache(commands: Commands) -> argparse.ArgumentParser:
     return cache
 
 
+def add_schema(commands: Commands) -> argparse.ArgumentParser:
+    """``placement schema``: the scenario file's JSON Schema, for an editor to check a scenario as it is typed."""
+    schema = commands.add_parser(
+        "schema", help="write the scenario file's JSON Schema (an editor's YAML support checks a scenario against it)"
+    )
+    schema.add_argument("--out", metavar="FILE", help="write the schema to FILE, whole or not at all (default: stdout)")
+    return schema
+
+
 def add_validate(commands: Commands) -> argparse.ArgumentParser:
     """``placement validate``: a scenario or a site catalog checked."""
     validate = commands.add_parser("validate", help="check a scenario (.yaml) or a site catalog (.csv/.geojson)")
