@@ -522,7 +522,7 @@ def _frontier(args: argparse.Namespace) -> int:
                                  progress=progress)  # fmt: skip
     except ValueError as exc:
         raise InputError(
-            [Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy, carbon and water"')]
+            [Problem(str(args.scenario), "", "", str(exc), 'see the guide "Carbon and water" (docs/guides/carbon-water.md)')]
         ) from None
     print_frontier(out, axis=args.axis)
     return EXIT_OK
@@ -535,7 +535,7 @@ def _alternatives(args: argparse.Namespace) -> int:
     from placement.outputs.writer import check_output_folder
 
     directions = [d for given in args.direction for d in given]
-    fix = 'see the README\'s "Near-optimal alternatives"'
+    fix = 'see the guide "Near-optimal alternatives" (docs/guides/alternatives.md)'
     try:
         check_options(args.slack, args.count, directions)
     except ValueError as exc:

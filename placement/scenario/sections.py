@@ -151,7 +151,7 @@ class CrossMetroSection(Section):
     wan_usd_per_gb: float = Field(
         WAN_USD_PER_GB,
         ge=0,
-        description="price of each GB of KV moved between metros [USD/GB] (default: a leased wave, see the README; a "
+        description="price of each GB of KV moved between metros [USD/GB] (default: a leased wave, see the Serving model page; a "
         "cloud tenant pays about 0.02)",
     )
 
