@@ -152,13 +152,16 @@ def scenario_page() -> str:
         "",
     ]
     keys = list(scenario_keys())
-    sections = [k for k in keys if "." not in k.path]
-    for top in sections:
-        lines += [f"## `{top.path}`", "", _cell(top.description) or "", ""]
-        lines += ["| key | type | unit | default | description |", "|---|---|---|---|---|"]
+    parents = {k.path.split(".")[0].removesuffix("[]") for k in keys if "." in k.path}
+    scalars = [k for k in keys if "." not in k.path and k.path not in parents]
+    groups = [("top level", "Keys at the top of the file.", scalars)]
+    for top in (k for k in keys if k.path in parents):
         below = [k for k in keys if k.path == top.path or k.path.startswith((f"{top.path}.", f"{top.path}[]."))]
-        for key in below:
-            default = f"`{_cell(key.default)}`" if not key.required else "**required**"
+        groups.append((f"`{top.path}`", top.description, below))
+    for title, text, group in groups:
+        lines += [f"## {title}", "", _cell(text), "", "| key | type | unit | default | description |", "|---|---|---|---|---|"]
+        for key in group:
+            default = "**required**" if key.required else f"`{_cell(key.default)}`" if key.default else '`""`'
             lines.append(f"| `{key.path}` | {_cell(key.type)} | {_cell(key.unit)} | {default} | {_cell(key.description)} |")
         lines.append("")
     return "\n".join(lines)
@@ -258,6 +261,19 @@ def on_files(files: Any, config: Any) -> Any:
     for path in PAGES:
         files.append(File.generated(config, path, content=page(path)))
     return files
+
+
+_REMOTE_MODULE_SCRIPT = re.compile(r'<script type="module">(?:(?!</script>).)*?https://(?:(?!</script>).)*?</script>', re.S)
+"""A module script that imports code from the web: nbconvert's loader of mermaid.js from a CDN, on every notebook page."""
+
+
+def on_post_page(output: str, page: Any, config: Any) -> str:
+    """MkDocs hook: drop scripts that would fetch code from the web, so every page works offline and self-contained.
+
+    The notebook pages carry nbconvert's mermaid loader, which imports mermaid.js from cdnjs when a notebook has a
+    diagram (ours have none); no other page has such a script.
+    """
+    return _REMOTE_MODULE_SCRIPT.sub("", output)
 
 
 def main(argv: list[str]) -> int:
