@@ -232,7 +232,8 @@ def outputs_page() -> str:
     lines = [
         "# Output files",
         "",
-        "The tables of a results folder (`placement solve --out DIR`), generated from the column table the tests "
+        "The tables of a results folder (`placement solve --out DIR`), then those `placement frontier` and `placement "
+        "discover` write, generated from the column table the tests "
         "hold the writers to (`placement/outputs/columns.py`). A figure that is not defined is an empty cell, never "
         "`NaN` or `inf`. `<class>` stands for one column per workload class. The other files of a results folder "
         "(`summary.json`, the GeoJSON layers, the maps and reports) are described in "

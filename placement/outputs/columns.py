@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from placement.analyses.discover import RANKED_COLUMNS
 from placement.analyses.tail import COLUMNS as TAIL_COLUMNS
+from placement.outputs.frontier_files import COLUMNS as FRONTIER_COLUMNS
 from placement.results.record import ROW_COLUMNS, SCENARIO_COLUMNS, SITE_COLUMNS
 
 __all__ = ["OUTPUT_FILES", "Column", "OutputFile", "described", "output_file"]
@@ -281,6 +283,54 @@ _CROSS_METRO = (
     _c("wan_usd_per_h", "USD/h", "what moving it costs (serving.cross_metro_prefill.wan_usd_per_gb)"),
     _c("why", "", "why the decode site uses a remote prefill: its power binds, or it is cheaper per token"),
 )
+_FRONTIER = {
+    "point": ("", "the point: 0 is the plan without a cap"),
+    "axis": ("", "what the caps limit: carbon or water"),
+    "cap": ("tCO2e/year or m3/year", "the point's cap (blank at point 0)"),
+    "tco2e_per_year": ("tCO2e/year", "the point's grid emissions"),
+    "water_m3_per_year": ("m3/year", "the point's water, on site and by the grid"),
+    "usd_per_million_goodput_tokens": ("USD/M tok", "the point's cost per million goodput tokens"),
+    "gco2e_per_million_goodput_tokens": ("gCO2e/M tok", "grid emissions per million goodput tokens"),
+    "water_l_per_million_goodput_tokens": ("L/M tok", "water per million goodput tokens"),
+    "usd_per_h": ("USD/h", "the point's cost"),
+    "goodput_tok_s": ("tok/s", "goodput served, daily mean"),
+    "sites_open": ("sites", "sites open"),
+    "unserved_share": ("", "share of demand not served"),
+    "sites_opened": ("", "sites open here and not at the point before"),
+    "sites_closed": ("", "sites open at the point before and not here"),
+    "usd_per_t_avoided": (
+        "USD/tCO2e",
+        "extra cost per tonne avoided against the plan without a cap (blank when the point serves less)",
+    ),
+    "usd_per_m3_avoided": ("USD/m3", "extra cost per m3 of water avoided (blank when the point serves less)"),
+    "plan": ("", "the point's results folder, below the frontier's folder"),
+    "at_equal_service": ("", "whether the point serves the uncapped plan's goodput, within 0.1 %"),
+    "unserved_usd_per_million": ("USD/M tok", "what an unserved token is worth (objective.unserved_usd_per_million)"),
+    "usd_per_million_with_unserved_value": (
+        "USD/M tok",
+        "cost plus that value of each token left unserved, per million tokens of demand",
+    ),
+    "usd_per_million_dropped": (
+        "USD/M tok",
+        "what the tokens the point serves less cost the uncapped plan, per million (blank at equal service)",
+    ),
+}
+_DISCOVERED = {
+    "site_id": ("", "the proposal's site id"),
+    "name": ("", "its city"),
+    "country_code": ("", "ISO alpha-2 country"),
+    "lat": ("deg", "latitude"),
+    "lon": ("deg", "longitude"),
+    "mw_built": ("MW", "MW the plan uses there"),
+    "goodput_tok_s": ("tok/s", "goodput it serves, daily mean"),
+    "unserved_taken_tok_s": ("tok/s", "goodput it serves to populations the baseline left short, up to their shortfall"),
+    "entry_usd_per_mwh": ("USD/MWh", "the most a MWh could cost there for its tokens to cost no more than the baseline's $/M"),
+    "usd_per_million_goodput_tokens": ("USD/M tok", "the site's own cost per million goodput tokens"),
+    "years_to_energise": ("years", "years until its power could arrive"),
+    "power_price_usd_per_mwh": ("USD/MWh", "its power price"),
+    "populations_gaining": ("populations", "populations it serves that the baseline left short"),
+    "largest_gains": ("", "the populations that gain most, with their tok/s"),
+}
 
 
 def _listed(names: list[str], described: dict[str, tuple[str, str]]) -> tuple[Column, ...]:
@@ -318,8 +368,20 @@ OUTPUT_FILES: tuple[OutputFile, ...] = (
         "one row per (decode site, prefill site, class) the plan uses",
         _CROSS_METRO,
     ),
+    OutputFile(
+        "frontier.csv",
+        "placement frontier",
+        "one row per point of the cost-carbon (or cost-water) frontier",
+        _listed(list(FRONTIER_COLUMNS), _FRONTIER),
+    ),
+    OutputFile(
+        "discovered_sites.csv",
+        "placement discover",
+        "the greenfield proposals the plan opens, ranked by the unserved demand they take",
+        _listed(list(RANKED_COLUMNS), _DISCOVERED),
+    ),
 )
-"""The tables of a results folder ``placement solve`` writes, in the order the reference lists them."""
+"""The tables ``placement solve`` writes into a results folder, then those of ``frontier`` and ``discover``."""
 
 
 def output_file(name: str) -> OutputFile:
