@@ -1,4 +1,4 @@
-"""What pooled prefill and cross-metro prefill do on the bundled world: a table for the README, in one run.
+"""What pooled prefill and cross-metro prefill do on the bundled world: a table for docs/models/serving.md, in one run.
 
 Usage: .venv/bin/python benchmarks/cross_metro.py
 

@@ -522,7 +522,7 @@ def _frontier(args: argparse.Namespace) -> int:
                                  progress=progress)  # fmt: skip
     except ValueError as exc:
         raise InputError(
-            [Problem(str(args.scenario), "", "", str(exc), 'see the README\'s "Energy, carbon and water"')]
+            [Problem(str(args.scenario), "", "", str(exc), 'see the guide "Carbon and water" (docs/guides/carbon-water.md)')]
         ) from None
     print_frontier(out, axis=args.axis)
     return EXIT_OK
@@ -535,7 +535,7 @@ def _alternatives(args: argparse.Namespace) -> int:
     from placement.outputs.writer import check_output_folder
 
     directions = [d for given in args.direction for d in given]
-    fix = 'see the README\'s "Near-optimal alternatives"'
+    fix = 'see the guide "Near-optimal alternatives" (docs/guides/alternatives.md)'
     try:
         check_options(args.slack, args.count, directions)
     except ValueError as exc:
@@ -607,6 +607,26 @@ def _scenarios(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _schema(args: argparse.Namespace) -> int:
+    from placement.outputs.console import print_schema, print_written
+    from placement.scenario.schema import schema_text
+
+    text = schema_text()
+    if args.out is None:
+        print_schema(text)
+        return EXIT_OK
+    from placement.outputs.writer import write_text_atomic
+
+    out = Path(args.out)
+    if not out.parent.is_dir() or out.is_dir():
+        reason = "it is a folder" if out.is_dir() else f"{out.parent} is not an existing folder"
+        fix = "give a file path in an existing folder"
+        raise InputError([Problem(str(out), "", "--out", f"cannot write the schema there: {reason}", fix)])
+    write_text_atomic(out, text)
+    print_written([out])
+    return EXIT_OK
+
+
 def _cache(args: argparse.Namespace) -> int:
     from placement import _cache as store
     from placement.outputs.console import print_lines
@@ -643,6 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
         (arguments.add_init, _init),
         (arguments.add_scenarios, _scenarios),
         (arguments.add_validate, _validate),
+        (arguments.add_schema, _schema),
         (arguments.add_cache, _cache),
     ):
         add(commands).set_defaults(handler=handler)

@@ -1,7 +1,8 @@
 """Print the combination matrix: every pair of features solved on the small world of ``tests/combinations.py``.
 
 Each cell is ``ok`` (solved, and the written plan passes each feature's own check), or a letter naming the reason it
-does not (listed under the table, with the tool's own words). The README's table is this script's output.
+does not (listed under the table, with the tool's own words). The table of docs/guides/features-together.md is this
+script's output.
 
 Usage: ``python scripts/combination_matrix.py [--out FOLDER]`` (about 5 minutes on 2 cores; FOLDER keeps the plans).
 """

@@ -8,7 +8,7 @@ feature is an overlay of scenario keys; a pair merges two overlays. A plan is so
 at a barred site, a regulated population served in its bloc.
 
 :func:`run_pair` runs one pair; ``tests/test_combinations.py`` runs them all and ``scripts/combination_matrix.py``
-prints the table the README shows.
+prints the table docs/guides/features-together.md shows.
 """
 
 from __future__ import annotations

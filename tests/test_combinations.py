@@ -2,7 +2,7 @@
 
 A pair that cannot be combined is listed in :data:`REFUSED` with the physical reason the tool gives; any other
 refusal, or a check that fails, fails the test. The world, the features and their checks: :mod:`tests.combinations`.
-``scripts/combination_matrix.py`` prints the same pairs as the README's table.
+``scripts/combination_matrix.py`` prints the same pairs as the table of docs/guides/features-together.md.
 """
 
 from __future__ import annotations

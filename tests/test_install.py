@@ -38,6 +38,7 @@ WHEEL_FILES = {
     "placement/data/sites/world_metros.csv",
     "placement/data/sites/world_sites.csv",
     "placement/data/sweeps/example.yaml",
+    "placement/data/schema/scenario.schema.json",
     "placement/data/SOURCES.md",
     "placement/vendor/leaflet/leaflet.js",
     "placement/vendor/leaflet/leaflet.css",

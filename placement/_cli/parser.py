@@ -312,10 +312,14 @@ def _request_options(parser: argparse.ArgumentParser) -> None:
         help="longest prompt (or its p99): KV room and p99 TTFT [tokens]; default: every prompt is the mean",
     )
     parser.add_argument("--output-tokens", type=int, required=True, help="MEAN answer length [tokens]")
-    parser.add_argument("--ttft-p99-ms", type=float, required=True)
-    parser.add_argument("--itl-p99-ms", type=float, required=True)
+    parser.add_argument("--ttft-p99-ms", type=float, required=True, help="p99 time-to-first-token objective of the node [ms]")
+    parser.add_argument(
+        "--itl-p99-ms", type=float, required=True, help="p99 inter-token latency objective (see --itl-metric) [ms]"
+    )
     parser.add_argument("--node-cost-usd-h", type=float, help="all-in node cost, for $/M goodput tokens")
-    parser.add_argument("--prefix-cache-hit-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--prefix-cache-hit-rate", type=float, default=0.0, help="share of prompt tokens found in the prefix cache (0 to 1)"
+    )
 
 
 def _serving_options(parser: argparse.ArgumentParser) -> None:
@@ -381,7 +385,9 @@ def add_goodput(commands: Commands) -> argparse.ArgumentParser:
     goodput = commands.add_parser("goodput", help="per-node goodput inside a p99 TTFT / ITL objective")
     _request_options(goodput)
     _serving_options(goodput)
-    goodput.add_argument("--min-tok-s-per-user", type=float, default=0.0)
+    goodput.add_argument(
+        "--min-tok-s-per-user", type=float, default=0.0, help="interactivity floor: the least tokens/s each user sees [tok/s]"
+    )
     goodput.add_argument("--pue", type=float, default=1.0, help="for tokens/s per facility MW (1: IT power)")
     goodput.add_argument("--plot", help="write the throughput-interactivity Pareto curve to this PNG")
     goodput.add_argument("--json", action="store_true", help="print JSON")
@@ -528,6 +534,15 @@ def add_cache(commands: Commands) -> argparse.ArgumentParser:
     )
     cache.add_argument("action", choices=["info", "clear"], help="info: its folder, entries and size; clear: empty it")
     return cache
+
+
+def add_schema(commands: Commands) -> argparse.ArgumentParser:
+    """``placement schema``: the scenario file's JSON Schema, for an editor to check a scenario as it is typed."""
+    schema = commands.add_parser(
+        "schema", help="write the scenario file's JSON Schema (an editor's YAML support checks a scenario against it)"
+    )
+    schema.add_argument("--out", metavar="FILE", help="write the schema to FILE, whole or not at all (default: stdout)")
+    return schema
 
 
 def add_validate(commands: Commands) -> argparse.ArgumentParser:

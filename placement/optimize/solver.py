@@ -233,7 +233,7 @@ def _cbc_command(options: SolverOptions, log_path: Path, *, warm_start: bool) ->
     bundled = getattr(pulp, "PULP_CBC_CMD", None)
     if bundled is not None:
         with warnings.catch_warnings():
-            # PuLP 3.3 warns that the bundled binary goes away in 4.0; the README says what replaces it.
+            # PuLP 3.3 warns that the bundled binary goes away in 4.0; docs/models/optimisation.md says what replaces it.
             warnings.simplefilter("ignore", DeprecationWarning)
             solver = bundled(**kwargs)
         if solver.available():

@@ -476,6 +476,11 @@ def print_init(written: Sequence[Path], *, folder: Path) -> None:
     print(f"  placement solve {scenario} --out {folder / 'out'}")
 
 
+def print_schema(text: str) -> None:
+    """What ``placement schema`` prints without ``--out``: the scenario's JSON Schema, as it is."""
+    print(text, end="")
+
+
 def print_scenarios(scenarios: Iterable[BundledScenario]) -> None:
     """What ``placement scenarios`` prints: each bundled scenario's key, name, description and path."""
     for scenario in scenarios:

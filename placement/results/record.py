@@ -34,7 +34,7 @@ RULES_HEADER = "Rules that shaped the plan:"
 
 @dataclass(frozen=True)
 class FailoverTables:
-    """The three failover tables of an N+1 plan (columns in :mod:`placement.plan.failover` and the README).
+    """The three failover tables of an N+1 plan (columns in :mod:`placement.plan.failover` and :mod:`placement.outputs.columns`).
 
     Parameters
     ----------

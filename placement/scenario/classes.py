@@ -17,10 +17,10 @@ class WorkloadClass(Section):
     token counts, inside ``serving_ttft_budget_ms`` (the p99 TTFT the node may spend).
     """
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, description="the class's name (unique), as the outputs label it")
     share: float = Field(gt=0, le=1, description="share of demand in this class")
-    ttft_p99_ms: float = Field(gt=0)
-    itl_p99_ms: float = Field(gt=0)
+    ttft_p99_ms: float = Field(gt=0, description="p99 time to first token objective, network included [ms]")
+    itl_p99_ms: float = Field(gt=0, description="p99 inter-token latency objective (see itl_metric) [ms]")
     itl_metric: Literal["step", "tpot"] = Field(
         "tpot",
         description="what itl_p99_ms bounds: tpot, each request's mean time per output token (MLPerf's and serving "
@@ -29,10 +29,12 @@ class WorkloadClass(Section):
     connection: Literal["warm", "cold"] = Field(
         "warm", description="warm: 1 round trip to the first token; cold: + TCP and TLS 1.3 handshakes (3)"
     )
-    network_round_trips: float | None = Field(None, ge=0.5, description="overrides connection")
+    network_round_trips: float | None = Field(
+        None, ge=0.5, description="round trips before the first token, instead of connection's 1 or 3"
+    )
     retrieval_ms: float = Field(0.0, ge=0, description="retrieval lookup time")
     retrieval_store_site: str | None = Field(None, description="site id of a remote retrieval store (adds its RTT)")
-    safety_tokenization_ms: float = Field(0.0, ge=0)
+    safety_tokenization_ms: float = Field(0.0, ge=0, description="safety checks and tokenisation before prefill [ms]")
     queue_ms: float | None = Field(None, ge=0, description="given-goodput classes: queue and admission")
     slot_wait_ms: float = Field(0.0, ge=0, description="given-goodput classes: p99 wait for a decode slot")
     prefill_ms: float | None = Field(None, ge=0, description="given-goodput classes: prefill")
@@ -46,7 +48,9 @@ class WorkloadClass(Section):
         None, ge=1, description="serving model: longest prompt (or its p99); KV room and p99 TTFT (null: the mean)"
     )
     output_tokens: int = Field(290, ge=1, description="serving model: MEAN answer length")
-    prefix_cache_hit_rate: float = Field(0.0, ge=0, lt=1)
+    prefix_cache_hit_rate: float = Field(
+        0.0, ge=0, lt=1, description="share of prompt tokens found in the prefix cache (fixed; see prefix_reuse for the model)"
+    )
     prefix_reuse: str | None = Field(
         None,
         description="with serving.kv_cache: a profile of data/serving/prefix_reuse.csv (chat, agent); the hit rate then "

@@ -27,8 +27,8 @@ from placement.scenario.sections import (
 class Scenario(Section):
     """A whole scenario."""
 
-    name: str = Field(min_length=1)
-    description: str = ""
+    name: str = Field(min_length=1, description="the scenario's name, carried into summary.json and the reports")
+    description: str = Field("", description="what the scenario is, for planners (placement scenarios lists it)")
     sites: SitesSection
     demand: DemandSection
     classes: list[WorkloadClass] = Field(min_length=1)
@@ -43,7 +43,9 @@ class Scenario(Section):
     availability: AvailabilitySection = AvailabilitySection()
     sites_open: SitesOpenSection = SitesOpenSection()
     fault_tolerance: FaultToleranceSection = FaultToleranceSection()
-    horizon: HorizonSection | None = Field(None, description="plan a multi-year build-out (see the README)")
+    horizon: HorizonSection | None = Field(
+        None, description="plan a multi-year build-out: years, accelerator generations, demand scenarios (null: one year)"
+    )
 
     @property
     def is_buildout(self) -> bool:

@@ -47,8 +47,8 @@ class ModelChange(Section):
 class DemandScenario(Section):
     """One demand future: growth per year, by continent or country, and its probability."""
 
-    name: str = Field(min_length=1)
-    probability: float = Field(gt=0, le=1)
+    name: str = Field(min_length=1, description="the demand future's name (low, base, high)")
+    probability: float = Field(gt=0, le=1, description="its probability; the futures' probabilities sum to 1")
     growth_per_year: float = Field(0.0, gt=-1, description="relative demand growth per year after the first year")
     growth_by_region: dict[str, float] = Field(
         default_factory=dict, description="growth per year by continent name or ISO alpha-2 country (country wins)"
@@ -73,7 +73,7 @@ class ExistingNodes(Section):
 
     site: str = Field(min_length=1, description="site id of the catalog")
     accelerator: str = Field(min_length=1, description="accelerator id")
-    nodes: int = Field(ge=0)
+    nodes: int = Field(ge=0, description="nodes of that accelerator installed at the site")
     installed_year: int = Field(
         description="year the nodes went into service, before the horizon's first year (they retire after node_life_years)"
     )

@@ -98,7 +98,7 @@ def _problem_from_pydantic(source: str, error: Any) -> Problem:
     loc = tuple(error["loc"])
     kind = error["type"]
     message = str(error["msg"]).removeprefix("Value error, ")
-    fix = _FIXES.get(kind, "see the scenario format in the README")
+    fix = _FIXES.get(kind, "see the scenario keys (docs/reference/scenario.md, or placement schema)")
     if kind == "extra_forbidden":
         known = _known_keys(loc)
         close = difflib.get_close_matches(str(loc[-1]), known, n=1)

@@ -65,7 +65,7 @@ class DemandSection(Section):
     """How user populations and their demand are derived from GeoNames cities."""
 
     cities: str = Field(description="GeoNames cities CSV, relative to the scenario file")
-    min_population: int = Field(15_000, ge=0)
+    min_population: int = Field(15_000, ge=0, description="the least population of a city counted as demand [people]")
     adoption: float = Field(gt=0, le=1, description="share of people who use the service")
     tokens_per_user_per_day: float = Field(gt=0, description="output tokens per user per day")
     peak_factor: float = Field(2.0, ge=1, description="peak-hour demand over the daily mean")
@@ -151,7 +151,7 @@ class CrossMetroSection(Section):
     wan_usd_per_gb: float = Field(
         WAN_USD_PER_GB,
         ge=0,
-        description="price of each GB of KV moved between metros [USD/GB] (default: a leased wave, see the README; a "
+        description="price of each GB of KV moved between metros [USD/GB] (default: a leased wave, see the Serving model page; a "
         "cloud tenant pays about 0.02)",
     )
 
@@ -159,10 +159,10 @@ class CrossMetroSection(Section):
 class ServingSection(Section):
     """The serving node: model, accelerator and how it is run."""
 
-    model: str = "llama-3.1-70b"
-    accelerator: str = "h100-sxm"
-    gpus_per_node: int = Field(8, ge=1)
-    precision: str = "fp8"
+    model: str = Field("llama-3.1-70b", description="model id of data/serving/models.csv")
+    accelerator: str = Field("h100-sxm", description="accelerator id of data/serving/accelerators.csv")
+    gpus_per_node: int = Field(8, ge=1, description="accelerators in one serving node")
+    precision: str = Field("fp8", description="weights and activations precision: bf16, fp8 or fp4 (as the model and part allow)")
     disaggregated: bool | Literal["auto"] = Field(
         False, description="separate prefill and decode pools; auto: per class, whichever gives more goodput"
     )
@@ -253,8 +253,8 @@ class LatencySection(Section):
     )
     hubs: str | None = Field(None, description="graph hubs CSV (null: the bundled data/network/hubs.csv)")
     links: str | None = Field(None, description="graph links CSV (null: the bundled data/network/links.csv)")
-    route_factor: float = Field(1.5, ge=1, description="great_circle only")
-    fixed_ms: float = Field(2.0, ge=0, description="great_circle only")
+    route_factor: float = Field(1.5, ge=1, description="great_circle only: path length over great-circle distance")
+    fixed_ms: float = Field(2.0, ge=0, description="great_circle only: round trip added to every path (equipment, routing) [ms]")
     access_ms: float | None = Field(
         None,
         ge=0,
@@ -281,11 +281,13 @@ class EconomicsSection(Section):
     """Cost inputs shared by every site."""
 
     node_capex_usd: float | None = Field(None, gt=0, description="null: the accelerator catalog's node capex")
-    node_life_years: float = Field(4.0, gt=0)
-    facility_life_years: float = Field(15.0, gt=0)
-    discount_rate: float = Field(0.08, ge=0, lt=1)
-    opex_usd_per_node_h: float = Field(0.0, ge=0)
-    site_fixed_cost_usd_per_h: float = Field(0.0, ge=0)
+    node_life_years: float = Field(4.0, gt=0, description="economic life a node's capex is annualised over [years]")
+    facility_life_years: float = Field(15.0, gt=0, description="economic life the facility's capex is annualised over [years]")
+    discount_rate: float = Field(0.08, ge=0, lt=1, description="discount rate of the annualisation (capital recovery factor)")
+    opex_usd_per_node_h: float = Field(0.0, ge=0, description="operating cost of a node besides power [USD/h]")
+    site_fixed_cost_usd_per_h: float = Field(
+        0.0, ge=0, description="cost of an open site, whatever it serves (a catalog fixed_cost_usd_per_h wins) [USD/h]"
+    )
 
     def params(self, catalog_node_capex_usd: float) -> EconomicsParams:
         """As :class:`placement.economics.cost.EconomicsParams`, the catalog's node capex unless one is given."""
@@ -374,10 +376,12 @@ class ObjectiveSection(Section):
 class SolverSection(Section):
     """Which solver and when to stop."""
 
-    name: Literal["highs", "cbc"] = "highs"
-    time_limit_s: float | None = Field(60.0, gt=0)
-    gap: float = Field(0.005, ge=0, lt=1)
-    threads: int = Field(1, ge=1)
+    name: Literal["highs", "cbc"] = Field("highs", description="the MILP solver: HiGHS (highspy) or CBC (bundled with PuLP)")
+    time_limit_s: float | None = Field(
+        60.0, gt=0, description="wall-clock limit of the whole solve, a safety net (null: none) [s]"
+    )
+    gap: float = Field(0.005, ge=0, lt=1, description="relative MIP gap at which a solve stops")
+    threads: int = Field(1, ge=1, description="solver threads (1 keeps answers identical on every machine)")
     lazy_slices: bool = Field(False, description="generate time-slice capacity rows lazily (very large models)")
     node_limit: int | None = Field(
         DEFAULT_NODE_LIMIT,
@@ -448,7 +452,9 @@ class ResidencySection(Section):
     """Data residency: where each population's traffic may be served."""
 
     groups: dict[str, list[str]] = Field(default_factory=dict, description="named groups of ISO alpha-2 codes")
-    rules: list[ResidencyRule] = Field(default_factory=list)
+    rules: list[ResidencyRule] = Field(
+        default_factory=list, description="whole-country rules: populations there may be served only from sites there"
+    )
     domestic_only_sites: list[str] = Field(
         default_factory=list, description="sites in these countries serve only their own country's populations"
     )
@@ -477,8 +483,8 @@ class AvailabilitySection(Section):
 class SitesOpenSection(Section):
     """Bounds on the number of open sites."""
 
-    min: int | None = Field(None, ge=0)
-    max: int | None = Field(None, ge=1)
+    min: int | None = Field(None, ge=0, description="open at least this many sites (null: no bound)")
+    max: int | None = Field(None, ge=1, description="open at most this many sites (null: no bound)")
 
 
 OutageGrouping = Literal["grid_region", "campus", "corridor", "listed"]

@@ -342,7 +342,7 @@ def _pydantic_problems(source: str, error: ValidationError) -> list[Problem]:
         elif item["type"] == "missing":
             fix = "add this key"
         else:
-            fix = "see the sweep file format in the README (Sweeps)"
+            fix = 'see the sweep file format in the guide "Sweeps on a cluster" (docs/guides/sweeps.md)'
             if "input" in item and not isinstance(item["input"], dict):
                 message = f"{message} (got {item['input']!r})"
         problems.append(Problem(source, where, "", message, fix))

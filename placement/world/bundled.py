@@ -34,6 +34,10 @@ __all__ = [
 DATA_PACKAGE = "placement.data"
 #: The name ``placement init`` gives the copied scenario, and the copied sweep.
 INIT_SCENARIO, INIT_SWEEP = "scenario.yaml", "sweep.yaml"
+#: The scenario's JSON Schema: its file name, in the bundled ``schema`` folder and beside a copied scenario.
+SCHEMA_FILE = "scenario.schema.json"
+#: The first line of a scenario file that points an editor's YAML support (yaml-language-server) at the schema.
+SCHEMA_COMMENT = "# yaml-language-server: $schema="
 
 
 def bundled_path(*parts: str) -> Path:
@@ -155,6 +159,27 @@ def _relocated(text: str, old: str, new: str) -> str:
     return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{new}{m.group(2)}", text)
 
 
+def with_schema_line(text: str, schema: str) -> str:
+    """Scenario text whose first line points an editor at ``schema`` (a path relative to the file), replacing any such line.
+
+    Parameters
+    ----------
+    text : str
+        A scenario file's text.
+    schema : str
+        Where the JSON Schema is, relative to the scenario file (``../schema/scenario.schema.json``).
+
+    Returns
+    -------
+    str
+        ``# yaml-language-server: $schema=SCHEMA`` and the text, without the line it had.
+    """
+    lines = text.splitlines(keepends=True)
+    if lines and lines[0].startswith(SCHEMA_COMMENT):
+        lines = lines[1:]
+    return f"{SCHEMA_COMMENT}{schema}\n" + "".join(lines)
+
+
 def _starter_files(source: Path) -> tuple[str, str, dict[Path, Path]]:
     """Scenario and sweep text with paths rewritten for the new folder, and the data files to copy (from -> relative to)."""
     text = source.read_text(encoding="utf-8")
@@ -165,6 +190,8 @@ def _starter_files(source: Path) -> tuple[str, str, dict[Path, Path]]:
         relative = origin.relative_to(data_root)
         copies[origin] = relative
         text = _relocated(text, value, relative.as_posix())
+    text = with_schema_line(text, SCHEMA_FILE)  # the schema is copied beside the scenario
+    copies[bundled_path("schema", SCHEMA_FILE).resolve()] = Path(SCHEMA_FILE)
     left = _bundled_files(yaml.safe_load(text), source.parent)
     if left:  # a path written in a form the rewrite does not know: better no copy than a broken one
         raise PlacementError(f"cannot relocate {', '.join(left)} in {source.name}: a bug in placement, please report it")
@@ -178,7 +205,8 @@ def _starter_files(source: Path) -> tuple[str, str, dict[Path, Path]]:
 def copy_scenario(dest: str | Path, scenario: str = "default") -> list[Path]:
     """Copy a bundled scenario, every data file it reads and the example sweep into a folder, paths rewritten.
 
-    The scenario becomes ``DEST/scenario.yaml`` (comments kept) and its files keep their bundled
+    The scenario becomes ``DEST/scenario.yaml`` (comments kept; its first line points an editor at the copied
+    ``DEST/scenario.schema.json``) and its files keep their bundled
     layout below ``DEST`` (``sites/world_metros.csv``, ``cities/geonames_cities15000.csv``,
     ``demand/diurnal_profile.csv``), so the folder is self-contained: it can be moved, shared or
     read by sweep workers, and survives reinstalling the package. ``DEST/sweep.yaml`` is the example
