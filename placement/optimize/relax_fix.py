@@ -1,13 +1,15 @@
-"""Relax, fix, search: a MILP's yes/no columns fixed where its LP relaxation already decides them.
+"""Relax, fix, search: a MILP's sites fixed where its LP relaxation already opens or closes every one.
 
 A placement MILP's hard part is which sites open; once they are chosen, what is left (whole nodes per site, the
 shares of each pair) is a small search. With the strong linking rows the LP relaxation often opens whole sites
 only, and then HiGHS's own root search spends seconds in sub-MIP heuristics re-finding that choice (the bundled
-world: 5.3 of 5.9 s). Here the LP relaxation is solved first, every binary column it leaves at 0 or 1 is fixed
-there, and the MILP on the columns left is searched to :data:`FIXED_GAP`. Its answer is a design of the full
-MILP and the LP's value bounds the full MILP from below, so when the two are within the requested gap the answer
-is certified as the full MILP's would be. Otherwise the bounds are restored and the full MILP starts from the best
-answer found.
+world: 5.3 of 5.9 s). Here the LP relaxation is solved first; when it leaves every binary column at 0 or 1, they are
+fixed there and the MILP left (whole nodes) is searched to :data:`FIXED_GAP`. Its answer is a design of the full MILP
+and the LP's value bounds the full MILP from below, so when the two are within the requested gap the answer is
+certified as the full MILP's would be; otherwise the bounds are restored and the full MILP starts from that answer.
+When the LP leaves some site fractional, the full MILP runs as it would have without the relaxation: searching the
+sites left free was slower than HiGHS's own search (the bundled arrangement world without its TTFT ladder, 8 to 25
+sites free: 10 to 20 s a search at the plan's gap, against its 25 s limit).
 
 The steps work on a ``highspy.Highs`` that holds the model; the caller runs the full MILP when :func:`relax_and_fix`
 does not certify.
@@ -23,11 +25,11 @@ from typing import Any
 import numpy as np
 
 FIXED_GAP = 1e-4
-"""Relative gap to which the MILP on the unfixed columns is searched. Tighter than a plan's gap on purpose: with the
-sites fixed the search is over whole nodes, which the LP nearly decides, so a tight gap costs about a second and
-saves the node-rounding slack a looser one leaves (the bundled world: $163/h, about 11 nodes, at 5e-4)."""
+"""Relative gap to which the MILP on fixed sites is searched. Tighter than a plan's gap on purpose: with every site
+fixed the search is over whole nodes, which the LP nearly decides, so a tight gap costs about a second and saves the
+node-rounding slack a looser one leaves (the bundled world: $163/h, about 11 nodes, at 5e-4)."""
 
-WHOLE_TOLERANCE = 1e-6
+WHOLE_TOLERANCE = 1e-3
 """How close to 0 or 1 an LP value of a binary column must be to count as decided."""
 
 
@@ -42,9 +44,7 @@ class FixedAnswer:
     objective : float
         The objective of the answer on the fixed columns (``nan`` without one).
     fixed : int
-        Binary columns fixed at the LP's value.
-    free : int
-        Binary columns the LP left fractional (searched).
+        Binary columns fixed at the LP's value (every one).
     runtime_s : float
         Wall-clock seconds of both steps. [s]
     """
@@ -52,7 +52,6 @@ class FixedAnswer:
     lp_bound: float
     objective: float
     fixed: int
-    free: int
     runtime_s: float
 
     def certifies(self, gap: float) -> bool:
@@ -89,39 +88,37 @@ def _solve_relaxation(highs: Any) -> tuple[float, np.ndarray] | None:
 
 
 def relax_and_fix(highs: Any, *, time_limit_s: float | None) -> FixedAnswer | None:
-    """Solve the LP relaxation, fix the binaries it decides, search the rest.
+    """Solve the LP relaxation and, when it decides every binary, fix them there and search the rest.
 
     Parameters
     ----------
     highs : highspy.Highs
-        The MILP, options set (its ``mip_rel_gap`` is put back after the search). On return with a certifying
-        answer the model's binaries stay fixed and it holds that answer; otherwise its bounds are restored and it
-        holds the answer (if any) as a starting solution.
+        The MILP, options set (its ``mip_rel_gap`` and ``time_limit`` are put back after the search). On return with
+        a certifying answer the model's binaries stay fixed and it holds that answer; otherwise its bounds are
+        restored and it holds the answer (if any) as a starting solution; with None, its solver state is cleared.
     time_limit_s : float or None
         Seconds both steps may take together. [s]
 
     Returns
     -------
     FixedAnswer or None
-        None when there is nothing to fix (no binary column, none decided by the LP, or the LP not solved).
+        None when nothing is fixed (no binary column, the LP not solved, or a binary it leaves fractional).
     """
     start = time.perf_counter()
     binaries = _binary_columns(highs)
     if binaries.size == 0:
         return None
     relaxed = _solve_relaxation(highs)
-    if relaxed is None:
+    at = None if relaxed is None else relaxed[1][binaries]
+    if relaxed is None or at is None or not ((at <= WHOLE_TOLERANCE) | (at >= 1.0 - WHOLE_TOLERANCE)).all():
+        highs.clearSolver()  # the full MILP starts afresh, as it would have without the relaxation
+        _time_left(highs, time_limit_s, start)
         return None
-    lp_bound, values = relaxed
-    at = values[binaries]
-    decided = (at <= WHOLE_TOLERANCE) | (at >= 1.0 - WHOLE_TOLERANCE)
-    if not decided.any():
-        return None
-    columns, whole = binaries[decided], np.round(at[decided])
+    lp_bound = relaxed[0]
+    columns, whole = binaries, np.round(at)
     gap = float(highs.getOptionValue("mip_rel_gap")[1])  # (status, value)
     highs.setOptionValue("mip_rel_gap", min(gap, FIXED_GAP))
-    if time_limit_s is not None:
-        highs.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - start), 1.0))
+    _time_left(highs, time_limit_s, start)
     highs.changeColsBounds(len(columns), columns, whole, whole)
     highs.run()
     highs.setOptionValue("mip_rel_gap", gap)
@@ -130,8 +127,7 @@ def relax_and_fix(highs: Any, *, time_limit_s: float | None) -> FixedAnswer | No
     answer = FixedAnswer(
         lp_bound=lp_bound,
         objective=float(info.objective_function_value) if found else math.nan,
-        fixed=int(decided.sum()),
-        free=int((~decided).sum()),
+        fixed=len(columns),
         runtime_s=time.perf_counter() - start,
     )
     if answer.certifies(gap):
@@ -140,6 +136,11 @@ def relax_and_fix(highs: Any, *, time_limit_s: float | None) -> FixedAnswer | No
     highs.changeColsBounds(len(columns), columns, np.zeros(len(columns)), np.ones(len(columns)))
     if solution is not None:
         highs.setSolution(solution)
-    if time_limit_s is not None:
-        highs.setOptionValue("time_limit", max(time_limit_s - answer.runtime_s, 1.0))
+    _time_left(highs, time_limit_s, start)
     return answer
+
+
+def _time_left(highs: Any, time_limit_s: float | None, start: float) -> None:
+    """Give the next run what is left of ``time_limit_s`` since ``start`` (at least a second)."""
+    if time_limit_s is not None:
+        highs.setOptionValue("time_limit", max(time_limit_s - (time.perf_counter() - start), 1.0))

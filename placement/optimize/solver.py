@@ -390,7 +390,7 @@ def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start:
     fixed = solver.fixed if isinstance(solver, _HiGHSRelaxFirst) else None
     if fixed is not None and fixed.certifies(options.gap):
         bound = fixed.lp_bound  # the search ran on fixed binaries: only the LP relaxation bounds the full MILP
-        message = f"{message}, {fixed.fixed} of {fixed.fixed + fixed.free} binaries fixed where the LP relaxation left them"
+        message = f"{message}, its {fixed.fixed} binaries fixed where the LP relaxation left them"
     elif problem.isMIP():
         bound = float(info.mip_dual_bound) if fixed is None else max(float(info.mip_dual_bound), fixed.lp_bound)
     else:
