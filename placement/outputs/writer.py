@@ -95,6 +95,9 @@ def _write_results(
     tail_check: pd.DataFrame | None,
     progress: Progress,
 ) -> None:
+    # without maps, the report's charts have the second core from the start (with maps, the parent draws them while
+    # the two map children draw)
+    drawn: list[Background[object]] = [] if maps else [Background(partial(draw_report_charts, results, folder))]
     shutil.copyfile(results.scenario_path, folder / "scenario.yaml")
     write_json(summary_json_dict(results), folder / "summary.json")
     write_csv(results.sites, folder / "sites.csv")
@@ -131,7 +134,7 @@ def _write_results(
     progress("wrote the GeoJSON layers: sites, assignments, populations")
     # the maps in two forked children beside the report and the GIS layers (the slower half of the writing, shared
     # out over the cores): the world map and the web map in one, the regional maps in the other
-    drawn = (
+    drawn += (
         [
             Background(partial(_draw_world_maps, results, folder, title, catchments, links, progress)),
             Background(partial(_draw_regional_maps, results, folder, catchments, progress)),
@@ -147,7 +150,8 @@ def _write_results(
     layers = plan_layers(results, catchments=catchments, links=links, basemap=load_basemap())
     write_geopackage(layers, folder / GPKG_NAME)
     write_qgis_project(layers, folder / QGZ_NAME, title=title)
-    draw_report_charts(results, folder)  # while the children draw
+    if maps:
+        draw_report_charts(results, folder)  # while the children draw
     progress("wrote report.md, catchments, the network, plan.gpkg and plan.qgz")
     for child in drawn:
         child.result()  # raises what the drawing raised: the folder is then not swapped in
