@@ -400,22 +400,7 @@ def render_report_html(results: PlanResults, folder: Path) -> Path:
 
 
 def write_report_html(results: PlanResults, folder: Path) -> Path:
-    """Draw ``ttft_budget.png`` and ``cost_waterfall.png`` and write ``report.html`` into a results folder.
-
-    Call it after the maps are written: it embeds every ``map*.png`` it finds.
-
-    Parameters
-    ----------
-    results : PlanResults
-        A solved plan's results.
-    folder : Path
-        Results folder.
-
-    Returns
-    -------
-    Path
-        ``report.html``.
-    """
+    """:func:`draw_report_charts`, then :func:`render_report_html` (after the maps: it embeds every ``map*.png``)."""
     draw_report_charts(results, folder)
     return render_report_html(results, folder)
 
