@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from placement._types import FloatArray, IntArray
+from placement._types import FloatArray, IntArray, OptionCodes
 from placement.instance.pair_mask import PairMask
 from placement.instance.record import flatten_sets, rung_index
 from placement.profiles.build import ClassProfile
@@ -35,16 +35,17 @@ def commodity_options(
     retrieval_extra: FloatArray,
     commodity_class: IntArray,
     commodity_population: IntArray,
-) -> NDArray[np.int16]:
+) -> OptionCodes:
     """``(c, m)`` option (:func:`flatten_sets`) of every commodity at every site: its site's set, the loosest rung that fits.
 
     One set, one block of :data:`ROWS_CHUNK` populations and one class at a time: a (populations x sites) array per
     class at once was 2.5 GB of the 2,000-site world's peak.
     """
-    _, offset, _ = flatten_sets(sets.sets)
+    flat, offset, _ = flatten_sets(sets.sets)
     n, m = rtt_ms.shape
     group = np.zeros(m, dtype=np.int64) if sets.site_set is None else sets.site_set
-    out = np.zeros((len(commodity_class), m), dtype=np.int16)
+    # a byte per pair where the options fit in one (0.2 GB of the 2,000-site world's table)
+    out = np.zeros((len(commodity_class), m), dtype=np.int8 if len(flat) <= np.iinfo(np.int8).max else np.int16)
     by_class = [np.flatnonzero(commodity_class == k) for k in range(len(sets.sets[0]) if sets.sets else 0)]
     by_class = [of[np.argsort(commodity_population[of], kind="stable")] for of in by_class]
     for g, rungs in enumerate(sets.sets):
@@ -72,7 +73,7 @@ def merge_commodities(
     allowed: PairMask,
     commodity_class: IntArray,
     commodity_slices: FloatArray,
-    codes: NDArray[np.int16] | None = None,
+    codes: OptionCodes | None = None,
 ) -> tuple[IntArray, IntArray]:
     """Group interchangeable commodities: same class, same allowed sites, same demand shape.
 

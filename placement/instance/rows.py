@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from placement._types import FloatArray, IntArray
+from placement._types import FloatArray, IntArray, OptionCodes
 from placement.economics.cost import HOURS_PER_YEAR, NodeCost
 from placement.instance.commodities import ROWS_CHUNK, merge_commodities
 from placement.instance.pair_mask import PairMask
@@ -75,7 +75,7 @@ def model_rows(
     commodity_slices: FloatArray,
     commodity_mean: FloatArray,
     rtt_ms: FloatArray,
-    codes: NDArray[np.int16] | None = None,
+    codes: OptionCodes | None = None,
 ) -> ModelRows:
     """Merge interchangeable commodities (:func:`merge_commodities`) and sum their demand.
 
@@ -159,7 +159,7 @@ def placement_input(
     *,
     price_multiplier: FloatArray,
     sections: ModelSections,
-    options: tuple[list[ClassProfile], NDArray[np.int16]] | None = None,
+    options: tuple[list[ClassProfile], OptionCodes] | None = None,
     charge_usd_per_mwh: FloatArray | None = None,
     caps: Sequence[CapSpec] = (),
 ) -> PlacementInput:
@@ -234,7 +234,7 @@ def pair_options(
     pair_site: IntArray,
     row_class: IntArray,
     profiles: list[ClassProfile],
-    options: tuple[list[ClassProfile], NDArray[np.int16]] | None,
+    options: tuple[list[ClassProfile], OptionCodes] | None,
 ) -> tuple[IntArray, list[ClassProfile]]:
     """Each pair's profile, an index into the profiles returned, and those profiles.
 
