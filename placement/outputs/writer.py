@@ -274,6 +274,10 @@ def write_text_atomic(path: Path, text: str) -> None:
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with open(handle, "w", encoding="utf-8") as stream:
         stream.write(text)
+    # mkstemp makes the file private (0600): give it the mode any other file written here gets (0666 less the umask)
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(temporary, 0o666 & ~mask)
     Path(temporary).replace(path)
 
 
