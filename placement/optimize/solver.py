@@ -106,9 +106,9 @@ class SolverOptions:
         ``time.perf_counter()`` by which the whole solve must end (every LP and MILP of it gets what is left, at
         least :data:`LEAST_STEP_S`); None: each step has ``time_limit_s``.
     relax_first : bool
-        HiGHS only: solve the LP relaxation first, fix the binaries it leaves whole and search the rest
-        (:mod:`placement.optimize.relax_fix`); the full MILP runs only when that answer is not within ``gap`` of
-        the LP's bound.
+        HiGHS only: solve the LP relaxation first and, when it leaves every binary at 0 or 1, fix them there and
+        search whole nodes (:mod:`placement.optimize.relax_fix`); the full MILP runs when the LP leaves a binary
+        fractional or that answer is not within ``gap`` of the LP's bound.
     """
 
     name: str = "highs"
