@@ -309,8 +309,8 @@ def build_instance(
     world = _world(loaded, facts, like, progress)
     # large tables to disk now, not after the build: the quantile the TTFT budgets do not read is never paged in
     # (the 2,000-site world's build peaked with both in memory, 0.54 GB)
-    kept = RoundTripQuantiles(mapped_from_disk(world.quantiles.p50_ms), mapped_from_disk(world.quantiles.p90_ms))
-    world = replace(world, quantiles=kept)
+    quantiles = RoundTripQuantiles(mapped_from_disk(world.quantiles.p50_ms), mapped_from_disk(world.quantiles.p90_ms))
+    world = replace(world, quantiles=quantiles)
     choice = None
     if loaded is not written:  # kv_cache.tier: auto
         free = like.tier_choice.free if like is not None and like.tier_choice is not None else None
@@ -338,9 +338,9 @@ def build_instance(
         populations=world.populations,
         population_slice_demand_tok_s=pop_slices,
         slice_hours=slice_hours,
-        rtt_ms=kept.p90_ms if Quantile(facts.quantile) is Quantile.P90 else kept.p50_ms,
-        rtt_p50_ms=kept.p50_ms,
-        rtt_p90_ms=kept.p90_ms,
+        rtt_ms=world.quantiles.p90_ms if Quantile(facts.quantile) is Quantile.P90 else world.quantiles.p50_ms,
+        rtt_p50_ms=world.quantiles.p50_ms,
+        rtt_p90_ms=world.quantiles.p90_ms,
         commodity_population=cm.split.population,
         commodity_class=cm.split.workload,
         within_budget=cm.within_budget,

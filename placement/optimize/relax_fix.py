@@ -58,7 +58,7 @@ class FixedAnswer:
         """Whether the answer is within relative ``gap`` of the LP bound (and so of the full MILP's optimum)."""
         if not (math.isfinite(self.objective) and math.isfinite(self.lp_bound)):
             return False
-        return self.objective - self.lp_bound <= gap * max(abs(self.objective), 1e-9)
+        return self.objective - self.lp_bound <= gap * max(abs(self.objective), 1e-9)  # solver.relative_gap's measure
 
 
 def _binary_columns(highs: Any) -> np.ndarray:
@@ -69,6 +69,11 @@ def _binary_columns(highs: Any) -> np.ndarray:
     integer = np.array([int(kind) == 1 for kind in lp.integrality_])
     lower, upper = np.asarray(lp.col_lower_), np.asarray(lp.col_upper_)
     return np.flatnonzero(integer & (lower == 0.0) & (upper == 1.0)).astype(np.int32)
+
+
+def _whole(values: np.ndarray) -> bool:
+    """Whether every value is within :data:`WHOLE_TOLERANCE` of 0 or 1."""
+    return bool(((values <= WHOLE_TOLERANCE) | (values >= 1.0 - WHOLE_TOLERANCE)).all())
 
 
 def _solve_relaxation(highs: Any) -> tuple[float, np.ndarray] | None:
@@ -109,13 +114,11 @@ def relax_and_fix(highs: Any, *, time_limit_s: float | None) -> FixedAnswer | No
     if binaries.size == 0:
         return None
     relaxed = _solve_relaxation(highs)
-    at = None if relaxed is None else relaxed[1][binaries]
-    if relaxed is None or at is None or not ((at <= WHOLE_TOLERANCE) | (at >= 1.0 - WHOLE_TOLERANCE)).all():
+    if relaxed is None or not _whole(relaxed[1][binaries]):
         highs.clearSolver()  # the full MILP starts afresh, as it would have without the relaxation
         _time_left(highs, time_limit_s, start)
         return None
-    lp_bound = relaxed[0]
-    columns, whole = binaries, np.round(at)
+    lp_bound, columns, whole = relaxed[0], binaries, np.round(relaxed[1][binaries])
     gap = float(highs.getOptionValue("mip_rel_gap")[1])  # (status, value)
     highs.setOptionValue("mip_rel_gap", min(gap, FIXED_GAP))
     _time_left(highs, time_limit_s, start)

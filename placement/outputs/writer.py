@@ -134,14 +134,11 @@ def _write_results(
     progress("wrote the GeoJSON layers: sites, assignments, populations")
     # the maps in two forked children beside the report and the GIS layers (the slower half of the writing, shared
     # out over the cores): the world map and the web map in one, the regional maps in the other
-    drawn += (
-        [
+    if maps:
+        drawn += [
             Background(partial(_draw_world_maps, results, folder, title, catchments, links, progress)),
             Background(partial(_draw_regional_maps, results, folder, catchments, progress)),
         ]
-        if maps
-        else []
-    )
     report = render_markdown(results.summary, results.sites, results.populations, results.notes,
                              protection=plan_protection(results))  # fmt: skip
     (folder / "report.md").write_text(report, encoding="utf-8")
