@@ -95,9 +95,22 @@ def _write_results(
     tail_check: pd.DataFrame | None,
     progress: Progress,
 ) -> None:
-    # without maps, the report's charts have the second core from the start (with maps, the parent draws them while
-    # the two map children draw)
+    # The slower half of the writing goes to forked children, shared out over the cores: without maps, the report's
+    # charts from the start (with maps, the parent draws them while the map children draw); the GIS layers once the
+    # catchments are cut; the world map and web map in one child, the regional maps in another.
     drawn: list[Background[object]] = [] if maps else [Background(partial(draw_report_charts, results, folder))]
+    summary = results.summary
+    cost = summary.cost_per_million_goodput_tokens_usd
+    title = f"{summary.scenario}: {summary.sites_open} sites, " + (
+        f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
+    )
+    catchments = catchment_frame(results)  # once: the GeoJSON, the maps and the web map draw the same
+    drawn.append(Background(partial(_write_gis_layers, results, folder, catchments, links, cross_metro, title, progress)))
+    if maps:
+        drawn += [
+            Background(partial(_draw_world_maps, results, folder, title, catchments, links, progress)),
+            Background(partial(_draw_regional_maps, results, folder, catchments, progress)),
+        ]
     shutil.copyfile(results.scenario_path, folder / "scenario.yaml")
     write_json(summary_json_dict(results), folder / "summary.json")
     write_csv(results.sites, folder / "sites.csv")
@@ -118,41 +131,41 @@ def _write_results(
         write_csv_chunks(results.failover.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
         write_csv(results.failover.sites, folder / "failover_sites.csv")
         write_csv(results.failover.scenarios, folder / "failover_scenarios.csv")
-    progress(f"wrote the tables: sites.csv, assignments.csv ({len(results.assignments):,} rows), populations.csv, summary.json")
-    geo.write_geojson(geo.sites_frame(results.sites), folder / "sites.geojson")
-    geo.write_geojson(geo.assignments_frame(results.assignments), folder / "assignments.geojson")
-    geo.write_geojson(geo.populations_frame(results.populations), folder / "populations.geojson")
     if cross_metro is not None:  # which decode sites prefill where: a network team's WAN links
         write_csv(cross_metro, folder / "cross_metro_links.csv")
-        geo.write_geojson(geo.cross_metro_frame(cross_metro, results.sites), folder / "cross_metro_links.geojson")
-    summary = results.summary
-    cost = summary.cost_per_million_goodput_tokens_usd
-    title = f"{summary.scenario}: {summary.sites_open} sites, " + (
-        f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
-    )
-    catchments = catchment_frame(results)  # once: the GeoJSON, the maps and the web map draw the same
-    progress("wrote the GeoJSON layers: sites, assignments, populations")
-    # the maps in two forked children beside the report and the GIS layers (the slower half of the writing, shared
-    # out over the cores): the world map and the web map in one, the regional maps in the other
-    if maps:
-        drawn += [
-            Background(partial(_draw_world_maps, results, folder, title, catchments, links, progress)),
-            Background(partial(_draw_regional_maps, results, folder, catchments, progress)),
-        ]
     report = render_markdown(results.summary, results.sites, results.populations, results.notes,
                              protection=plan_protection(results))  # fmt: skip
     (folder / "report.md").write_text(report, encoding="utf-8")
+    progress(f"wrote the tables: sites.csv, assignments.csv ({len(results.assignments):,} rows), populations.csv, "
+             "summary.json, report.md")  # fmt: skip
+    if maps:
+        draw_report_charts(results, folder)  # while the children draw
+    for child in drawn:
+        child.result()  # raises what the child raised: the folder is then not swapped in
+    render_report_html(results, folder)  # last: embeds map.png, map_*.png (when drawn) and the charts
+
+
+def _write_gis_layers(
+    results: PlanResults,
+    folder: Path,
+    catchments: gpd.GeoDataFrame,
+    links: pd.DataFrame,
+    cross_metro: pd.DataFrame | None,
+    title: str,
+    progress: Progress,
+) -> None:
+    """The GeoJSON layers, the catchments, the network, ``plan.gpkg`` and ``plan.qgz``."""
+    geo.write_geojson(geo.sites_frame(results.sites), folder / "sites.geojson")
+    geo.write_geojson(geo.assignments_frame(results.assignments), folder / "assignments.geojson")
+    geo.write_geojson(geo.populations_frame(results.populations), folder / "populations.geojson")
+    if cross_metro is not None:
+        geo.write_geojson(geo.cross_metro_frame(cross_metro, results.sites), folder / "cross_metro_links.geojson")
     write_catchments(catchments, folder)
     write_network(links, folder)
     layers = plan_layers(results, catchments=catchments, links=links, basemap=load_basemap())
     write_geopackage(layers, folder / GPKG_NAME)
     write_qgis_project(layers, folder / QGZ_NAME, title=title)
-    if maps:
-        draw_report_charts(results, folder)  # while the children draw
-    progress("wrote report.md, catchments, the network, plan.gpkg and plan.qgz")
-    for child in drawn:
-        child.result()  # raises what the drawing raised: the folder is then not swapped in
-    render_report_html(results, folder)  # last: embeds map.png, map_*.png (when drawn) and the charts
+    progress("wrote the GIS layers: GeoJSON, catchments, the network, plan.gpkg and plan.qgz")
 
 
 def _draw_world_maps(
