@@ -2,7 +2,7 @@
 
 Three sources, so the pages cannot drift from what the program does: the pydantic models of the scenario
 (:class:`placement.scenario.document.Scenario`: key, type, unit, default, description), the argparse parser of the
-``placement`` command (:func:`placement.cli.build_parser`) and the writers' column table
+``placement`` command (:func:`placement.cli.build_parser`) and the writers' table of columns and JSON keys
 (:data:`placement.outputs.columns.OUTPUT_FILES`).
 
 It is a MkDocs hook (``mkdocs.yml``: ``hooks``), so every ``mkdocs build`` and ``mkdocs serve`` regenerates the pages
@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from placement.cli import build_parser
-from placement.outputs.columns import OUTPUT_FILES
+from placement.outputs.columns import COMMANDS, OUTPUT_FILES
 from placement.scenario.document import Scenario
 
 PAGES = {
@@ -228,25 +228,28 @@ def cli_page() -> str:
 
 
 def outputs_page() -> str:
-    """The output-file reference: each table of a results folder, its columns and their units."""
+    """The output-file reference: each command's files, their columns (a JSON file's keys) and their units."""
     lines = [
         "# Output files",
         "",
-        "The tables of a results folder (`placement solve --out DIR`), then those `placement frontier` and `placement "
-        "discover` write, generated from the column table the tests "
-        "hold the writers to (`placement/outputs/columns.py`). A figure that is not defined is an empty cell, never "
-        "`NaN` or `inf`. `<class>` stands for one column per workload class. The other files of a results folder "
-        "(`summary.json`, the GeoJSON layers, the maps and reports) are described in "
-        "[Reading the outputs](../get-started/outputs.md).",
+        "The files the commands write, command by command: each table's columns and each JSON file's top-level keys, "
+        "with their units, generated from the column table the tests hold the writers to "
+        "(`placement/outputs/columns.py`). A figure that is not defined is an empty cell (`null` in JSON), never "
+        "`NaN` or `inf`. A name with a `<...>` part stands for one column per value of it: `<class>` one per "
+        "workload class, `<continent>` one per continent. The other files of a results folder (the GeoJSON layers, "
+        "the maps and reports) are described in [Reading the outputs](../get-started/outputs.md).",
         "",
     ]
-    for table in OUTPUT_FILES:
-        lines += [f"## `{table.name}`", "", f"{table.description[0].upper()}{table.description[1:]}. Written: {table.when}.", ""]
-        lines += ["| column | unit | description |", "|---|---|---|"]
-        for column in table.columns:
-            note = " *(optional)*" if column.optional else ""
-            lines.append(f"| `{column.name}` | {_cell(column.unit)} | {_cell(column.description)}{note} |")
-        lines.append("")
+    for command, heading in COMMANDS.items():
+        lines += [f"## {heading}", ""]
+        for table in (f for f in OUTPUT_FILES if f.command == command):
+            what = "key" if table.is_json else "column"
+            lines += [f"### `{table.name}`", "", f"{table.description[0].upper()}{table.description[1:]}. "
+                      f"Written: {table.when}.", "", f"| {what} | unit | description |", "|---|---|---|"]  # fmt: skip
+            for column in table.columns:
+                note = " *(optional)*" if column.optional else ""
+                lines.append(f"| `{column.name}` | {_cell(column.unit)} | {_cell(column.description)}{note} |")
+            lines.append("")
     return "\n".join(lines)
 
 
