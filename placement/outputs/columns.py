@@ -416,6 +416,7 @@ _SUMMARY_OPTIONAL = {
     "rule_prices": ("", "with solve --price-rules: per rule, $/M, MW, sites open and unserved share with it and without"),
     "arrangement": ("", "with arrangement options: the plan against the fixed arrangement, per class and per option"),
 }
+# The files below build their rows inline (no column tuple to reuse): the tests run each command and compare.
 _RULE_PRICES = {
     "rule_id": ("", "the residency rule"),
     "region": ("", "all (the whole plan) or a continent of its sites"),
@@ -530,6 +531,7 @@ _ALTERNATIVE_SITES = {
     "designs_open": ("designs", "designs that open it"),
     "mw_<design>": ("MW", "MW each design uses there (mw_optimum, mw_alternative_01, ...)"),
 }
+# placement.sweep sits above the writers, so its RESULT_COLUMNS cannot be imported here: a test holds the two equal.
 _SWEEP_RESULTS = (
     _c("case_id", "", "the case's id: its scenario is scenarios/<case_id>.yaml"),
     _c("case", "", "the case's position in the expansion, from 0"),
