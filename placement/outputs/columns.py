@@ -533,7 +533,7 @@ _ALTERNATIVE_SITES = {
 }
 # placement.sweep sits above the writers, so its RESULT_COLUMNS cannot be imported here: a test holds the two equal.
 _SWEEP_RESULTS = (
-    _c("case_id", "", "the case's id: its scenario is scenarios/<case_id>.yaml"),
+    _c("case_id", "", "the case's id: scenarios/ID.yaml is its scenario, cases/ID.json its record"),
     _c("case", "", "the case's position in the expansion, from 0"),
     _c("<axis>", "", "one column per axis, named by its key path (demand.growth): the case's value (a list as JSON text)"),
     _c("status", "", "the solve's status (optimal, feasible, partial), or why there is none (error, missing)"),

@@ -73,6 +73,8 @@ def test_every_command_and_option_has_a_description() -> None:
 def test_every_described_column_has_a_description() -> None:
     missing = [(f.name, c.name) for f in OUTPUT_FILES for c in f.columns if not c.description.strip()]
     assert missing == []
+    tagged = [(f.name, c.name) for f in OUTPUT_FILES for c in f.columns if "<" in c.description]
+    assert tagged == [], "a <word> in a description is an HTML tag on the page: it would not show"
     for table in OUTPUT_FILES:
         names = [c.name for c in table.columns]
         assert len(names) == len(set(names)), table.name
