@@ -137,8 +137,14 @@ def scenario_keys(model: type[BaseModel] = Scenario, prefix: str = "") -> Iterat
             yield from scenario_keys(sub, f"{path}[]." if listed else f"{path}.")
 
 
-def _cell(text: str) -> str:
+def _code(text: str) -> str:
+    """Text for a table cell inside backticks: one line, its pipes escaped."""
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _cell(text: str) -> str:
+    """Text for a table cell or a paragraph: also ``<`` and ``>`` escaped, or ``map_<region>.png`` would be a tag."""
+    return _code(text).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def scenario_page() -> str:
@@ -161,7 +167,7 @@ def scenario_page() -> str:
     for title, text, group in groups:
         lines += [f"## {title}", "", _cell(text), "", "| key | type | unit | default | description |", "|---|---|---|---|---|"]
         for key in group:
-            default = "**required**" if key.required else f"`{_cell(key.default)}`" if key.default else '`""`'
+            default = "**required**" if key.required else f"`{_code(key.default)}`" if key.default else '`""`'
             lines.append(f"| `{key.path}` | {_cell(key.type)} | {_cell(key.unit)} | {default} | {_cell(key.description)} |")
         lines.append("")
     return "\n".join(lines)
@@ -223,7 +229,7 @@ def cli_page() -> str:
         rows = list(options(name, parser))
         if rows:
             lines += ["| argument | default | choices | description |", "|---|---|---|---|"]
-            lines += [f"| `{_cell(o.names)}` | {_cell(o.default)} | {_cell(o.choices)} | {_cell(o.help)} |" for o in rows]
+            lines += [f"| `{_code(o.names)}` | {_cell(o.default)} | {_cell(o.choices)} | {_cell(o.help)} |" for o in rows]
     return "\n".join(lines) + "\n"
 
 
