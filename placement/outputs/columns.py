@@ -430,8 +430,8 @@ _RULE_PRICES = {
     "goodput_tok_s_without": ("tok/s", "goodput without it"),
 }
 _ADEQUACY = {
-    "source": ("", "the outage source: a site (site:ID) or a fault domain"),
-    "kind": ("", "site or domain"),
+    "source": ("", "the outage source: site:ID, or GROUPING:NAME for a fault domain (grid_region:US-PJM)"),
+    "kind": ("", "site, or the domain's grouping (grid_region, campus, corridor, listed)"),
     "open_site_ids": ("", "the open sites it takes down, joined by ;"),
     "events_per_year": ("1/year", "outages a year"),
     "hours": ("h", "hours each outage lasts"),
