@@ -2,7 +2,7 @@
 
 Three sources, so the pages cannot drift from what the program does: the pydantic models of the scenario
 (:class:`placement.scenario.document.Scenario`: key, type, unit, default, description), the argparse parser of the
-``placement`` command (:func:`placement.cli.build_parser`) and the writers' column table
+``placement`` command (:func:`placement.cli.build_parser`) and the writers' table of columns and JSON keys
 (:data:`placement.outputs.columns.OUTPUT_FILES`).
 
 It is a MkDocs hook (``mkdocs.yml``: ``hooks``), so every ``mkdocs build`` and ``mkdocs serve`` regenerates the pages
@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from placement.cli import build_parser
-from placement.outputs.columns import OUTPUT_FILES
+from placement.outputs.columns import COMMANDS, OUTPUT_FILES
 from placement.scenario.document import Scenario
 
 PAGES = {
@@ -137,8 +137,14 @@ def scenario_keys(model: type[BaseModel] = Scenario, prefix: str = "") -> Iterat
             yield from scenario_keys(sub, f"{path}[]." if listed else f"{path}.")
 
 
-def _cell(text: str) -> str:
+def _code(text: str) -> str:
+    """Text for a table cell inside backticks: one line, its pipes escaped."""
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _cell(text: str) -> str:
+    """Text for a table cell or a paragraph: also ``<`` and ``>`` escaped, or ``map_<region>.png`` would be a tag."""
+    return _code(text).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def scenario_page() -> str:
@@ -161,7 +167,7 @@ def scenario_page() -> str:
     for title, text, group in groups:
         lines += [f"## {title}", "", _cell(text), "", "| key | type | unit | default | description |", "|---|---|---|---|---|"]
         for key in group:
-            default = "**required**" if key.required else f"`{_cell(key.default)}`" if key.default else '`""`'
+            default = "**required**" if key.required else f"`{_code(key.default)}`" if key.default else '`""`'
             lines.append(f"| `{key.path}` | {_cell(key.type)} | {_cell(key.unit)} | {default} | {_cell(key.description)} |")
         lines.append("")
     return "\n".join(lines)
@@ -223,30 +229,33 @@ def cli_page() -> str:
         rows = list(options(name, parser))
         if rows:
             lines += ["| argument | default | choices | description |", "|---|---|---|---|"]
-            lines += [f"| `{_cell(o.names)}` | {_cell(o.default)} | {_cell(o.choices)} | {_cell(o.help)} |" for o in rows]
+            lines += [f"| `{_code(o.names)}` | {_cell(o.default)} | {_cell(o.choices)} | {_cell(o.help)} |" for o in rows]
     return "\n".join(lines) + "\n"
 
 
 def outputs_page() -> str:
-    """The output-file reference: each table of a results folder, its columns and their units."""
+    """The output-file reference: each command's files, their columns (a JSON file's keys) and their units."""
     lines = [
         "# Output files",
         "",
-        "The tables of a results folder (`placement solve --out DIR`), then those `placement frontier` and `placement "
-        "discover` write, generated from the column table the tests "
-        "hold the writers to (`placement/outputs/columns.py`). A figure that is not defined is an empty cell, never "
-        "`NaN` or `inf`. `<class>` stands for one column per workload class. The other files of a results folder "
-        "(`summary.json`, the GeoJSON layers, the maps and reports) are described in "
-        "[Reading the outputs](../get-started/outputs.md).",
+        "The files the commands write, command by command: each table's columns and each JSON file's top-level keys, "
+        "with their units, generated from the column table the tests hold the writers to "
+        "(`placement/outputs/columns.py`). A figure that is not defined is an empty cell (`null` in JSON), never "
+        "`NaN` or `inf`. A name with a `<...>` part stands for one column per value of it: `<class>` one per "
+        "workload class, `<continent>` one per continent. The other files of a results folder (the GeoJSON layers, "
+        "the maps and reports) are described in [Reading the outputs](../get-started/outputs.md).",
         "",
     ]
-    for table in OUTPUT_FILES:
-        lines += [f"## `{table.name}`", "", f"{table.description[0].upper()}{table.description[1:]}. Written: {table.when}.", ""]
-        lines += ["| column | unit | description |", "|---|---|---|"]
-        for column in table.columns:
-            note = " *(optional)*" if column.optional else ""
-            lines.append(f"| `{column.name}` | {_cell(column.unit)} | {_cell(column.description)}{note} |")
-        lines.append("")
+    for command, heading in COMMANDS.items():
+        lines += [f"## {heading}", ""]
+        for table in (f for f in OUTPUT_FILES if f.command == command):
+            what = "key" if table.is_json else "column"
+            lines += [f"### `{table.name}`", "", f"{table.description[0].upper()}{table.description[1:]}. "
+                      f"Written: {table.when}.", "", f"| {what} | unit | description |", "|---|---|---|"]  # fmt: skip
+            for column in table.columns:
+                note = " *(optional)*" if column.optional else ""
+                lines.append(f"| `{column.name}` | {_cell(column.unit)} | {_cell(column.description)}{note} |")
+            lines.append("")
     return "\n".join(lines)
 
 

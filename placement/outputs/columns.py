@@ -1,22 +1,28 @@
-"""What each column of a results folder's tables means, and its unit: one table the docs and the tests read.
+"""What each column of the tables the commands write means, and its unit: one table the docs and the tests read.
 
-The writers write the frames the plan builds; this module says what their columns are. The reference page of the
-output files is generated from :data:`OUTPUT_FILES`, and a test solves a small scenario and checks that every
-column written is described here and every column described here is written, so the two cannot drift apart. A
-name with ``<class>`` in it stands for one column per workload class (``serving_mode_chat``).
+The writers write the frames the plan builds; this module says what their columns are, and what the top-level keys
+of their JSON files are. The reference page of the output files is generated from :data:`OUTPUT_FILES`, and tests
+run small scenarios and check that every column (key) written is described here and every one described here is
+written, so the two cannot drift apart. A name with a ``<...>`` part stands for one column per value of it: per
+workload class (``serving_mode_<class>``: ``serving_mode_chat``), continent, design, sweep axis or accelerator.
+Where a module defines its columns in a tuple, the description lists them from that tuple.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from placement.analyses.discover import RANKED_COLUMNS
 from placement.analyses.tail import COLUMNS as TAIL_COLUMNS
+from placement.outputs.alternatives_files import SITE_COLUMNS as ALTERNATIVE_SITE_COLUMNS
+from placement.outputs.exposure_files import EXPOSURE_FILES
 from placement.outputs.frontier_files import COLUMNS as FRONTIER_COLUMNS
 from placement.results.record import ROW_COLUMNS, SCENARIO_COLUMNS, SITE_COLUMNS
+from placement.results.summary import JSON_ORDER
 
-__all__ = ["OUTPUT_FILES", "Column", "OutputFile", "described", "output_file"]
+__all__ = ["COMMANDS", "OUTPUT_FILES", "Column", "OutputFile", "described", "output_file"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,8 @@ class Column:
     Parameters
     ----------
     name : str
-        The header, ``<class>`` standing for a workload class's name.
+        The header (a JSON file's key); a ``<...>`` part stands for one column per value of it (``<class>``: a
+        workload class's name).
     unit : str
         Its unit (``tok/s``, ``USD/h``, ``ms``); ``""`` for text, ids, flags and pure numbers.
     description : str
@@ -42,13 +49,17 @@ class Column:
 
     def matches(self, header: str) -> bool:
         """Whether ``header`` is this column (``serving_mode_chat`` is ``serving_mode_<class>``)."""
-        pattern = "^" + re.escape(self.name).replace(re.escape("<class>"), ".+") + "$"
+        pattern = "^" + _PLACEHOLDER.sub(".+", re.escape(self.name)) + "$"
         return re.match(pattern, header) is not None
+
+
+_PLACEHOLDER = re.compile(r"<[a-z]+>")
+"""A ``<...>`` part of a column's name: one column per value (``<class>``, ``<continent>``, ``<design>``)."""
 
 
 @dataclass(frozen=True)
 class OutputFile:
-    """One table of a results folder.
+    """One file a command writes: a table and its columns, or a JSON file and its top-level keys.
 
     Parameters
     ----------
@@ -57,15 +68,23 @@ class OutputFile:
     when : str
         When it is written (``always``, ``N+1 plans``).
     description : str
-        What a row is.
+        What a row is (what the file holds).
     columns : tuple of Column
-        Its columns, in the order written.
+        Its columns (a JSON file's top-level keys), in the order written.
+    command : str
+        The key of :data:`COMMANDS` naming the command and folder that write it.
     """
 
     name: str
     when: str
     description: str
     columns: tuple[Column, ...]
+    command: str = "solve"
+
+    @property
+    def is_json(self) -> bool:
+        """Whether its entries are the keys of a JSON object rather than a table's columns."""
+        return self.name.endswith(".json")
 
 
 def _c(name: str, unit: str, description: str, *, optional: bool = False) -> Column:
@@ -332,13 +351,312 @@ _DISCOVERED = {
     "largest_gains": ("", "the populations that gain most, with their tok/s"),
 }
 
+_SUMMARY = {
+    "scenario": ("", "the scenario's name"),
+    "status": ("", "optimal, feasible (stopped by a limit, gap stated) or partial (some demand unserved)"),
+    "objective_usd_per_h": ("USD/h", "the plan's cost: the sum of cost_breakdown_usd_per_h"),
+    "cost_breakdown_usd_per_h": ("USD/h", "the cost by component (node_capex, facility_capex, idle_power, ...) and total"),
+    "cost_per_million_goodput_tokens_usd": ("USD/M tok", "cost per million goodput tokens; null when nothing is served"),
+    "goodput_tok_s": ("tok/s", "goodput served inside the objectives, daily mean"),
+    "peak_goodput_tok_s": ("tok/s", "the assignments' goodput in their busiest slice, summed"),
+    "demand_tok_s": ("tok/s", "demand, daily mean"),
+    "tokens_per_s_per_mw": ("tok/s/MW", "goodput per MW used"),
+    "energy_mwh_per_year": ("MWh/year", "electricity the open sites draw in a year, PUE included"),
+    "tco2e_per_year": ("tCO2e/year", "grid emissions of that electricity"),
+    "gco2e_per_million_goodput_tokens": ("gCO2e/M tok", "grid emissions per million goodput tokens"),
+    "carbon_charge_usd_per_h": ("USD/h", "with objective.carbon_usd_per_t: what the carbon price adds to the cost"),
+    "embodied_tco2e_per_year": ("tCO2e/year", "the nodes' embodied carbon spread over their life (not in tco2e_per_year)"),
+    "water_m3_per_year": ("m3/year", "water consumed in a year, on site and by the grid; null where a site's is unknown"),
+    "water_on_site_m3_per_year": ("m3/year", "of it, what the sites' cooling consumes"),
+    "water_l_per_million_goodput_tokens": ("L/M tok", "water per million goodput tokens"),
+    "water_charge_usd_per_h": ("USD/h", "with objective.water_usd_per_m3: what the water price adds to the cost"),
+    "cap_cost": ("", "with carbon or water caps: the plan solved without them and the cost per tonne (m3) avoided"),
+    "cache_rounds": ("", "with serving.kv_cache miss work: each round's cost and nodes added, and the round kept"),
+    "kv_tier_rounds": ("", "with serving.kv_cache.tier auto: the rounds that chose each site's tier"),
+    "sites_open": ("sites", "sites the plan opens"),
+    "sites_candidate": ("sites", "candidate sites in the catalog"),
+    "nodes": ("nodes", "serving nodes installed"),
+    "mw_used": ("MW", "power the nodes draw at full load, PUE included"),
+    "p99_ttft_ms_max": ("ms", "the worst p99 TTFT of the interactive assignments"),
+    "p99_ttft_ms_mean": ("ms", "their demand-weighted mean p99 TTFT"),
+    "p99_itl_ms": ("ms", "p99 inter-token latency of the slowest interactive class"),
+    "cache_hit_rate": ("", "prefix-cache hit rate weighted by goodput; null when not modelled"),
+    "node_kw": ("kW", "IT power of one node"),
+    "fault_domain_coverage": ("", "share of demand with a second open site inside its budget"),
+    "n_plus_one": ("", "whether the scenario asks for N+1"),
+    "n_plus_one_applied": ("", "whether the plan keeps N+1 (false: no protected design was found in the time limit)"),
+    "n_plus_one_protected_share": ("", "N+1 plans: share of goodput re-routed in full on every loss"),
+    "unprotectable_share": ("", "N+1 plans: share of goodput with one site in reach, or all in one fault domain"),
+    "n_plus_one_unprotected_share": ("", "N+1 plans: share of goodput some loss leaves without spare power in reach"),
+    "fault_domains": ("", "N+1 plans with fault_tolerance.domains: the grouping and each domain's sites"),
+    "n_plus_one_cost": ("", "N+1 plans: $/h and $/M with and without N+1, extra nodes, MW and standby sites"),
+    "adequacy": ("", "placement adequacy (or fault_tolerance.adequacy): expected unserved share, tail figures, sources"),
+    "unserved_share": ("", "share of demand not served"),
+    "time_slices": ("slices", "time slices of the day solved"),
+    "rtt_quantile": ("", "the round trip the TTFT budgets used (latency.quantile: p50 or p90)"),
+    "populations": ("populations", "demand points after clustering the cities"),
+    "cities": ("cities", "cities with demand"),
+    "feasible_pairs": ("pairs", "(population, class, site) pairs inside their objectives"),
+    "classes": ("", "per workload class: goodput, cost, $/M, objectives, p99 TTFT and ITL, goodput per node"),
+    "dinkelbach_iterations": ("", "optional serving: each iteration's ratio, cost and goodput"),
+    "solver": ("", "the MILP solver used"),
+    "solver_status": ("", "the solver's status"),
+    "solver_message": ("", "the solver's message"),
+    "best_bound_usd_per_h": ("USD/h", "the proven lower bound of the cost"),
+    "gap": ("", "relative gap between the plan's cost and the bound"),
+    "gap_basis": ("", "the model the bound is of: full_resolution or aggregated"),
+    "ratio_bound_usd_per_million_tokens": ("USD/M tok", "optional serving: the proven lower bound of the $/M"),
+    "stopped_by": ("", "which limit ended the solve: gap, node_limit, iteration_limit, time_limit, infeasible, other"),
+    "runtime_s": ("s", "solve time"),
+    "build_s": ("s", "time to build the instance"),
+    "notes": ("", "what the plan wants you to know, one line each: rules, unserved demand, limits reached"),
+    "scenario_path": ("", "the scenario file solved (copied as scenario.yaml)"),
+}
+_SUMMARY_OPTIONAL = {
+    "rule_prices": ("", "with solve --price-rules: per rule, $/M, MW, sites open and unserved share with it and without"),
+    "arrangement": ("", "with arrangement options: the plan against the fixed arrangement, per class and per option"),
+}
+# The files below build their rows inline (no column tuple to reuse): the tests run each command and compare.
+_RULE_PRICES = {
+    "rule_id": ("", "the residency rule"),
+    "region": ("", "all (the whole plan) or a continent of its sites"),
+    "usd_per_m_with": ("USD/M tok", "cost per million goodput tokens with the rule (blank: nothing served)"),
+    "usd_per_m_without": ("USD/M tok", "the same, solved without the rule"),
+    "cost_usd_per_h_with": ("USD/h", "cost with the rule"),
+    "cost_usd_per_h_without": ("USD/h", "cost without it"),
+    "mw_with": ("MW", "MW used with the rule"),
+    "mw_without": ("MW", "MW used without it"),
+    "goodput_tok_s_with": ("tok/s", "goodput with the rule, daily mean"),
+    "goodput_tok_s_without": ("tok/s", "goodput without it"),
+}
+_ADEQUACY = {
+    "source": ("", "the outage source: site:ID, or GROUPING:NAME for a fault domain (grid_region:US-PJM)"),
+    "kind": ("", "site, or the domain's grouping (grid_region, campus, corridor, listed)"),
+    "open_site_ids": ("", "the open sites it takes down, joined by ;"),
+    "events_per_year": ("1/year", "outages a year"),
+    "hours": ("h", "hours each outage lasts"),
+    "unavailability": ("", "share of the year it is down"),
+    "unserved_tok_s_when_down": ("tok/s", "goodput left unserved while it alone is down, after re-routing"),
+    "unserved_share_when_down": ("", "that over the goodput the plan serves"),
+    "alone_unserved_tokens_per_year": ("tokens/year", "unavailability times what it leaves unserved, over a year"),
+    "contribution_share": ("", "its part of the sum of alone_unserved_tokens_per_year over the sources"),
+}
+_COMPARE = {
+    "placement": ("", "optimal, then each simple arrangement: nearest-metro, cheapest-power, single-region"),
+    "cost_per_million_goodput_tokens_usd": ("USD/M tok", "cost per million goodput tokens"),
+    "served_share": ("", "share of demand served"),
+    "tokens_per_s_per_mw": ("tok/s/MW", "goodput per MW used"),
+    "mw_used": ("MW", "power used, PUE included"),
+    "cost_usd_per_h": ("USD/h", "cost"),
+    "goodput_tok_s": ("tok/s", "goodput served, daily mean"),
+    "sites_open": ("sites", "sites open"),
+}
+_DIFF = {
+    "a": ("", "plan A's folder"),
+    "b": ("", "plan B's folder"),
+    "headline": ("", "per headline figure ($/M, $/h, MW, sites, unserved share, carbon, water): a, b and delta (b - a)"),
+    "classes": ("", "per class: its $/M in a, b and the delta"),
+    "regions": ("", "per continent of the open sites: MW, $/h, goodput and $/M in a and b"),
+    "rule_prices": ("", "each plan's rule_prices from its summary.json (empty lists without)"),
+    "sites": ("", "the sites that changed: opened, closed, resized or repriced, with both plans' figures"),
+    "populations_moved": ("", "the (population, class) pairs whose main serving site changed, largest first"),
+    "notes": ("", "what could not be compared"),
+}
+_EXPOSURE = {
+    "population_id": ("", "a population served by a lost site"),
+    "population": ("", "its name"),
+    "country_code": ("", "its ISO alpha-2 country"),
+    "class": ("", "workload class"),
+    "served_there_tok_s": ("tok/s", "goodput the lost sites served it, daily mean"),
+    "rerouted_tok_s": ("tok/s", "of which re-routed to surviving sites inside its objective"),
+    "unserved_tok_s": ("tok/s", "of which left unserved"),
+    "ttft_p99_before_ms": ("ms", "its p99 TTFT before the loss"),
+    "ttft_p99_after_ms": ("ms", "its p99 TTFT after the loss"),
+    "ttft_objective_ms": ("ms", "the class's p99 TTFT objective"),
+    "to_sites": ("", "where it went: site:tok_s, largest first, joined by ;"),
+    "ttft_rise_ms": ("ms", "after less before"),
+}
+_EXPOSURE_SITES = {
+    "site_id": ("", "a surviving site that takes moved load"),
+    "site": ("", "its name"),
+    "moved_in_tok_s": ("tok/s", "goodput moved in, daily mean"),
+    "peak_moved_in_tok_s": ("tok/s", "goodput moved in, busiest slice"),
+    "nodes": ("nodes", "nodes installed"),
+    "peak_nodes_used": ("nodes", "node-equivalents used in the busiest slice after the loss"),
+    "peak_utilisation_before": ("", "busiest slice's node-equivalents over the nodes, before the loss"),
+    "peak_utilisation_after": ("", "the same after the loss"),
+}
+_EXPOSURE_HEADLINE = {
+    "failed": ("", "what is lost: the site ids or the fault domain's name"),
+    "failed_kind": ("", "site or domain"),
+    "failed_site_ids": ("", "the sites lost"),
+    "closed_site_ids": ("", "of them, those the plan opens"),
+    "served_there_tok_s": ("tok/s", "goodput the lost sites served, daily mean"),
+    "rerouted_tok_s": ("tok/s", "of which re-routed inside the objectives"),
+    "rerouted_share": ("", "re-routed over served there (null: nothing served there)"),
+    "unserved_tok_s": ("tok/s", "of which left unserved"),
+    "unserved_share": ("", "unserved over served there"),
+    "populations_affected": ("", "(population, class) pairs the lost sites served"),
+    "populations_unserved": ("", "of them, those left with some demand unserved"),
+    "receiving_sites": ("sites", "surviving sites that take moved load"),
+    "peak_utilisation_after": ("", "the highest busiest-slice utilisation of a receiving site after the loss"),
+    "worst_ttft_rises": ("", "the pairs whose p99 TTFT rises most against their objective: before, after, rise"),
+}
+_ALTERNATIVES = {
+    "design": ("", "optimum, alternative_01, ..."),
+    "direction": ("", "what the design was pushed towards (optimum for the optimum)"),
+    "status": ("", "the solver's status, or why there is no design"),
+    "usd_per_h": ("USD/h", "the design's cost"),
+    "cost_over_optimum": ("", "its cost over the optimum's, less 1"),
+    "usd_per_million_goodput_tokens": ("USD/M tok", "its cost per million goodput tokens"),
+    "goodput_tok_s": ("tok/s", "goodput served, daily mean"),
+    "sites_open": ("sites", "sites open"),
+    "sites": ("", "the open sites' ids, joined by ;"),
+    "mw_used": ("MW", "MW used"),
+    "mw_in_<continent>": ("MW", "MW used in each continent of the catalog (mw_in_europe)"),
+    "mw_not_shared": ("", "share of its and the optimum's MW not at the same site: 0 the same design, 1 no site shared"),
+    "sites_not_shared": ("", "1 - shared open sites over the open sites of either, against the optimum"),
+    "mw_not_shared_nearest": ("", "mw_not_shared against the nearest design before it"),
+    "same_as": ("", "the first design before it with the same MW at every site (blank: none)"),
+    "plan": ("", "its results folder, below the run's folder"),
+}
+_ALTERNATIVE_SITES = {
+    "site_id": ("", "the site's id in the catalog"),
+    "name": ("", "the site's name"),
+    "country_code": ("", "ISO alpha-2 country"),
+    "continent": ("", "continent name"),
+    "lat": ("deg", "latitude"),
+    "lon": ("deg", "longitude"),
+    "class": ("", "must-have (every design opens it), choice (some do) or never (none)"),
+    "designs_open": ("designs", "designs that open it"),
+    "mw_<design>": ("MW", "MW each design uses there (mw_optimum, mw_alternative_01, ...)"),
+}
+# placement.sweep sits above the writers, so its RESULT_COLUMNS cannot be imported here: a test holds the two equal.
+_SWEEP_RESULTS = (
+    _c("case_id", "", "the case's id: scenarios/ID.yaml is its scenario, cases/ID.json its record"),
+    _c("case", "", "the case's position in the expansion, from 0"),
+    _c("<axis>", "", "one column per axis, named by its key path (demand.growth): the case's value (a list as JSON text)"),
+    _c("status", "", "the solve's status (optimal, feasible, partial), or why there is none (error, missing)"),
+    _c("error", "", "why the case failed (blank: it solved)"),
+    _c("gap", "", "relative gap between the cost and the proven bound"),
+    _c("runtime_s", "s", "solve time"),
+    _c("wall_s", "s", "the case's wall-clock time, building included"),
+    _c("cost_per_million_goodput_tokens_usd", "USD/M tok", "cost per million goodput tokens"),
+    _c("goodput_tok_s", "tok/s", "goodput served, daily mean"),
+    _c("mw_used", "MW", "MW used"),
+    _c("sites_open", "sites", "sites open"),
+    _c("objective_usd_per_h", "USD/h", "the plan's cost"),
+    _c("unserved_share", "", "share of demand not served"),
+    _c("p99_ttft_ms_max", "ms", "the worst p99 TTFT of the interactive assignments"),
+    _c("open_sites", "", "the open sites' ids, joined by ;"),
+)
+_BUILDOUT_SUMMARY = {
+    "scenario": ("", "the scenario's name"),
+    "kind": ("", "buildout"),
+    "status": ("", "optimal (gap within horizon.gap) or feasible"),
+    "years_scenario": ("", "the demand scenario whose figures years and years.csv give (the base scenario)"),
+    "years": ("", "per year of the base scenario: $/M, MW used and reserved, sites, goodput, unserved, nodes, carbon, water"),
+    "expected_cost_usd": ("USD", "the plan's expected net present cost over the demand scenarios"),
+    "scenario_costs_usd": ("USD", "its net present cost in each demand scenario"),
+    "scenario_probabilities": ("", "each demand scenario's probability"),
+    "value_of_stochastic_solution_usd": ("USD", "what planning for every scenario saves over planning for the mean demand"),
+    "mean_value_problem_usd": ("USD", "the objective of the mean-value problem: the plan solved for the mean demand"),
+    "mean_value_plan_expected_cost_usd": ("USD", "that plan's expected cost over the scenarios"),
+    "mean_value_plan_scenario_costs_usd": ("USD", "that plan's cost in each scenario"),
+    "recourse_problem_usd": ("USD", "the stochastic plan's objective"),
+    "lower_bound_usd": ("USD", "the proven lower bound of it"),
+    "gap": ("", "relative gap between the objective and the bound"),
+    "adopted_plan": (
+        "",
+        "which plan the folder holds: rp (the stochastic plan) or eev (the mean-value plan, when it is cheaper)",
+    ),
+    "min_max_regret": ("", "with horizon's min-max regret asked for: the regret and each scenario's wait-and-see cost"),
+    "caps": ("", "each carbon or water cap: its limit and the most the plan uses in any year and scenario"),
+    "n_plus_one": ("", "with N+1: per year the spare nodes bought and in service, their MW and cost, and the NPV added"),
+    "accelerators_offered": ("", "the accelerators the horizon offers"),
+    "accelerators_used": ("", "those the plan buys"),
+    "availability_rules": ("", "each availability rule that shaped the fleet: its effect, sites, countries, parts, nodes bought"),
+    "nodes_bought_by_country": ("nodes", "nodes bought over the horizon per country and accelerator, weighted by probability"),
+    "discount_rate": ("1/year", "the discount rate of the net present costs"),
+    "node_life_years": ("years", "the nodes' life"),
+    "unserved_penalty_usd_per_million_tokens": ("USD/M tok", "what an unserved token costs the objective"),
+    "aggregation": ("", "the model's resolution: cities, populations, slices, demand rows, pairs, unreachable demand"),
+    "timings_s": ("s", "the time each step took, and total_s"),
+    "notes": ("", "what the plan wants you to know, one line each"),
+    "scenario_path": ("", "the scenario file solved (copied as scenario.yaml)"),
+}
+_BUILDOUT = (
+    _c("year", "", "the year"),
+    _c("site_id", "", "an open site"),
+    _c("accelerator", "", "an accelerator in service there (none: the site is open with no nodes)"),
+    _c("nodes", "nodes", "nodes of that accelerator in service"),
+    _c("mw_used", "MW", "MW they draw, PUE included"),
+    _c("mw_available", "MW", "MW the site can supply that year"),
+    _c("mw_reserved", "MW", "MW the plan reserves there"),
+    _c("capex_usd", "USD", "what the nodes bought that year cost"),
+    _c("cost_usd_per_h", "USD/h", "the year's cost there; the site's costs shared among its accelerators by MW used"),
+    _c("goodput_tok_s", "tok/s", "goodput served, daily mean"),
+)
+_YEARS = (
+    _c("year", "", "the year"),
+    _c("cost_per_million_goodput_tokens_usd", "USD/M tok", "cost per million goodput tokens"),
+    _c("cost_usd_per_h", "USD/h", "the year's cost"),
+    _c("goodput_tok_s", "tok/s", "goodput served, daily mean"),
+    _c("demand_tok_s", "tok/s", "demand, daily mean"),
+    _c("unserved_share", "", "share of demand not served"),
+    _c("mw_used", "MW", "MW the nodes draw"),
+    _c("mw_reserved", "MW", "MW reserved"),
+    _c("sites_open", "sites", "sites open"),
+    _c("nodes", "nodes", "nodes in service"),
+    _c("carbon_usd_per_t", "USD/tCO2e", "the carbon price that year"),
+    _c("energy_mwh_per_year", "MWh/year", "electricity drawn, PUE included"),
+    _c("tco2e_per_year", "tCO2e/year", "grid emissions"),
+    _c("gco2e_per_million_goodput_tokens", "gCO2e/M tok", "grid emissions per million goodput tokens"),
+    _c("water_m3_per_year", "m3/year", "water consumed, on site and by the grid"),
+    _c("nodes_<accelerator>", "nodes", "nodes of each accelerator of the horizon in service"),
+)
+_SCENARIO_COLUMN = _c("scenario", "", "the demand scenario")
+_CLASS_ACCELERATORS = (
+    _c("year", "", "the year"),
+    _c("class", "", "workload class"),
+    _c("accelerator", "", "an accelerator"),
+    _c("share_of_class_tokens", "", "its share of the class's served tokens that year (a year and class sum to 1)"),
+)
+_SCENARIOS = (
+    _c("scenario", "", "the demand scenario"),
+    _c("probability", "", "its probability"),
+    _c("npv_cost_usd", "USD", "the adopted plan's net present cost in it"),
+    _c("mean_value_plan_npv_cost_usd", "USD", "the mean-value plan's net present cost in it"),
+    _c("demand_tok_s_last_year", "tok/s", "demand in the last year, daily mean"),
+    _c("unserved_share_last_year", "", "share of demand not served in the last year"),
+    _c("cost_per_million_goodput_tokens_usd_last_year", "USD/M tok", "cost per million goodput tokens in the last year"),
+)
+_AVAILABILITY_RULES = (
+    _c("rule_id", "", "the availability rule"),
+    _c("name", "", "its name"),
+    _c("effect", "", "barred (none of the parts bought there) or licence"),
+    _c("site_id", "", "a site it shapes"),
+    _c("country_code", "", "the site's ISO alpha-2 country"),
+    _c("accelerators", "", "the parts on offer it meets there"),
+    _c("years", "", "the years it meets them"),
+    _c("nodes_bought", "nodes", "nodes of those parts bought there in those years, mean over the scenarios (0 for a bar)"),
+    _c("simplification", "", "what the rule leaves out of the real regulation"),
+    _c("source", "", "where the rule comes from"),
+)
 
-def _listed(names: list[str], described: dict[str, tuple[str, str]]) -> tuple[Column, ...]:
+
+def _listed(names: Iterable[str], described: dict[str, tuple[str, str]], *, optional: bool = False) -> tuple[Column, ...]:
     """Columns in the writer's order, described by ``described`` (a name missing there has no description)."""
-    return tuple(Column(name, *described.get(name, ("", ""))) for name in names)
+    return tuple(Column(name, *described.get(name, ("", "")), optional) for name in names)
 
 
 OUTPUT_FILES: tuple[OutputFile, ...] = (
+    OutputFile(
+        "summary.json",
+        "always",
+        "the plan's headline figures, its notes and the scenario solved",
+        _listed((*JSON_ORDER, "notes", "scenario_path"), _SUMMARY) + _listed(_SUMMARY_OPTIONAL, _SUMMARY_OPTIONAL, optional=True),
+    ),
     OutputFile("sites.csv", "always", "every candidate site: the decision and its figures", _SITES),
     OutputFile("assignments.csv", "always", "one row per (population, class, site) the plan serves", _ASSIGNMENTS),
     OutputFile("populations.csv", "always", "the demand points (clusters of cities)", _POPULATIONS),
@@ -369,35 +687,147 @@ OUTPUT_FILES: tuple[OutputFile, ...] = (
         _CROSS_METRO,
     ),
     OutputFile(
+        "rule_prices.csv",
+        "solve --price-rules",
+        "per residency rule and region (all, then each continent): the plan with the rule against it solved without",
+        _listed(_RULE_PRICES, _RULE_PRICES),
+    ),
+    OutputFile(
+        "adequacy.csv",
+        "placement adequacy, or fault_tolerance.adequacy",
+        "one row per outage source touching an open site, the largest contribution first (the headline figures "
+        "are summary.json's adequacy)",
+        _listed(_ADEQUACY, _ADEQUACY),
+    ),
+    OutputFile(
+        "compare.csv",
+        "placement compare",
+        "the optimum, then each simple arrangement of the same hardware and demand",
+        _listed(_COMPARE, _COMPARE),
+        "compare",
+    ),
+    OutputFile("diff.json", "placement diff", "what changed from plan A to plan B", _listed(_DIFF, _DIFF), "diff"),
+    OutputFile(
+        EXPOSURE_FILES[0],
+        "placement failover",
+        "per (population, class) the lost sites served: re-routed, unserved, TTFT before and after",
+        _listed(_EXPOSURE, _EXPOSURE),
+        "failover",
+    ),
+    OutputFile(
+        EXPOSURE_FILES[1],
+        "placement failover",
+        "per surviving site that takes moved load",
+        _listed(_EXPOSURE_SITES, _EXPOSURE_SITES),
+        "failover",
+    ),
+    OutputFile(
+        EXPOSURE_FILES[2],
+        "placement failover",
+        "the loss's headline",
+        _listed(_EXPOSURE_HEADLINE, _EXPOSURE_HEADLINE),
+        "failover",
+    ),
+    OutputFile(
         "frontier.csv",
         "placement frontier",
         "one row per point of the cost-carbon (or cost-water) frontier",
         _listed(list(FRONTIER_COLUMNS), _FRONTIER),
+        "frontier",
     ),
     OutputFile(
         "discovered_sites.csv",
         "placement discover",
         "the greenfield proposals the plan opens, ranked by the unserved demand they take",
         _listed(list(RANKED_COLUMNS), _DISCOVERED),
+        "discover",
+    ),
+    OutputFile(
+        "alternatives.csv",
+        "placement alternatives",
+        "one row per design, the optimum first",
+        _listed(_ALTERNATIVES, _ALTERNATIVES),
+        "alternatives",
+    ),
+    OutputFile(
+        "alternative_sites.csv",
+        "placement alternatives",
+        "every candidate site against every design",
+        _listed((*ALTERNATIVE_SITE_COLUMNS, "class", "designs_open", "mw_<design>"), _ALTERNATIVE_SITES),
+        "alternatives",
+    ),
+    OutputFile("results.csv", "placement sweep", "one row per case", _SWEEP_RESULTS, "sweep"),
+    OutputFile(
+        "summary.json",
+        "a build-out scenario",
+        "the build-out's figures: the years, the demand scenarios, expected cost and the value of the stochastic solution",
+        _listed(_BUILDOUT_SUMMARY, _BUILDOUT_SUMMARY),
+        "buildout",
+    ),
+    OutputFile(
+        "buildout.csv", "a build-out scenario", "per year, open site and accelerator, in the base scenario", _BUILDOUT, "buildout"
+    ),
+    OutputFile(
+        "buildout_scenarios.csv",
+        "a build-out scenario",
+        "the same in every demand scenario",
+        (*_BUILDOUT, _SCENARIO_COLUMN),
+        "buildout",
+    ),
+    OutputFile("years.csv", "a build-out scenario", "per year, in the base scenario", _YEARS, "buildout"),
+    OutputFile(
+        "years_scenarios.csv",
+        "a build-out scenario",
+        "per year, in every demand scenario",
+        (*_YEARS, _SCENARIO_COLUMN),
+        "buildout",
+    ),
+    OutputFile(
+        "class_accelerators.csv",
+        "a build-out scenario",
+        "which accelerators carry each class's tokens, per year, in the base scenario",
+        _CLASS_ACCELERATORS,
+        "buildout",
+    ),
+    OutputFile("scenarios.csv", "a build-out scenario", "one row per demand scenario", _SCENARIOS, "buildout"),
+    OutputFile(
+        "availability_rules.csv",
+        "a build-out scenario",
+        "per availability rule and site it shaped",
+        _AVAILABILITY_RULES,
+        "buildout",
     ),
 )
-"""The tables ``placement solve`` writes into a results folder, then those of ``frontier`` and ``discover``."""
+"""The files the commands write, grouped by :data:`COMMANDS` in their order."""
+COMMANDS = {
+    "solve": "A results folder (`placement solve`)",
+    "compare": "`placement compare`",
+    "diff": "`placement diff`",
+    "failover": "`placement failover`",
+    "frontier": "`placement frontier`",
+    "discover": "`placement discover`",
+    "alternatives": "`placement alternatives`",
+    "sweep": "`placement sweep`",
+    "buildout": "A build-out's results folder (`placement solve` of a scenario with a `horizon`)",
+}
+"""The commands (folders) whose files are described, in the order the reference lists them, and their headings."""
 
 
-def output_file(name: str) -> OutputFile:
-    """The description of the table ``name`` (``sites.csv``).
+def output_file(name: str, command: str = "solve") -> OutputFile:
+    """The description of the file ``name`` (``sites.csv``) that ``command`` (a key of :data:`COMMANDS`) writes.
 
     Raises
     ------
     KeyError
-        No table of that name is described.
+        No file of that name is described for that command.
     """
     for described_file in OUTPUT_FILES:
-        if described_file.name == name:
+        if described_file.name == name and described_file.command == command:
             return described_file
-    raise KeyError(f"no output table {name!r} is described; the described ones are {[f.name for f in OUTPUT_FILES]}")
+    known = [f"{f.command}: {f.name}" for f in OUTPUT_FILES]
+    raise KeyError(f"no output file {name!r} of {command!r} is described; the described ones are {known}")
 
 
-def described(name: str, header: str) -> Column | None:
-    """The column of table ``name`` that ``header`` is, or None when it is not described."""
-    return next((column for column in output_file(name).columns if column.matches(header)), None)
+def described(name: str, header: str, command: str = "solve") -> Column | None:
+    """The column (key) of file ``name`` that ``header`` is, or None when it is not described."""
+    return next((column for column in output_file(name, command).columns if column.matches(header)), None)
