@@ -10,7 +10,9 @@ not copy and whose locks it may leave held) the function runs in the caller at o
 
 **Tasks shared out** between the caller and one forked child (:func:`shared_out`): each takes the next task left.
 
-**Freed memory** goes back to the system: large arrays are mapped on their own, not carved from the heap.
+**Freed memory** goes back to the system: large arrays are mapped on their own, not carved from the heap; a table
+mapped from a file (the round trips of a catalog world) hands back the pages a pass has read (:func:`release_rows`,
+:func:`take_pairs`, :func:`row_minimum`).
 
 glibc's allocator serves a block below its mmap threshold from the heap, and raises that threshold (up to 32 MB)
 each time a mapped block is freed. A solve allocates and frees many arrays of one figure per pair (24 MB each on
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import mmap
 import os
 import pickle
 import signal
@@ -32,7 +35,10 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
 
 T = TypeVar("T")
 
@@ -188,3 +194,83 @@ def map_large_blocks(threshold_bytes: int = MMAP_THRESHOLD_BYTES) -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, int(threshold_bytes)))
+
+
+def release_rows(table: NDArray[Any], first: int = 0, last: int | None = None) -> None:
+    """Hand back the pages of rows ``first..last-1`` of a table mapped read-only from a file; any other table is left.
+
+    Read pages of a file mapping count in the process's resident memory until it ends or lets them go; a pass over
+    a 0.27 GB round-trip table would keep all of it. Let go, a page is read again from the file (the system's cache)
+    if it is needed again: the figures never change.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        A 2-D table; only a :class:`numpy.memmap` opened read-only at offset 0 is released.
+    first, last : int, optional
+        The rows (default: all).
+    """
+    mapped = getattr(table, "_mmap", None)
+    if not isinstance(table, np.memmap) or mapped is None or table.mode != "r" or table.offset != 0:
+        return
+    row_bytes = table.strides[0]
+    last = table.shape[0] if last is None else min(last, table.shape[0])
+    if last <= first:
+        return
+    start = (first * row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
+    stop = min(last * row_bytes, len(mapped))
+    mapped.madvise(mmap.MADV_DONTNEED, start, stop - start)
+
+
+RELEASE_ROWS = 2048
+"""Rows of a mapped table read before their pages are let go (16 MB of a 2,000-site float32 table)."""
+
+
+def take_pairs(table: NDArray[Any], rows: NDArray[np.integer], cols: NDArray[np.integer]) -> NDArray[Any]:
+    """``table[rows, cols]``; from a mapped table a block of rows at a time, each block's pages let go after it.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        A 2-D table.
+    rows, cols : numpy.ndarray
+        ``(k,)`` the cells.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(k,)`` their values, in the table's type.
+    """
+    if not isinstance(table, np.memmap):
+        return np.asarray(table[rows, cols])
+    out = np.empty(len(rows), dtype=table.dtype)
+    order = np.argsort(rows, kind="stable")
+    edges = np.searchsorted(rows[order], np.arange(0, table.shape[0] + RELEASE_ROWS, RELEASE_ROWS))
+    for k in range(len(edges) - 1):
+        cells = order[edges[k] : edges[k + 1]]
+        if len(cells):
+            out[cells] = table[rows[cells], cols[cells]]
+            release_rows(table, k * RELEASE_ROWS, (k + 1) * RELEASE_ROWS)
+    return out
+
+
+def row_minimum(table: NDArray[Any]) -> NDArray[Any]:
+    """``table.min(axis=1)``; of a mapped table a block of rows at a time, each block's pages let go after it.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        A 2-D table with at least one column.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n,)`` each row's least value.
+    """
+    if not isinstance(table, np.memmap):
+        return np.asarray(table.min(axis=1))
+    out = np.empty(table.shape[0], dtype=table.dtype)
+    for first in range(0, table.shape[0], RELEASE_ROWS):
+        out[first : first + RELEASE_ROWS] = table[first : first + RELEASE_ROWS].min(axis=1)
+        release_rows(table, first, first + RELEASE_ROWS)
+    return out

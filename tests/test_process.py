@@ -1,13 +1,17 @@
-"""Work beside the caller (placement._process): tasks shared out with a forked child come back whole and in order."""
+"""Work beside the caller (placement._process): tasks shared out with a forked child come back whole and in order; a
+table mapped from a file gives back the pages a pass read."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 
+from placement import _process as process
 from placement._process import shared_out
 from tests.conftest import REPO
 
@@ -46,3 +50,45 @@ def test_a_task_that_fails_fails_the_whole() -> None:
     with pytest.raises(ValueError, match="no"):
         shared_out([lambda: 1, fail, lambda: 3, fail])
     assert shared_out([lambda: 1, lambda: 2]) == [1, 2] and shared_out([]) == []
+
+
+def _mapped(tmp_path: Path, table: np.ndarray) -> np.memmap:
+    path = tmp_path / "table.bin"
+    table.tofile(path)
+    return np.memmap(path, dtype=table.dtype, mode="r", shape=table.shape)
+
+
+def _file_pages_kb() -> int:
+    """This process's resident file-backed memory (``RssFile`` of /proc/self/status). [KiB]"""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssFile line")
+
+
+def test_a_mapped_table_read_by_blocks_gives_numpys_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process, "RELEASE_ROWS", 7)  # many blocks, the last one short
+    rng = np.random.default_rng(3)
+    table = rng.uniform(1, 300, (100, 13)).astype(np.float32)
+    mapped = _mapped(tmp_path, table)
+    rows, cols = rng.integers(0, 100, 500), rng.integers(0, 13, 500)
+    for source in (table, mapped):
+        np.testing.assert_array_equal(process.take_pairs(source, rows, cols), table[rows, cols])
+        np.testing.assert_array_equal(process.row_minimum(source), table.min(axis=1))
+    process.release_rows(mapped, 3, 50)
+    np.testing.assert_array_equal(np.asarray(mapped), table)  # let go, the pages are read again: the same figures
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads RssFile from Linux's /proc")
+def test_the_pages_a_pass_over_a_mapped_table_read_go_back(tmp_path: Path) -> None:
+    mapped = _mapped(tmp_path, np.ones((8192, 2048), dtype=np.float32))  # 64 MiB
+    before = _file_pages_kb()
+    assert float(mapped.sum(dtype=np.float64)) == 8192 * 2048
+    held = _file_pages_kb() - before
+    assert held > 48 * 1024, "reading the table made its pages resident"
+    process.release_rows(mapped)
+    assert _file_pages_kb() - before < 8 * 1024
+    rows = np.arange(8192)
+    process.row_minimum(mapped)
+    process.take_pairs(mapped, rows, rows % 2048)
+    assert _file_pages_kb() - before < 24 * 1024, "the block passes let each block's pages go"

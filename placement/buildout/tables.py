@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from placement._errors import SolverError
+from placement._process import take_pairs
 from placement._types import FloatArray
 from placement.buildout.arrays import day_mean_intensity
 from placement.buildout.cross_metro import cross_metro_ttft_ms
@@ -277,9 +278,9 @@ def year_assignments(result: StochasticResult, y: int, scenario: int) -> pd.Data
             "site": sites["name"].to_numpy()[site],
             "goodput_tok_s": b.commodity_demand_tok_s[c, y, scenario] * share[p_idx],
             "share_of_demand": share[p_idx],
-            "rtt_ms": instance.rtt_p50_ms[pop, site],
-            "rtt_p90_ms": instance.rtt_p90_ms[pop, site],
-            "rtt_budget_ms": instance.rtt_ms[pop, site],
+            "rtt_ms": take_pairs(instance.rtt_p50_ms, pop, site),
+            "rtt_p90_ms": take_pairs(instance.rtt_p90_ms, pop, site),
+            "rtt_budget_ms": take_pairs(instance.rtt_ms, pop, site),
             "ttft_p99_ms": ttft,
             "ttft_objective_ms": objective[c],
             "ttft_slack_ms": objective[c] - ttft,

@@ -17,6 +17,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from placement._cache import cached
+from placement._process import release_rows
 from placement._types import FloatArray, IntArray
 from placement.economics.cost import NodeCost
 from placement.instance.commodities import (
@@ -328,6 +329,8 @@ def build_instance(
     names, failure_domains = failure_domain_sites(domains, sites)
     warmup = cm.sets.warmup_nodes(len(sites))
     inputs = with_cache_warmup(replace(inputs, failure_domains=failure_domains), node_cost.total_usd_per_h, warmup)
+    for table in world.quantiles:  # whatever pages of the mapped round trips the build read, not held through the solve
+        release_rows(table)
     progress(
         f"model: {len(cm.split.population)} commodities in {len(rows.modelled)} rows x {len(slice_hours)} slices, "
         f"{len(inputs.pair_site)} feasible pairs of {cm.allowed.size}"

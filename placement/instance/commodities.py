@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement._process import release_rows
 from placement._types import FloatArray, IntArray, OptionCodes
 from placement.instance.pair_mask import PairMask
 from placement.instance.record import flatten_sets, rung_index
@@ -66,6 +67,7 @@ def commodity_options(
                     out[rows] = chosen
                 else:
                     out[np.ix_(rows, where)] = chosen
+            release_rows(rtt_ms, start, stop)  # a mapped table's pages go back as each block is done
     return out
 
 
@@ -175,6 +177,7 @@ def commodity_within_budget(
                     + retrieval_extra[k][None, :]
                 )
             inside[rows] = ttft <= profile.ttft_objective_ms
+            release_rows(rtt_ms, start, start + ROWS_CHUNK)
         of_class = commodity_class == k
         within.bits[of_class] = PairMask.of(inside).bits[commodity_population[of_class]]
     return within

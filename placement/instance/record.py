@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement._process import take_pairs
 from placement._types import FloatArray, IntArray
 from placement.economics.cost import NodeCost
 from placement.instance.cross_metro import CrossMetro
@@ -329,7 +330,7 @@ class Instance:
         """The option (index into :attr:`options`) each (commodity, site) pair runs, element-wise."""
         commodity, site = np.asarray(commodity, dtype=np.int64), np.asarray(site, dtype=np.int64)
         workload = self.commodity_class[commodity]
-        rtt = self.rtt_ms[self.commodity_population[commodity], site]
+        rtt = take_pairs(self.rtt_ms, self.commodity_population[commodity], site)
         return self._option_of(workload, site, rtt, self.retrieval_extra_ms[workload, site])
 
     def _option_of(self, workload: IntArray, site: IntArray, rtt: FloatArray, extra: FloatArray) -> IntArray:
@@ -371,7 +372,7 @@ class Instance:
         assert cross is not None
         q = pair - cross.pairs.first
         site = self.inputs.pair_site[pair]
-        rtt = self.rtt_ms[self.commodity_population[commodity], site]
+        rtt = take_pairs(self.rtt_ms, self.commodity_population[commodity], site)
         klass = self.commodity_class[commodity]
         parts = {name: np.zeros(len(pair)) for name in COMPONENTS}
         option = cross.pairs.option[q]
@@ -412,7 +413,11 @@ class Instance:
         """
         commodity = np.asarray(commodity, dtype=np.int64)
         population, workload = self.commodity_population[commodity], self.commodity_class[commodity]
-        rtt = self.rtt_ms[population, site]
+        if isinstance(site, np.ndarray) and site.shape == population.shape and population.ndim == 1:
+            # element-wise pairs from a mapped table: a block of rows at a time, its pages let go afterwards
+            rtt = take_pairs(self.rtt_ms, population, site)
+        else:
+            rtt = self.rtt_ms[population, site]
         laddered = profiles is None and self.varies_by_pair
         profiles = self.profiles if profiles is None else profiles
         round_trips = np.array([p.round_trips for p in profiles])[workload]

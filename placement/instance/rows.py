@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement._process import take_pairs
 from placement._types import FloatArray, IntArray, OptionCodes
 from placement.economics.cost import HOURS_PER_YEAR, NodeCost
 from placement.instance.commodities import ROWS_CHUNK, merge_commodities
@@ -117,7 +118,7 @@ def model_rows(
         row = row_of_commodity[chunk]
         count = row_count[row]
         at = np.arange(int(count.sum())) + np.repeat(row_start[row] - (np.cumsum(count) - count), count)
-        rtt = np.asarray(rtt_ms[np.repeat(commodity_population[chunk], count), pair_site[at]], dtype=float)
+        rtt = np.asarray(take_pairs(rtt_ms, np.repeat(commodity_population[chunk], count), pair_site[at]), dtype=float)
         np.add.at(weighted, at, rtt * np.repeat(commodity_mean[chunk], count))
     return ModelRows(row_of_commodity, modelled, slices, mean, key, weighted / np.maximum(mean, 1e-12)[pair_row], m)
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from placement._process import row_minimum, take_pairs
 from placement._types import FloatArray, IntArray
 from placement.economics import footprint
 from placement.economics.cost import HOURS_PER_YEAR, cost_per_million_tokens_usd, tokens_per_s_per_mw
@@ -267,7 +268,7 @@ def assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Data
     pop = instance.commodity_population[commodity]
     klass = instance.commodity_class[commodity]
     table = instance.populations.table
-    rtt = instance.rtt_ms[pop, site]  # the quantile the TTFT budget uses (latency.quantile)
+    rtt = take_pairs(instance.rtt_ms, pop, site)  # the quantile the TTFT budget uses (latency.quantile)
     frame = pd.DataFrame(
         {
             "population_id": table["population_id"].to_numpy()[pop],
@@ -279,8 +280,8 @@ def assignment_table(instance: Instance, solution: PlacementSolution) -> pd.Data
             "goodput_tok_s": share * instance.commodity_mean_demand_tok_s[commodity],
             "peak_goodput_tok_s": share * instance.commodity_peak_demand_tok_s[commodity],
             "share_of_demand": share,
-            "rtt_ms": instance.rtt_p50_ms[pop, site],
-            "rtt_p90_ms": instance.rtt_p90_ms[pop, site],
+            "rtt_ms": take_pairs(instance.rtt_p50_ms, pop, site),
+            "rtt_p90_ms": take_pairs(instance.rtt_p90_ms, pop, site),
             "rtt_budget_ms": rtt,
             "ttft_p99_ms": instance.ttft_ms(commodity, site),
             "ttft_objective_ms": [instance.classes[k].ttft_p99_ms for k in klass.tolist()],
@@ -362,7 +363,7 @@ def population_table(instance: Instance, solution: PlacementSolution, assignment
     table["peak_demand_tok_s"] = instance.population_slice_demand_tok_s.max(axis=1)
     table["served_tok_s"] = served
     table["unserved_tok_s"] = np.maximum(table["demand_tok_s"].to_numpy() - served, 0.0)
-    table["nearest_site_rtt_ms"] = instance.rtt_ms.min(axis=1)
+    table["nearest_site_rtt_ms"] = row_minimum(instance.rtt_ms)
     main = assignments.sort_values("goodput_tok_s", ascending=False).drop_duplicates("population_id")
     main_site = table["population_id"].map(main.set_index("population_id")["site_id"])
     table["main_site_id"] = main_site.astype(object).fillna("")  # float NaN when nothing is served

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from placement._process import take_pairs
 from placement.instance.record import Instance, rung_index
 from placement.plan.record import Plan
 from placement.profiles.build import ClassProfile
@@ -78,7 +79,7 @@ def site_cost_usd_per_h(plan: Plan, site: int, rungs: list[list[ClassProfile]], 
     rows = data.pair_commodity[pairs]
     commodity = instance.modelled[rows]
     klass = instance.commodity_class[commodity]
-    rtt = instance.rtt_ms[instance.commodity_population[commodity], site]
+    rtt = take_pairs(instance.rtt_ms, instance.commodity_population[commodity], np.full(len(commodity), site))
     extra = instance.retrieval_extra_ms[klass, site]
     chosen = rung_index(rungs, klass, rtt, extra)
     profiles = [rungs[int(k)][int(r)] for k, r in zip(klass, chosen, strict=True)]
