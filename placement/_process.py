@@ -197,21 +197,21 @@ def map_large_blocks(threshold_bytes: int = MMAP_THRESHOLD_BYTES) -> bool:
 
 
 def release_rows(table: NDArray[Any], first: int = 0, last: int | None = None) -> None:
-    """Hand back the pages of rows ``first..last-1`` of a table mapped read-only from a file; any other table is left.
+    """Hand back the pages of rows ``first..last-1`` of a table mapped from a file (shared); any other table is left.
 
-    Read pages of a file mapping count in the process's resident memory until it ends or lets them go; a pass over
-    a 0.27 GB round-trip table would keep all of it. Let go, a page is read again from the file (the system's cache)
-    if it is needed again: the figures never change.
+    Pages of a file mapping count in the process's resident memory until it ends or lets them go; a pass over a
+    0.27 GB round-trip table would keep all of it. Let go, a page is read again from the file (the system's cache,
+    which holds what was written to it) if it is needed again: the figures stay as they are.
 
     Parameters
     ----------
     table : numpy.ndarray
-        A 2-D table; only a :class:`numpy.memmap` opened read-only at offset 0 is released.
+        A 2-D table; only a :class:`numpy.memmap` of a file (``r`` or ``r+``, at offset 0) is released.
     first, last : int, optional
         The rows (default: all).
     """
     mapped = getattr(table, "_mmap", None)
-    if not isinstance(table, np.memmap) or mapped is None or table.mode != "r" or table.offset != 0:
+    if not isinstance(table, np.memmap) or mapped is None or table.mode not in ("r", "r+") or table.offset != 0:
         return
     row_bytes = table.strides[0]
     last = table.shape[0] if last is None else min(last, table.shape[0])

@@ -9,12 +9,14 @@ from __future__ import annotations
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from placement._errors import InputError, Problem
+from placement._process import release_rows
 from placement._types import FloatArray, IntArray
 from placement.network.latency import LatencyModel
 from placement.network.load import HUBS_CSV, LINKS_CSV, default_network, load_network
@@ -104,7 +106,7 @@ def worst_member_rtt_ms(cities: pd.DataFrame, sites: pd.DataFrame, latency: Late
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
     m = len(sites)
     dtype = np.float32 if len(starts) * m > FLOAT32_RTT_FROM else np.float64
-    p50, p90 = np.empty((len(starts), m), dtype=dtype), np.empty((len(starts), m), dtype=dtype)
+    p50, p90 = _empty_table((len(starts), m), dtype), _empty_table((len(starts), m), dtype)
     site_points = endpoints(sites)
 
     def fill(span: tuple[int, int]) -> None:  # populations first..last-1, whole
@@ -115,13 +117,29 @@ def worst_member_rtt_ms(cities: pd.DataFrame, sites: pd.DataFrame, latency: Late
         one_each = len(local) == len(rtt.p50_ms)  # every population one city (full resolution): nothing to reduce
         p50[first:last] = _stored(rtt.p50_ms if one_each else np.maximum.reduceat(rtt.p50_ms, local, axis=0), dtype)
         p90[first:last] = _stored(rtt.p90_ms if one_each else np.maximum.reduceat(rtt.p90_ms, local, axis=0), dtype)
+        for table in (p50, p90):  # a mapped table's written pages go to the file's cache, not held by the process
+            release_rows(table, first, last)
 
     spans = _chunks(starts, RTT_CHUNK_CITIES)
     latency.population_site_rtt(endpoints(cities.iloc[:1]), site_points)  # the shared tables, built once
     # numpy lets go of the GIL in its array loops: two threads share the cores; each writes rows of its own
     with ThreadPoolExecutor(max_workers=min(RTT_THREADS, len(spans))) as pool:
         list(pool.map(fill, spans))
+    for table in (p50, p90):
+        table.flags.writeable = False
     return RoundTripQuantiles(p50, p90)
+
+
+def _empty_table(shape: tuple[int, int], dtype: type) -> NDArray[Any]:
+    """A table to fill: in memory, or above :data:`MAPPED_RTT_FROM` cells mapped from an unnamed temporary file.
+
+    Mapped (see :func:`mapped_from_disk`), the figures go to the file as they are computed, not copied there after.
+    """
+    if shape[0] * shape[1] <= MAPPED_RTT_FROM:
+        return np.empty(shape, dtype=dtype)
+    with tempfile.TemporaryFile(prefix="placement-rtt-") as handle:
+        handle.truncate(shape[0] * shape[1] * np.dtype(dtype).itemsize)
+        return np.memmap(handle, dtype=dtype, mode="r+", shape=shape)  # the map keeps the file open
 
 
 RTT_CHUNK_CITIES = 1024
@@ -164,7 +182,10 @@ mapped back (0.27 GB each at 2,000 sites and 34,000 populations)."""
 
 
 def mapped_from_disk(table: FloatArray) -> FloatArray:
-    """A large table moved to an unnamed temporary file and mapped back read-only (a small one as it is).
+    """A large table moved to an unnamed temporary file and mapped back read-only (a small or mapped one as it is).
+
+    :func:`worst_member_rtt_ms` writes a large table into its file as it computes it; this maps one that came
+    otherwise.
 
     The solve never reads the round trips (its pairs carry their own); the plan's tables read them afterwards, a
     page at a time. Mapped from a file, the pages are the system's to drop and read again, not the process's

@@ -14,17 +14,20 @@ takes the country of its nearest GeoNames city.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
-from scipy.spatial import cKDTree
 from shapely import points
 
 from placement.world.bundled import bundled_path
 from placement.world.cities import load_cities
 from placement.world.geodesy import great_circle_km, unit_vectors
+
+if TYPE_CHECKING:
+    from scipy.spatial import cKDTree
 
 COUNTRIES_GEOJSON = bundled_path("geo", "naturalearth_lowres_countries_110m.geojson")
 CITIES_CSV = bundled_path("cities", "geonames_cities15000.csv")
@@ -54,6 +57,8 @@ def _polygons() -> gpd.GeoDataFrame:
 @lru_cache(maxsize=1)
 def _city_tree() -> cKDTree:
     """The cities' unit vectors in a k-d tree: the nearest in chord is the nearest over the great circle."""
+    from scipy.spatial import cKDTree  # here: a plan's points come with their countries, and the import costs 0.2 s
+
     cities = _cities()
     return cKDTree(unit_vectors(cities["lat"].to_numpy(float), cities["lon"].to_numpy(float)))
 

@@ -10,6 +10,7 @@ import pytest
 from placement.instance import latency as instance_latency
 from placement.instance.build import build_instance
 from placement.instance.latency import mapped_from_disk
+from placement.instance.load import load_populations, load_sites
 from placement.scenario.load import load_scenario
 from tests.conftest import write_scenario
 
@@ -40,3 +41,20 @@ def test_an_instance_built_with_mapped_tables_reads_the_same(tmp_path: Path, mon
     every = np.arange(len(mapped.commodity_class))
     first_site = np.zeros(len(every), dtype=np.int64)
     assert np.array_equal(mapped.ttft_ms(every, first_site), in_memory.ttft_ms(every, first_site))
+
+
+def test_large_round_trips_are_written_to_their_file_as_they_are_computed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded = load_scenario(write_scenario(tmp_path))
+    scenario, resolve = loaded.scenario, loaded.resolve
+    sites = load_sites(scenario.sites, resolve, source="test")
+    cities = load_populations(scenario.demand, resolve, source="test").cities
+    latency = instance_latency.build_latency_model(scenario.latency, resolve, sites=sites, source="test")
+    in_memory = instance_latency.worst_member_rtt_ms(cities, sites, latency)
+    monkeypatch.setattr(instance_latency, "MAPPED_RTT_FROM", 0)
+    mapped = instance_latency.worst_member_rtt_ms(cities, sites, latency)
+    for table, expected in zip(mapped, in_memory, strict=True):
+        assert isinstance(table, np.memmap) and not table.flags.writeable
+        assert np.array_equal(table, expected)
+        assert mapped_from_disk(table) is table  # not copied to a second file
