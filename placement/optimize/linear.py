@@ -269,6 +269,23 @@ class LinearModel:
         cols = np.concatenate([b.col for b in self.row_blocks])
         return rows, cols, np.concatenate([b.value for b in self.row_blocks])
 
+    def column_matrix(self) -> scipy.sparse.csc_matrix:
+        """Every coefficient as a ``(n_rows, n_cols)`` CSC matrix (duplicates summed), built a block at a time.
+
+        The same matrix as from :meth:`triplets`, without their int64 copy beside it: indices are filled into int32
+        arrays block by block (a 2,000-site world's routing LP peaked there, 0.1 GB above the solve).
+        """
+        nnz = sum(len(b.row) for b in self.row_blocks)
+        rows, cols, values = np.empty(nnz, dtype=np.int32), np.empty(nnz, dtype=np.int32), np.empty(nnz)
+        at = 0
+        for b in self.row_blocks:
+            end = at + len(b.row)
+            rows[at:end] = b.row
+            rows[at:end] += b.start
+            cols[at:end], values[at:end] = b.col, b.value
+            at = end
+        return scipy.sparse.csc_matrix((values, (rows, cols)), shape=(self.n_rows, self.n_cols))
+
     def activities(self, x: ArrayLike) -> FloatArray:
         """``(n_rows,)`` activity of every row at the column values ``x``."""
         rows, cols, values = self.triplets()
@@ -611,8 +628,7 @@ def solve_by_pricing(
     if len(lower) and lower.min() != 0.0:
         raise ValueError("solve_by_pricing: every column must be bounded below by 0 (a column out of the LP is at 0)")
     start = time.perf_counter()
-    rows, cols, values = model.triplets()
-    matrix = scipy.sparse.csc_matrix((values, (rows, cols)), shape=(model.n_rows, model.n_cols))
+    matrix = model.column_matrix()
     cost = model.cost()
     highs = new_highs(threads=threads)
     row_lower, row_upper = model.row_bounds()

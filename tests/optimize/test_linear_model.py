@@ -266,3 +266,16 @@ def test_pricing_needs_columns_bounded_below_by_zero() -> None:
     lm.add_columns("x", ["a"], lower=1.0, cost=1.0)
     with pytest.raises(ValueError, match="bounded below by 0"):
         solve_by_pricing(lm, np.array([True]))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_column_matrix_is_the_triplets_summed(seed: int) -> None:
+    model = placement_blocks(random_instance(seed), unserved_penalty_usd_per_tok_s=50.0).model
+    twice = model.add_rows("twice", None, row=np.zeros(2), col=np.array([0, 0]), value=np.array([1.5, 2.0]), upper=1.0)
+    rows, cols, values = model.triplets()
+    matrix = model.column_matrix()
+    assert matrix.shape == (model.n_rows, model.n_cols) and matrix.indices.dtype == np.int32
+    dense = np.zeros(matrix.shape)
+    np.add.at(dense, (rows, cols), values)
+    np.testing.assert_array_equal(matrix.toarray(), dense)
+    assert matrix[twice.start, 0] == 3.5  # one column twice in a row: summed
