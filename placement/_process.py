@@ -213,6 +213,8 @@ def release_rows(table: NDArray[Any], first: int = 0, last: int | None = None) -
     mapped = getattr(table, "_mmap", None)
     if not isinstance(table, np.memmap) or mapped is None or table.mode not in ("r", "r+") or table.offset != 0:
         return
+    if not hasattr(mapped, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):  # Windows: the system keeps them
+        return
     row_bytes = table.strides[0]
     last = table.shape[0] if last is None else min(last, table.shape[0])
     if last <= first:
