@@ -96,21 +96,25 @@ def _write_results(
     progress: Progress,
 ) -> None:
     # The slower half of the writing goes to forked children, shared out over the cores: without maps, the report's
-    # charts from the start (with maps, the parent draws them while the map children draw); the GIS layers once the
-    # catchments are cut; the world map and web map in one child, the regional maps in another.
+    # charts from the start (with maps, the parent draws them while the map children draw); the GeoJSON layers; the
+    # catchments, GeoPackage and QGIS project; the world map and web map in one child, the regional maps in another.
     drawn: list[Background[object]] = [] if maps else [Background(partial(draw_report_charts, results, folder))]
     summary = results.summary
     cost = summary.cost_per_million_goodput_tokens_usd
     title = f"{summary.scenario}: {summary.sites_open} sites, " + (
         f"${cost:.3f} per million goodput tokens" if cost is not None else "no goodput served"
     )
-    catchments = catchment_frame(results)  # once: the GeoJSON, the maps and the web map draw the same
-    drawn.append(Background(partial(_write_gis_layers, results, folder, catchments, links, cross_metro, title, progress)))
-    if maps:
+    drawn.append(Background(partial(_write_geojson_layers, results, folder, cross_metro, progress)))
+    project = partial(_write_gis_project, results, folder, links=links, title=title, progress=progress)
+    if maps:  # the catchments once, here: the GeoPackage, the maps and the web map draw the same
+        catchments = catchment_frame(results)
         drawn += [
+            Background(partial(project, catchments)),
             Background(partial(_draw_world_maps, results, folder, title, catchments, links, progress)),
             Background(partial(_draw_regional_maps, results, folder, catchments, progress)),
         ]
+    else:  # the project's child cuts them itself while the parent writes the tables
+        drawn.append(Background(partial(project, None)))
     shutil.copyfile(results.scenario_path, folder / "scenario.yaml")
     write_json(summary_json_dict(results), folder / "summary.json")
     write_csv(results.sites, folder / "sites.csv")
@@ -145,27 +149,33 @@ def _write_results(
     render_report_html(results, folder)  # last: embeds map.png, map_*.png (when drawn) and the charts
 
 
-def _write_gis_layers(
-    results: PlanResults,
-    folder: Path,
-    catchments: gpd.GeoDataFrame,
-    links: pd.DataFrame,
-    cross_metro: pd.DataFrame | None,
-    title: str,
-    progress: Progress,
-) -> None:
-    """The GeoJSON layers, the catchments, the network, ``plan.gpkg`` and ``plan.qgz``."""
+def _write_geojson_layers(results: PlanResults, folder: Path, cross_metro: pd.DataFrame | None, progress: Progress) -> None:
+    """The sites', assignments' and populations' GeoJSON layers (and the cross-metro links')."""
     geo.write_geojson(geo.sites_frame(results.sites), folder / "sites.geojson")
     geo.write_geojson(geo.assignments_frame(results.assignments), folder / "assignments.geojson")
     geo.write_geojson(geo.populations_frame(results.populations), folder / "populations.geojson")
     if cross_metro is not None:
         geo.write_geojson(geo.cross_metro_frame(cross_metro, results.sites), folder / "cross_metro_links.geojson")
+    progress("wrote the GeoJSON layers: sites, assignments, populations")
+
+
+def _write_gis_project(
+    results: PlanResults,
+    folder: Path,
+    catchments: gpd.GeoDataFrame | None,
+    *,
+    links: pd.DataFrame,
+    title: str,
+    progress: Progress,
+) -> None:
+    """The catchments (cut here when not given), the network, ``plan.gpkg`` and ``plan.qgz``."""
+    catchments = catchment_frame(results) if catchments is None else catchments
     write_catchments(catchments, folder)
     write_network(links, folder)
     layers = plan_layers(results, catchments=catchments, links=links, basemap=load_basemap())
     write_geopackage(layers, folder / GPKG_NAME)
     write_qgis_project(layers, folder / QGZ_NAME, title=title)
-    progress("wrote the GIS layers: GeoJSON, catchments, the network, plan.gpkg and plan.qgz")
+    progress("wrote the catchments, the network, plan.gpkg and plan.qgz")
 
 
 def _draw_world_maps(
