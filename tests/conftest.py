@@ -121,6 +121,16 @@ def write_scenario(folder: Path, *, catalog: str = SMALL_CATALOG, cities: str = 
     return path
 
 
+def solved_small(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """The small scenario (unreachable demand reported) solved by the command line with no maps: its results folder."""
+    from placement.cli import main
+
+    folder = tmp_path_factory.mktemp(name)
+    scenario = write_scenario(folder, policy={"unreachable": "report"})
+    assert main(["solve", str(scenario), "--out", str(folder / "out"), "--quiet", "--no-maps"]) == 0
+    return folder / "out"
+
+
 @pytest.fixture
 def small_scenario(tmp_path: Path) -> Path:
     return write_scenario(tmp_path)

@@ -204,10 +204,10 @@ def mapped_from_disk(table: FloatArray) -> FloatArray:
     """
     if table.size <= MAPPED_RTT_FROM or isinstance(table, np.memmap):
         return table
-    with tempfile.TemporaryFile(prefix="placement-rtt-") as handle:
-        np.ascontiguousarray(table).tofile(handle)
-        handle.flush()
-        mapped = np.memmap(handle, dtype=table.dtype, mode="r", shape=table.shape)  # the map keeps the file open
+    mapped = _empty_table(table.shape, table.dtype.type)
+    mapped[:] = table
+    release_rows(mapped)
+    mapped.flags.writeable = False
     return mapped
 
 

@@ -29,7 +29,7 @@ from placement.rules.outages import site_outage_figures
 from placement.scenario.load import load_scenario
 from placement.scenario.sections import OutagesSection
 from placement.world.catalog import load_catalog
-from tests.conftest import CATALOG_HEADER, SMALL_CATALOG, write_scenario
+from tests.conftest import CATALOG_HEADER, SMALL_CATALOG, solved_small, write_scenario
 
 # ----------------------------------------------------------------------------- the hand world
 #
@@ -172,10 +172,7 @@ def test_bad_outage_keys_in_the_scenario_are_reported_with_their_key(tmp_path: P
 
 @pytest.fixture(scope="module")
 def small_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("adequacy")
-    scenario = write_scenario(folder, policy={"unreachable": "report"})
-    assert main(["solve", str(scenario), "--out", str(folder / "out"), "--quiet", "--no-maps"]) == 0
-    return folder / "out"
+    return solved_small(tmp_path_factory, "adequacy")
 
 
 def test_cli_adequacy_json_has_the_expected_unserved_share(small_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from placement.analyses.exposure import exposure_folder_name, failover_exposure
 from placement.cli import main
-from tests.conftest import write_scenario
+from tests.conftest import solved_small, write_scenario
 
 # Catalog of conftest: ashburn and chicago reach New York and Chicago; frankfurt alone reaches Berlin and Paris.
 DOMAINS = {"us-east": ["ashburn", "chicago"]}
@@ -18,10 +18,7 @@ DOMAINS = {"us-east": ["ashburn", "chicago"]}
 
 @pytest.fixture(scope="module")
 def plain_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("plain")
-    scenario = write_scenario(folder, policy={"unreachable": "report"})
-    assert main(["solve", str(scenario), "--out", str(folder / "out"), "--quiet", "--no-maps"]) == 0
-    return folder / "out"
+    return solved_small(tmp_path_factory, "plain")
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from placement.outputs.writer import write_results
 from placement.plan.solve import run
 from placement.scenario.load import load_scenario
 from placement.sweep.spec import RESULT_COLUMNS
-from tests.conftest import REPO, write_scenario
+from tests.conftest import REPO, solved_small, write_scenario
 from tests.rules.test_residency_regimes import _two_blocs
 
 BUILDOUT_SMALL = REPO / "tests" / "data" / "buildout_small.yaml"
@@ -137,10 +137,7 @@ def _keys(path: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small scenario of the tests solved by the command line (about 3 s), with no maps."""
-    folder = tmp_path_factory.mktemp("solved")
-    scenario = write_scenario(folder, policy={"unreachable": "report"})
-    assert main(["solve", str(scenario), "--out", str(folder / "out"), "--quiet", "--no-maps"]) == 0
-    return folder / "out"
+    return solved_small(tmp_path_factory, "solved")
 
 
 def test_summary_json_holds_the_described_keys_and_no_other(solved: Path) -> None:
