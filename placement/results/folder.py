@@ -13,6 +13,7 @@ numbers). The report rebuild, ``explain`` and ``diff`` all read through it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,16 +104,24 @@ def _cells(values: pd.Series, digits: int) -> list[str]:
     if pd.api.types.is_float_dtype(values.dtype):
         numbers = values.to_numpy(dtype=float, na_value=np.nan)
         return ["" if v != v else fmt % v for v in numbers.tolist()]
-    out = []
-    for v in values.tolist():
-        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
-            out.append("")
-        elif isinstance(v, float):
-            out.append(fmt % v)
-        else:
-            text = str(v)
-            out.append('"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n\r') else text)
-    return out
+    if not isinstance(values.dtype, pd.StringDtype):  # objects of any kind: True and 1 would hash alike, so one at a time
+        return [_text_cell(v, fmt) for v in values.tolist()]
+    codes, uniques = pd.factorize(values.to_numpy(dtype=object), use_na_sentinel=False)  # ids and names repeat: each once
+    texts = [_text_cell(v, fmt) for v in uniques.tolist()]
+    return [texts[k] for k in codes.tolist()]
+
+
+_QUOTED = re.compile(r'[,"\n\r]')
+
+
+def _text_cell(v: object, fmt: str) -> str:
+    """One cell of a column of objects: missing empty, a float ``fmt``, text quoted where it holds a comma, quote or line end."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return ""
+    if isinstance(v, float):
+        return fmt % v
+    text = str(v)
+    return '"' + text.replace('"', '""') + '"' if _QUOTED.search(text) else text
 
 
 def csv_text(table: pd.DataFrame, *, digits: int = FLOAT_DIGITS) -> str:

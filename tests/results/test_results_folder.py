@@ -290,6 +290,8 @@ def test_csv_text_is_pandas_bytes_faster(namibia: tuple[Plan, Path]) -> None:
             "n": np.arange(8, dtype=np.int64),
             "maybe": pd.array([1.5, None, 2.0, None, 0.1, 7.0, None, 3.0], dtype="Float64"),
             "mixed": ["id-1", 2.5, None, "z", 3, "w", np.nan, "q"],
+            "bool_or_one": [True, 1, 2, False, 0, "1", True, 0],  # equal as hash keys, not as cells
+            "text": pd.array(["s-1", "s-1", None, 'q"t', "a,b", "s-1", None, "a,b"], dtype="string"),  # repeats: once each
         }
     )
     for digits in (10, 6):
