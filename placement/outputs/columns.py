@@ -351,6 +351,26 @@ _DISCOVERED = {
     "largest_gains": ("", "the populations that gain most, with their tok/s"),
 }
 
+_DISCOVER_JSON = {
+    "proposals": ("sites", "greenfield sites proposed (cities in reach of the populations the baseline left short)"),
+    "proposals_opened": ("sites", "proposals the plan opens (the rows of discovered_sites.csv)"),
+    "mw_built": ("MW", "MW the plan uses at the proposals it opens"),
+    "unserved_share_before": ("share", "share of the mean demand the baseline (the catalog alone) leaves unserved"),
+    "unserved_share_after": ("share", "the same with the proposals"),
+    "goodput_tok_s_before": ("tok/s", "the baseline's goodput, daily mean"),
+    "goodput_tok_s_after": ("tok/s", "the plan's goodput with the proposals, daily mean"),
+    "usd_per_million_goodput_tokens_before": ("USD/M tok", "the baseline's cost per million goodput tokens"),
+    "usd_per_million_goodput_tokens_after": ("USD/M tok", "the plan's, with the proposals"),
+    "objective_usd_per_h_before": ("USD/h", "the baseline's all-in cost"),
+    "objective_usd_per_h_after": ("USD/h", "the plan's, with the proposals"),
+    "still_unserved": (
+        "",
+        "the populations with the most demand still unserved (at most 15), each with population, country_code, "
+        "unserved_tok_s [tok/s], unserved_share and why: out of reach for which classes, or short of power",
+    ),
+    "notes": ("", "the plan's notes, as in its summary.json"),
+}
+
 _SUMMARY = {
     "scenario": ("", "the scenario's name"),
     "status": ("", "optimal, feasible (stopped by a limit, gap stated) or partial (some demand unserved)"),
@@ -740,6 +760,13 @@ OUTPUT_FILES: tuple[OutputFile, ...] = (
         "placement discover",
         "the greenfield proposals the plan opens, ranked by the unserved demand they take",
         _listed(list(RANKED_COLUMNS), _DISCOVERED),
+        "discover",
+    ),
+    OutputFile(
+        "discover.json",
+        "placement discover",
+        "the proposals, and the plan before and after them: goodput, unserved share, $/M and $/h, and what is still short",
+        _listed(_DISCOVER_JSON, _DISCOVER_JSON),
         "discover",
     ),
     OutputFile(

@@ -11,6 +11,7 @@ import pytest
 
 from placement.analyses.discover import candidate_cities, entry_price_usd_per_mwh
 from placement.cli import main
+from placement.outputs.columns import output_file
 from placement.scenario.load import load_scenario
 from placement.scenario.sections import DiscoverSection
 from tests.conftest import SMALL_CATALOG, write_scenario
@@ -130,3 +131,9 @@ def test_a_folder_that_is_not_a_results_folder_is_refused(tmp_path: Path, capsys
     assert main(["discover", str(_scenario(tmp_path)), "--out", str(taken), "--quiet"]) == 1
     assert (taken / "notes.txt").read_text() == "mine"
     assert "error" in capsys.readouterr().err
+
+
+def test_discover_json_holds_the_described_keys_in_order(discovered: Path) -> None:
+    """The output reference lists discover.json's keys: each one written, and no other."""
+    written = list(json.loads((discovered / "discover.json").read_text(encoding="utf-8")))
+    assert written == [c.name for c in output_file("discover.json", "discover").columns]
