@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,14 +122,51 @@ def write_scenario(folder: Path, *, catalog: str = SMALL_CATALOG, cities: str = 
     return path
 
 
-def solved_small(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """The small scenario (unreachable demand reported) solved by the command line with no maps: its results folder."""
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Path]) -> Path:
+    """What ``make`` writes into an empty folder (it returns the path of interest), made once per test run.
+
+    Under pytest-xdist each worker has its own session, so a session fixture is made once per worker: here the first
+    worker to ask makes it, under a lock in the folder the workers' temporary folders share, and the others wait and
+    read it. One process (``-n 0``), or where there is no ``fcntl``: made here, in this run's temporary folder.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: each worker makes its own
+        worker = None
+    if not worker:
+        return make(tmp_path_factory.mktemp(name))
+    root = tmp_path_factory.getbasetemp().parent / "made-once"  # pytest-N/, whose popen-gw* are the workers'
+    root.mkdir(exist_ok=True)
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if ``make`` raises
+        if done.is_file():
+            return Path(done.read_text(encoding="utf-8"))
+        shutil.rmtree(folder, ignore_errors=True)  # a worker that failed to make it left a part
+        folder.mkdir()
+        made = make(folder)
+        done.write_text(str(made), encoding="utf-8")
+        return made
+
+
+def _solve_small(folder: Path) -> Path:
     from placement.cli import main
 
-    folder = tmp_path_factory.mktemp(name)
     scenario = write_scenario(folder, policy={"unreachable": "report"})
     assert main(["solve", str(scenario), "--out", str(folder / "out"), "--quiet", "--no-maps"]) == 0
     return folder / "out"
+
+
+def solved_small(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """The small scenario (unreachable demand reported) solved by the command line with no maps: its results folder.
+
+    Solved once per test run (:func:`made_once`); each caller gets its own copy (with the scenario beside it), which
+    it may add to (``adequacy`` writes its figures into the folder it reads).
+    """
+    solved = made_once(tmp_path_factory, "small-solved", _solve_small)
+    folder = shutil.copytree(solved.parent, tmp_path_factory.mktemp(name), dirs_exist_ok=True)
+    return Path(folder) / "out"
 
 
 @pytest.fixture
@@ -141,6 +179,24 @@ def world_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled world solved once by ``cli.py solve`` (about 10 s), shared by every test module."""
     from placement.cli import main
 
-    out = tmp_path_factory.mktemp("world") / "out"
-    assert main(["solve", "--out", str(out), "--quiet"]) == 0
-    return out
+    def solve(folder: Path) -> Path:
+        assert main(["solve", "--out", str(folder / "out"), "--quiet"]) == 0
+        return folder / "out"
+
+    return made_once(tmp_path_factory, "world", solve)  # once per run, not once per pytest-xdist worker
+
+
+BUILDOUT_SMALL = REPO / "tests" / "data" / "buildout_small.yaml"
+"""A build-out of three years and two demand futures on a few European sites."""
+
+
+@pytest.fixture(scope="session")
+def buildout_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:data:`BUILDOUT_SMALL` solved by ``cli.py solve`` with every output, once per test run; read, never written to."""
+    from placement.cli import main
+
+    def solve(folder: Path) -> Path:
+        assert main(["solve", str(BUILDOUT_SMALL), "--out", str(folder / "out"), "--quiet"]) == 0
+        return folder / "out"
+
+    return made_once(tmp_path_factory, "buildout-small", solve)

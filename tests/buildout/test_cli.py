@@ -20,10 +20,8 @@ SMALL = ROOT / "tests" / "data" / "buildout_small.yaml"
 
 
 @pytest.fixture(scope="module")
-def solved(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("buildout") / "out"
-    assert main(["solve", str(SMALL), "--out", str(out), "--quiet"]) == 0
-    return out
+def solved(buildout_results: Path) -> Path:
+    return buildout_results
 
 
 def test_the_results_folder_holds_every_output(solved: Path) -> None:

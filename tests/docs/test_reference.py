@@ -25,8 +25,6 @@ from placement.sweep.spec import RESULT_COLUMNS
 from tests.conftest import REPO, solved_small, write_scenario
 from tests.rules.test_residency_regimes import _two_blocs
 
-BUILDOUT_SMALL = REPO / "tests" / "data" / "buildout_small.yaml"
-
 
 def _reference() -> ModuleType:
     spec = importlib.util.spec_from_file_location("docs_reference", REPO / "scripts" / "docs_reference.py")
@@ -190,9 +188,8 @@ def test_a_sweeps_results_are_described_in_the_order_written() -> None:
     assert names == ["case_id", "case", "<axis>", *RESULT_COLUMNS]  # the writer's order: case, axes, results
 
 
-def test_a_buildout_writes_the_described_files(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    assert main(["solve", str(BUILDOUT_SMALL), "--out", str(out), "--no-maps", "--quiet"]) == 0
+def test_a_buildout_writes_the_described_files(buildout_results: Path) -> None:
+    out = buildout_results
     assert _mismatch("summary.json", _keys(out / "summary.json"), "buildout") == ([], [])
     tables = [f.name for f in OUTPUT_FILES if f.command == "buildout" and not f.is_json]
     assert len(tables) == 7
