@@ -19,8 +19,14 @@ from placement.scenario.classes import WorkloadClass
 from placement.scenario.sections import ServingSection
 from placement.serving.calibration import fit_parts
 from placement.serving.closed_loop import fit_sweep, is_sweep, load_sweep
-from placement.serving.efficiency import ServingEfficiency, goodput_band
-from placement.serving.hardware import get_accelerator, get_model, kv_bytes_per_token
+from placement.serving.efficiency import ServingEfficiency, bundled_calibration, goodput_band, measured_workloads
+from placement.serving.hardware import (
+    bundled_accelerators,
+    bundled_models,
+    get_accelerator,
+    get_model,
+    kv_bytes_per_token,
+)
 from placement.serving.kernels import kv_capacity_bytes, kv_copies, kv_transfer_ms, prefill_ms
 from placement.serving.measured import load_measured
 from placement.serving.prefix_cache import (
@@ -203,6 +209,18 @@ def serving_request(serving: ServingSection, workload: WorkloadClass) -> Serving
         speculative=serving.speculative,
         itl_metric=workload.itl_metric,
     )
+
+
+def warm_catalogs() -> None:
+    """Read the bundled model, accelerator and calibration tables the serving model reads (once per process).
+
+    Called before the profiles are computed in forked children, so that each child inherits them rather than reading
+    them again.
+    """
+    bundled_models()
+    bundled_accelerators()
+    bundled_calibration()
+    measured_workloads()
 
 
 @lru_cache(maxsize=8)
