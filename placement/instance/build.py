@@ -117,7 +117,8 @@ def scenario_facts(loaded: LoadedScenario) -> ScenarioFacts:
 
 FORK_PROFILES_SITES = 20
 """Sites from which a world built afresh has its node profiles computed in a forked child, beside the populations and
-round trips (the bundled world, 74 sites: the build in 2.2 s, not 3.2)."""
+round trips (the bundled world, 74 sites, from an empty cache: the build in 2.0-2.3 s, not 3.2)."""
+
 
 @dataclass(frozen=True)
 class _World:
