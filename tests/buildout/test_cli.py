@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -379,3 +380,25 @@ def test_a_carbon_cap_over_a_site_without_its_intensity_is_an_input_error(tmp_pa
     text = str(caught.value)
     assert "site 'malmo', field 'carbon_intensity_g_per_kwh'" in text, text
     assert "objective.carbon_cap_t_per_year" in text and "needs every site's grid intensity" in text
+
+
+def test_the_guides_tables_are_regenerated_from_the_folder(solved: Path) -> None:
+    """scripts/buildout_tables.py: a row per year and per demand scenario, the figures of the folder's files."""
+    spec = importlib.util.spec_from_file_location("buildout_tables", ROOT / "scripts" / "buildout_tables.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = script.tables(solved)
+    years = pd.read_csv(solved / "years.csv")
+    scenarios = pd.read_csv(solved / "scenarios.csv", keep_default_na=False)
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert [r.split(" | ")[0].removeprefix("| ") for r in rows[1 : 1 + len(years)]] == [str(y) for y in years["year"]]
+    first = years.iloc[0]
+    assert f"| {first['cost_per_million_goodput_tokens_usd']:.3f} |" in rows[1]
+    assert [r.split(" | ")[0].removeprefix("| ") for r in rows[2 + len(years) : 2 + len(years) + len(scenarios)]] == list(
+        scenarios["scenario"]
+    )
+    summary = json.loads((solved / "summary.json").read_text())
+    assert f"**${summary['expected_cost_usd'] / 1e9:,.2f} B**" in text
+    assert f"the adopted plan is the {summary['adopted_plan'].upper()} plan" in text
+    assert script.main([str(solved.parent)]) == 2, "a folder without years.csv is refused with the usage"

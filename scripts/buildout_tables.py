@@ -1,0 +1,97 @@
+"""The build-out guide's two tables, from a build-out's results folder: regenerated, not pasted.
+
+Usage::
+
+    placement solve buildout --out DIR
+    .venv/bin/python scripts/buildout_tables.py DIR
+
+Prints, as Markdown: the adopted plan year by year in the base demand scenario (``years.csv``), each demand scenario's
+net present cost under the stochastic and the mean-value plan (``scenarios.csv``), and the value of the stochastic
+solution with the bound (``summary.json``). ``docs/guides/buildout.md`` shows this output for the bundled build-out.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+NODES_PREFIX = "nodes_"
+
+
+def _nodes_text(row: pd.Series, accelerators: list[str]) -> str:
+    """``h100-sxm 6,000 · b200 47,888``: the accelerators in service that year, in the horizon's order."""
+    counts = [(name, int(row[NODES_PREFIX + name])) for name in accelerators]
+    return " · ".join(f"{name} {n:,}" for name, n in counts if n > 0) or "none"
+
+
+def years_table(years: pd.DataFrame) -> list[str]:
+    """The adopted plan's years (``years.csv``) as Markdown rows."""
+    accelerators = [c.removeprefix(NODES_PREFIX) for c in years.columns if c.startswith(NODES_PREFIX)]
+    lines = [
+        "| year | $/M goodput | goodput tok/s | unserved | MW used | MW reserved | sites | nodes in service |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for _, r in years.iterrows():
+        lines.append(
+            f"| {int(r['year'])} | {r['cost_per_million_goodput_tokens_usd']:.3f} | {r['goodput_tok_s'] / 1e6:.1f} M "
+            f"| {r['unserved_share'] * 100:.1f} % | {r['mw_used']:,.0f} | {r['mw_reserved']:,.0f} | {int(r['sites_open'])} "
+            f"| {_nodes_text(r, accelerators)} |"
+        )
+    return lines
+
+
+def scenarios_table(scenarios: pd.DataFrame, summary: dict[str, Any]) -> list[str]:
+    """Each demand scenario's costs (``scenarios.csv``), and the expected costs of both plans (``summary.json``)."""
+    lines = [
+        "| scenario | probability | NPV of cost, stochastic plan | NPV of cost, mean-value plan | unserved, last year "
+        "| $/M, last year |",
+        "|---|---|---|---|---|---|",
+    ]
+    for _, r in scenarios.iterrows():
+        lines.append(
+            f"| {r['scenario']} | {r['probability']:.2f} | ${r['npv_cost_usd'] / 1e9:,.2f} B "
+            f"| ${r['mean_value_plan_npv_cost_usd'] / 1e9:,.2f} B | {r['unserved_share_last_year'] * 100:.1f} % "
+            f"| {r['cost_per_million_goodput_tokens_usd_last_year']:.2f} |"
+        )
+    expected = float(summary["expected_cost_usd"])
+    eev = float(summary["mean_value_plan_expected_cost_usd"])
+    lines.append(f"| **expected** | | **${expected / 1e9:,.2f} B** | **${eev / 1e9:,.2f} B (EEV)** | | |")
+    return lines
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """The value of the stochastic solution, the mean-value problem, the bound and the plan adopted."""
+    vss = float(summary["value_of_stochastic_solution_usd"])
+    eev = float(summary["mean_value_plan_expected_cost_usd"])
+    return (
+        f"**Value of the stochastic solution: ${vss / 1e9:,.2f} B** ({vss / eev * 100:.1f} % of EEV); the mean-value problem "
+        f"itself costs ${float(summary['mean_value_problem_usd']) / 1e9:,.2f} B; the proven bound "
+        f"${float(summary['lower_bound_usd']) / 1e9:,.2f} B, gap {float(summary['gap']) * 100:.2f} %; "
+        f"the adopted plan is the {str(summary['adopted_plan']).upper()} plan."
+    )
+
+
+def tables(folder: Path) -> str:
+    """The Markdown this script prints for a build-out's results folder."""
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    years = pd.read_csv(folder / "years.csv")
+    scenarios = pd.read_csv(folder / "scenarios.csv", keep_default_na=False)
+    base = f"Demand scenario `{summary['years_scenario']}`, the adopted plan:"
+    parts = [base, "", *years_table(years), "", *scenarios_table(scenarios, summary), "", headline(summary)]
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or not (Path(argv[0]) / "years.csv").is_file():
+        print("usage: scripts/buildout_tables.py DIR  (a build-out's results folder: placement solve buildout --out DIR)")
+        return 2
+    print(tables(Path(argv[0])), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
