@@ -122,3 +122,22 @@ def test_world_24x7_is_protected_costs_more_than_the_default_and_checks_from_its
     failover_sites = pd.read_csv(out / "failover_sites.csv")
     assert set(taken["site_id"]) == set(failover_sites["site_id"].astype(str))
     assert taken["moved_in_tok_s_max"].max() == pytest.approx(failover_sites["moved_in_tok_s"].max())
+
+
+def test_the_guides_n_plus_one_table_is_regenerated_from_the_folder(n_plus_one_folder: Path, tmp_path: Path) -> None:
+    """scripts/n_plus_one_table.py: one row per N+1 folder, its figures from summary.json; a plain plan refused."""
+    spec = importlib.util.spec_from_file_location("n_plus_one_table", ROOT / "scripts" / "n_plus_one_table.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    summary = json.loads((n_plus_one_folder / "summary.json").read_text())
+    cost = summary["n_plus_one_cost"]
+    lines = script.table([n_plus_one_folder]).splitlines()
+    assert len(lines) == 3, "the header, its rule and the folder's row"
+    row = lines[2]
+    assert f"${cost['usd_per_m_without']:.3f}/M | ${cost['usd_per_m_with']:.3f}/M: {summary['sites_open']} sites" in row
+    assert f"+{(cost['usd_per_m_with'] / cost['usd_per_m_without'] - 1) * 100:.1f} % $/M" in row
+    assert row.endswith(f"| {summary['n_plus_one_protected_share'] * 100:.1f} % |")
+    plain = tmp_path / "plain"
+    assert main(["solve", str(write_scenario(tmp_path)), "--out", str(plain), "--quiet", "--no-maps"]) == 0
+    assert script.main([str(plain)]) == 2, "a plan without N+1 has no such row"
