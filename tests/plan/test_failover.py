@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -141,3 +142,19 @@ def test_the_guides_n_plus_one_table_is_regenerated_from_the_folder(n_plus_one_f
     plain = tmp_path / "plain"
     assert main(["solve", str(write_scenario(tmp_path)), "--out", str(plain), "--quiet", "--no-maps"]) == 0
     assert script.main([str(plain)]) == 2, "a plan without N+1 has no such row"
+
+
+def test_the_guides_adequacy_table_is_regenerated_from_the_folder(n_plus_one_folder: Path, tmp_path: Path) -> None:
+    """scripts/adequacy_table.py: a row per folder with ``placement adequacy``'s figures at both thresholds."""
+    spec = importlib.util.spec_from_file_location("adequacy_table", ROOT / "scripts" / "adequacy_table.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    folder = shutil.copytree(n_plus_one_folder, tmp_path / "plan")  # adequacy adds its figures to the folder
+    lines = script.table([folder]).splitlines()
+    assert len(lines) == 3
+    figures = [script.adequacy(folder, t) for t in script.THRESHOLDS]
+    assert lines[2] == script.row(Path(json.loads((folder / "summary.json").read_text())["scenario_path"]).stem, figures)
+    assert f"{figures[0]['expected_unserved_share'] * 100:.4f} %" in lines[2]
+    assert figures[1]["p_year_loss_above_threshold"] >= figures[0]["p_year_loss_above_threshold"], "the same years: a lower threshold is passed at least as often"
+    assert script.main([str(tmp_path)]) == 2, "a folder that is not a plan's results is refused with the usage"
