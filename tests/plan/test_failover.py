@@ -156,5 +156,7 @@ def test_the_guides_adequacy_table_is_regenerated_from_the_folder(n_plus_one_fol
     figures = [script.adequacy(folder, t) for t in script.THRESHOLDS]
     assert lines[2] == script.row(Path(json.loads((folder / "summary.json").read_text())["scenario_path"]).stem, figures)
     assert f"{figures[0]['expected_unserved_share'] * 100:.4f} %" in lines[2]
-    assert figures[1]["p_year_loss_above_threshold"] >= figures[0]["p_year_loss_above_threshold"], "the same years: a lower threshold is passed at least as often"
+    assert figures[1]["p_year_loss_above_threshold"] >= figures[0]["p_year_loss_above_threshold"], (
+        "the same years: a lower threshold is passed at least as often"
+    )
     assert script.main([str(tmp_path)]) == 2, "a folder that is not a plan's results is refused with the usage"
