@@ -362,7 +362,11 @@ def build_instance(
     if fork:
         warm_catalogs()  # read once in this process, not once per child
     node = Background(partial(_node_profiles, loaded, sites, facts.availability), fork=fork)
-    world = _world(loaded, facts, like, catalog, progress)
+    try:
+        world = _world(loaded, facts, like, catalog, progress)
+    except BaseException:
+        del node  # its child stopped now, not when the traceback that holds this frame is let go
+        raise
     # large tables to disk now, not after the build: the quantile the TTFT budgets do not read is never paged in
     # (the 2,000-site world's build peaked with both in memory, 0.54 GB)
     quantiles = RoundTripQuantiles(mapped_from_disk(world.quantiles.p50_ms), mapped_from_disk(world.quantiles.p90_ms))
