@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from placement.cli import build_parser
-from placement.outputs.columns import COMMANDS, OUTPUT_FILES
+from placement.outputs.columns import COMMANDS, OUTPUT_FILES, Column
 from placement.scenario.document import Scenario
 
 PAGES = {
@@ -238,7 +238,8 @@ def outputs_page() -> str:
     lines = [
         "# Output files",
         "",
-        "The files the commands write, command by command: each table's columns and each JSON file's top-level keys, "
+        "The files the commands write, command by command: each table's columns and each JSON file's top-level keys (and "
+        "those of the objects some of them hold), "
         "with their units, generated from the column table the tests hold the writers to "
         "(`placement/outputs/columns.py`). A figure that is not defined is an empty cell (`null` in JSON), never "
         "`NaN` or `inf`. A name with a `<...>` part stands for one column per value of it: `<class>` one per "
@@ -252,11 +253,17 @@ def outputs_page() -> str:
             what = "key" if table.is_json else "column"
             lines += [f"### `{table.name}`", "", f"{table.description[0].upper()}{table.description[1:]}. "
                       f"Written: {table.when}.", "", f"| {what} | unit | description |", "|---|---|---|"]  # fmt: skip
-            for column in table.columns:
-                note = " *(optional)*" if column.optional else ""
-                lines.append(f"| `{column.name}` | {_cell(column.unit)} | {_cell(column.description)}{note} |")
+            lines += _column_rows(table.columns)
             lines.append("")
+            for key, columns in table.nested:
+                lines += [f"#### `{table.name}`: `{key}`", "", f"The keys of the object `{key}` holds.", "",
+                          "| key | unit | description |", "|---|---|---|", *_column_rows(columns), ""]  # fmt: skip
     return "\n".join(lines)
+
+
+def _column_rows(columns: tuple[Column, ...]) -> list[str]:
+    """A reference table's rows: name, unit, description (and whether only some plans write it)."""
+    return [f"| `{c.name}` | {_cell(c.unit)} | {_cell(c.description)}{' *(optional)*' if c.optional else ''} |" for c in columns]
 
 
 def page(path: str) -> str:

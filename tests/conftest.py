@@ -169,6 +169,17 @@ def solved_small(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     return Path(folder) / "out"
 
 
+def nested_mismatch(summary: dict[str, Any], key: str) -> tuple[list[str], list[str]]:
+    """Of the object ``summary[key]``: keys written but not described, and keys described as always written but missing."""
+    written = list(summary[key])
+    from placement.outputs.columns import nested_keys
+
+    described_keys = nested_keys("summary.json", key)
+    undescribed = [k for k in written if not any(c.matches(k) for c in described_keys)]
+    missing = [c.name for c in described_keys if not c.optional and c.name not in written]
+    return undescribed, missing
+
+
 @pytest.fixture
 def small_scenario(tmp_path: Path) -> Path:
     return write_scenario(tmp_path)

@@ -22,7 +22,7 @@ from placement.outputs.frontier_files import COLUMNS as FRONTIER_COLUMNS
 from placement.results.record import ROW_COLUMNS, SCENARIO_COLUMNS, SITE_COLUMNS
 from placement.results.summary import JSON_ORDER
 
-__all__ = ["COMMANDS", "OUTPUT_FILES", "Column", "OutputFile", "described", "output_file"]
+__all__ = ["COMMANDS", "OUTPUT_FILES", "Column", "OutputFile", "described", "nested_keys", "output_file"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,9 @@ class OutputFile:
         Its columns (a JSON file's top-level keys), in the order written.
     command : str
         The key of :data:`COMMANDS` naming the command and folder that write it.
+    nested : tuple of (str, tuple of Column)
+        Of a JSON file: the keys of an object some top-level key holds, by that key (``summary.json``'s
+        ``cost_breakdown_usd_per_h``: ``node_capex``, ...).
     """
 
     name: str
@@ -80,6 +83,7 @@ class OutputFile:
     description: str
     columns: tuple[Column, ...]
     command: str = "solve"
+    nested: tuple[tuple[str, tuple[Column, ...]], ...] = ()
 
     @property
     def is_json(self) -> bool:
@@ -432,6 +436,27 @@ _SUMMARY = {
     "notes": ("", "what the plan wants you to know, one line each: rules, unserved demand, limits reached"),
     "scenario_path": ("", "the scenario file solved (copied as scenario.yaml)"),
 }
+_COST_BREAKDOWN = (
+    _c("node_capex", "USD/h", "the nodes' purchase, amortised"),
+    _c("facility_capex", "USD/h", "the facility built for the nodes' power, amortised"),
+    _c("idle_power", "USD/h", "the power the nodes draw at zero load, PUE included"),
+    _c("load_energy", "USD/h", "the power that follows the load served, daily mean"),
+    _c("opex", "USD/h", "staff, spares, maintenance and network"),
+    _c("site_fixed", "USD/h", "having the open sites open"),
+    _c("wan_transport", "USD/h", "KV moved between metros by cross-metro prefill (only when not 0)", optional=True),
+    _c("total", "USD/h", "their sum: the plan's objective_usd_per_h"),
+)
+_N_PLUS_ONE_COST = (
+    _c("usd_per_h_with", "USD/h", "the protected plan's cost"),
+    _c("usd_per_h_without", "USD/h", "the same world's plan without N+1"),
+    _c("usd_per_m_with", "USD/M tok", "the protected plan's cost per million goodput tokens"),
+    _c("usd_per_m_without", "USD/M tok", "the plan without N+1's"),
+    _c("extra_nodes", "nodes", "the spare nodes protection adds"),
+    _c("extra_mw", "MW", "the MW they draw"),
+    _c("standby_sites", "sites", "sites open only for protection"),
+    _c("classes", "USD/M tok", "per class: usd_per_m_with and usd_per_m_without"),
+)
+
 _SUMMARY_OPTIONAL = {
     "rule_prices": ("", "with solve --price-rules: per rule, $/M, MW, sites open and unserved share with it and without"),
     "arrangement": ("", "with arrangement options: the plan against the fixed arrangement, per class and per option"),
@@ -676,6 +701,7 @@ OUTPUT_FILES: tuple[OutputFile, ...] = (
         "always",
         "the plan's headline figures, its notes and the scenario solved",
         _listed((*JSON_ORDER, "notes", "scenario_path"), _SUMMARY) + _listed(_SUMMARY_OPTIONAL, _SUMMARY_OPTIONAL, optional=True),
+        nested=(("cost_breakdown_usd_per_h", _COST_BREAKDOWN), ("n_plus_one_cost", _N_PLUS_ONE_COST)),
     ),
     OutputFile("sites.csv", "always", "every candidate site: the decision and its figures", _SITES),
     OutputFile("assignments.csv", "always", "one row per (population, class, site) the plan serves", _ASSIGNMENTS),
@@ -858,3 +884,8 @@ def output_file(name: str, command: str = "solve") -> OutputFile:
 def described(name: str, header: str, command: str = "solve") -> Column | None:
     """The column (key) of file ``name`` that ``header`` is, or None when it is not described."""
     return next((column for column in output_file(name, command).columns if column.matches(header)), None)
+
+
+def nested_keys(name: str, key: str, command: str = "solve") -> tuple[Column, ...]:
+    """The described keys of the object top-level ``key`` of JSON file ``name`` holds (empty: not described)."""
+    return dict(output_file(name, command).nested).get(key, ())

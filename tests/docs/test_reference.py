@@ -22,7 +22,7 @@ from placement.outputs.writer import write_results
 from placement.plan.solve import run
 from placement.scenario.load import load_scenario
 from placement.sweep.spec import RESULT_COLUMNS
-from tests.conftest import REPO, solved_small, write_scenario
+from tests.conftest import REPO, nested_mismatch, solved_small, write_scenario
 from tests.rules.test_residency_regimes import _two_blocs
 
 
@@ -71,6 +71,9 @@ def test_every_command_and_option_has_a_description() -> None:
 def test_every_described_column_has_a_description() -> None:
     missing = [(f.name, c.name) for f in OUTPUT_FILES for c in f.columns if not c.description.strip()]
     assert missing == []
+    nested = [(f.name, key, c.name) for f in OUTPUT_FILES for key, cs in f.nested for c in cs if not c.description.strip()]
+    assert nested == []
+    assert all(f.is_json and {key for key, _ in f.nested} <= {c.name for c in f.columns} for f in OUTPUT_FILES if f.nested)
     for table in OUTPUT_FILES:
         names = [c.name for c in table.columns]
         assert len(names) == len(set(names)), table.name
@@ -140,6 +143,14 @@ def solved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_summary_json_holds_the_described_keys_and_no_other(solved: Path) -> None:
     assert _mismatch("summary.json", _keys(solved / "summary.json")) == ([], [])
+
+
+def test_the_cost_breakdowns_keys_are_described(solved: Path) -> None:
+    summary = json.loads((solved / "summary.json").read_text())
+    assert nested_mismatch(summary, "cost_breakdown_usd_per_h") == ([], [])
+    assert sum(v for k, v in summary["cost_breakdown_usd_per_h"].items() if k != "total") == pytest.approx(
+        summary["cost_breakdown_usd_per_h"]["total"]
+    )
 
 
 def test_compare_writes_the_described_columns(solved: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from placement.cli import main
-from tests.conftest import write_scenario
+from tests.conftest import nested_mismatch, write_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -160,3 +160,11 @@ def test_the_guides_adequacy_table_is_regenerated_from_the_folder(n_plus_one_fol
         "the same years: a lower threshold is passed at least as often"
     )
     assert script.main([str(tmp_path)]) == 2, "a folder that is not a plan's results is refused with the usage"
+
+
+def test_n_plus_one_costs_keys_are_described(n_plus_one_folder: Path) -> None:
+    """summary.json's n_plus_one_cost holds the keys the output reference lists, each class's with and without."""
+    summary = json.loads((n_plus_one_folder / "summary.json").read_text())
+    assert nested_mismatch(summary, "n_plus_one_cost") == ([], [])
+    for figures in summary["n_plus_one_cost"]["classes"].values():
+        assert set(figures) == {"usd_per_m_with", "usd_per_m_without"}
