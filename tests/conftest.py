@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -178,6 +181,16 @@ def nested_mismatch(summary: dict[str, Any], key: str) -> tuple[list[str], list[
     undescribed = [k for k in written if not any(c.matches(k) for c in described_keys)]
     missing = [c.name for c in described_keys if not c.optional and c.name not in written]
     return undescribed, missing
+
+
+def script_module(name: str) -> ModuleType:
+    """``scripts/<name>.py`` imported as a module (registered under ``name``: dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

@@ -137,9 +137,8 @@ def _same_world(facts: ScenarioFacts, like: Instance | None) -> Instance | None:
     return None
 
 
-def _catalog(loaded: LoadedScenario, facts: ScenarioFacts, like: Instance | None, progress: Progress) -> pd.DataFrame:
-    """The candidate sites: ``like``'s when it was built on the same world."""
-    same = _same_world(facts, like)
+def _catalog(loaded: LoadedScenario, same: Instance | None, progress: Progress) -> pd.DataFrame:
+    """The candidate sites: ``same``'s, an instance of the same world (:func:`_same_world`), when given."""
     if same is not None:
         return same.sites
     sites = load_sites(loaded.scenario.sites, loaded.resolve, source=str(loaded.path))
@@ -147,11 +146,8 @@ def _catalog(loaded: LoadedScenario, facts: ScenarioFacts, like: Instance | None
     return sites
 
 
-def _world(
-    loaded: LoadedScenario, facts: ScenarioFacts, like: Instance | None, sites: pd.DataFrame, progress: Progress
-) -> _World:
-    """Populations, latency model and round trips to ``sites``: ``like``'s when it was built on the same world."""
-    same = _same_world(facts, like)
+def _world(loaded: LoadedScenario, same: Instance | None, sites: pd.DataFrame, progress: Progress) -> _World:
+    """Populations, latency model and round trips to ``sites``: ``same``'s, an instance of the same world, when given."""
     if same is not None:
         populations = same.populations
         progress(f"catalog, demand and round trips as before: {len(sites)} sites, {len(populations.table)} populations")
@@ -346,7 +342,8 @@ def build_instance(
     loaded = _on_start_tier(loaded)
     scenario = loaded.scenario
     facts = scenario_facts(loaded)
-    catalog = _catalog(loaded, facts, like, progress)
+    same = _same_world(facts, like)
+    catalog = _catalog(loaded, same, progress)
     sites, choice = catalog, None
     if loaded is not written:  # kv_cache.tier: auto
         free = like.tier_choice.free if like is not None and like.tier_choice is not None else None
@@ -358,12 +355,12 @@ def build_instance(
     # the round trips (the two need only the catalog), forked before the round trips start their threads. A world of
     # a few sites, or ``like``'s reused, builds in moments: there the profiles are computed here, where what this
     # process memoises of them (placement.profiles.build) serves the next build too.
-    fork = _same_world(facts, like) is None and len(catalog) >= FORK_PROFILES_SITES
+    fork = same is None and len(catalog) >= FORK_PROFILES_SITES
     if fork:
         warm_catalogs()  # read once in this process, not once per child
     node = Background(partial(_node_profiles, loaded, sites, facts.availability), fork=fork)
     try:
-        world = _world(loaded, facts, like, catalog, progress)
+        world = _world(loaded, same, catalog, progress)
     except BaseException:
         del node  # its child stopped now, not when the traceback that holds this frame is let go
         raise

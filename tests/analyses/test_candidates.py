@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +11,7 @@ from placement.analyses.candidates import EARTH_RADIUS_KM, LEFT_OUT, greenfield_
 from placement.world.catalog import load_catalog
 from placement.world.cities import load_cities
 from placement.world.geodesy import unit_vectors
-from tests.conftest import REPO
+from tests.conftest import REPO, script_module
 
 CATALOG = REPO / "data" / "sites" / "world_sites.csv"
 CITIES = REPO / "data" / "cities" / "geonames_cities15000.csv"
@@ -68,11 +66,7 @@ def test_with_candidates_keeps_the_catalog_and_reads_back(tmp_path: Path) -> Non
 
 def test_the_bundled_2k_catalog_is_what_the_script_writes() -> None:
     """data/sites/world_sites_2k.csv is scripts/build_candidate_sites.py's output (the catalog rows as written)."""
-    spec = importlib.util.spec_from_file_location("build_candidate_sites", REPO / "scripts" / "build_candidate_sites.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = script_module("build_candidate_sites")
     built = module.build(2000)
     bundled = pd.read_csv(REPO / "data" / "sites" / "world_sites_2k.csv", dtype=str, keep_default_na=False)
     assert built.to_csv(index=False, lineterminator="\n") == bundled.to_csv(index=False, lineterminator="\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import yaml
 from placement._errors import InputError
 from placement.cli import main
 from placement.scenario.load import load_scenario
+from tests.conftest import script_module
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "data" / "buildout_small.yaml"
@@ -384,10 +384,7 @@ def test_a_carbon_cap_over_a_site_without_its_intensity_is_an_input_error(tmp_pa
 
 def test_the_guides_tables_are_regenerated_from_the_folder(solved: Path) -> None:
     """scripts/buildout_tables.py: a row per year and per demand scenario, the figures of the folder's files."""
-    spec = importlib.util.spec_from_file_location("buildout_tables", ROOT / "scripts" / "buildout_tables.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = script_module("buildout_tables")
     text = script.tables(solved)
     years = pd.read_csv(solved / "years.csv")
     scenarios = pd.read_csv(solved / "scenarios.csv", keep_default_na=False)

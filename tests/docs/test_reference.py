@@ -4,12 +4,9 @@ column table describes exactly the columns (JSON keys) the commands write, each 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -22,20 +19,10 @@ from placement.outputs.writer import write_results
 from placement.plan.solve import run
 from placement.scenario.load import load_scenario
 from placement.sweep.spec import RESULT_COLUMNS
-from tests.conftest import REPO, nested_mismatch, solved_small, write_scenario
+from tests.conftest import nested_mismatch, script_module, solved_small, write_scenario
 from tests.rules.test_residency_regimes import _two_blocs
 
-
-def _reference() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_reference", REPO / "scripts" / "docs_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-reference = _reference()
+reference = script_module("docs_reference")
 
 
 def test_every_scenario_key_has_a_description_and_a_time_key_a_unit() -> None:

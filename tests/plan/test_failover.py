@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -12,17 +11,13 @@ import pandas as pd
 import pytest
 
 from placement.cli import main
-from tests.conftest import nested_mismatch, write_scenario
+from tests.conftest import nested_mismatch, script_module, write_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _checker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_failover", ROOT / "scripts" / "check_failover.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("check_failover")
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +122,7 @@ def test_world_24x7_is_protected_costs_more_than_the_default_and_checks_from_its
 
 def test_the_guides_n_plus_one_table_is_regenerated_from_the_folder(n_plus_one_folder: Path, tmp_path: Path) -> None:
     """scripts/n_plus_one_table.py: one row per N+1 folder, its figures from summary.json; a plain plan refused."""
-    spec = importlib.util.spec_from_file_location("n_plus_one_table", ROOT / "scripts" / "n_plus_one_table.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = script_module("n_plus_one_table")
     summary = json.loads((n_plus_one_folder / "summary.json").read_text())
     cost = summary["n_plus_one_cost"]
     lines = script.table([n_plus_one_folder]).splitlines()
@@ -146,10 +138,7 @@ def test_the_guides_n_plus_one_table_is_regenerated_from_the_folder(n_plus_one_f
 
 def test_the_guides_adequacy_table_is_regenerated_from_the_folder(n_plus_one_folder: Path, tmp_path: Path) -> None:
     """scripts/adequacy_table.py: a row per folder with ``placement adequacy``'s figures at both thresholds."""
-    spec = importlib.util.spec_from_file_location("adequacy_table", ROOT / "scripts" / "adequacy_table.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = script_module("adequacy_table")
     folder = shutil.copytree(n_plus_one_folder, tmp_path / "plan")  # adequacy adds its figures to the folder
     lines = script.table([folder]).splitlines()
     assert len(lines) == 3
