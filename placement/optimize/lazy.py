@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from placement.optimize.heuristics import repair_nodes
-from placement.optimize.milp import empty, extract, finish, solve_once, verified, warm_design
+from placement.optimize.milp import empty, finish, solution_of, solve_once, verified, warm_design
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.solver import SolverOptions, SolveStatus
 
@@ -86,7 +86,7 @@ def solve_lazy(data: PlacementInput, options: SolverOptions, *, route_nearest: b
     rounds = 0
     while True:
         rounds += 1
-        model, report = solve_once(data, _remaining(options, start), warm=warm, capacity_slices=active)
+        blocks, values, report = solve_once(data, _remaining(options, start), warm=warm, capacity_slices=active)
         if not report.status.has_solution:
             if report.status == SolveStatus.INFEASIBLE or active is None:
                 return empty(data, report)
@@ -94,7 +94,7 @@ def solve_lazy(data: PlacementInput, options: SolverOptions, *, route_nearest: b
             continue
         if active is None:
             break
-        solution = extract(model, data, report, None)
+        solution = solution_of(blocks, data, values, report, None)
         if _add_violated(data, solution, active) == 0:
             break
         out_of_time = options.time_limit_s is not None and time.perf_counter() - start >= options.time_limit_s
@@ -106,4 +106,4 @@ def solve_lazy(data: PlacementInput, options: SolverOptions, *, route_nearest: b
     total = time.perf_counter() - start
     note = f" ({rounds} rounds of capacity rows)" if rounds > 1 else ""
     report = replace(report, runtime_s=total, message=report.message + note)
-    return finish(model, data, options, report, route_nearest=route_nearest, optional=False)
+    return finish((blocks, values), data, options, report, route_nearest=route_nearest, optional=False)

@@ -18,24 +18,32 @@ import numpy as np
 from placement._errors import SolverError
 from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.heuristics import greedy_design, greedy_failover_design, route_to_nearest
+from placement.optimize.highs_direct import solve_linear
 from placement.optimize.linear import pulp_values
-from placement.optimize.model import PlacementModel, build_model, set_warm_start
+from placement.optimize.model import PlacementBlocks, PlacementModel, placement_blocks, warm_start_values
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.routing import route_nearest_arrays
-from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, solve_problem
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason
 from placement.optimize.verify import verify_solution
 
 
 def extract(model: PlacementModel, data: PlacementInput, report: SolverReport, routing: SolverReport | None) -> PlacementSolution:
-    """The solution a solved PuLP model holds (open sites, node counts, shares, unserved, re-routes)."""
-    is_open = pulp_values(model.opens) > 0.5
-    nodes = np.rint(pulp_values(model.nodes)).astype(np.int64)
-    shares = np.clip(pulp_values(model.shares), 0.0, 1.0)
-    unserved = pulp_values(model.unserved) if model.unserved is not None else np.zeros(data.n_commodities)
+    """The solution a solved PuLP model holds (:func:`solution_of`)."""
+    return solution_of(model.blocks, data, pulp_values(model.variables), report, routing)
+
+
+def solution_of(
+    b: PlacementBlocks, data: PlacementInput, values: FloatArray, report: SolverReport, routing: SolverReport | None
+) -> PlacementSolution:
+    """The solution the column values hold (open sites, node counts, shares, unserved, re-routes)."""
+    is_open = values[b.open.cols] > 0.5
+    nodes = np.rint(values[b.nodes.cols]).astype(np.int64)
+    shares = np.clip(values[b.shares.cols], 0.0, 1.0)
+    unserved = values[b.unserved.cols] if b.unserved is not None else np.zeros(data.n_commodities)
     failover = {}
-    for f, (pairs, z) in model.failover.items():
+    for f, (pairs, z) in b.failover.items():
         moved = np.zeros(len(data.pair_site))
-        moved[pairs] = np.clip(pulp_values(z), 0.0, 1.0)
+        moved[pairs] = np.clip(values[z.cols], 0.0, 1.0)
         failover[f] = moved
     objective = data.cost_usd_per_h(is_open, nodes, shares)
     return PlacementSolution(is_open, nodes, shares, unserved, objective, report, routing, failover)
@@ -48,7 +56,7 @@ def empty(data: PlacementInput, report: SolverReport) -> PlacementSolution:
 
 
 def finish(
-    model: PlacementModel,
+    solved: tuple[PlacementBlocks, FloatArray],
     data: PlacementInput,
     options: SolverOptions,
     report: SolverReport,
@@ -56,8 +64,11 @@ def finish(
     route_nearest: bool,
     optional: bool,
 ) -> PlacementSolution:
-    """Extract and verify the answer; then (without N+1) route it to the nearest open capacity at the same cost."""
-    solution = extract(model, data, report, None)
+    """Read back and verify the answer; then (without N+1) route it to the nearest open capacity at the same cost.
+
+    ``solved`` holds the model's blocks and the values the solve gave their columns.
+    """
+    solution = solution_of(solved[0], data, solved[1], report, None)
     violations = verify_solution(data, solution, optional=optional)
     if violations:
         raise SolverError(f"{report.solver} returned a placement that violates constraints: " + "; ".join(violations))
@@ -93,12 +104,18 @@ def solve_once(
     warm: Warm | None,
     capacity_slices: list[list[int]] | None,
     failover_rows: Literal["exact", "spare"] = "exact",
-) -> tuple[PlacementModel, SolverReport]:
-    """Build the MILP (:func:`~placement.optimize.model.build_model`), warm-start it and solve it."""
-    model = build_model(data, capacity_slices=capacity_slices, failover_rows=failover_rows)
-    if warm is not None:
-        set_warm_start(model, data, warm[0], warm[1])
-    return model, solve_problem(model.problem, options, warm_start=warm is not None)
+) -> tuple[PlacementBlocks, FloatArray, SolverReport]:
+    """Build the MILP (:func:`~placement.optimize.model.placement_blocks`), warm-start it and solve it.
+
+    Returns
+    -------
+    PlacementBlocks, numpy.ndarray, SolverReport
+        The model, its column values and what the solver proved.
+    """
+    blocks = placement_blocks(data, capacity_slices=capacity_slices, failover_rows=failover_rows)
+    start = None if warm is None else warm_start_values(blocks, data, warm[0], warm[1])
+    report, values = solve_linear(blocks.model, options, start=start)
+    return blocks, values, report
 
 
 def route_on_open_sites(data: PlacementInput, solution: PlacementSolution, options: SolverOptions) -> PlacementSolution:

@@ -57,15 +57,35 @@ class PlacementBlocks:
 
 @dataclass
 class PlacementModel:
-    """The PuLP problem and its variables, kept together so a solution can be read back."""
+    """The PuLP problem, its variables (one per column of ``blocks``) and the blocks it was written from."""
 
     problem: pulp.LpProblem
-    opens: list[pulp.LpVariable]
-    nodes: list[pulp.LpVariable]
-    shares: list[pulp.LpVariable]
-    unserved: list[pulp.LpVariable] | None
-    failover: dict[int, tuple[IntArray, list[pulp.LpVariable]]]
-    site_peak: list[pulp.LpVariable | None] = field(default_factory=list)
+    variables: list[pulp.LpVariable]
+    blocks: PlacementBlocks
+
+    def of(self, block: ColumnBlock) -> list[pulp.LpVariable]:
+        """The variables of one of the blocks' column blocks."""
+        return self.variables[block.start : block.start + block.size]
+
+    @property
+    def opens(self) -> list[pulp.LpVariable]:
+        """``open_j``."""
+        return self.of(self.blocks.open)
+
+    @property
+    def nodes(self) -> list[pulp.LpVariable]:
+        """``nodes_j``."""
+        return self.of(self.blocks.nodes)
+
+    @property
+    def shares(self) -> list[pulp.LpVariable]:
+        """The pairs' shares."""
+        return self.of(self.blocks.shares)
+
+    @property
+    def unserved(self) -> list[pulp.LpVariable] | None:
+        """``unserved_c`` (optional serving only)."""
+        return None if self.blocks.unserved is None else self.of(self.blocks.unserved)
 
 
 def _define_columns(data: PlacementInput, *, optional: bool) -> PlacementBlocks:
@@ -192,14 +212,9 @@ def placement_blocks(
 
 
 def to_placement_model(b: PlacementBlocks) -> PlacementModel:
-    """Write the blocks as a PuLP problem, its variables grouped as the blocks are."""
+    """Write the blocks as a PuLP problem."""
     pulp_model = to_pulp(b.model)
-    variables = pulp_model.variables
-    site_peak: list[pulp.LpVariable | None] = [variables[int(k)] if k >= 0 else None for k in b.site_peak.tolist()]
-    failover = {f: (pairs, pulp_model.of(z)) for f, (pairs, z) in b.failover.items()}
-    unserved = None if b.unserved is None else pulp_model.of(b.unserved)
-    of = pulp_model.of
-    return PlacementModel(pulp_model.problem, of(b.open), of(b.nodes), of(b.shares), unserved, failover, site_peak)
+    return PlacementModel(pulp_model.problem, pulp_model.variables, b)
 
 
 def build_model(
@@ -247,6 +262,42 @@ def build_model(
     return to_placement_model(blocks)
 
 
+def warm_start_values(
+    b: PlacementBlocks,
+    data: PlacementInput,
+    design: tuple[BoolArray, IntArray, FloatArray],
+    failover: dict[int, FloatArray] | None = None,
+    unserved: FloatArray | None = None,
+) -> FloatArray:
+    """A starting design as a value per column: open flags, node counts, shares, unserved shares, peaks and re-routes.
+
+    ``failover[f]`` holds the ``(p,)`` shares moved when site f fails; a scenario it does not list moves nothing.
+    ``unserved`` holds the ``(c,)`` unserved shares of a model with optional serving (default 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_cols,)`` starting value of each column, NaN for a column the design does not give.
+    """
+    is_open, nodes, shares = design
+    values = np.full(b.model.n_cols, np.nan)
+    values[b.open.cols] = np.where(is_open, 1.0, 0.0)
+    values[b.nodes.cols] = nodes.astype(np.int64)
+    values[b.shares.cols] = shares
+    if b.unserved is not None:
+        values[b.unserved.cols] = 0.0 if unserved is None else unserved
+    if len(b.site_peak):
+        entry_pair, entry_site, entry_nodes = data.load_entries()  # a cross-metro pair's second site too
+        entry_peak = data.peak_demand_tok_s[data.pair_commodity[entry_pair]] * entry_nodes
+        site_peak = np.bincount(entry_site, weights=shares[entry_pair] * entry_peak, minlength=data.n_sites)
+        has = b.site_peak >= 0
+        values[b.site_peak[has]] = site_peak[has]
+    moves = failover or {}
+    for f, (pairs, z) in b.failover.items():
+        values[z.cols] = moves[f][pairs] if f in moves else 0.0
+    return values
+
+
 def set_warm_start(
     model: PlacementModel,
     data: PlacementInput,
@@ -254,31 +305,8 @@ def set_warm_start(
     failover: dict[int, FloatArray] | None = None,
     unserved: FloatArray | None = None,
 ) -> None:
-    """Give the solver a starting design: open flags, node counts, shares and (N+1) re-routes.
-
-    ``failover[f]`` holds the ``(p,)`` shares moved when site f fails; a scenario it does not
-    list moves nothing. ``unserved`` holds the ``(c,)`` unserved shares of a model with optional
-    serving (default 0).
-    """
-    is_open, nodes, shares = design
-    for var, value in zip(model.opens, is_open.tolist(), strict=True):
-        var.setInitialValue(1 if value else 0)
-    for var, value in zip(model.nodes, nodes.tolist(), strict=True):
-        var.setInitialValue(int(value))
-    for var, value in zip(model.shares, shares.tolist(), strict=True):
-        var.setInitialValue(value)
-    if model.unserved is not None:
-        left = np.zeros(len(model.unserved)) if unserved is None else unserved
-        for var, value in zip(model.unserved, left.tolist(), strict=True):
-            var.setInitialValue(value)
-    entry_pair, entry_site, entry_nodes = data.load_entries()  # a cross-metro pair's second site too
-    entry_peak = data.peak_demand_tok_s[data.pair_commodity[entry_pair]] * entry_nodes
-    site_peak = np.bincount(entry_site, weights=shares[entry_pair] * entry_peak, minlength=data.n_sites)
-    for var, value in zip(model.site_peak, site_peak.tolist(), strict=False):
-        if var is not None:
-            var.setInitialValue(value)
-    moves = failover or {}
-    for f, (pairs, z) in model.failover.items():
-        moved = moves.get(f, np.zeros(len(data.pair_site)))[pairs]
-        for var, value in zip(z, moved.tolist(), strict=True):
+    """Give the PuLP variables a starting design (:func:`warm_start_values`)."""
+    values = warm_start_values(model.blocks, data, design, failover, unserved)
+    for var, value in zip(model.variables, values.tolist(), strict=True):
+        if not np.isnan(value):
             var.setInitialValue(value)

@@ -26,14 +26,15 @@ import numpy as np
 
 from placement._errors import SolverError
 from placement._types import BoolArray, FloatArray, IntArray
-from placement.optimize.milp import empty, extract, route_on_open_sites, unserved_shares, verified
-from placement.optimize.model import build_model, set_warm_start
+from placement.optimize.highs_direct import solve_linear
+from placement.optimize.milp import empty, route_on_open_sites, solution_of, unserved_shares, verified
+from placement.optimize.model import placement_blocks, warm_start_values
 from placement.optimize.pricing import CONVERGED, Relaxation, first_of_each, relax, site_slice_load
 from placement.optimize.problem import PlacementInput, PlacementSolution
 from placement.optimize.restrict import lift, restrict_to_pairs
 from placement.optimize.restricted_lp import RestrictedLP
 from placement.optimize.slope import slope_scaled
-from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
 from placement.optimize.verify import cap_excess_per_h, verify_solution
 
 PRICING_FROM_PAIRS = 30_000
@@ -233,11 +234,11 @@ def _least_unserved_whole(data: PlacementInput, least: Relaxation, options: Solv
     """
     pairs = _milp_pairs(data, least)
     free = restrict_to_pairs(data, pairs).free_of_cost()
-    model = build_model(free, served_value_usd_per_tok_s=1.0)
-    report = solve_problem(model.problem, replace(options, gap=min(options.gap, 1e-6)))
+    blocks = placement_blocks(free, served_value_usd_per_tok_s=1.0)
+    report, values = solve_linear(blocks.model, replace(options, gap=min(options.gap, 1e-6)))
     if not report.status.has_solution:
         return None
-    design = lift(data, pairs, extract(model, free, report, None), report)
+    design = lift(data, pairs, solution_of(blocks, free, values, report, None), report)
     cost = data.cost_usd_per_h(design.open, design.nodes, design.pair_share)
     kept = SolverReport(options.name, SolveStatus.FEASIBLE, cost, math.nan, math.nan, report.runtime_s,
                         "the least-unserved design in whole nodes", report.stopped_by)  # fmt: skip
@@ -252,14 +253,14 @@ def _restricted_milp(
     is_open, nodes, shares, unserved = design
     total = float(data.mean_demand_tok_s.sum())
     if cap is None:
-        model = build_model(small)
+        blocks = placement_blocks(small)
     else:
-        model = build_model(small, served_value_usd_per_tok_s=0.0, min_served_tok_s=total - cap)
-    set_warm_start(model, small, (is_open, nodes, shares[pairs]), unserved=unserved)
-    report = solve_problem(model.problem, replace(options, gap=options.gap / 2, relax_first=True), warm_start=True)
+        blocks = placement_blocks(small, served_value_usd_per_tok_s=0.0, min_served_tok_s=total - cap)
+    start = warm_start_values(blocks, small, (is_open, nodes, shares[pairs]), unserved=unserved)
+    report, values = solve_linear(blocks.model, replace(options, gap=options.gap / 2, relax_first=True), start=start)
     if not report.status.has_solution:
         return report, None
-    return report, lift(data, pairs, extract(model, small, report, None), report)
+    return report, lift(data, pairs, solution_of(blocks, small, values, report, None), report)
 
 
 def _every_pair(

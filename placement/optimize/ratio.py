@@ -15,12 +15,13 @@ from dataclasses import dataclass, field, replace
 
 from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.heuristics import greedy_design
-from placement.optimize.milp import empty, extract, finish, unserved_shares
-from placement.optimize.model import PlacementModel, build_model, set_warm_start
+from placement.optimize.highs_direct import solve_linear
+from placement.optimize.milp import empty, finish, solution_of, unserved_shares
+from placement.optimize.model import PlacementBlocks, placement_blocks, warm_start_values
 from placement.optimize.priced import SHORTFALL_TOL, round_up
 from placement.optimize.pricing import relax
 from placement.optimize.problem import PlacementInput, PlacementSolution
-from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap, solve_problem
+from placement.optimize.solver import SolverOptions, SolverReport, SolveStatus, StopReason, relative_gap
 from placement.optimize.verify import cap_excess_per_h, verify_solution
 
 RATIO_ABS_GAP_SHARE = 0.25
@@ -51,11 +52,11 @@ def _most_served_within_caps(
 ) -> tuple[BoolArray, IntArray, FloatArray] | None:
     """The design that serves the most within the caps: the MILP with no cost and a value on every token served."""
     free = data.free_of_cost()
-    model = build_model(free, served_value_usd_per_tok_s=1.0, min_served_tok_s=min_served)
-    report = solve_problem(model.problem, replace(options, gap=min(options.gap, 1e-4)))
+    blocks = placement_blocks(free, served_value_usd_per_tok_s=1.0, min_served_tok_s=min_served)
+    report, values = solve_linear(blocks.model, replace(options, gap=min(options.gap, 1e-4)))
     if not report.status.has_solution:
         return None
-    design = extract(model, free, report, None)
+    design = solution_of(blocks, free, values, report, None)
     served = design.served_mean_tok_s(data)
     return (design.open, design.nodes, design.pair_share) if served >= min_served and served > 0 else None
 
@@ -100,6 +101,10 @@ Design = tuple[BoolArray, IntArray, FloatArray]
 """Open sites, node counts and shares."""
 
 
+Solved = tuple[PlacementBlocks, FloatArray]
+"""A step's model and its column values."""
+
+
 @dataclass
 class _Search:
     """Where the Dinkelbach iterations stand: the best ratio and its design, the ratio bound, every step."""
@@ -108,7 +113,7 @@ class _Search:
     upper: float
     lower: float = 0.0
     history: list[dict[str, float]] = field(default_factory=list)
-    best: tuple[PlacementModel, SolverReport] | None = None
+    best: tuple[Solved, SolverReport] | None = None
     last: SolverReport | None = None
 
 
@@ -121,26 +126,27 @@ def _no_start(data: PlacementInput, options: SolverOptions, min_served: float, b
 
 def _step(
     data: PlacementInput, options: SolverOptions, lam: float, search: _Search, *, min_served: float, floor: float, begin: float
-) -> tuple[PlacementModel, SolverReport]:
+) -> tuple[Solved, SolverReport]:
     """One MILP ``min cost - lam * goodput``, warm-started from the best design so far."""
-    model = build_model(data, served_value_usd_per_tok_s=lam, min_served_tok_s=min_served)
-    set_warm_start(model, data, search.best_design, unserved=unserved_shares(data, search.best_design[2]))
+    blocks = placement_blocks(data, served_value_usd_per_tok_s=lam, min_served_tok_s=min_served)
+    start = warm_start_values(blocks, data, search.best_design, unserved=unserved_shares(data, search.best_design[2]))
     elapsed = time.perf_counter() - begin
     remaining = None if options.time_limit_s is None else max(1.0, options.time_limit_s - elapsed)
     step = replace(options, gap=RATIO_STEP_GAP, abs_gap=RATIO_ABS_GAP_SHARE * options.gap * lam * floor, time_limit_s=remaining)
-    return model, solve_problem(model.problem, step, warm_start=True)
+    report, values = solve_linear(blocks.model, step, start=start)
+    return (blocks, values), report
 
 
 def _absorb(
     data: PlacementInput,
     search: _Search,
     lam: float,
-    step: tuple[PlacementModel, SolverReport],
+    step: tuple[Solved, SolverReport],
     served_range: tuple[float, float],
 ) -> tuple[float, float]:
     """Record one step: the ratio bound, the history, the best design. Returns the step's cost and value."""
-    model, report = step
-    solution = extract(model, data, report, None)
+    solved, report = step
+    solution = solution_of(solved[0], data, solved[1], report, None)
     cost = solution.objective_usd_per_h
     served = solution.served_mean_tok_s(data)
     value = cost - lam * served
@@ -152,17 +158,17 @@ def _absorb(
     if served > 0 and cost / served < search.upper and not verify_solution(data, solution, optional=True):
         search.upper = cost / served
         search.best_design = (solution.open, solution.nodes, solution.pair_share)
-        search.best = (model, report)
+        search.best = (solved, report)
     elif search.best is None and served > 0 and abs(cost / served - search.upper) <= 1e-12 * search.upper:
-        search.best = (model, report)
+        search.best = (solved, report)
     return cost, value
 
 
 def _answer(data: PlacementInput, options: SolverOptions, search: _Search, *, route_nearest: bool) -> PlacementSolution:
     """The best step's answer (finished and routed), or the start when no step beat it."""
     if search.best is not None:
-        model, report = search.best
-        return finish(model, data, options, report, route_nearest=route_nearest, optional=True)
+        solved, report = search.best
+        return finish(solved, data, options, report, route_nearest=route_nearest, optional=True)
     is_open, nodes, shares = search.best_design
     base = (
         search.last

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pulp
 
@@ -356,8 +356,6 @@ every caller then checks the solution against its rules with its own tolerance."
 
 
 def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start: bool) -> SolverReport:
-    import highspy
-
     kind = _HiGHSRelaxFirst if options.relax_first else _HiGHSWithStart if warm_start else _HiGHS
     limits = {"mip_max_nodes": options.node_limit, "simplex_iteration_limit": options.iteration_limit}
     solver = kind(
@@ -372,8 +370,35 @@ def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start:
     start = time.perf_counter()
     with _quiet_stdout(not options.msg):
         problem.solve(solver)
-    runtime_s = time.perf_counter() - start
-    highs = problem.solverModel
+    fixed = solver.fixed if isinstance(solver, _HiGHSRelaxFirst) else None
+    return highs_report(problem.solverModel, options, fixed, is_mip=problem.isMIP(), runtime_s=time.perf_counter() - start)
+
+
+def highs_report(
+    highs: Any, options: SolverOptions, fixed: FixedAnswer | None, *, is_mip: bool, runtime_s: float
+) -> SolverReport:
+    """What a HiGHS object that has run proved: status, objective, bound, gap and the limit that stopped it.
+
+    Parameters
+    ----------
+    highs : highspy.Highs
+        The object, after its last run.
+    options : SolverOptions
+        The options it ran with (their ``gap``).
+    fixed : FixedAnswer or None
+        What relaxing and fixing found, when it ran first.
+    is_mip : bool
+        Whether the model has integer columns.
+    runtime_s : float
+        Seconds the solve took, hand-over included. [s]
+
+    Returns
+    -------
+    SolverReport
+        The report.
+    """
+    import highspy
+
     model_status = highs.getModelStatus()
     info = highs.getInfo()
     message = highs.modelStatusToString(model_status)
@@ -387,11 +412,10 @@ def _solve_highs(problem: pulp.LpProblem, options: SolverOptions, *, warm_start:
     if not has_solution:
         return SolverReport("highs", SolveStatus.NO_SOLUTION, math.nan, math.nan, math.nan, runtime_s, message, stopped_by)
     objective = float(info.objective_function_value)
-    fixed = solver.fixed if isinstance(solver, _HiGHSRelaxFirst) else None
     if fixed is not None and fixed.certifies(options.gap):
         bound = fixed.lp_bound  # the search ran on fixed binaries: only the LP relaxation bounds the full MILP
         message = f"{message}, its {fixed.fixed} binaries fixed where the LP relaxation left them"
-    elif problem.isMIP():
+    elif is_mip:
         bound = float(info.mip_dual_bound) if fixed is None else max(float(info.mip_dual_bound), fixed.lp_bound)
     else:
         bound = objective if model_status == statuses.kOptimal else math.nan

@@ -25,10 +25,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from placement._types import BoolArray, FloatArray
-from placement.optimize.milp import extract, unserved_shares
-from placement.optimize.model import PlacementBlocks, placement_blocks, set_warm_start, to_placement_model
+from placement.optimize.highs_direct import solve_linear
+from placement.optimize.milp import solution_of, unserved_shares
+from placement.optimize.model import PlacementBlocks, placement_blocks, warm_start_values
 from placement.optimize.problem import PlacementInput, PlacementSolution, ResourceCap
-from placement.optimize.solver import SolverOptions, SolverReport, solve_problem
+from placement.optimize.solver import SolverOptions, SolverReport
 from placement.optimize.verify import verify_solution
 
 DIRECTION_TOLERANCE = 1e-6
@@ -130,14 +131,14 @@ def _solve(
     data: PlacementInput, blocks: PlacementBlocks, start: PlacementSolution | None, options: SolverOptions
 ) -> tuple[PlacementSolution | None, SolverReport]:
     """Solve the blocks (from ``start``, if given); the design read back at ``data``'s cost (None without one)."""
-    model = to_placement_model(blocks)
+    values = None
     if start is not None:
         design = (start.open, start.nodes, start.pair_share)
-        set_warm_start(model, data, design, start.failover_share, unserved=unserved_shares(data, start.pair_share))
-    report = solve_problem(model.problem, options, warm_start=start is not None)
+        values = warm_start_values(blocks, data, design, start.failover_share, unserved=unserved_shares(data, start.pair_share))
+    report, values = solve_linear(blocks.model, options, start=values)
     if not report.status.has_solution:
         return None, report
-    solution = extract(model, data, report, None)
+    solution = solution_of(blocks, data, values, report, None)
     return replace(solution, report=replace(report, objective=solution.objective_usd_per_h)), report
 
 

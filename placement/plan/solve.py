@@ -18,14 +18,15 @@ from placement.economics.cost import HOURS_PER_YEAR
 from placement.instance.build import build_instance
 from placement.instance.record import Instance
 from placement.optimize import failover
-from placement.optimize.milp import empty, extract
-from placement.optimize.model import build_model
+from placement.optimize.highs_direct import solve_linear
+from placement.optimize.milp import empty, solution_of
+from placement.optimize.model import placement_blocks
 from placement.optimize.problem import PlacementInput, PlacementSolution, ResourceCap
 from placement.optimize.protect import protect_plan
 from placement.optimize.ratio import solve_ratio
 from placement.optimize.shortfall import diagnose_shortfall
 from placement.optimize.solve import solve_placement
-from placement.optimize.solver import SolverOptions, SolveStatus, solve_problem
+from placement.optimize.solver import SolverOptions, SolveStatus
 from placement.optimize.verify import verify_solution
 from placement.plan.cache_rounds import Solved, cache_rounds, has_miss_work, round_figures
 from placement.plan.failover import failover_tables
@@ -96,11 +97,11 @@ def least_use_at_service(
         least = least_use(data, cap, options)
         return least if least.report.status.has_solution else diagnose_shortfall(_use_as_cost(data, cap), options)
     as_cost = _use_as_cost(data, cap)
-    model = build_model(as_cost, served_value_usd_per_tok_s=0.0, min_served_tok_s=min_served_tok_s)
-    report = solve_problem(model.problem, options)
+    blocks = placement_blocks(as_cost, served_value_usd_per_tok_s=0.0, min_served_tok_s=min_served_tok_s)
+    report, values = solve_linear(blocks.model, options)
     if not report.status.has_solution:
         return empty(as_cost, report)
-    solution = extract(model, as_cost, report, None)
+    solution = solution_of(blocks, as_cost, values, report, None)
     broken = verify_solution(as_cost, solution, optional=True)
     if broken:
         raise SolverError("the least-use design breaks the model: " + "; ".join(broken))

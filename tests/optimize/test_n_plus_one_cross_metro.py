@@ -191,7 +191,7 @@ def test_the_spare_capacity_relaxation_refuses_cross_metro_pairs() -> None:
 
     with pytest.raises(ValueError, match="not written for cross-metro pairs"):
         build_model(prefill_world(), failover_rows="spare")
-    assert build_model(prefill_world(), failover_rows="exact").failover  # the exact rows are written
+    assert build_model(prefill_world(), failover_rows="exact").blocks.failover  # the exact rows are written
 
 
 @pytest.mark.parametrize("one_at_a_time", [False, True])
