@@ -44,15 +44,18 @@ class FixedAnswer:
     objective : float
         The objective of the answer on the fixed columns (``nan`` without one).
     fixed : int
-        Binary columns fixed at the LP's value (every one).
+        Binary columns fixed at the LP's value (every one; 0 when the LP left one fractional).
     runtime_s : float
         Wall-clock seconds of both steps. [s]
+    whole : bool, optional
+        Whether the LP left every binary whole (False: nothing was fixed or searched, ``objective`` is ``nan``).
     """
 
     lp_bound: float
     objective: float
     fixed: int
     runtime_s: float
+    whole: bool = True
 
     def certifies(self, gap: float) -> bool:
         """Whether the answer is within relative ``gap`` of the LP bound (and so of the full MILP's optimum)."""
@@ -107,7 +110,8 @@ def relax_and_fix(highs: Any, *, time_limit_s: float | None) -> FixedAnswer | No
     Returns
     -------
     FixedAnswer or None
-        None when nothing is fixed (no binary column, the LP not solved, or a binary it leaves fractional).
+        None when there is no binary column or the LP did not solve; an answer with ``whole`` False (and no
+        objective) when the LP leaves a binary fractional, the model then as it was before the relaxation.
     """
     start = time.perf_counter()
     binaries = _binary_columns(highs)
@@ -117,7 +121,9 @@ def relax_and_fix(highs: Any, *, time_limit_s: float | None) -> FixedAnswer | No
     if relaxed is None or not _whole(relaxed[1][binaries]):
         highs.clearSolver()  # the full MILP starts afresh, as it would have without the relaxation
         _time_left(highs, time_limit_s, start)
-        return None
+        if relaxed is None:
+            return None
+        return FixedAnswer(relaxed[0], math.nan, 0, time.perf_counter() - start, whole=False)
     lp_bound, columns, whole = relaxed[0], binaries, np.round(relaxed[1][binaries])
     gap = float(highs.getOptionValue("mip_rel_gap")[1])  # (status, value)
     highs.setOptionValue("mip_rel_gap", min(gap, FIXED_GAP))

@@ -168,6 +168,8 @@ class SolverReport:
         The solver's own words for its termination.
     stopped_by : StopReason
         Which limit ended the solve.
+    relaxation_whole : bool or None
+        With ``relax_first``: whether the LP relaxation left every binary whole (None: not solved first).
     """
 
     solver: str
@@ -178,6 +180,7 @@ class SolverReport:
     runtime_s: float
     message: str
     stopped_by: StopReason = StopReason.OTHER
+    relaxation_whole: bool | None = None
 
 
 def relative_gap(objective: float, bound: float) -> float:
@@ -416,11 +419,13 @@ def highs_report(
         bound = fixed.lp_bound  # the search ran on fixed binaries: only the LP relaxation bounds the full MILP
         message = f"{message}, its {fixed.fixed} binaries fixed where the LP relaxation left them"
     elif is_mip:
-        bound = float(info.mip_dual_bound) if fixed is None else max(float(info.mip_dual_bound), fixed.lp_bound)
+        searched = fixed is not None and fixed.whole  # a fractional LP's bound is left to the MILP's own, as before
+        bound = max(float(info.mip_dual_bound), fixed.lp_bound) if searched and fixed is not None else float(info.mip_dual_bound)
     else:
         bound = objective if model_status == statuses.kOptimal else math.nan
     status = SolveStatus.OPTIMAL if model_status == statuses.kOptimal else SolveStatus.FEASIBLE
-    return SolverReport("highs", status, objective, bound, relative_gap(objective, bound), runtime_s, message, stopped_by)
+    whole = None if fixed is None else fixed.whole
+    return SolverReport("highs", status, objective, bound, relative_gap(objective, bound), runtime_s, message, stopped_by, whole)
 
 
 def _highs_stop_reasons() -> dict[object, StopReason]:

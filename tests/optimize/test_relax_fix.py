@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import highspy
 import pulp
@@ -94,8 +95,9 @@ def test_the_lp_decided_world_is_certified_on_its_fixed_sites() -> None:
     assert report.status == SolveStatus.OPTIMAL
     assert report.objective == pytest.approx(16.0) == pytest.approx(brute_force(two_site_world()))
     assert report.best_bound == pytest.approx(15.5)  # the LP relaxation's, not the fixed search's own
-    assert "binaries fixed where the LP relaxation left them" in report.message
+    assert "binaries fixed where the LP relaxation left them" in report.message and report.relaxation_whole is True
     assert pulp.value(problem.variablesDict()["open_a"]) == pytest.approx(1.0)
+    assert solve_problem(two_site_world(), SolverOptions(gap=0.05)).relaxation_whole is None  # not relaxed first
     # a's 12 is within 5 % of the LP's 11.82: certified, though b's 11.9 is cheaper
     report = solve_problem(one_customer_world(), SolverOptions(gap=0.05, relax_first=True))
     assert (report.objective, report.best_bound) == (pytest.approx(12.0), pytest.approx(10 + 1 / 0.55))
@@ -115,12 +117,15 @@ def test_a_site_the_lp_leaves_fractional_leaves_the_milp_to_the_solver() -> None
     problem.solve(pulp.HiGHS(msg=False, gapRel=1e-6))  # PuLP builds the highspy model
     highs: highspy.Highs = problem.solverModel
     highs.clearSolver()
-    assert relax_and_fix(highs, time_limit_s=None) is None  # the LP: c = 1, a = 0.5
+    fractional = relax_and_fix(highs, time_limit_s=None)  # the LP: c = 1, a = 0.5
+    assert fractional is not None and not fractional.whole and fractional.fixed == 0
+    assert fractional.lp_bound == pytest.approx(1.9) and math.isnan(fractional.objective)
     assert list(highs.getLp().col_upper_) == [1.0, 1.0, 1.0]  # nothing left fixed
     # fixing c = 1 would leave 2.4; the optimum sets c = 0
     problem = covering(odd=False)
     report = solve_problem(problem, SolverOptions(gap=1e-6, relax_first=True))
     assert report.objective == pytest.approx(2.0) == pytest.approx(brute_force(covering(odd=False)))
+    assert report.relaxation_whole is False  # what the report says of it (the every-pair MILP reads it)
     assert pulp.value(problem.variablesDict()["c"]) == pytest.approx(0.0)
     report = solve_problem(covering(odd=True), SolverOptions(gap=1e-6, relax_first=True))
     assert report.objective == pytest.approx(2.0)  # the triangle: 0.5 everywhere in the LP
