@@ -173,13 +173,17 @@ def solved_small(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
 
 
 def nested_mismatch(summary: dict[str, Any], key: str) -> tuple[list[str], list[str]]:
-    """Of the object ``summary[key]``: keys written but not described, and keys described as always written but missing."""
-    written = list(summary[key])
+    """Of the object ``summary[key]`` (or each object of the list it holds): keys written but not described, and keys
+    described as always written but missing."""
+    held = summary[key]
+    objects = held if isinstance(held, list) else [held]
+    assert objects, f"summary.json's {key} holds nothing to check"
+    written = list(dict.fromkeys(k for o in objects for k in o))
     from placement.outputs.columns import nested_keys
 
     described_keys = nested_keys("summary.json", key)
     undescribed = [k for k in written if not any(c.matches(k) for c in described_keys)]
-    missing = [c.name for c in described_keys if not c.optional and c.name not in written]
+    missing = [c.name for c in described_keys if not c.optional and any(c.name not in o for o in objects)]
     return undescribed, missing
 
 

@@ -74,8 +74,8 @@ class OutputFile:
     command : str
         The key of :data:`COMMANDS` naming the command and folder that write it.
     nested : tuple of (str, tuple of Column)
-        Of a JSON file: the keys of an object some top-level key holds, by that key (``summary.json``'s
-        ``cost_breakdown_usd_per_h``: ``node_capex``, ...).
+        Of a JSON file: the keys of an object some top-level key holds (or of each object of a list it holds), by
+        that key (``summary.json``'s ``cost_breakdown_usd_per_h``: ``node_capex``, ...).
     """
 
     name: str
@@ -457,6 +457,71 @@ _N_PLUS_ONE_COST = (
     _c("classes", "USD/M tok", "per class: usd_per_m_with and usd_per_m_without"),
 )
 
+_CLASSES = (
+    _c("class", "", "the workload class"),
+    _c("goodput_tok_s", "tok/s", "goodput served inside its objectives, daily mean"),
+    _c("cost_usd_per_h", "USD/h", "its share of the cost: site costs split by the node-equivalents it uses, and its energy"),
+    _c("cost_per_million_goodput_tokens_usd", "USD/M tok", "its cost per million goodput tokens (null: none served)"),
+    _c("ttft_objective_ms", "ms", "its p99 time-to-first-token objective"),
+    _c("p99_ttft_ms_max", "ms", "the worst p99 TTFT of its assignments"),
+    _c("itl_objective_ms", "ms", "its p99 inter-token latency objective"),
+    _c("p99_itl_ms", "ms", "the p99 inter-token latency a node achieves for it"),
+    _c("goodput_tok_s_per_node", "tok/s", "goodput a node gives it inside the objectives"),
+    _c("utilisation_cap", "", "share of a node's goodput the plan may use (the rest is tail headroom)"),
+    _c("node_ttft_ms", "ms", "the node's part of the p99 TTFT: queue, slot_wait, prefill and first_decode"),
+    _c("cache_hit_rate", "", "prefix-cache hit rate"),
+    _c("goodput_from", "", "where its goodput per node comes from: the serving model, or the scenario's own figure"),
+    _c("serving_load_share", "", "serving-model classes: the share of the node's capacity its goodput uses"),
+    _c("speculative", "", "the speculative-decoding method its nodes run (empty: none; null: goodput from the scenario)"),
+    _c("gco2e_per_million_goodput_tokens", "gCO2e/M tok", "its share of the grid emissions per million of its tokens"),
+    _c("water_l_per_million_goodput_tokens", "L/M tok", "its share of the water consumed per million of its tokens"),
+)
+_CAP_COST = (
+    _c("uncapped_usd_per_million_goodput_tokens", "USD/M tok", "the same model solved without the caps"),
+    _c("uncapped_objective_usd_per_h", "USD/h", "that plan's cost"),
+    _c("uncapped_goodput_tok_s", "tok/s", "its goodput, daily mean"),
+    _c("uncapped_tco2e_per_year", "tCO2e/year", "its grid emissions"),
+    _c("uncapped_water_m3_per_year", "m3/year", "its water"),
+    _c("usd_per_t_avoided", "USD/tCO2e", "the caps' extra cost a year per tonne avoided (null: the capped plan serves less)"),
+    _c("usd_per_m3_avoided", "USD/m3", "the same per cubic metre of water avoided"),
+)
+_CACHE_ROUNDS = (
+    _c("charges_nodes_per_tok_s", "node-eq per tok/s", "site -> class -> tier: the miss work the kept round charged"),
+    _c("miss_nodes_by_site", "node-eq", "each open site's node-equivalents spent on misses in its busiest slice"),
+    _c("rounds", "", "each round: usd_per_h, nodes_added, valid, per_pair_miss_work"),
+    _c("kept", "", "the round kept, from 1"),
+    _c("tolerance", "", "the relative change in cost under which the rounds stop"),
+    _c("most_rounds", "", "the most rounds run"),
+)
+_KV_TIER_ROUNDS = (
+    _c("rounds", "", "each round: usd_per_h and the sites' tier moves"),
+    _c("kept", "", "the round kept, from 1"),
+    _c("most_rounds", "", "the most rounds run"),
+    _c("tiers_by_site", "", "each open site's KV tier"),
+    _c("chosen_by_plan", "", "the open sites whose tier the plan chose (tier auto)"),
+)
+_ARRANGEMENT = (
+    _c("options", "", "the arrangement options the scenario turns on, as written"),
+    _c("fixed_arrangement", "", "what the fixed arrangement sets them to (aggregated, no speculation, pools of one node)"),
+    _c("unserved_share", "", "share of demand the plan leaves unserved"),
+    _c("unserved_share_fixed_arrangement", "", "the same with the fixed arrangement"),
+    _c("usd_per_million_goodput_tokens", "USD/M tok", "the plan's cost per million goodput tokens"),
+    _c("usd_per_million_goodput_tokens_fixed_arrangement", "USD/M tok", "the same with the fixed arrangement"),
+    _c("classes", "", "per class: its modes, $/M, goodput per node and prefix hits both ways, budgets, cache, waterfall"),
+    _c("modes_by_site", "", "open site -> class -> the mode serving most of it there"),
+    _c("mode_reasons", "", "open site -> class -> why, with the goodput per node of the modes compared"),
+    _c(
+        "cross_metro",
+        "",
+        "with cross-metro prefill: per class its columns, figures per allowance and share served",
+        optional=True,
+    ),
+    _c("hit_rates_by_site", "", "open site -> class -> prefix-cache hit rate"),
+    _c("cache_warmup_nodes_per_site", "nodes", "cold-cache nodes per open site (per site where tiers differ)"),
+    _c("kv_tiers_by_site", "", "each open site's KV tier, where sites differ", optional=True),
+    _c("option_values", "", "per option on: $/M and unserved share with it off (the others on), and what it is worth"),
+)
+
 _SUMMARY_OPTIONAL = {
     "rule_prices": ("", "with solve --price-rules: per rule, $/M, MW, sites open and unserved share with it and without"),
     "arrangement": ("", "with arrangement options: the plan against the fixed arrangement, per class and per option"),
@@ -701,7 +766,15 @@ OUTPUT_FILES: tuple[OutputFile, ...] = (
         "always",
         "the plan's headline figures, its notes and the scenario solved",
         _listed((*JSON_ORDER, "notes", "scenario_path"), _SUMMARY) + _listed(_SUMMARY_OPTIONAL, _SUMMARY_OPTIONAL, optional=True),
-        nested=(("cost_breakdown_usd_per_h", _COST_BREAKDOWN), ("n_plus_one_cost", _N_PLUS_ONE_COST)),
+        nested=(
+            ("cost_breakdown_usd_per_h", _COST_BREAKDOWN),
+            ("classes", _CLASSES),
+            ("n_plus_one_cost", _N_PLUS_ONE_COST),
+            ("cap_cost", _CAP_COST),
+            ("cache_rounds", _CACHE_ROUNDS),
+            ("kv_tier_rounds", _KV_TIER_ROUNDS),
+            ("arrangement", _ARRANGEMENT),
+        ),
     ),
     OutputFile("sites.csv", "always", "every candidate site: the decision and its figures", _SITES),
     OutputFile("assignments.csv", "always", "one row per (population, class, site) the plan serves", _ASSIGNMENTS),

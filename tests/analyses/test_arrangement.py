@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -15,6 +16,7 @@ from placement.scenario.classes import WorkloadClass
 from placement.scenario.load import load_scenario
 from placement.scenario.sections import ServingSection
 from placement.world.bundled import scenario_file
+from tests.conftest import nested_mismatch, script_module
 
 
 def _class(name: str, **lengths: float) -> WorkloadClass:
@@ -137,6 +139,39 @@ def test_the_bundled_world_with_every_option_against_the_fixed_arrangement(tmp_p
     assert sum(shares.values()) == pytest.approx(1.0)
     assert set(assignments["node_ttft_budget_ms"].round(6)) >= {170.0, 136.0}
     assert arrangement["unserved_share"] < arrangement["unserved_share_fixed_arrangement"] - 0.02
+    for key in ("arrangement", "cache_rounds", "classes"):  # the keys as the output reference describes them
+        assert nested_mismatch(summary, key) == ([], []), key
+    _the_models_pages_tables_come_from_the_folder(out, summary)
+
+
+def _the_models_pages_tables_come_from_the_folder(out: Path, summary: dict[str, Any]) -> None:
+    """scripts/arrangement_table.py: docs/models/serving.md's tables, regenerated from the folder's summary.json."""
+    script = script_module("arrangement_table")
+    classes, options = summary["arrangement"]["classes"], summary["arrangement"]["option_values"]
+    first, second, third, fourth = script.tables(summary).rstrip("\n").split("\n\n")
+    rows = first.splitlines()[2:]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [*classes, "the plan"]
+    for row, figures in zip(rows, classes.values(), strict=False):
+        assert f"**{figures['usd_per_million_goodput_tokens']:.3f}**" in row
+        assert f"| {figures['usd_per_million_goodput_tokens_fixed_arrangement']:.3f} |" in row
+    assert f"{summary['sites_open']} sites" in rows[-1]
+    option_rows = second.splitlines()[2:]
+    assert [r.split(" | ")[0].lstrip("| ").strip("`") for r in option_rows] == list(options)
+    for row, figures in zip(option_rows, options.values(), strict=True):
+        assert f"| {figures['usd_per_million_goodput_tokens_without']:.3f} |" in row
+    assert [r.split(" | ")[0].lstrip("| ") for r in third.splitlines()[2:]] == list(classes)
+    assert "most goodput per node of the modes compared" in third
+    cross = summary["arrangement"]["cross_metro"]["classes"]
+    assert [r.split(" | ")[0].lstrip("| ") for r in fourth.splitlines()[2:]] == list(cross)
+    assert f"| {cross['chat']['whole_nodes_per_1000_tok_s']:.3f} |" in fourth
+
+
+def test_the_arrangement_table_refuses_a_plan_without_arrangement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = script_module("arrangement_table")
+    (tmp_path / "summary.json").write_text(json.dumps({"scenario": "plain"}))
+    assert script.main([str(tmp_path)]) == 2
+    assert "no arrangement" in capsys.readouterr().out
+    assert script.main([str(tmp_path / "missing")]) == 2
 
 
 @pytest.mark.slow

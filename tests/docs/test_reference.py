@@ -135,6 +135,7 @@ def test_summary_json_holds_the_described_keys_and_no_other(solved: Path) -> Non
 def test_the_cost_breakdowns_keys_are_described(solved: Path) -> None:
     summary = json.loads((solved / "summary.json").read_text())
     assert nested_mismatch(summary, "cost_breakdown_usd_per_h") == ([], [])
+    assert nested_mismatch(summary, "classes") == ([], [])  # each class's object
     assert sum(v for k, v in summary["cost_breakdown_usd_per_h"].items() if k != "total") == pytest.approx(
         summary["cost_breakdown_usd_per_h"]["total"]
     )

@@ -16,7 +16,7 @@ from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.rules.resources import grid_water_l_per_kwh, region_sites, site_water, site_water_stress
 from placement.scenario.load import load_scenario
-from tests.conftest import CATALOG_HEADER, REPO, write_scenario
+from tests.conftest import CATALOG_HEADER, REPO, nested_mismatch, write_scenario
 from tests.economics.test_footprint import DYNAMIC_POWER, SHIFT_CATALOG
 
 # Macknick et al. 2012 medians (data/energy/generation_water.csv), L/kWh, and the US mix of 2023
@@ -221,6 +221,7 @@ def test_a_capped_plan_says_what_its_caps_cost(tmp_path: Path) -> None:
     capped = _plan(tmp_path, "capped", water_cap_m3_per_year=cap)
     cost = capped.summary.cap_cost
     assert cost is not None
+    assert nested_mismatch(capped.summary.to_json_dict(), "cap_cost") == ([], [])  # as the output reference says
     assert cost["uncapped_objective_usd_per_h"] == pytest.approx(free.summary.objective_usd_per_h, rel=1e-9)
     assert cost["uncapped_water_m3_per_year"] == pytest.approx(free.summary.water_m3_per_year, rel=1e-9)
     assert cost["usd_per_m3_avoided"] == pytest.approx(BREAK_EVEN_USD_PER_M3, rel=1e-6)
