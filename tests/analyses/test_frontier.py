@@ -13,7 +13,7 @@ import pytest
 
 from placement.analyses.frontier import frontier_caps
 from placement.cli import main
-from tests.conftest import REPO, write_scenario
+from tests.conftest import REPO, script_module, write_scenario
 from tests.economics.test_footprint import DYNAMIC_POWER, SHIFT_CATALOG
 
 
@@ -72,6 +72,23 @@ def test_a_frontier_with_optional_serving_holds_each_cap_at_equal_service(tmp_pa
             served[name] = [float(r["goodput_tok_s"]) for r in csv.DictReader(handle)]
     assert min(served["equal"]) >= served["equal"][0] * (1 - 1e-3)
     assert served["all"][1] < served["all"][0] * (1 - 1e-3), "the geometry of the test: free, the cap is met by serving less"
+    _the_guides_table_comes_from_the_two_folders(tmp_path / "equal", tmp_path / "all")
+
+
+def _the_guides_table_comes_from_the_two_folders(equal: Path, free: Path) -> None:
+    """scripts/frontier_table.py: the carbon-and-water guide's table, a row per point, its cells from frontier.csv."""
+    script = script_module("frontier_table")
+    rows = {name: script.read(folder) for name, folder in (("equal", equal), ("all", free))}
+    lines = script.table(rows["equal"], rows["all"]).splitlines()
+    assert lines[0].startswith("| point | cap (tCO2e) | $/M at equal service") and "unserved at $60" in lines[0]
+    body = [line.strip("| ").split(" | ") for line in lines[2:]]
+    assert [cells[0] for cells in body] == [str(k) for k in range(max(len(rows["equal"]), len(rows["all"])))]
+    for cells, a, b in zip(body, rows["equal"], rows["all"], strict=False):
+        assert cells[2] == f"{float(a['usd_per_million_goodput_tokens']):,.3f}"
+        assert cells[5] == f"{float(b['usd_per_million_goodput_tokens']):,.3f}"
+        assert cells[6] == f"{float(b['unserved_share']) * 100:.2f} %"
+    assert body[0][1] == body[0][4] == "none", "point 0 is the plan without a cap"
+    assert script.main([str(equal)]) == 2  # two folders, or a usage line
 
 
 @pytest.mark.slow
