@@ -399,3 +399,22 @@ def test_the_guides_tables_are_regenerated_from_the_folder(solved: Path) -> None
     assert f"**${summary['expected_cost_usd'] / 1e9:,.2f} B**" in text
     assert f"the adopted plan is the {summary['adopted_plan'].upper()} plan" in text
     assert script.main([str(solved.parent)]) == 2, "a folder without years.csv is refused with the usage"
+
+
+def test_the_rules_guides_table_is_regenerated_from_two_folders(solved: Path) -> None:
+    """scripts/rules_table.py: a row per build-out (here the same one twice), the figures of its files."""
+    script = script_module("rules_table")
+    text = script.table(solved, solved)
+    years = pd.read_csv(solved / "years.csv")
+    summary = json.loads((solved / "summary.json").read_text())
+    header, _, free, rules = text.splitlines()
+    assert [f"$/M {y}" for y in years["year"]] == [c.strip() for c in header.split("|")[3 : 3 + len(years)]]
+    assert free.startswith("| no rules (`enforce: false`) |") and rules.startswith("| the bundled rules |")
+    cells = [c.strip() for c in rules.strip("|").split("|")]
+    assert cells[1] == f"${summary['expected_cost_usd'] / 1e9:,.1f} B"
+    assert cells[2 : 2 + len(years)] == [f"{v:.3f}" for v in years["cost_per_million_goodput_tokens_usd"]]
+    bought = summary["nodes_bought_by_country"]
+    china = cells[2 + len(years)]
+    assert china == " · ".join(f"{p} {n:,.0f}" for p, n in bought.get("CN", {}).items() if n >= 0.5) or china == "0"
+    assert cells[-1] == f"{summary['aggregation']['unreachable_demand_share'] * 100:.1f} %"
+    assert script.main([str(solved)]) == 2, "two folders, or the usage"
