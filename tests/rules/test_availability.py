@@ -288,6 +288,7 @@ def test_an_unknown_waived_rule_is_named_with_its_key(tmp_path: Path) -> None:
     assert "availability.waive[0]" in str(caught.value) and "us-bis-2023-advanced-computing" in str(caught.value)
 
 
+@pytest.mark.slow  # the bundled world, solved (world_results)
 def test_the_bundled_world_plans_no_barred_part_at_a_barred_site(world_results: Path) -> None:
     rules = load_availability()
     sites = pd.read_csv(world_results / "sites.csv", keep_default_na=False)

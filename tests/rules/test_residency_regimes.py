@@ -147,6 +147,7 @@ def test_the_china_rule_is_one_entry_of_the_table(tmp_path: Path) -> None:
     assert np.array_equal(new.commodity_population, old.commodity_population)
 
 
+@pytest.mark.slow  # the bundled world, solved (world_results)
 def test_the_default_world_keeps_an_eu_share_of_agent_traffic_in_the_eu(tmp_path: Path, world_results: Path) -> None:
     eu = {"id": "eu-gdpr", "share": {"chat": 0.0, "agent": 0.3, "batch": 0.0}}
     path = _default_with(tmp_path, {"regimes": ["cn-pipl", eu]})
