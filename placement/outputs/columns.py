@@ -522,6 +522,40 @@ _ARRANGEMENT = (
     _c("option_values", "", "per option on: $/M and unserved share with it off (the others on), and what it is worth"),
 )
 
+_ADEQUACY_FIGURES = (
+    _c("method", "", "exact (every combination of the outage sources) or monte-carlo (years drawn)"),
+    _c("expected_unserved_tokens_per_year", "tok/year", "goodput the plan's outages leave unserved, expected a year"),
+    _c("expected_unserved_tok_s", "tok/s", "the same as a rate"),
+    _c("expected_unserved_share", "", "it over what the plan serves: the headline"),
+    _c("std_error_share", "", "its standard error (0 when exact)"),
+    _c("served_tokens_per_year", "tok/year", "goodput the plan serves a year"),
+    _c("monte_carlo_share", "", "the drawn years' mean unserved share (beside the exact figure, a check)"),
+    _c("monte_carlo_std_error_share", "", "its standard error"),
+    _c("years", "years", "years drawn (fault_tolerance.outages.years, --years)"),
+    _c("seed", "", "the draws' seed"),
+    _c("events_drawn", "", "outages drawn over those years"),
+    _c("threshold_share", "", "a year's unserved share the tail figures count years above"),
+    _c("cvar_level", "", "the quantile of the value-at-risk and conditional value-at-risk"),
+    _c("p_year_loss_above_threshold", "", "share of the drawn years whose unserved share is above the threshold"),
+    _c("p_year_loss_above_threshold_std_error", "", "its standard error"),
+    _c("p_year_loss_above_threshold_upper_95", "", "its one-sided 95 % upper bound (Clopper-Pearson)"),
+    _c("var_share", "", "the year's unserved share at cvar_level (value at risk)"),
+    _c("cvar_share", "", "the mean unserved share of the years beyond it (conditional value at risk)"),
+    _c("sources", "", "outage sources that take an open site down: each site's own, and the scenario's fault domains"),
+    _c("states_enumerated", "", "exact: the combinations of sources summed (null: monte-carlo)"),
+    _c("dropped_probability", "", "exact: the probability of the combinations too unlikely to sum (null: monte-carlo)"),
+    _c("error_bound_share", "", "exact: the most the dropped combinations can add to the share (null: monte-carlo)"),
+    _c("failed_sets_solved", "", "sets of sites down whose unserved goodput was re-routed on the plan's capacity"),
+    _c("top_sources", "", "the sources contributing most: unserved tokens a year each alone, and its contribution"),
+    _c("top_failed_sets", "", "the sets of sites down contributing most, with their expected unserved tok/s"),
+    _c(
+        "iterations",
+        "",
+        "with fault_tolerance.max_expected_unserved_share: each protection round's share, target, nodes added and cost",
+        optional=True,
+    ),
+)
+
 _SUMMARY_OPTIONAL = {
     "rule_prices": ("", "with solve --price-rules: per rule, $/M, MW, sites open and unserved share with it and without"),
     "arrangement": ("", "with arrangement options: the plan against the fixed arrangement, per class and per option"),
@@ -774,6 +808,7 @@ OUTPUT_FILES: tuple[OutputFile, ...] = (
             ("cache_rounds", _CACHE_ROUNDS),
             ("kv_tier_rounds", _KV_TIER_ROUNDS),
             ("arrangement", _ARRANGEMENT),
+            ("adequacy", _ADEQUACY_FIGURES),
         ),
     ),
     OutputFile("sites.csv", "always", "every candidate site: the decision and its figures", _SITES),

@@ -29,7 +29,7 @@ from placement.rules.outages import site_outage_figures
 from placement.scenario.load import load_scenario
 from placement.scenario.sections import OutagesSection
 from placement.world.catalog import load_catalog
-from tests.conftest import CATALOG_HEADER, SMALL_CATALOG, solved_small, write_scenario
+from tests.conftest import CATALOG_HEADER, SMALL_CATALOG, nested_mismatch, solved_small, write_scenario
 
 # ----------------------------------------------------------------------------- the hand world
 #
@@ -184,6 +184,7 @@ def test_cli_adequacy_json_has_the_expected_unserved_share(small_folder: Path, c
     assert figures["cvar_share"] >= figures["var_share"] >= 0.0
     summary = json.loads((small_folder / "summary.json").read_text())
     assert summary["adequacy"]["expected_unserved_share"] == pytest.approx(figures["expected_unserved_share"])
+    assert nested_mismatch(summary, "adequacy") == ([], [])  # its keys as the output reference describes them
     table = pd.read_csv(small_folder / "adequacy.csv")
     assert {"source", "events_per_year", "hours", "unserved_tok_s_when_down", "contribution_share"} <= set(table.columns)
     assert "Expected unserved goodput" in (small_folder / "report.md").read_text()
@@ -304,6 +305,7 @@ def test_solve_with_a_target_tabulates_the_spare_nodes_it_adds_and_their_cost(tm
     assert (tmp_path / "plain" / "adequacy.csv").is_file()
     after = json.loads((tmp_path / "target" / "summary.json").read_text())
     rounds = after["adequacy"]["iterations"]
+    assert nested_mismatch(after, "adequacy") == ([], [])  # iterations included
     added = sum(sum(r["added_nodes"].values()) for r in rounds)
     assert added > 0
     assert after["nodes"] == before["nodes"] + added
