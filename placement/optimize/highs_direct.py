@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from placement._types import FloatArray, IntArray
-from placement.optimize.linear import LinearModel, RowBlock, pulp_values, to_pulp
+from placement.optimize.linear import LinearModel, RowBlock, pulp_row_kinds, pulp_values, to_pulp
 from placement.optimize.relax_fix import FixedAnswer, relax_and_fix
 from placement.optimize.solver import SolverOptions, SolverReport, _quiet_stdout, highs_report, solve_problem
 
@@ -108,15 +108,8 @@ def _row_terms(block: RowBlock) -> tuple[IntArray, IntArray, FloatArray]:
 
 def _row_sides(block: RowBlock) -> tuple[FloatArray, FloatArray]:
     """Each row's lower and upper side as PuLP's constraint holds them (``-(0.0 - rhs)``; none: infinite)."""
-    lower, upper = block.lower, block.upper
-    equal = lower == upper
-    at_most = ~equal & np.isneginf(lower) & np.isfinite(upper)
-    at_least = ~equal & np.isposinf(upper) & np.isfinite(lower)
-    bad = ~(equal | at_most | at_least)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"row '{block.names[k]}' bounded by [{lower[k]}, {upper[k]}]: PuLP takes one finite side or an equality")
-    side = -(0.0 - np.where(at_most, upper, lower))
+    _, at_most, at_least = pulp_row_kinds(block)
+    side = -(0.0 - np.where(at_most, block.upper, block.lower))
     return np.where(at_most, -np.inf, side), np.where(at_least, np.inf, side)
 
 

@@ -332,8 +332,14 @@ def _pulp_variables(problem: pulp.LpProblem, model: LinearModel) -> list[pulp.Lp
     return variables
 
 
-def _senses(block: RowBlock) -> list[tuple[int, float]]:
-    """PuLP's sense and right-hand side of every row of a block."""
+def pulp_row_kinds(block: RowBlock) -> tuple[BoolArray, BoolArray, BoolArray]:
+    """Which rows of a block PuLP writes as equalities, as ``<=`` and as ``>=``.
+
+    Raises
+    ------
+    ValueError
+        A row bounded on both sides by different values, or on neither (PuLP takes one finite side or an equality).
+    """
     lower, upper = block.lower, block.upper
     equal = lower == upper
     at_most = ~equal & np.isneginf(lower) & np.isfinite(upper)
@@ -342,8 +348,14 @@ def _senses(block: RowBlock) -> list[tuple[int, float]]:
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise ValueError(f"row '{block.names[k]}' bounded by [{lower[k]}, {upper[k]}]: PuLP takes one finite side or an equality")
+    return equal, at_most, at_least
+
+
+def _senses(block: RowBlock) -> list[tuple[int, float]]:
+    """PuLP's sense and right-hand side of every row of a block."""
+    equal, at_most, _ = pulp_row_kinds(block)
     sense = np.where(equal, pulp.LpConstraintEQ, np.where(at_most, pulp.LpConstraintLE, pulp.LpConstraintGE))
-    rhs = np.where(at_most, upper, lower)
+    rhs = np.where(at_most, block.upper, block.lower)
     return list(zip(sense.tolist(), rhs.tolist(), strict=True))
 
 
