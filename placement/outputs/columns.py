@@ -556,6 +556,20 @@ _ADEQUACY_FIGURES = (
     ),
 )
 
+_DINKELBACH = (
+    _c("lambda_usd_per_tok_s", "USD/h per tok/s", "the ratio tried: what one mean tok/s served is worth in that step"),
+    _c("cost_usd_per_h", "USD/h", "the cost of the design the step found"),
+    _c("goodput_tok_s", "tok/s", "the goodput it serves"),
+    _c("value_usd_per_h", "USD/h", "cost - lambda x goodput: 0 at the best ratio"),
+    _c("value_bound_usd_per_h", "USD/h", "the step's MILP's proven bound on that value", optional=True),
+    _c("ratio_bound_usd_per_tok_s", "USD/h per tok/s", "the least cost per goodput proven so far", optional=True),
+    _c("rejected", "", "1.0 on a step whose design was discarded (a solver failure; the one before kept)", optional=True),
+)
+_FAULT_DOMAINS = (
+    _c("grouping", "", "how sites group into fault domains: the catalog column, or the scenario's listed domains"),
+    _c("domains", "", "each domain with open sites: the sites it takes down together"),
+)
+
 _SUMMARY_OPTIONAL = {
     "rule_prices": ("", "with solve --price-rules: per rule, $/M, MW, sites open and unserved share with it and without"),
     "arrangement": ("", "with arrangement options: the plan against the fixed arrangement, per class and per option"),
@@ -809,6 +823,8 @@ OUTPUT_FILES: tuple[OutputFile, ...] = (
             ("kv_tier_rounds", _KV_TIER_ROUNDS),
             ("arrangement", _ARRANGEMENT),
             ("adequacy", _ADEQUACY_FIGURES),
+            ("dinkelbach_iterations", _DINKELBACH),
+            ("fault_domains", _FAULT_DOMAINS),
         ),
     ),
     OutputFile("sites.csv", "always", "every candidate site: the decision and its figures", _SITES),

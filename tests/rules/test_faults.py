@@ -14,7 +14,7 @@ from placement.rules.faults import catalog_domains, fault_domains, find_domain
 from placement.scenario.load import load_scenario
 from placement.scenario.sections import FaultToleranceSection
 from placement.world.catalog import load_catalog
-from tests.conftest import CATALOG_HEADER, write_scenario
+from tests.conftest import CATALOG_HEADER, nested_mismatch, write_scenario
 
 GROUPED = CATALOG_HEADER.replace("locked\n", "locked,grid_region,campus\n") + (
     "ashburn,Ashburn,US,North America,39.04,-77.49,50,80,1.3,10000000,false,US-PJM,\n"
@@ -95,6 +95,7 @@ def test_a_domain_holding_every_site_in_reach_leaves_its_populations_exposed_not
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["unserved_share"] == pytest.approx(0.0, abs=1e-9)
     assert summary["fault_domains"] == {"grouping": "grid_region", "domains": {"US-PJM": ["ashburn", "chicago"]}}
+    assert nested_mismatch(summary, "fault_domains") == ([], [])  # as the output reference describes them
     assert summary["unprotectable_share"] == pytest.approx(1.0)  # Berlin, Paris: one site; New York, Chicago: one region
     scenarios = pd.read_csv(tmp_path / "out" / "failover_scenarios.csv", keep_default_na=False).set_index("failed")
     assert scenarios.loc["US-PJM", "failed_kind"] == "domain"
