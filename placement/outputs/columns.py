@@ -570,6 +570,19 @@ _FAULT_DOMAINS = (
     _c("domains", "", "each domain with open sites: the sites it takes down together"),
 )
 
+_RULE_PRICE_FIGURES = (
+    _c("rule_id", "", "the residency rule priced"),
+    _c("text", "", "its wording"),
+    _c("usd_per_m_with", "USD/M tok", "the plan's $/M goodput with the rule"),
+    _c("usd_per_m_without", "USD/M tok", "the same world's plan solved without it"),
+    _c("mw_with", "MW", "MW used with it"),
+    _c("mw_without", "MW", "MW used without it"),
+    _c("sites_open_with", "sites", "sites open with it"),
+    _c("sites_open_without", "sites", "sites open without it"),
+    _c("unserved_share_with", "", "share of demand unserved with it"),
+    _c("unserved_share_without", "", "share of demand unserved without it"),
+)
+
 _SUMMARY_OPTIONAL = {
     "rule_prices": ("", "with solve --price-rules: per rule, $/M, MW, sites open and unserved share with it and without"),
     "arrangement": ("", "with arrangement options: the plan against the fixed arrangement, per class and per option"),
@@ -825,6 +838,7 @@ OUTPUT_FILES: tuple[OutputFile, ...] = (
             ("adequacy", _ADEQUACY_FIGURES),
             ("dinkelbach_iterations", _DINKELBACH),
             ("fault_domains", _FAULT_DOMAINS),
+            ("rule_prices", _RULE_PRICE_FIGURES),
         ),
     ),
     OutputFile("sites.csv", "always", "every candidate site: the decision and its figures", _SITES),

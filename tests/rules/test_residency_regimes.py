@@ -19,7 +19,7 @@ from placement.instance.build import build_instance
 from placement.plan.solve import run
 from placement.rules.residency import FREE, REGIMES_CSV, Regime, load_regime_table, split_commodities
 from placement.scenario.load import load_scenario
-from tests.conftest import CATALOG_HEADER, DEFAULT_SCENARIO, write_scenario
+from tests.conftest import CATALOG_HEADER, DEFAULT_SCENARIO, nested_mismatch, write_scenario
 
 HEADER = "regime_id,name,members,sites,share,serve_outsiders,simplification,source\n"
 EU = frozenset(
@@ -250,6 +250,7 @@ def test_solve_prices_the_rules_and_diff_shows_them_by_continent(tmp_path: Path)
     assert set(prices["rule_id"]) == {"bloc-a", "bloc-b"} and "all" in set(prices["region"])
     summary = json.loads((tmp_path / "with" / "summary.json").read_text())
     assert [r["rule_id"] for r in summary["rule_prices"]] == ["bloc-a", "bloc-b"]
+    assert nested_mismatch(summary, "rule_prices") == ([], [])  # each rule's keys as the output reference says
     assert any(n.startswith("  - price of bloc-a") for n in summary["notes"])
     assert "price of bloc-b" in (tmp_path / "with" / "report.md").read_text()
 
