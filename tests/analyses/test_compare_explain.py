@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from placement.cli import main
+from tests.conftest import script_module
 
 KEYS = {"placement", "cost_per_million_goodput_tokens_usd", "served_share", "tokens_per_s_per_mw", "mw_used"}
 
@@ -26,6 +27,11 @@ def test_compare_json(tmp_path: Path, small_scenario: Path, capsys: pytest.Captu
     assert by_name["cheapest-power"]["served_share"] < 1.0
     assert (tmp_path / "cmp" / "compare.png").stat().st_size > 0
     assert (tmp_path / "cmp" / "compare.csv").stat().st_size > 0
+    # scripts/compare_table.py: the commands guide's table, a row per placement of compare.csv, in order
+    table = script_module("compare_table").table(tmp_path / "cmp").splitlines()[2:]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in table] == [r["placement"] for r in rows]
+    for line, r in zip(table, rows, strict=True):
+        assert f"| ${r['cost_per_million_goodput_tokens_usd']:.3f} | {r['served_share'] * 100:.1f} % |" in line
 
 
 def test_explain_writes_json(tmp_path: Path, small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
