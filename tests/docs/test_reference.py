@@ -132,6 +132,18 @@ def test_summary_json_holds_the_described_keys_and_no_other(solved: Path) -> Non
     assert _mismatch("summary.json", _keys(solved / "summary.json")) == ([], [])
 
 
+def test_a_plans_figures_are_printed_from_its_summary(solved: Path) -> None:
+    """scripts/plan_figures.py: the table the optimisation page shows for world_full, here for the small plan."""
+    script = script_module("plan_figures")
+    summary = json.loads((solved / "summary.json").read_text())
+    figures = dict(line.strip("| ").split(" | ", 1) for line in script.table(summary).splitlines()[2:])
+    assert figures["cost per million goodput tokens"] == f"${summary['cost_per_million_goodput_tokens_usd']:.3f}"
+    assert figures["feasible pairs"] == f"{summary['feasible_pairs']:,}"
+    assert figures["unserved"] == f"{summary['unserved_share'] * 100:.2f} % of demand"
+    assert figures["the solver's account"] == summary["solver_message"]
+    assert script.main([str(solved / "missing")]) == 2
+
+
 def test_the_cost_breakdowns_keys_are_described(solved: Path) -> None:
     summary = json.loads((solved / "summary.json").read_text())
     assert nested_mismatch(summary, "cost_breakdown_usd_per_h") == ([], [])
