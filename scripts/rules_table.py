@@ -49,10 +49,11 @@ def header(years: list[str]) -> tuple[str, str]:
 def row(label: str, folder: Path) -> str:
     """One folder's row."""
     summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    years = _years(folder)
     cells = [label, f"${float(summary['expected_cost_usd']) / 1e9:,.1f} B"]
-    cells += [f"{float(y['cost_per_million_goodput_tokens_usd']):.3f}" for y in _years(folder)]
+    cells += [f"{float(y['cost_per_million_goodput_tokens_usd']):.3f}" for y in years]
     cells += [_bought(summary, code) for code, _ in COUNTRIES]
-    unserved = [float(y["unserved_share"]) * 100 for y in _years(folder)]
+    unserved = [float(y["unserved_share"]) * 100 for y in years]
     cells.append(f"{min(unserved):.1f}-{max(unserved):.1f} %")
     cells.append(f"{float(summary['aggregation']['unreachable_demand_share']) * 100:.1f} %")
     return "| " + " | ".join(cells) + " |"

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from placement._types import FloatArray, IntArray
+from placement._types import BoolArray, FloatArray, IntArray
 from placement.optimize.linear import LinearModel, RowBlock, pulp_row_kinds, pulp_values, to_pulp
 from placement.optimize.relax_fix import FixedAnswer, relax_and_fix
 from placement.optimize.solver import SolverOptions, SolverReport, _quiet_stdout, highs_report, solve_problem
@@ -48,13 +48,18 @@ class HighsLayout:
     position : numpy.ndarray of int
         ``(n_cols,)`` HiGHS column of each of the model's columns, -1 for one PuLP does not send (named by no row
         and without cost).
-    integer : bool
-        Whether any column sent is integer (PuLP's ``isMIP``).
+    integer : numpy.ndarray of bool
+        Whether each HiGHS column is integer.
     """
 
     columns: IntArray
     position: IntArray
-    integer: bool
+    integer: BoolArray
+
+    @property
+    def is_mip(self) -> bool:
+        """Whether any column sent is integer (PuLP's ``isMIP``)."""
+        return bool(self.integer.any())
 
 
 def pulp_layout(model: LinearModel) -> HighsLayout:
@@ -87,7 +92,7 @@ def pulp_layout(model: LinearModel) -> HighsLayout:
     position = np.full(model.n_cols, -1, dtype=np.int64)
     position[columns] = np.arange(len(columns))
     integer = np.concatenate([np.full(b.size, b.integer) for b in model.columns]) if model.columns else np.zeros(0, bool)
-    return HighsLayout(columns, position, bool(integer[columns].any()))
+    return HighsLayout(columns, position, integer[columns])
 
 
 def _row_terms(block: RowBlock) -> tuple[IntArray, IntArray, FloatArray]:
@@ -95,8 +100,8 @@ def _row_terms(block: RowBlock) -> tuple[IntArray, IntArray, FloatArray]:
     order = np.argsort(block.row, kind="stable")
     row, col, value = block.row[order], block.col[order], block.value[order]
     key = row * (int(col.max()) + 1 if len(col) else 1) + col
-    if len(np.unique(key)) != len(key):  # repeats: first place, last coefficient (a dict built from the terms)
-        first = np.unique(key, return_index=True)[1]
+    first = np.unique(key, return_index=True)[1]
+    if len(first) != len(key):  # repeats: first place, last coefficient (a dict built from the terms)
         last = len(key) - 1 - np.unique(key[::-1], return_index=True)[1]
         keep = np.sort(first)
         value = value.copy()
@@ -139,9 +144,8 @@ def load_as_pulp(model: LinearModel, highs: highspy.Highs) -> HighsLayout:
     cost = model.cost()[cols]
     highs.addCols(len(cols), np.where(cost != 0.0, cost, 0.0), col_lower, col_upper, 0, np.zeros(0, np.int32),
                   np.zeros(0, np.int32), np.zeros(0))  # fmt: skip
-    integer = np.concatenate([np.full(b.size, b.integer) for b in model.columns])[cols]
-    if integer.any():
-        index = np.flatnonzero(integer).astype(np.int32)
+    if layout.is_mip:
+        index = np.flatnonzero(layout.integer).astype(np.int32)
         kinds = np.full(len(index), int(highspy.HighsVarType.kInteger), dtype=np.uint8)
         highs.changeColsIntegrality(len(index), index, kinds)
     for block in model.row_blocks:
@@ -234,7 +238,7 @@ def solve_linear(
         sent_start = None
     with _quiet_stdout(not options.msg):
         fixed = _run(highs, options, sent_start, time_limit_s)
-    report = highs_report(highs, options, fixed, is_mip=layout.integer, runtime_s=time.perf_counter() - tic)
+    report = highs_report(highs, options, fixed, is_mip=layout.is_mip, runtime_s=time.perf_counter() - tic)
     values = np.zeros(model.n_cols) if start is None else np.nan_to_num(start, nan=0.0)
     solved = np.asarray(highs.getSolution().col_value)
     if len(solved) == len(layout.columns):  # none without a solution

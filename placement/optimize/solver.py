@@ -419,8 +419,8 @@ def highs_report(
         bound = fixed.lp_bound  # the search ran on fixed binaries: only the LP relaxation bounds the full MILP
         message = f"{message}, its {fixed.fixed} binaries fixed where the LP relaxation left them"
     elif is_mip:
-        searched = fixed is not None and fixed.whole  # a fractional LP's bound is left to the MILP's own, as before
-        bound = max(float(info.mip_dual_bound), fixed.lp_bound) if searched and fixed is not None else float(info.mip_dual_bound)
+        searched = fixed.lp_bound if fixed is not None and fixed.whole else -math.inf  # a fractional LP's: the MILP's own
+        bound = max(float(info.mip_dual_bound), searched)
     else:
         bound = objective if model_status == statuses.kOptimal else math.nan
     status = SolveStatus.OPTIMAL if model_status == statuses.kOptimal else SolveStatus.FEASIBLE
