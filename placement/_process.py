@@ -8,7 +8,13 @@ sends its result back pickled through a pipe; :meth:`Background.result` reads it
 a fork is not safe or not available (no ``os.fork``, or other threads running in the process, which a fork does
 not copy and whose locks it may leave held) the function runs in the caller at once: the same result, in turn.
 
+**A child on standby** (:class:`Standby`): forked early to prepare (its imports, the files it reads) while the
+caller's own work leaves a core idle, it waits for a payload only the caller's work yields and then runs on it.
+
 **Tasks shared out** between the caller and one forked child (:func:`shared_out`): each takes the next task left.
+
+A child freezes what it inherited out of its garbage collector's reach, so that a collection does not copy the
+parent's heap page by page into it.
 
 **Freed memory** goes back to the system: large arrays are mapped on their own, not carved from the heap; a table
 mapped from a file (the round trips of a catalog world) hands back the pages a pass has read (:func:`release_rows`,
@@ -25,8 +31,10 @@ vectors are then mapped and faulted in afresh each time); at 4 MiB, 1.50 GB and 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import gc
 import mmap
 import os
 import pickle
@@ -35,12 +43,14 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 
 def can_fork() -> bool:
@@ -71,21 +81,16 @@ class Background(Generic[T]):
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: compute, send, leave without running the parent's exit handlers
-            os.close(read)
-            _send(function, write)
-            os._exit(0)
+            _child((read,), partial(_send, function, write))
         os.close(write)
         self._pid, self._read = pid, read
 
     def __del__(self) -> None:
         """A child never read (the caller failed first) is stopped, so that it does not wait on a full pipe."""
         if self._pid > 0:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-                os.waitpid(self._pid, 0)
+            _stop(self._pid)
+            with contextlib.suppress(OSError):
                 os.close(self._read)
-            except OSError:
-                pass
             self._pid = -1
 
     def _run_here(self, function: Callable[[], T]) -> None:
@@ -102,21 +107,134 @@ class Background(Generic[T]):
     def result(self) -> T:
         """The function's result (waits for the child); raises what the function raised."""
         if self._pid > 0:
-            with os.fdopen(self._read, "rb") as pipe:
-                payload = pipe.read()
-            os.waitpid(self._pid, 0)
-            self._pid = -1
-            if not payload:
-                self._error = RuntimeError("the background computation ended without a result")
-            else:
-                kind, value = pickle.loads(payload)
-                if kind == "ok":
-                    self._value = value
-                else:
-                    self._error = value
+            pid, self._pid = self._pid, -1
+            try:
+                self._value = _result_from(pid, self._read)
+            except Exception as exc:
+                self._error = exc
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
+
+
+class Standby(Generic[P, T]):
+    """A forked child made ready now that runs ``work(payload)`` when it is handed the payload later.
+
+    The child runs ``prepare()`` at once (its imports, the files it will read) while the caller goes on, then waits
+    for the payload: what it must wait for the caller to know (a plan's results). :meth:`run` sends the payload
+    (pickled, through a pipe) and returns ``work(payload)``'s result, raising what it raised. ``work`` itself is
+    inherited, not pickled: a closure serves. Where a fork is not safe, :meth:`run` prepares and works in the caller.
+    A standby never run is stopped by :meth:`close` (or when the ``with`` block it opened ends).
+
+    Parameters
+    ----------
+    prepare : callable
+        Takes no argument; what it returns is dropped (it works by its side effects: modules imported, caches filled).
+    work : callable
+        Takes the payload; its result must pickle.
+    """
+
+    def __init__(self, prepare: Callable[[], object], work: Callable[[P], T]) -> None:
+        self._prepare, self._work = prepare, work
+        self._pid, self._send, self._read = -1, -1, -1
+        if not can_fork():
+            return
+        to_child, from_caller = os.pipe()
+        to_caller, from_child = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _child((from_caller, to_caller), partial(self._serve, to_child, from_child))
+        os.close(to_child)
+        os.close(from_child)
+        self._pid, self._send, self._read = pid, from_caller, to_caller
+
+    def _serve(self, receive: int, send: int) -> None:
+        """In the child: prepare, wait for the payload (none when the caller closed the pipe), work, send the result."""
+        with contextlib.suppress(Exception):  # a failed preparation is met again, and reported, by the work
+            self._prepare()
+        with os.fdopen(receive, "rb") as pipe:
+            message = pipe.read()
+        if not message:  # closed without a payload: the caller no longer needs this child
+            os.close(send)
+            return
+        payload = pickle.loads(message)
+        _send(lambda: self._work(payload), send)
+
+    @property
+    def forked(self) -> bool:
+        """Whether a child is waiting (False once it has run, or where a fork was not safe)."""
+        return self._pid > 0
+
+    def run(self, payload: P) -> T:
+        """``work(payload)``: in the waiting child (the payload sent there), else here; raises what it raised."""
+        if self._pid <= 0:
+            self._prepare()
+            return self._work(payload)
+        pid, read = self._pid, self._read
+        self._pid = -1
+        try:
+            with os.fdopen(self._send, "wb") as pipe:
+                pipe.write(pickle.dumps(payload))
+        except BaseException:
+            _stop(pid)
+            os.close(read)
+            raise
+        result: T = _result_from(pid, read)
+        return result
+
+    def close(self) -> None:
+        """Stop a child that has not run (nothing to do otherwise)."""
+        if self._pid > 0:
+            _stop(self._pid)
+            for fd in (self._send, self._read):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._pid = -1
+
+    def __enter__(self) -> Standby[P, T]:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _child(close: tuple[int, ...], body: Callable[[], None]) -> None:
+    """In a forked child: the caller's ends of its pipes closed, its objects frozen, ``body()``, then leave at once.
+
+    Frozen, the objects the child inherited are never walked by its garbage collector, which would write to each
+    one's header and so copy every page of the parent's heap into the child. The child leaves by ``os._exit``
+    whatever happens (an interrupt too), never returning into the parent's frames or running its exit handlers.
+    """
+    try:
+        for fd in close:
+            os.close(fd)
+        gc.freeze()
+        body()
+    finally:
+        os._exit(0)
+
+
+def _stop(pid: int) -> None:
+    """Kill a child and reap it."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def _result_from(pid: int, read: int) -> Any:
+    """The pickled ``("ok", value)`` or ``("error", exception)`` a child sends: its value, or its exception raised."""
+    with os.fdopen(read, "rb") as pipe:
+        payload = pipe.read()
+    os.waitpid(pid, 0)
+    if not payload:
+        raise RuntimeError("the background computation ended without a result")
+    kind, value = pickle.loads(payload)
+    if kind != "ok":
+        raise value
+    return value
 
 
 def shared_out(tasks: Sequence[Callable[[], T]]) -> list[T]:

@@ -27,6 +27,7 @@ from placement.world.geodesy import is_lat_lon
 if TYPE_CHECKING:
     import pandas as pd
 
+    from placement.instance.record import Instance
     from placement.outputs.console_serving import GoodputAnswer
     from placement.plan.record import Plan
     from placement.serving.calibration import PartFit
@@ -55,11 +56,9 @@ def _with_overrides(loaded: LoadedScenario, args: argparse.Namespace) -> LoadedS
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from placement.analyses.arrangement import fixed_in_background, with_arrangement
     from placement.instance.build import build_instance
     from placement.outputs.console import print_plan
-    from placement.outputs.writer import check_output_folder, write_results
-    from placement.plan.solve import solve_instance
+    from placement.outputs.writer import check_output_folder, standby_writer, write_results
 
     check_output_folder(args.out)
     progress = StderrProgress(show=not args.quiet)
@@ -73,6 +72,22 @@ def _solve(args: argparse.Namespace) -> int:
             )
         return _solve_buildout(args, loaded, progress)
     instance = build_instance(loaded, progress=progress)
+    # the files are written by a child forked now, which imports the drawing libraries while this process solves
+    with standby_writer(progress) as writer:
+        plan, tail_table, tail = _solved_plan(args, loaded, instance, progress)
+        progress("writing results")
+        out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table, progress=progress, standby=writer)
+    print_plan(plan.results, tail=tail, out=out)
+    return EXIT_OK
+
+
+def _solved_plan(
+    args: argparse.Namespace, loaded: LoadedScenario, instance: Instance, progress: StderrProgress
+) -> tuple[Plan, pd.DataFrame | None, list[str]]:
+    """``solve``'s plan: solved, its rules priced, its arrangement compared, its adequacy kept, its tail checked."""
+    from placement.analyses.arrangement import fixed_in_background, with_arrangement
+    from placement.plan.solve import solve_instance
+
     fixed = None
     if loaded.scenario.serving.arrangement_options():  # the comparison's solve, beside the plan's own where it can
         fixed = fixed_in_background(loaded, instance, _waterfall)
@@ -88,10 +103,7 @@ def _solve(args: argparse.Namespace) -> int:
 
         plan = plan_with_adequacy(plan, loaded.scenario.fault_tolerance, progress=progress)
     tail_table, tail = _check_tail(plan, progress) if args.check_tail else (None, [])
-    progress("writing results")
-    out = write_results(plan, args.out, maps=not args.no_maps, tail_check=tail_table, progress=progress)
-    print_plan(plan.results, tail=tail, out=out)
-    return EXIT_OK
+    return plan, tail_table, tail
 
 
 def _solve_buildout(args: argparse.Namespace, loaded: LoadedScenario, progress: StderrProgress) -> int:

@@ -92,3 +92,70 @@ def test_the_pages_a_pass_over_a_mapped_table_read_go_back(tmp_path: Path) -> No
     process.row_minimum(mapped)
     process.take_pairs(mapped, rows, rows % 2048)
     assert _file_pages_kb() - before < 24 * 1024, "the block passes let each block's pages go"
+
+
+STANDBY = """
+import json, os, sys, time
+from pathlib import Path
+from placement._process import Standby, can_fork
+
+mark = Path(sys.argv[1])
+state = {}
+
+def prepare():
+    state["prepared_in"] = os.getpid()
+    mark.write_text(str(os.getpid()))
+
+def work(payload):
+    if payload == "fail":
+        raise ValueError("the work failed")
+    return {"payload": payload[::-1], "prepared_in": state.get("prepared_in"), "worked_in": os.getpid()}
+
+fork = can_fork()
+standby = Standby(prepare, work)
+for _ in range(1000):  # the child prepares while this process goes on: its mark appears before any payload is sent
+    if mark.exists():
+        break
+    time.sleep(0.01)
+prepared_first = mark.exists()
+answer = standby.run("abc")
+with Standby(prepare, work) as failing:
+    try:
+        failing.run("fail")
+        error = None
+    except ValueError as exc:
+        error = str(exc)
+idle = Standby(prepare, work)
+idle_pid = idle._pid
+idle.close()
+try:
+    os.kill(idle_pid, 0)
+    idle_alive = True
+except OSError:
+    idle_alive = False
+print(json.dumps({"fork": fork, "caller": os.getpid(), "prepared_first": prepared_first, "answer": answer,
+                  "error": error, "idle_alive": idle_alive}))
+"""
+
+
+def test_a_child_on_standby_prepares_at_once_and_works_on_the_payload_sent_later(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", STANDBY, str(tmp_path / "mark")], cwd=REPO, capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    answer = json.loads(done.stdout)
+    if not answer["fork"]:
+        pytest.skip("no safe fork on this platform: the standby works in the caller")
+    assert answer["prepared_first"], "the child prepared before the payload was sent"
+    work = answer["answer"]
+    assert work["payload"] == "cba"
+    assert work["worked_in"] == work["prepared_in"] != answer["caller"], "prepared and worked in the same child"
+    assert answer["error"] == "the work failed", "the child's exception is raised in the caller"
+    assert not answer["idle_alive"], "a standby closed without a payload leaves no child behind"
+
+
+def test_where_a_fork_is_not_safe_the_standby_prepares_and_works_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process, "can_fork", lambda: False)
+    calls: list[str] = []
+    standby = process.Standby(lambda: calls.append("prepare"), lambda payload: calls.append(payload) or len(calls))
+    assert not standby.forked and calls == []
+    assert standby.run("work") == 2
+    assert calls == ["prepare", "work"]

@@ -275,7 +275,9 @@ def _finish(fig: Figure, ax: Axes, region: Region, title: str, sites: pd.DataFra
     bar.set_label("open site: $ per million goodput tokens\n(all-in $/h / tokens delivered inside the SLO)")
 
 
-def draw_regional_maps(results: PlanResults, folder: Path, *, catchments: gpd.GeoDataFrame | None) -> list[Path]:
+def draw_regional_maps(
+    results: PlanResults, folder: Path, *, catchments: gpd.GeoDataFrame | None, basemap: gpd.GeoDataFrame | None = None
+) -> list[Path]:
     """Write ``map_<region>.png`` for every region with an open site.
 
     Parameters
@@ -287,6 +289,8 @@ def draw_regional_maps(results: PlanResults, folder: Path, *, catchments: gpd.Ge
     catchments : geopandas.GeoDataFrame or None
         Catchments to shade (:func:`placement.outputs.catchments.catchment_frame`, computed once
         by the results writer); None: none.
+    basemap : geopandas.GeoDataFrame, optional
+        Country polygons (default: the bundled Natural Earth file).
 
     Returns
     -------
@@ -298,6 +302,7 @@ def draw_regional_maps(results: PlanResults, folder: Path, *, catchments: gpd.Ge
         Path(folder),
         title=results.summary.scenario,
         catchments=catchments,
+        basemap=basemap,
     )
 
 
@@ -307,6 +312,7 @@ def draw_regional_maps_from_tables(
     *,
     title: str,
     catchments: gpd.GeoDataFrame | None = None,
+    basemap: gpd.GeoDataFrame | None = None,
 ) -> list[Path]:
     """Write ``map_<region>.png`` for every region with an open site, from the plan's tables.
 
@@ -321,13 +327,15 @@ def draw_regional_maps_from_tables(
         First title line of every map.
     catchments : geopandas.GeoDataFrame, optional
         Catchment polygons to shade.
+    basemap : geopandas.GeoDataFrame, optional
+        Country polygons (default: the bundled Natural Earth file).
 
     Returns
     -------
     list of Path
         The files written.
     """
-    basemap = load_basemap()
+    basemap = load_basemap() if basemap is None else basemap
     sites = plan_tables[0]
     return [
         draw_region(

@@ -405,7 +405,14 @@ def render_webmap(data: Mapping[str, Any], *, title: str) -> str:
     )
 
 
-def write_webmap(results: PlanResults, path: Path, *, catchments: gpd.GeoDataFrame, links: gpd.GeoDataFrame) -> Path:
+def write_webmap(
+    results: PlanResults,
+    path: Path,
+    *,
+    catchments: gpd.GeoDataFrame,
+    links: gpd.GeoDataFrame,
+    basemap: gpd.GeoDataFrame | None = None,
+) -> Path:
     """Write the interactive map.
 
     Parameters
@@ -418,6 +425,8 @@ def write_webmap(results: PlanResults, path: Path, *, catchments: gpd.GeoDataFra
         Catchment polygons (:func:`placement.outputs.catchments.catchment_frame`).
     links : geopandas.GeoDataFrame
         Links of the scenario's latency model.
+    basemap : geopandas.GeoDataFrame, optional
+        Country polygons (default: the bundled Natural Earth file).
 
     Returns
     -------
@@ -425,7 +434,8 @@ def write_webmap(results: PlanResults, path: Path, *, catchments: gpd.GeoDataFra
         The file written.
     """
     title = f"{results.summary.scenario}: interactive placement map"
-    Path(path).write_text(render_webmap(webmap_data(results, catchments=catchments, links=links), title=title), encoding="utf-8")
+    data = webmap_data(results, catchments=catchments, links=links, basemap=basemap)
+    Path(path).write_text(render_webmap(data, title=title), encoding="utf-8")
     return Path(path)
 
 

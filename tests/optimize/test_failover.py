@@ -218,7 +218,7 @@ def _short_of_power_n_plus_one(tmp_path: Path) -> Path:
 def test_n_plus_one_under_a_shortfall_is_applied_or_said_loudly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A shortfall keeps N+1, large or small; only a protection that finds no design in time drops it, and says so."""
     from placement.optimize import protect
-    from placement.outputs.writer import summary_json_dict
+    from placement.outputs.plan_outputs import summary_json_dict
     from placement.plan.solve import run
     from placement.scenario.load import load_scenario
 

@@ -16,10 +16,10 @@ import pytest
 
 from placement.outputs.catchments import catchment_frame
 from placement.outputs.network_layer import links_frame
+from placement.outputs.plan_outputs import summary_json_dict
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import budget_rows, render_html, rerender_report, write_report_html
 from placement.outputs.webmap import drawn_populations, write_webmap
-from placement.outputs.writer import summary_json_dict
 from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.results import jsonio

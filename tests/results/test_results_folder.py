@@ -21,8 +21,9 @@ from placement.analyses.diff import diff_plans, render_diff
 from placement.analyses.explain import rebuild_plan
 from placement.cli import main
 from placement.outputs.compare import write_comparison
+from placement.outputs.plan_outputs import summary_json_dict
 from placement.outputs.report_html import rerender_report
-from placement.outputs.writer import summary_json_dict, write_results
+from placement.outputs.writer import write_results
 from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.results.folder import json_text, read_results_folder, read_table, write_csv, write_json
@@ -229,7 +230,7 @@ def test_tail_check_is_absent_when_a_write_fails_halfway(
     def fail(*_: object, **__: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("placement.outputs.writer.render_report_html", fail)  # the last file of the folder
+    monkeypatch.setattr("placement.outputs.plan_files.render_report_html", fail)  # the last file of the folder
     assert main(["solve", str(small_scenario), "--out", str(out), "--quiet", "--no-maps", "--check-tail"]) == 1
     assert not (out / "tail_check.csv").exists()
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
@@ -248,7 +249,7 @@ def test_a_map_that_fails_in_its_own_process_leaves_the_previous_results_whole(
     def fail(*_: object, **__: object) -> None:
         raise RuntimeError("the regional maps failed")
 
-    monkeypatch.setattr("placement.outputs.writer.draw_regional_maps", fail)
+    monkeypatch.setattr("placement.outputs.plan_files.draw_regional_maps", fail)
     assert main(["solve", str(small_scenario), "--out", str(out), "--quiet", "--solver", "cbc"]) == 1
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no staging folder left behind
