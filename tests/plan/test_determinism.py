@@ -52,6 +52,37 @@ def test_bounded_kmeans_partitions_as_plain_lloyd(seed: int) -> None:
     assert ((crossed > 0).sum(axis=0) == 1).all() and ((crossed > 0).sum(axis=1) == 1).all()
 
 
+def textbook_seeding(points: np.ndarray, w: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Weighted k-means++ as written in the textbook: each next centre drawn by ``Generator.choice``."""
+    rng = np.random.default_rng(seed)
+    centres = [points[rng.choice(len(points), p=w / w.sum())]]
+    nearest_sq = ((points - centres[0]) ** 2).sum(axis=1)
+    for _ in range(1, k):
+        score = w * nearest_sq
+        total = score.sum()
+        pick = int(rng.choice(len(points), p=score / total)) if total > 0 else int(rng.integers(len(points)))
+        centres.append(points[pick])
+        nearest_sq = np.minimum(nearest_sq, ((points - centres[-1]) ** 2).sum(axis=1))
+    return np.array(centres)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_kmeans_seeding_draws_the_textbooks_centres(seed: int) -> None:
+    # the seeding draws as Generator.choice does, without its checks: the same centres, so the bundled
+    # world's populations (and every plan built on them) are those the textbook seeding gave
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(4000, 3))
+    points = vectors / np.linalg.norm(vectors, axis=1)[:, None]
+    weights = np.where(rng.uniform(size=4000) < 0.2, 0.0, rng.lognormal(size=4000)) + 1e-12
+    np.testing.assert_array_equal(
+        demand._kmeans_plus_plus(points, weights, 90, seed), textbook_seeding(points, weights, 90, seed)
+    )
+    few = points[:5]  # more centres than distinct scores: once every point is a centre the total is 0
+    np.testing.assert_array_equal(
+        demand._kmeans_plus_plus(few, weights[:5], 8, seed), textbook_seeding(few, weights[:5], 8, seed)
+    )
+
+
 def test_kmeans_is_repeatable() -> None:
     rng = np.random.default_rng(5)
     points = rng.normal(size=(2000, 3))
