@@ -137,6 +137,8 @@ class Standby(Generic[P, T]):
     def __init__(self, prepare: Callable[[], object], work: Callable[[P], T]) -> None:
         self._prepare, self._work = prepare, work
         self._pid, self._send, self._read = -1, -1, -1
+        self._running = -1  # the child's pid once it has the payload
+        self._payload: tuple[P] | None = None  # the payload sent, until it is worked on
         if not can_fork():
             return
         to_child, from_caller = os.pipe()
@@ -165,31 +167,53 @@ class Standby(Generic[P, T]):
         """Whether a child is waiting (False once it has run, or where a fork was not safe)."""
         return self._pid > 0
 
-    def run(self, payload: P) -> T:
-        """``work(payload)``: in the waiting child (the payload sent there), else here; raises what it raised."""
+    def send(self, payload: P) -> None:
+        """Hand the payload over: the child starts on it while the caller goes on (:meth:`result` waits for it).
+
+        A payload that does not pickle is kept here instead, and :meth:`result` works on it in the caller: the same
+        result, in turn. Without a child, :meth:`result` prepares and works here.
+        """
+        self._payload = (payload,)
         if self._pid <= 0:
-            self._prepare()
-            return self._work(payload)
-        pid, read = self._pid, self._read
-        self._pid = -1
+            return
+        try:
+            message = pickle.dumps(payload)
+        except (pickle.PicklingError, AttributeError, TypeError):  # a closure or a handle in it: worked on here
+            self.close()
+            return
         try:
             with os.fdopen(self._send, "wb") as pipe:
-                pipe.write(pickle.dumps(payload))
+                pipe.write(message)
         except BaseException:
-            _stop(pid)
-            os.close(read)
+            self.close()
             raise
-        result: T = _result_from(pid, read)
-        return result
+        self._running, self._pid = self._pid, -1
+
+    def result(self) -> T:
+        """``work(payload)`` of the payload sent: the child's (waited for) or worked here; raises what it raised."""
+        if self._running > 0:
+            pid, self._running = self._running, -1
+            value: T = _result_from(pid, self._read)
+            return value
+        if self._payload is None:
+            raise RuntimeError("no payload was sent to the standby")
+        self._prepare()
+        return self._work(self._payload[0])
+
+    def run(self, payload: P) -> T:
+        """:meth:`send` then :meth:`result`: ``work(payload)``, in the waiting child where there is one."""
+        self.send(payload)
+        return self.result()
 
     def close(self) -> None:
-        """Stop a child that has not run (nothing to do otherwise)."""
-        if self._pid > 0:
-            _stop(self._pid)
-            for fd in (self._send, self._read):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            self._pid = -1
+        """Stop the child, waiting or working, whose result has not been read (nothing to do otherwise)."""
+        for pid in (self._pid, self._running):
+            if pid > 0:
+                _stop(pid)
+                for fd in (self._send, self._read):
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+        self._pid = self._running = -1
 
     def __enter__(self) -> Standby[P, T]:
         return self

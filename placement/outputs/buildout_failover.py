@@ -7,8 +7,8 @@ from typing import Any
 
 from placement.analyses.buildout_failover import year_failover
 from placement.buildout.solve import StochasticResult
-from placement.results.folder import write_csv, write_csv_chunks
-from placement.results.record import ROW_COLUMNS, ROW_DIGITS
+from placement.outputs.plan_outputs import write_failover_rows
+from placement.results.folder import write_csv
 
 
 def write_year_failover(result: StochasticResult, y: int, scenario: int, folder: Path) -> None:
@@ -26,7 +26,7 @@ def write_year_failover(result: StochasticResult, y: int, scenario: int, folder:
     tables = year_failover(result, y, scenario)
     if tables is None:
         return
-    write_csv_chunks(tables.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
+    write_failover_rows(tables, folder)
     write_csv(tables.sites, folder / "failover_sites.csv")
     write_csv(tables.scenarios, folder / "failover_scenarios.csv")
 

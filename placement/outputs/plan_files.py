@@ -22,7 +22,7 @@ from placement.outputs.catchments import catchment_frame, write_catchments
 from placement.outputs.failover_report import plan_protection
 from placement.outputs.geopackage import GPKG_NAME, plan_layers, write_geopackage
 from placement.outputs.network_layer import write_network
-from placement.outputs.plan_outputs import PlanOutputs, summary_json_dict
+from placement.outputs.plan_outputs import PlanOutputs, summary_json_dict, write_failover_rows
 from placement.outputs.qgis_project import QGZ_NAME, write_qgis_project
 from placement.outputs.regional_maps import draw_regional_maps
 from placement.outputs.report_html import draw_report_charts, render_report_html
@@ -30,8 +30,8 @@ from placement.outputs.report_md import render_markdown
 from placement.outputs.webmap import write_webmap
 from placement.outputs.world_map import draw_world_map, load_basemap
 from placement.progress import Progress
-from placement.results.folder import ADEQUACY_CSV, write_csv, write_csv_chunks, write_json
-from placement.results.record import ROW_COLUMNS, ROW_DIGITS, PlanResults
+from placement.results.folder import ADEQUACY_CSV, write_csv, write_json
+from placement.results.record import PlanResults
 
 TAIL_DIGITS = 6
 """Significant digits of ``tail_check.csv``'s figures (simulated: more would be noise)."""
@@ -60,22 +60,7 @@ def write_plan_files(outputs: PlanOutputs, folder: Path, progress: Progress) -> 
     progress : callable
         Receives a line as each group of files is written.
     """
-    _write_results(outputs.results, folder, links=outputs.links, measured=outputs.measured,
-                   cross_metro=outputs.cross_metro, maps=outputs.maps, tail_check=outputs.tail_check,
-                   progress=progress)  # fmt: skip
-
-
-def _write_results(
-    results: PlanResults,
-    folder: Path,
-    *,
-    links: pd.DataFrame,
-    measured: pd.DataFrame | None,
-    cross_metro: pd.DataFrame | None,
-    maps: bool,
-    tail_check: pd.DataFrame | None,
-    progress: Progress,
-) -> None:
+    results, links, cross_metro, maps = outputs.results, outputs.links, outputs.cross_metro, outputs.maps
     # The slower half of the writing goes to forked children, shared out over the cores: without maps, the report's
     # charts from the start (with maps, the parent draws them while the map children draw); the GeoJSON layers; the
     # catchments, GeoPackage and QGIS project; the world map and web map in one child, the regional maps in another.
@@ -104,16 +89,17 @@ def _write_results(
     members = results.members
     ids = results.populations["population_id"].to_numpy()[members["population_index"].to_numpy()]
     write_csv(members.assign(population_id=ids).drop(columns=["population_index"]), folder / "population_members.csv")
-    if tail_check is not None:
-        write_csv(tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
+    if outputs.tail_check is not None:
+        write_csv(outputs.tail_check, folder / "tail_check.csv", digits=TAIL_DIGITS)
     if results.rule_prices is not None:
         write_csv(results.rule_prices, folder / "rule_prices.csv")
     if results.adequacy is not None:
         write_csv(results.adequacy, folder / ADEQUACY_CSV)
-    if measured is not None:  # the scenario's latency.measurements: before/after error on the planner's own pings
-        write_csv(measured, folder / "latency_measurements.csv")
+    if outputs.measured is not None:  # the scenario's latency.measurements: before/after error on the planner's own pings
+        write_csv(outputs.measured, folder / "latency_measurements.csv")
     if results.failover is not None:
-        write_csv_chunks(results.failover.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
+        if outputs.failover_rows:
+            write_failover_rows(results.failover, folder)
         write_csv(results.failover.sites, folder / "failover_sites.csv")
         write_csv(results.failover.scenarios, folder / "failover_scenarios.csv")
     if cross_metro is not None:  # which decode sites prefill where: a network team's WAN links

@@ -6,7 +6,9 @@ a child on standby) without importing the drawing libraries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -14,7 +16,8 @@ import pandas as pd
 from placement.analyses.modes import cross_metro_links
 from placement.outputs.network_layer import links_frame
 from placement.plan.record import Plan
-from placement.results.record import PlanResults
+from placement.results.folder import write_csv_chunks
+from placement.results.record import ROW_COLUMNS, ROW_DIGITS, FailoverTables, PlanResults
 
 
 def summary_json_dict(results: PlanResults) -> dict[str, Any]:
@@ -56,6 +59,9 @@ class PlanOutputs:
         Draw the maps (:data:`MAP_FILES`).
     tail_check : pandas.DataFrame or None
         The plan's tail check.
+    failover_rows : bool, optional
+        Whether ``failover.csv`` is written with the other files (False: its caller writes it; see
+        :meth:`without_failover_rows`).
     """
 
     results: PlanResults
@@ -64,6 +70,30 @@ class PlanOutputs:
     cross_metro: pd.DataFrame | None
     maps: bool
     tail_check: pd.DataFrame | None
+    failover_rows: bool = True
+
+    def without_failover_rows(self) -> PlanOutputs:
+        """The same outputs for another process: ``failover.csv``'s rows left to the caller.
+
+        The rows are made from the solved model one loss at a time as the file is written (millions at full
+        resolution), by a function that holds the model: it stays in the process that has the model, which writes
+        ``failover.csv`` itself (:func:`write_failover_rows`) while the other files are written elsewhere.
+        """
+        failover = self.results.failover
+        if failover is None:
+            return self
+        kept = replace(failover, row_chunks=no_rows)
+        return replace(self, results=replace(self.results, failover=kept), failover_rows=False)
+
+
+def no_rows() -> Iterator[pd.DataFrame]:
+    """No failover rows (a module-level function: it pickles)."""
+    return iter(())
+
+
+def write_failover_rows(tables: FailoverTables, folder: Path) -> None:
+    """Write ``failover.csv`` into ``folder``, one loss's rows at a time as they are made."""
+    write_csv_chunks(tables.row_chunks(), folder / "failover.csv", columns=ROW_COLUMNS, digits=ROW_DIGITS)
 
 
 def plan_outputs(plan: Plan, *, maps: bool, tail_check: pd.DataFrame | None) -> PlanOutputs:

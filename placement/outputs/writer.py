@@ -21,7 +21,7 @@ import pandas as pd
 from placement._errors import InputError, Problem
 from placement._paths import nearest_existing
 from placement._process import Standby
-from placement.outputs.plan_outputs import PlanOutputs, plan_outputs
+from placement.outputs.plan_outputs import PlanOutputs, plan_outputs, write_failover_rows
 from placement.plan.record import Plan
 from placement.progress import Progress, quiet
 
@@ -223,8 +223,16 @@ def write_results(
     outputs = plan_outputs(plan, maps=maps, tail_check=tail_check)
 
     def write(folder: Path) -> None:
-        if standby is not None:
-            standby.run((folder, outputs))
+        if standby is not None:  # the files in the child, failover.csv's rows (made from the model) here meanwhile
+            sent = outputs.without_failover_rows()
+            standby.send((folder, sent))
+            try:
+                if not sent.failover_rows and plan.results.failover is not None:
+                    write_failover_rows(plan.results.failover, folder)
+            except BaseException:
+                standby.close()  # stopped before the staging folder is removed
+                raise
+            standby.result()
             return
         from placement.outputs.plan_files import write_plan_files
 

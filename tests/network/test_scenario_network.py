@@ -131,6 +131,7 @@ def test_great_circle_scenario_writes_no_links(tmp_path: Path) -> None:
 
 def test_catchments_are_computed_once_per_results_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import placement.outputs.catchments as catchments
+    import placement.outputs.plan_files as plan_files
     import placement.outputs.writer as writer
 
     assert not hasattr(catchments, "_CACHE") and not hasattr(catchments, "catchments_of")
@@ -140,7 +141,7 @@ def test_catchments_are_computed_once_per_results_folder(tmp_path: Path, monkeyp
         calls.append(1)
         return catchments.catchment_frame(results, **options)
 
-    monkeypatch.setattr(writer, "catchment_frame", counted)
+    monkeypatch.setattr(plan_files, "catchment_frame", counted)
     plan = run(load_scenario(write_scenario(tmp_path)))
     writer.write_results(plan, tmp_path / "out")
     assert len(calls) == 1

@@ -28,7 +28,7 @@ from placement.plan.record import Plan
 from placement.plan.solve import run
 from placement.results.folder import json_text, read_results_folder, read_table, write_csv, write_json
 from placement.scenario.load import load_scenario
-from tests.conftest import SMALL_CATALOG, SMALL_CITIES, write_scenario
+from tests.conftest import REPO, SMALL_CATALOG, SMALL_CITIES, write_scenario
 
 NAMIBIA_CATALOG = SMALL_CATALOG + "windhoek,Windhoek,NA,Africa,-22.56,17.08,50,80,1.3,10000000,false\n"
 NAMIBIA_CITIES = SMALL_CITIES + "5,Windhoek,NA,05,-22.56,17.08,400000,Africa/Windhoek\n"
@@ -301,3 +301,24 @@ def test_csv_text_is_pandas_bytes_faster(namibia: tuple[Plan, Path]) -> None:
     plan, _ = namibia
     for table in (plan.sites, plan.assignments, plan.populations):
         assert csv_text(table) == _pandas_csv(table)
+
+
+def test_a_solve_written_by_its_standby_child_writes_the_files_a_write_here_writes(tmp_path: Path) -> None:
+    # cli.py in its own process (a pytest-xdist worker has threads and so never forks): the files are written by the
+    # child forked before the solve, failover.csv's rows by the solving process meanwhile; a write in this process of
+    # the same plan gives the same tables, byte for byte
+    import subprocess
+    import sys
+
+    scenario = write_scenario(tmp_path, policy={"unreachable": "report"}, fault_tolerance={"n_plus_one": True})
+    there = tmp_path / "there"
+    done = subprocess.run([sys.executable, str(REPO / "cli.py"), "solve", str(scenario), "--out", str(there), "--no-maps"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    here = write_results(run(load_scenario(scenario)), tmp_path / "here", maps=False)
+    names = sorted(p.name for p in here.iterdir())
+    assert sorted(p.name for p in there.iterdir()) == names and "failover.csv" in names
+    assert read_table(there / "failover.csv").shape[0] > 0
+    for name in names:
+        if name.endswith(".csv") and name != "tail_check.csv":
+            assert (there / name).read_bytes() == (here / name).read_bytes(), name
