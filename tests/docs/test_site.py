@@ -22,13 +22,18 @@ TWO_COMMANDS = (
 )
 
 
-def _build(out: Path) -> None:
-    """``mkdocs build --strict`` into ``out/html`` (about 5 s); run from ``out``, so its caches land there too."""
+def _build(out: Path, *, execute: bool = False) -> None:
+    """``mkdocs build --strict`` into ``out/html`` (about 5 s); run from ``out``, so its caches land there too.
+
+    ``execute`` runs the notebooks as the site is built (``PLACEMENT_DOCS_EXECUTE``), their outputs on the pages.
+    """
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"), "-d", str(out / "html")]
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    done = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=300, check=False, env=env)
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PLACEMENT_DOCS_EXECUTE": "true" if execute else "false"}
+    env |= {"MPLBACKEND": "Agg", "JUPYTER_PLATFORM_DIRS": "1"}
+    done = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=900, check=False, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "WARNING" not in done.stderr, done.stderr[-3000:]
+    warnings = [line for line in done.stderr.splitlines() if re.match(r"WARNING\s+-", line)]  # mkdocs's own
+    assert warnings == [], done.stderr[-3000:]
     (out / "built").write_text("ok\n")
 
 
@@ -100,3 +105,15 @@ def test_page_renders_offline_without_console_errors(site: Path, tmp_path: Path,
     assert _console_lines(done.stderr) == []
     assert 'class="md-content"' in done.stdout  # the theme laid the page out
     assert len(re.sub(r"<[^>]+>", "", done.stdout)) > 2000  # and it has text
+
+
+@pytest.mark.slow
+def test_the_tutorials_run_as_the_site_is_built_and_show_their_outputs(tmp_path: Path) -> None:
+    # every notebook run from its first cell to its last (a failing cell fails the build), its figures on its page
+    _build(tmp_path, execute=True)
+    for page in sorted((tmp_path / "html" / "tutorials").glob("0*.html")):
+        html = page.read_text(encoding="utf-8")
+        assert html.count("data:image/png") >= 1, f"{page.name}: no figure drawn"
+        assert re.search(r'<div[^>]*class="[^"]*jp-OutputArea-output', html), f"{page.name}: no output shown"
+    done = _browse(tmp_path / "html" / "tutorials" / "01_quickstart.html", tmp_path / "profile", "--dump-dom")
+    assert done.returncode == 0 and _console_lines(done.stderr) == []
