@@ -6,8 +6,10 @@ Usage::
     .venv/bin/python scripts/buildout_tables.py DIR
 
 Prints, as Markdown: the adopted plan year by year in the base demand scenario (``years.csv``), each demand scenario's
-net present cost under the stochastic and the mean-value plan (``scenarios.csv``), and the value of the stochastic
-solution with the bound (``summary.json``). ``docs/guides/buildout.md`` shows this output for the bundled build-out.
+net present cost under the stochastic and the mean-value plan (``scenarios.csv``), the value of the stochastic
+solution with the bound (``summary.json``), every demand scenario's last year (``years_scenarios.csv``) and which
+accelerators carry each class's tokens year by year (``class_accelerators.csv``). ``docs/guides/buildout.md`` shows
+this output for the bundled build-out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 import pandas as pd
 
 NODES_PREFIX = "nodes_"
+SHARE_SHOWN = 0.005
+"""Least share of a class's tokens an accelerator must carry to be named in the table of parts by class."""
 
 
 def _nodes_text(row: pd.Series, accelerators: list[str]) -> str:
@@ -63,6 +67,36 @@ def scenarios_table(scenarios: pd.DataFrame, summary: dict[str, Any]) -> list[st
     return lines
 
 
+def last_year_table(by_scenario: pd.DataFrame) -> list[str]:
+    """Each demand scenario's last year under the adopted plan (``years_scenarios.csv``) as Markdown rows."""
+    accelerators = [c.removeprefix(NODES_PREFIX) for c in by_scenario.columns if c.startswith(NODES_PREFIX)]
+    last = by_scenario[by_scenario["year"] == by_scenario["year"].max()]
+    lines = [
+        "| scenario | $/M goodput | unserved | MW used | MW reserved | nodes in service |",
+        "|---|---|---|---|---|---|",
+    ]
+    for _, r in last.iterrows():
+        lines.append(
+            f"| {r['scenario']} | {r['cost_per_million_goodput_tokens_usd']:.3f} | {r['unserved_share'] * 100:.1f} % "
+            f"| {r['mw_used']:,.0f} | {r['mw_reserved']:,.0f} | {_nodes_text(r, accelerators)} |"
+        )
+    return lines
+
+
+def class_parts_table(shares: pd.DataFrame) -> list[str]:
+    """Which accelerators carry each class's tokens, year by year (``class_accelerators.csv``), as Markdown rows."""
+    classes = list(dict.fromkeys(shares["class"]))
+    lines = ["| year | " + " | ".join(classes) + " |", "|---|" + "---|" * len(classes)]
+    for year, rows in shares.groupby("year", sort=True):
+        cells = []
+        for name in classes:
+            mine = rows[(rows["class"] == name) & (rows["share_of_class_tokens"] >= SHARE_SHOWN)]
+            parts = [f"{a} {v * 100:.0f} %" for a, v in zip(mine["accelerator"], mine["share_of_class_tokens"], strict=True)]
+            cells.append(" · ".join(parts) or "none")
+        lines.append(f"| {int(year)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def headline(summary: dict[str, Any]) -> str:
     """The value of the stochastic solution, the mean-value problem, the bound and the plan adopted."""
     vss = float(summary["value_of_stochastic_solution_usd"])
@@ -82,6 +116,12 @@ def tables(folder: Path) -> str:
     scenarios = pd.read_csv(folder / "scenarios.csv", keep_default_na=False)
     base = f"Demand scenario `{summary['years_scenario']}`, the adopted plan:"
     parts = [base, "", *years_table(years), "", *scenarios_table(scenarios, summary), "", headline(summary)]
+    by_scenario = pd.read_csv(folder / "years_scenarios.csv", keep_default_na=False)
+    last = int(by_scenario["year"].max())
+    parts += ["", f"Every demand scenario in {last}, the adopted plan:", "", *last_year_table(by_scenario)]
+    shares = pd.read_csv(folder / "class_accelerators.csv")
+    parts += ["", f"Which accelerators carry each class's tokens, demand scenario `{summary['years_scenario']}`:", ""]
+    parts += class_parts_table(shares)
     return "\n".join(parts) + "\n"
 
 

@@ -398,6 +398,18 @@ def test_the_guides_tables_are_regenerated_from_the_folder(solved: Path) -> None
     summary = json.loads((solved / "summary.json").read_text())
     assert f"**${summary['expected_cost_usd'] / 1e9:,.2f} B**" in text
     assert f"the adopted plan is the {summary['adopted_plan'].upper()} plan" in text
+    by_scenario = pd.read_csv(solved / "years_scenarios.csv", keep_default_na=False)
+    last = by_scenario[by_scenario["year"] == by_scenario["year"].max()]
+    after = text.split(f"Every demand scenario in {int(last['year'].iloc[0])}, the adopted plan:")[1]
+    last_rows = [line for line in after.split("Which accelerators")[0].splitlines() if line.startswith("| ")][1:]
+    assert [r.split(" | ")[0].removeprefix("| ") for r in last_rows] == list(last["scenario"])
+    assert f"| {last['mw_reserved'].iloc[0]:,.0f} |" in last_rows[0]
+    shares = pd.read_csv(solved / "class_accelerators.csv")
+    part_rows = [line for line in after.split("Which accelerators")[1].splitlines() if line.startswith("| ")]
+    assert part_rows[0] == "| year | " + " | ".join(dict.fromkeys(shares["class"])) + " |"
+    assert [r.split(" | ")[0].removeprefix("| ") for r in part_rows[1:]] == [str(y) for y in sorted(set(shares["year"]))]
+    top = shares[shares["year"] == shares["year"].min()].nlargest(1, "share_of_class_tokens").iloc[0]
+    assert f"{top['accelerator']} {top['share_of_class_tokens'] * 100:.0f} %" in part_rows[1]
     assert script.main([str(solved.parent)]) == 2, "a folder without years.csv is refused with the usage"
 
 
