@@ -1,5 +1,5 @@
-"""scripts/dinkelbach_table.py: the exact ratio's figures the optimisation page shows, printed from a plan's summary;
-the page's tables are what the script prints for its example today."""
+"""Figures the pages show are what scripts print today: the exact ratio's tables (scripts/dinkelbach_table.py, from a
+plan's summary) and the first plan's transcript (scripts/first_plan_transcript.py), each compared with a fresh run."""
 
 from __future__ import annotations
 
@@ -66,3 +66,19 @@ def test_the_pages_ratio_tables_are_what_the_script_prints_today(tmp_path: Path,
     found = re.search(r"<!-- dinkelbach_table -->\n(.*?)<!-- /dinkelbach_table -->", page, re.S)
     assert found is not None, "the page marks the script's output"
     assert found.group(1).strip() == printed.strip(), "regenerate: scripts/dinkelbach_table.py --solve DIR"
+
+
+@pytest.mark.slow
+def test_the_first_plan_pages_transcript_is_what_a_run_prints_today() -> None:
+    # scripts/first_plan_transcript.py solves the bundled world afresh; the page's block is its output, the seconds aside
+    script = script_module("first_plan_transcript")
+    printed = script.transcript()
+    page = (REPO / "docs" / "get-started" / "first-plan.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- first_plan -->\n```\n(.*?)```\n<!-- /first_plan -->", page, re.S)
+    assert found is not None, "the page marks the script's output"
+
+    def unstamped(text: str) -> list[str]:
+        return [script.STAMP.sub("[ s] ", line) for line in text.strip().splitlines()]
+
+    assert unstamped(found.group(1)) == unstamped(printed), "regenerate: scripts/first_plan_transcript.py"
+    assert "writing results" in printed and printed.rstrip().endswith("results in out")
