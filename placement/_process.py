@@ -121,10 +121,11 @@ class Standby(Generic[P, T]):
     """A forked child made ready now that runs ``work(payload)`` when it is handed the payload later.
 
     The child runs ``prepare()`` at once (its imports, the files it will read) while the caller goes on, then waits
-    for the payload: what it must wait for the caller to know (a plan's results). :meth:`run` sends the payload
-    (pickled, through a pipe) and returns ``work(payload)``'s result, raising what it raised. ``work`` itself is
-    inherited, not pickled: a closure serves. Where a fork is not safe, :meth:`run` prepares and works in the caller.
-    A standby never run is stopped by :meth:`close` (or when the ``with`` block it opened ends).
+    for the payload: what it must wait for the caller to know (a plan's results). :meth:`send` hands it over
+    (pickled, through a pipe) and the child works while the caller goes on; :meth:`result` returns
+    ``work(payload)``'s result, raising what it raised (:meth:`run` does both). ``work`` itself is inherited, not
+    pickled: a closure serves. Where a fork is not safe, :meth:`result` prepares and works in the caller. A standby
+    never used is stopped by :meth:`close` (or when the ``with`` block it opened ends).
 
     Parameters
     ----------
@@ -181,8 +182,9 @@ class Standby(Generic[P, T]):
         except (pickle.PicklingError, AttributeError, TypeError):  # a closure or a handle in it: worked on here
             self.close()
             return
+        send, self._send = self._send, -1  # closed by the write, whatever happens
         try:
-            with os.fdopen(self._send, "wb") as pipe:
+            with os.fdopen(send, "wb") as pipe:
                 pipe.write(message)
         except BaseException:
             self.close()
@@ -192,8 +194,8 @@ class Standby(Generic[P, T]):
     def result(self) -> T:
         """``work(payload)`` of the payload sent: the child's (waited for) or worked here; raises what it raised."""
         if self._running > 0:
-            pid, self._running = self._running, -1
-            value: T = _result_from(pid, self._read)
+            pid, read, self._running, self._read = self._running, self._read, -1, -1
+            value: T = _result_from(pid, read)
             return value
         if self._payload is None:
             raise RuntimeError("no payload was sent to the standby")
@@ -210,10 +212,11 @@ class Standby(Generic[P, T]):
         for pid in (self._pid, self._running):
             if pid > 0:
                 _stop(pid)
-                for fd in (self._send, self._read):
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-        self._pid = self._running = -1
+        for fd in (self._send, self._read):  # each closed once: a number closed before may name another file now
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._pid = self._running = self._send = self._read = -1
 
     def __enter__(self) -> Standby[P, T]:
         return self
