@@ -15,7 +15,7 @@ import pytest
 from placement.analyses.alternatives import Direction, parse_direction
 from placement.cli import main
 from placement.outputs.alternatives_files import mw_not_shared, sites_not_shared
-from tests.conftest import CATALOG_HEADER, REPO, write_scenario
+from tests.conftest import CATALOG_HEADER, REPO, script_module, write_scenario
 
 # New York is served as well from x as from y (the same power price, PUE and latency class; 0.01 degrees apart), and
 # a second site costs its $250/h fixed cost: one of them, not both. Berlin is in reach of m (Frankfurt) alone. Chicago
@@ -67,6 +67,24 @@ def test_both_equally_good_pairs_are_found_and_the_site_every_plan_needs_is_name
         assert (out / name).stat().st_size > 1000
     layer = json.loads((out / "alternatives.geojson").read_text())
     assert {f["properties"]["site_id"]: f["properties"]["class"] for f in layer["features"]} == classes
+
+
+def test_the_guides_table_and_site_classes_are_printed_from_the_folder(tmp_path: Path) -> None:
+    """scripts/alternatives_table.py: a row per design, then the sites by class, the figures of the folder's files."""
+    out = tmp_path / "alt"
+    rows, sites = _run(_twin_world(tmp_path), out, "--count", "2", "--slack", "0.02")
+    script = script_module("alternatives_table")
+    text = script.table(out)
+    lines = text.splitlines()
+    designs = [line for line in lines[2:] if line.startswith("| ")]
+    named = [line.split(" | ")[0].removeprefix("| ") for line in designs]
+    assert named == [r["design"] + (f" (same as {r['same_as']})" if r["same_as"] else "") for r in rows]
+    assert f"| {float(rows[0]['usd_per_h']):,.0f} |" in designs[0]
+    assert f"{float(rows[1]['cost_over_optimum']) * 100:+.2f} %" in designs[1]
+    assert f"| {float(rows[1]['mw_not_shared']) * 100:.0f} % |" in designs[1]
+    assert "**Must-have** (1): m." in lines and "**Choice** (2): x, y." in lines and "**Never** (1): far." in lines
+    assert len(sites) == 4
+    assert script.main([str(tmp_path)]) == 2, "a folder without alternatives.csv is refused with the usage"
 
 
 def test_a_spread_design_that_leads_back_to_an_earlier_one_is_searched_again_with_those_barred(tmp_path: Path) -> None:
