@@ -11,15 +11,16 @@ Rows (``--large`` adds the catalog-scale ones, minutes each):
 - ``what-if --no-maps``: the same without the maps;
 - ``world_2k``, ``world_full-24x7`` (``--large``): ``--no-maps``, from an empty cache.
 
-Each run's phases are read from its progress lines: build (to the ``model:`` line), solve (to ``writing results``),
-write (to the end); ``peak MB`` is the largest resident set of the run's own process (``wait4``; the children it
-forks for profiles and maps are smaller). Machines here are shared and noisy: compare the rows of one
+Each run's phases: start (to its first progress line: Python and the command's imports), then from its progress
+lines build (to the ``model:`` line), solve (to ``writing results``) and write (to the end); ``peak MB`` is the
+largest resident set of the run's own process (``wait4``; the children it forks for profiles and maps are smaller). Machines here are shared and noisy: compare the rows of one
 run, and the median of each row's runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -41,6 +42,7 @@ class Run:
     """One run's whole-process seconds, its phases and its peak memory."""
 
     wall_s: float
+    start_s: float
     build_s: float
     solve_s: float
     write_s: float
@@ -72,30 +74,34 @@ def _scenario_copy(folder: Path, key: str, edit: tuple[str, str] | None) -> Path
     return path
 
 
-def _phases(stderr: str, wall_s: float) -> tuple[float, float, float]:
-    """Build, solve and write seconds from the run's progress lines."""
+def _phases(stderr: str, clocked_s: float) -> tuple[float, float, float]:
+    """Build, solve and write seconds from the run's progress lines (``clocked_s``: the run's seconds after its first)."""
     stamps = [(float(m.group(1)), m.group(2)) for m in map(STAMP.match, stderr.splitlines()) if m]
     built = next((t for t, text in stamps if text.startswith("model:")), float("nan"))
     writing = next((t for t, text in stamps if text.startswith("writing results")), float("nan"))
-    return built, writing - built, wall_s - writing
+    return built, writing - built, clocked_s - writing
 
 
 def _run(row: Row, folder: Path, cache: Path) -> Run:
     scenario = _scenario_copy(folder, row.scenario, row.edit)
     out = folder / f"out-{row.name.replace(' ', '_')}"
     env = {**os.environ, "PLACEMENT_CACHE_DIR": str(cache)}
-    log = folder / "stderr.txt"
     start = time.perf_counter()
-    with log.open("w", encoding="utf-8") as err:
-        child = subprocess.Popen([*PLACEMENT, "solve", str(scenario), "--out", str(out), *row.options],
-                                 stdout=subprocess.DEVNULL, stderr=err, env=env)  # fmt: skip
-        _, status, usage = os.wait4(child.pid, 0)  # this run's own peak, not the largest child's so far
+    child = subprocess.Popen([*PLACEMENT, "solve", str(scenario), "--out", str(out), *row.options],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    assert child.stderr is not None
+    lines: list[str] = []
+    first = math.nan
+    for line in child.stderr:  # the first line comes once the command's imports are done: its progress clock starts
+        first = time.perf_counter() - start if not lines else first
+        lines.append(line)
+    _, status, usage = os.wait4(child.pid, 0)  # this run's own peak, not the largest child's so far
     wall = time.perf_counter() - start
-    stderr = log.read_text(encoding="utf-8")
+    stderr = "".join(lines)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{row.name} failed:\n{stderr[-2000:]}")
     shutil.rmtree(out, ignore_errors=True)
-    return Run(wall, *_phases(stderr, wall), usage.ru_maxrss / 1024)
+    return Run(wall, first, *_phases(stderr, wall - first), usage.ru_maxrss / 1024)
 
 
 ROWS = (
@@ -130,8 +136,8 @@ def main() -> None:
                 run = _run(row, folder, cache)
                 table[row.name].append(run)
                 print(f"# {row.name} run {attempt + 1}: {run.wall_s:.1f} s", file=sys.stderr, flush=True)
-    print("| run | runs (s) | median s | build s | solve s | write s | peak MB |")
-    print("|---|---|---|---|---|---|---|")
+    print("| run | runs (s) | median s | start s | build s | solve s | write s | peak MB |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, runs in table.items():
         walls = ", ".join(f"{r.wall_s:.1f}" for r in runs)
 
@@ -139,7 +145,8 @@ def main() -> None:
             return statistics.median(values)
 
         print(
-            f"| {name} | {walls} | {median([r.wall_s for r in runs]):.1f} | {median([r.build_s for r in runs]):.1f} | "
+            f"| {name} | {walls} | {median([r.wall_s for r in runs]):.1f} | {median([r.start_s for r in runs]):.1f} | "
+            f"{median([r.build_s for r in runs]):.1f} | "
             f"{median([r.solve_s for r in runs]):.1f} | {median([r.write_s for r in runs]):.1f} | "
             f"{max(r.peak_mb for r in runs):,.0f} |"
         )
