@@ -32,9 +32,14 @@ def _nodes_text(row: pd.Series, accelerators: list[str]) -> str:
     return " · ".join(f"{name} {n:,}" for name, n in counts if n > 0) or "none"
 
 
+def _accelerators(table: pd.DataFrame) -> list[str]:
+    """The accelerators a table counts nodes of (its ``nodes_<accelerator>`` columns), in its order."""
+    return [c.removeprefix(NODES_PREFIX) for c in table.columns if c.startswith(NODES_PREFIX)]
+
+
 def years_table(years: pd.DataFrame) -> list[str]:
     """The adopted plan's years (``years.csv``) as Markdown rows."""
-    accelerators = [c.removeprefix(NODES_PREFIX) for c in years.columns if c.startswith(NODES_PREFIX)]
+    accelerators = _accelerators(years)
     lines = [
         "| year | $/M goodput | goodput tok/s | unserved | MW used | MW reserved | sites | nodes in service |",
         "|---|---|---|---|---|---|---|---|",
@@ -69,7 +74,7 @@ def scenarios_table(scenarios: pd.DataFrame, summary: dict[str, Any]) -> list[st
 
 def last_year_table(by_scenario: pd.DataFrame) -> list[str]:
     """Each demand scenario's last year under the adopted plan (``years_scenarios.csv``) as Markdown rows."""
-    accelerators = [c.removeprefix(NODES_PREFIX) for c in by_scenario.columns if c.startswith(NODES_PREFIX)]
+    accelerators = _accelerators(by_scenario)
     last = by_scenario[by_scenario["year"] == by_scenario["year"].max()]
     lines = [
         "| scenario | $/M goodput | unserved | MW used | MW reserved | nodes in service |",
