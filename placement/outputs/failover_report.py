@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from placement.results.folder import read_table
-from placement.results.record import FailoverTables, PlanResults
+from placement.results.record import FailoverTables, PlanResults, no_failover_rows
 from placement.results.summary import PlanSummary
 
 SCENARIO_LIMIT = 15
@@ -220,7 +220,7 @@ def summary_protection(summary: PlanSummary, folder: Path | None = None) -> list
     failover = None
     if folder is not None and (folder / "failover_scenarios.csv").exists():
         scenarios = read_table(folder / "failover_scenarios.csv")
-        failover = FailoverTables(sites=pd.DataFrame(), scenarios=scenarios, row_chunks=lambda: iter(()))
+        failover = FailoverTables(sites=pd.DataFrame(), scenarios=scenarios, row_chunks=no_failover_rows)
     return protection_blocks(
         failover,
         protected_share=summary.n_plus_one_protected_share,

@@ -6,7 +6,6 @@ a child on standby) without importing the drawing libraries.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from placement.analyses.modes import cross_metro_links
 from placement.outputs.network_layer import links_frame
 from placement.plan.record import Plan
 from placement.results.folder import write_csv_chunks
-from placement.results.record import ROW_COLUMNS, ROW_DIGITS, FailoverTables, PlanResults
+from placement.results.record import ROW_COLUMNS, ROW_DIGITS, FailoverTables, PlanResults, no_failover_rows
 
 
 def summary_json_dict(results: PlanResults) -> dict[str, Any]:
@@ -82,13 +81,8 @@ class PlanOutputs:
         failover = self.results.failover
         if failover is None:
             return self
-        kept = replace(failover, row_chunks=no_rows)
+        kept = replace(failover, row_chunks=no_failover_rows)
         return replace(self, results=replace(self.results, failover=kept), failover_rows=False)
-
-
-def no_rows() -> Iterator[pd.DataFrame]:
-    """No failover rows (a module-level function: it pickles)."""
-    return iter(())
 
 
 def write_failover_rows(tables: FailoverTables, folder: Path) -> None:

@@ -32,6 +32,11 @@ RULES_HEADER = "Rules that shaped the plan:"
 """The note that opens the rules block (:func:`placement.plan.notes.rule_notes`); reports lift that block into its own section."""
 
 
+def no_failover_rows() -> Iterator[pd.DataFrame]:
+    """``row_chunks`` of failover tables without rows (read back from a folder, or sent to another process: it pickles)."""
+    return iter(())
+
+
 @dataclass(frozen=True)
 class FailoverTables:
     """The three failover tables of an N+1 plan (columns in :mod:`placement.plan.failover` and :mod:`placement.outputs.columns`).
